@@ -1,0 +1,53 @@
+/*
+ * agent.h - the training agent: takes jobs from the queue and runs them as containers.
+ *
+ * Owns: the agent's threads (one claim loop plus one runner thread per running job), its
+ * heartbeat, the reclaim of dead agents' jobs, staging of /opt/ml under the data dir, the
+ * container's life (create, start, logs into CloudWatch Logs streams, MetricDefinitions,
+ * Stop and MaxRuntimeInSeconds with SIGTERM, grace, SIGKILL), the upload of /opt/ml/model as
+ * model.tar.gz into the local object store, and every status transition of a running job
+ * (through store_job_transition). Used embedded in trainyard-server (--agents N) and alone as
+ * trainyard-agent.
+ */
+#ifndef TY_CP_AGENT_AGENT_H
+#define TY_CP_AGENT_AGENT_H
+
+#include <jansson.h>
+
+#include "ty_err.h"
+
+struct agent_config {
+    const char *id;            /* unique agent id; NULL = "<hostname>-<pid>-<n>" */
+    const char *redis_url;     /* as store_open() */
+    const char *docker_host;   /* as docker_open() */
+    const char *data_dir;      /* jobs staged under <data_dir>/jobs/<job>/ */
+    const char *s3_dir;        /* local object store root: <s3_dir>/<bucket>/<key> */
+    const char *runtime_tar;   /* rootfs tarball of trainyard/runtime, imported when missing */
+    const char *runtime_image; /* "trainyard/runtime:<version>" */
+    const char *endpoint_url;  /* trainyard's URL as seen from containers (S3_ENDPOINT_URL) */
+    const char *region;
+    int slots;                 /* jobs run at once by this agent (capacity), default 1 */
+    int stop_grace_s;          /* SIGTERM -> SIGKILL grace, default 120 */
+    int heartbeat_ttl_s;       /* default 10 */
+};
+
+struct agent;
+
+/*
+ * Connects to Redis and the engine (checking both: an unreachable one is an error with one
+ * clear line), imports the runtime image when missing, and starts the agent's threads.
+ * new: caller stops and frees with agent_stop(). NULL and err on failure.
+ */
+struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err);
+
+/*
+ * Stops taking jobs, stops the heartbeat and joins the threads. Running containers are left
+ * running and their jobs pending in the queue, so another agent (or this one after a restart)
+ * reclaims them. NULL is a no-op.
+ */
+void agent_stop(struct agent *a);
+
+/* new: {"id":..., "state":"running|stopping", "slots":N, "busy":N, "jobs":[names]} */
+json_t *agent_status(struct agent *a);
+
+#endif

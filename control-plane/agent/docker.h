@@ -1,0 +1,107 @@
+/*
+ * docker.h - a client for the Docker Engine API (Docker or Podman's compatible service).
+ *
+ * Owns: one libcurl easy handle talking HTTP/1.1 to the engine over a unix socket
+ * (CURLOPT_UNIX_SOCKET_PATH) or tcp://, the JSON of the API calls trainyard needs, and the
+ * demultiplexing of log streams (8-byte frame headers) into lines. Does not own job semantics.
+ * Thread-safety: one struct docker per thread.
+ * API version: requests go to /v1.41/... which both Docker and Podman 4 serve.
+ */
+#ifndef TY_CP_AGENT_DOCKER_H
+#define TY_CP_AGENT_DOCKER_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ty_err.h"
+
+struct docker;
+
+/*
+ * host: "unix:///var/run/docker.sock", "unix:///run/trainyard-podman.sock" or
+ * "tcp://127.0.0.1:2375". Does not connect yet. new: caller frees with docker_close().
+ */
+struct docker *docker_open(const char *host, struct ty_err *err);
+void docker_close(struct docker *d);
+
+/* GET /_ping. 0, or -TY_EENGINE with a one-line reason (socket missing, refused, ...). */
+int docker_ping(struct docker *d, struct ty_err *err);
+
+/* 1 when the image name[:tag] exists locally, 0 when not, negative on error. */
+int docker_image_exists(struct docker *d, const char *image, struct ty_err *err);
+
+/*
+ * Imports a root-filesystem tarball (plain or gzip) as image repo_tag ("trainyard/runtime:0.1.0")
+ * with POST /images/create?fromSrc=-, streaming the file. Podman 4.3 ignores tag= and names
+ * the import docker.io/<repo>:latest, so the import is followed by a tag to repo_tag when
+ * needed; afterwards docker_image_exists(d, repo_tag) is 1. changes are Dockerfile-style
+ * instructions applied at import ("ENTRYPOINT [...]", "ENV K=V", "WORKDIR /"), may be NULL.
+ */
+int docker_image_import(struct docker *d, const char *tar_path, const char *repo_tag,
+                        const char *const *changes, struct ty_err *err);
+
+struct docker_create {
+    const char *image;             /* required */
+    const char *name;              /* container name, may be NULL */
+    const char *hostname;          /* may be NULL */
+    const char *const *entrypoint; /* NULL-terminated, NULL = image default */
+    const char *const *cmd;        /* NULL-terminated, NULL = image default */
+    const char *const *env;        /* NULL-terminated "KEY=VALUE", may be NULL */
+    const char *const *binds;      /* NULL-terminated "/host:/container[:ro]", may be NULL */
+    json_t *labels;                /* borrowed object of string values, may be NULL */
+    int64_t memory_bytes;          /* 0 = no limit */
+    int64_t nano_cpus;             /* 0 = no limit */
+    int network_none;              /* NetworkMode "none" */
+    const char *network;           /* NetworkMode name when not none, may be NULL */
+    int gpus;                      /* DeviceRequests count for nvidia GPUs, 0 = none, -1 = all */
+    const char *working_dir;       /* may be NULL */
+};
+
+/* Creates a container. OUT: id (64 hex + NUL, so n >= 65). 0 or -TY_EENGINE (message from the
+   engine, e.g. "no such image"). */
+int docker_create(struct docker *d, const struct docker_create *c, char *id, size_t n,
+                  struct ty_err *err);
+int docker_start(struct docker *d, const char *id, struct ty_err *err);
+/* Sends signal ("SIGTERM", "SIGKILL") to the container's main process. A container that is
+   not running is not an error. */
+int docker_kill(struct docker *d, const char *id, const char *signal, struct ty_err *err);
+
+struct docker_state {
+    int running;         /* 1 while running */
+    int exit_code;       /* valid when !running */
+    int oom_killed;      /* 1 when the kernel killed it for memory */
+    char status[32];     /* "created", "running", "exited", ... */
+    double started_at;   /* epoch seconds, 0 when unknown */
+    double finished_at;  /* epoch seconds, 0 when unknown */
+};
+/* GET /containers/{id}/json. 0, -TY_ENOTFOUND for an unknown container, or -TY_EENGINE. */
+int docker_inspect(struct docker *d, const char *id, struct docker_state *st, struct ty_err *err);
+
+/* Blocks until the container exits (POST /containers/{id}/wait); OUT: exit code. */
+int docker_wait(struct docker *d, const char *id, int *exit_code, struct ty_err *err);
+
+/*
+ * Called once per complete log line (without the trailing newline; a final partial line is
+ * delivered at end of stream). ts_ms is the engine's timestamp of the line in epoch ms
+ * (timestamps=1), is_stderr says which stream. Return nonzero to stop reading.
+ */
+typedef int (*docker_line_cb)(const char *line, size_t len, int64_t ts_ms, int is_stderr,
+                              void *ud);
+
+/*
+ * Reads the container's stdout and stderr with timestamps, following until the container
+ * exits when follow is nonzero, calling cb for each line. since_s: only lines after this epoch
+ * second (0 = all). Works for both multiplexed (no TTY) and raw streams.
+ */
+int docker_logs(struct docker *d, const char *id, int follow, int64_t since_s, docker_line_cb cb,
+                void *ud, struct ty_err *err);
+
+/* Removes a container (force kills a running one). Unknown containers are not an error. */
+int docker_remove(struct docker *d, const char *id, int force, struct ty_err *err);
+
+/* new: array of container summaries (Id, Names, Labels, State) with label filter "k=v"
+   (NULL = all), including stopped ones. */
+json_t *docker_list(struct docker *d, const char *label_filter, struct ty_err *err);
+
+#endif

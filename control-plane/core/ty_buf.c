@@ -1,0 +1,103 @@
+/*
+ * ty_buf.c - growable buffer with a ceiling.
+ */
+#include "ty_buf.h"
+
+#include "ty_err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ty_buf_init(struct ty_buf *b, size_t max)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->max = max;
+}
+
+void ty_buf_cleanup(struct ty_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+}
+
+void ty_buf_reset(struct ty_buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+static int ty__buf_reserve(struct ty_buf *b, size_t extra)
+{
+    size_t need, cap;
+    char *p;
+
+    if (extra > b->max || b->len > b->max - extra)
+        return -TY_ETOOBIG;
+    need = b->len + extra + 1;
+    if (need <= b->cap)
+        return 0;
+    cap = b->cap ? b->cap : 256;
+    while (cap < need)
+        cap *= 2;
+    p = realloc(b->data, cap);
+    if (!p)
+        return -TY_ENOMEM;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+int ty_buf_append(struct ty_buf *b, const void *p, size_t n)
+{
+    int rc = ty__buf_reserve(b, n);
+    if (rc)
+        return rc;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+int ty_buf_puts(struct ty_buf *b, const char *s)
+{
+    return ty_buf_append(b, s, strlen(s));
+}
+
+int ty_buf_printf(struct ty_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n, rc;
+
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -TY_EINVAL;
+    rc = ty__buf_reserve(b, (size_t)n);
+    if (rc)
+        return rc;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return 0;
+}
+
+char *ty_buf_steal(struct ty_buf *b)
+{
+    char *p = b->data;
+    if (!p)
+        p = calloc(1, 1);
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    return p;
+}

@@ -1,0 +1,74 @@
+/*
+ * ty_err.c - tables generated from TY_ERR_MAP and the ty_err setters.
+ */
+#include "ty_err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+struct ty__err_row {
+    int code;
+    const char *desc;
+    const char *aws;
+    int http;
+};
+
+static const struct ty__err_row ty__err_rows[] = {
+#define TY__ERR_ROW(name, num, desc, aws, http) {num, desc, aws, http},
+    TY_ERR_MAP(TY__ERR_ROW)
+#undef TY__ERR_ROW
+};
+
+static const struct ty__err_row *ty__err_find(int code)
+{
+    if (code < 0)
+        code = -code;
+    for (size_t i = 0; i < sizeof(ty__err_rows) / sizeof(ty__err_rows[0]); i++) {
+        if (ty__err_rows[i].code == code)
+            return &ty__err_rows[i];
+    }
+    return NULL;
+}
+
+void ty_err_clear(struct ty_err *err)
+{
+    if (!err)
+        return;
+    err->code = TY_EOK;
+    err->field[0] = '\0';
+    err->msg[0] = '\0';
+}
+
+int ty_err_set(struct ty_err *err, int code, const char *field, const char *fmt, ...)
+{
+    if (code < 0)
+        code = -code;
+    if (err) {
+        va_list ap;
+        err->code = code;
+        snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+        va_end(ap);
+    }
+    return -code;
+}
+
+const char *ty_strerror(int code)
+{
+    const struct ty__err_row *r = ty__err_find(code);
+    return r ? r->desc : "unknown error";
+}
+
+const char *ty_err_aws_name(int code)
+{
+    const struct ty__err_row *r = ty__err_find(code);
+    return r ? r->aws : "InternalFailure";
+}
+
+int ty_err_http_status(int code)
+{
+    const struct ty__err_row *r = ty__err_find(code);
+    return r ? r->http : 500;
+}

@@ -1,0 +1,46 @@
+/*
+ * model.h - request validation driven by the service-model subset committed in api/.
+ *
+ * Owns: loading api/*.json (botocore shapes and operations, doc strings dropped), the operation
+ * table, and validating a JSON request against an operation's input shape: types, required
+ * members, min/max lengths and ranges, enums and patterns (PCRE2), with AWS's wording:
+ *   "1 validation error detected: Value 'bad_name!' at 'trainingJobName' failed to satisfy
+ *    constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"
+ * Several errors: "N validation errors detected: ...; ...". Member paths are lowerCamelCase,
+ * nested as AWS does ('resourceConfig.instanceCount', 'hyperParameters' map entries, list indexes
+ * 'inputDataConfig.1.member.channelName'). Unknown members are ignored.
+ * A loaded model is immutable and may be shared between threads.
+ */
+#ifndef TY_CP_MODEL_H
+#define TY_CP_MODEL_H
+
+#include <jansson.h>
+
+#include "ty_err.h"
+
+struct model;
+
+/*
+ * Loads every service model file in dir (api/sagemaker.json, api/logs.json, ...).
+ * new: caller frees with model_free(). NULL and err set on failure.
+ */
+struct model *model_load(const char *dir, struct ty_err *err);
+/*
+ * Loads the copy of api/*.json compiled into the binary (so trainyard-server needs no files
+ * at run time). new: caller frees with model_free(). NULL and err set on failure.
+ */
+struct model *model_load_embedded(struct ty_err *err);
+void model_free(struct model *m);
+
+/* 1 when service ("sagemaker", "logs") has operation op in the loaded subset, else 0. */
+int model_has_op(const struct model *m, const char *service, const char *op);
+
+/*
+ * Validates input (borrowed) against the input shape of service's op. Returns 0, or
+ * -TY_EINVAL with AWS's message in err (err->field names the first offending member),
+ * or -TY_EUNKNOWNOP when the operation is not in the model.
+ */
+int model_validate(const struct model *m, const char *service, const char *op, json_t *input,
+                   struct ty_err *err);
+
+#endif

@@ -1,0 +1,71 @@
+/*
+ * sigv4.h - AWS Signature Version 4 verification (Authorization header and presigned query).
+ *
+ * Owns: parsing the Authorization header / X-Amz-* query parameters into a struct sigv4_auth,
+ * building the canonical request and string to sign, deriving the signing key (HMAC-SHA256 from
+ * OpenSSL) and comparing signatures in constant time, the clock-skew check (15 minutes) and the
+ * presigned X-Amz-Expires check. Does not own principals: the caller looks up the secret for
+ * auth->access_key and passes it in. Pure functions; thread-safe.
+ */
+#ifndef TY_CP_SIGV4_H
+#define TY_CP_SIGV4_H
+
+#include <stddef.h>
+#include <time.h>
+
+#include "ty_err.h"
+
+struct sigv4_header {
+    const char *name;  /* borrowed; any case */
+    const char *value; /* borrowed; raw value as received */
+};
+
+struct sigv4_request {
+    const char *method; /* "GET", "POST", ... */
+    const char *path;   /* raw path as received, without the query, percent-encoding kept */
+    const char *query;  /* raw query string without '?', or NULL/"" */
+    const struct sigv4_header *headers;
+    size_t nheaders;
+    const void *body; /* the payload, used when x-amz-content-sha256 is absent */
+    size_t body_len;
+};
+
+struct sigv4_auth {
+    char access_key[128];
+    char date[9];          /* YYYYMMDD of the credential scope */
+    char region[64];       /* region of the credential scope */
+    char service[64];      /* service of the credential scope: sagemaker, logs, s3, sts, iam */
+    char amz_date[17];     /* X-Amz-Date, YYYYMMDD'T'HHMMSS'Z' */
+    char signed_headers[1024];
+    char signature[65];
+    long expires;          /* presigned X-Amz-Expires, 0 for the header form */
+    int presigned;         /* 1 when the signature came from the query string */
+    char session_token[2048]; /* X-Amz-Security-Token, "" when none */
+};
+
+/*
+ * Finds and parses the signature of a request (Authorization header first, then the presigned
+ * query parameters) into OUT: auth. Returns 0, or -TY_ENOAUTH when the request carries no
+ * signature at all, or -TY_EBADSIG / -TY_EINVAL with AWS's message for a malformed one.
+ */
+int sigv4_parse(const struct sigv4_request *req, struct sigv4_auth *auth, struct ty_err *err);
+
+/*
+ * Verifies a parsed signature with the principal's secret key at time now. Returns 0, or
+ * -TY_EBADSIG with AWS's message ("The request signature we calculated does not match the
+ * signature you provided. ...", "Signature expired: ... is now earlier than ..." for a skew over
+ * 15 minutes, "Request has expired" for a presigned URL past X-Amz-Expires).
+ */
+int sigv4_verify(const struct sigv4_request *req, const struct sigv4_auth *auth,
+                 const char *secret_key, time_t now, struct ty_err *err);
+
+/*
+ * Signs a request as a client would (used by tests, benchmarks and the agent's own calls):
+ * writes the value of the Authorization header into OUT: out (size n) for the given headers,
+ * which must already include host and x-amz-date. Returns 0 or -TY_EINVAL.
+ */
+int sigv4_sign(const struct sigv4_request *req, const char *access_key, const char *secret_key,
+               const char *region, const char *service, const char *amz_date, char *out,
+               size_t n);
+
+#endif
