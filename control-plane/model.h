@@ -1,7 +1,7 @@
 /*
  * model.h - request validation driven by the service-model subset committed in api/.
  *
- * Owns: loading api/*.json (botocore shapes and operations, doc strings dropped), the operation
+ * Owns: loading the api/ JSON files (botocore shapes and operations, doc strings dropped), the operation
  * table, and validating a JSON request against an operation's input shape: types, required
  * members, min/max lengths and ranges, enums and patterns (PCRE2), with AWS's wording:
  *   "1 validation error detected: Value 'bad_name!' at 'trainingJobName' failed to satisfy
@@ -26,7 +26,7 @@ struct model;
  */
 struct model *model_load(const char *dir, struct ty_err *err);
 /*
- * Loads the copy of api/*.json compiled into the binary (so trainyard-server needs no files
+ * Loads the copy of the api/ JSON files compiled into the binary (so trainyard-server needs no files
  * at run time). new: caller frees with model_free(). NULL and err set on failure.
  */
 struct model *model_load_embedded(struct ty_err *err);

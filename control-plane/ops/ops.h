@@ -1,0 +1,49 @@
+/*
+ * ops.h - the signature shared by every operation handler (ops/ files) and their context.
+ *
+ * Owns: struct op_ctx and the handler declarations. A handler gets a validated JSON input
+ * (borrowed), writes its JSON output (new, caller decrefs) on success, and returns 0 or
+ * -TY_E* with err filled in; it never chooses a wire form (route.c does).
+ */
+#ifndef TY_CP_OPS_OPS_H
+#define TY_CP_OPS_OPS_H
+
+#include <jansson.h>
+
+#include "store.h"
+#include "ty_err.h"
+
+struct op_ctx {
+    struct store *store;       /* borrowed: this thread's connection */
+    const char *region;        /* region of the request's SigV4 scope */
+    const char *account_id;
+    const char *principal_arn; /* the caller */
+    double now;                /* epoch seconds, millisecond resolution */
+};
+
+typedef int (*op_fn)(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+
+/* ops/training.c */
+int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_training_describe(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_training_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_training_stop(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_training_update(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_training_delete(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+
+/* ops/tags.c */
+int op_tags_add(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_tags_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_tags_delete(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+
+/* ops/logs.c (CloudWatch Logs) */
+int op_logs_describe_groups(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_logs_describe_streams(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_logs_get_events(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_logs_filter_events(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+
+/* Builds the ARN of a SageMaker resource: arn:aws:sagemaker:<region>:<account>:<type>/<name>
+   (the name lower-cased, as SageMaker does). OUT: buf. */
+void op_arn(const struct op_ctx *ctx, const char *type, const char *name, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,64 @@
+/*
+ * tags.c - AddTags, ListTags, DeleteTags on any SageMaker resource, keyed by its ARN.
+ *
+ * Owns: ListTags paging (NextToken is the decimal offset into the key-sorted tag list).
+ * Tags are stored by store.c; resource existence is not checked here (see the note in the
+ * README's limits).
+ */
+#include "ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+int op_tags_add(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
+{
+    json_t *tags = json_object_get(in, "Tags");
+    int rc = store_tags_add(ctx->store, json_string_value(json_object_get(in, "ResourceArn")),
+                            tags, err);
+    if (rc)
+        return rc;
+    *out = json_pack("{s:O}", "Tags", tags);
+    return 0;
+}
+
+int op_tags_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
+{
+    const char *token = json_string_value(json_object_get(in, "NextToken"));
+    json_t *mr = json_object_get(in, "MaxResults");
+    long max = mr ? (long)json_integer_value(mr) : 50;
+    long start = 0;
+    json_t *all, *page;
+    size_t n;
+
+    if (token) {
+        char *end;
+        start = strtol(token, &end, 10);
+        if (*end || start < 0)
+            return ty_err_set(err, TY_EINVAL, "NextToken", "Invalid pagination token");
+    }
+    all = store_tags_list(ctx->store, json_string_value(json_object_get(in, "ResourceArn")), err);
+    if (!all)
+        return -err->code;
+    n = json_array_size(all);
+    page = json_array();
+    for (size_t i = (size_t)start; i < n && (long)(i - (size_t)start) < max; i++)
+        json_array_append(page, json_array_get(all, i));
+    *out = json_pack("{s:o}", "Tags", page);
+    if ((size_t)start + (size_t)max < n) {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%ld", start + max);
+        json_object_set_new(*out, "NextToken", json_string(buf));
+    }
+    json_decref(all);
+    return 0;
+}
+
+int op_tags_delete(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
+{
+    int rc = store_tags_delete(ctx->store, json_string_value(json_object_get(in, "ResourceArn")),
+                               json_object_get(in, "TagKeys"), err);
+    if (rc)
+        return rc;
+    *out = json_object();
+    return 0;
+}

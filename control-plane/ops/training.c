@@ -1,0 +1,322 @@
+/*
+ * training.c - the training-job operations: Create, Describe, List, Stop, Update, Delete.
+ *
+ * Owns: the shape of the job document at creation (the DescribeTrainingJob response as
+ * AWS returns it, with the members the SDK indexes always present), the AWS error wording
+ * of these operations, and mapping List's request onto a store query. State changes go
+ * through store_job_transition; this file never rewrites a document itself. Members whose
+ * names start with '_' are the agents' bookkeeping and are never returned.
+ */
+#include "ops.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#define TERMINAL_STATUSES "Completed,Failed,Stopped"
+
+void op_arn(const struct op_ctx *ctx, const char *type, const char *name, char *buf, size_t n)
+{
+    size_t off;
+    int w = snprintf(buf, n, "arn:aws:sagemaker:%s:%s:%s/", ctx->region, ctx->account_id, type);
+    if (w < 0 || (size_t)w >= n)
+        return;
+    off = (size_t)w;
+    for (const char *p = name; *p && off + 1 < n; p++)
+        buf[off++] = (char)tolower((unsigned char)*p);
+    buf[off] = '\0';
+}
+
+static const char *op__str(json_t *in, const char *key)
+{
+    return json_string_value(json_object_get(in, key));
+}
+
+/* Copies in[key] into doc when present. */
+static void op__copy(json_t *doc, json_t *in, const char *key)
+{
+    json_t *v = json_object_get(in, key);
+    if (v)
+        json_object_set(doc, key, v);
+}
+
+static json_t *op__public(json_t *doc)
+{
+    const char *key;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(doc, tmp, key, v)
+    {
+        if (key[0] == '_')
+            json_object_del(doc, key);
+    }
+    return doc;
+}
+
+int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
+{
+    static const char *const copied[] = {
+        "AlgorithmSpecification", "RoleArn", "HyperParameters", "InputDataConfig",
+        "VpcConfig", "CheckpointConfig", "DebugHookConfig", "DebugRuleConfigurations",
+        "TensorBoardOutputConfig", "ExperimentConfig", "ProfilerConfig",
+        "ProfilerRuleConfigurations", "Environment", "RetryStrategy", "RemoteDebugConfig",
+        "InfraCheckConfig", "SessionChainingConfig", NULL};
+    const char *name = op__str(in, "TrainingJobName");
+    char arn[512];
+    json_t *doc, *v, *tr, *tags;
+    int rc;
+
+    op_arn(ctx, "training-job", name, arn, sizeof(arn));
+    doc = json_object();
+    json_object_set_new(doc, "TrainingJobName", json_string(name));
+    json_object_set_new(doc, "TrainingJobArn", json_string(arn));
+    for (int i = 0; copied[i]; i++)
+        op__copy(doc, in, copied[i]);
+    if (!json_object_get(doc, "HyperParameters"))
+        json_object_set_new(doc, "HyperParameters", json_object());
+
+    v = json_deep_copy(json_object_get(in, "ResourceConfig"));
+    if (!json_object_get(v, "InstanceCount"))
+        json_object_set_new(v, "InstanceCount", json_integer(1));
+    json_object_set_new(doc, "ResourceConfig", v);
+
+    v = json_deep_copy(json_object_get(in, "OutputDataConfig"));
+    if (!json_object_get(v, "KmsKeyId"))
+        json_object_set_new(v, "KmsKeyId", json_string(""));
+    json_object_set_new(doc, "OutputDataConfig", v);
+
+    v = json_deep_copy(json_object_get(in, "StoppingCondition"));
+    if (!v)
+        v = json_object();
+    if (!json_object_get(v, "MaxRuntimeInSeconds"))
+        json_object_set_new(v, "MaxRuntimeInSeconds", json_integer(86400));
+    json_object_set_new(doc, "StoppingCondition", v);
+
+    json_object_set_new(doc, "EnableNetworkIsolation",
+                        json_boolean(json_is_true(json_object_get(in, "EnableNetworkIsolation"))));
+    json_object_set_new(
+        doc, "EnableInterContainerTrafficEncryption",
+        json_boolean(json_is_true(json_object_get(in, "EnableInterContainerTrafficEncryption"))));
+    json_object_set_new(
+        doc, "EnableManagedSpotTraining",
+        json_boolean(json_is_true(json_object_get(in, "EnableManagedSpotTraining"))));
+    json_object_set_new(doc, "ModelArtifacts", json_pack("{s:s}", "S3ModelArtifacts", ""));
+    json_object_set_new(doc, "TrainingJobStatus", json_string("InProgress"));
+    json_object_set_new(doc, "SecondaryStatus", json_string("Starting"));
+    tr = json_pack("{s:s,s:f,s:s}", "Status", "Starting", "StartTime", ctx->now, "StatusMessage",
+                   "Launching requested ML instances");
+    json_object_set_new(doc, "SecondaryStatusTransitions", json_pack("[o]", tr));
+    json_object_set_new(doc, "CreationTime", json_real(ctx->now));
+    json_object_set_new(doc, "LastModifiedTime", json_real(ctx->now));
+    if (json_object_get(in, "ProfilerConfig")) {
+        int disabled = json_is_true(
+            json_object_get(json_object_get(in, "ProfilerConfig"), "DisableProfiler"));
+        json_object_set_new(doc, "ProfilingStatus",
+                            json_string(disabled ? "Disabled" : "Enabled"));
+    }
+
+    rc = store_job_create(ctx->store, name, doc, ctx->now, err);
+    json_decref(doc);
+    if (rc)
+        return rc;
+    tags = json_object_get(in, "Tags");
+    if (json_array_size(tags) > 0) {
+        rc = store_tags_add(ctx->store, arn, tags, err);
+        if (rc)
+            return rc;
+    }
+    *out = json_pack("{s:s}", "TrainingJobArn", arn);
+    return 0;
+}
+
+static json_t *op__get_job(struct op_ctx *ctx, json_t *in, struct ty_err *err)
+{
+    json_t *doc = store_job_get(ctx->store, op__str(in, "TrainingJobName"), err);
+    if (!doc && err->code == TY_ENOTFOUND)
+        ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
+    return doc;
+}
+
+int op_training_describe(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
+{
+    json_t *doc = op__get_job(ctx, in, err);
+    if (!doc)
+        return -err->code;
+    *out = op__public(doc);
+    return 0;
+}
+
+static double op__time(json_t *in, const char *key)
+{
+    json_t *v = json_object_get(in, key);
+    if (json_is_number(v))
+        return json_number_value(v);
+    return 0;
+}
+
+int op_training_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
+{
+    static const char *const summary_keys[] = {
+        "TrainingJobName", "TrainingJobArn", "CreationTime", "TrainingEndTime",
+        "LastModifiedTime", "TrainingJobStatus", "SecondaryStatus", "WarmPoolStatus", NULL};
+    struct store_job_query q;
+    const char *order;
+    char *next = NULL;
+    json_t *jobs, *summaries, *job;
+    size_t i;
+
+    memset(&q, 0, sizeof(q));
+    q.name_contains = op__str(in, "NameContains");
+    q.status_equals = op__str(in, "StatusEquals");
+    q.created_after = op__time(in, "CreationTimeAfter");
+    q.created_before = op__time(in, "CreationTimeBefore");
+    q.modified_after = op__time(in, "LastModifiedTimeAfter");
+    q.modified_before = op__time(in, "LastModifiedTimeBefore");
+    q.sort_by = op__str(in, "SortBy");
+    order = op__str(in, "SortOrder");
+    q.ascending = order && strcmp(order, "Ascending") == 0;
+    q.max_results = json_object_get(in, "MaxResults")
+                        ? (int)json_integer_value(json_object_get(in, "MaxResults"))
+                        : 10;
+    q.next_token = op__str(in, "NextToken");
+    jobs = store_job_list(ctx->store, &q, &next, err);
+    if (!jobs)
+        return -err->code;
+    summaries = json_array();
+    json_array_foreach(jobs, i, job)
+    {
+        json_t *s = json_object();
+        for (int k = 0; summary_keys[k]; k++)
+            op__copy(s, job, summary_keys[k]);
+        json_array_append_new(summaries, s);
+    }
+    json_decref(jobs);
+    *out = json_pack("{s:o}", "TrainingJobSummaries", summaries);
+    if (next) {
+        json_object_set_new(*out, "NextToken", json_string(next));
+        free(next);
+    }
+    return 0;
+}
+
+/* Turns the store's status conflict into AWS's wording for action ("stop", "delete", ...). */
+static int op__conflict(struct ty_err *err, const char *name, const char *what)
+{
+    char status[64];
+    snprintf(status, sizeof(status), "%s", err->msg);
+    return ty_err_set(err, TY_EINVAL, "TrainingJobName",
+                      "The request was rejected because the training job %s is in status %s%s",
+                      name, status, what);
+}
+
+int op_training_stop(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
+{
+    const char *name = op__str(in, "TrainingJobName");
+    struct store_transition t;
+    json_t *doc;
+
+    /* A job no agent has started yet stops at once; one that runs goes through Stopping
+       and its agent finishes the stop (SIGTERM, grace, SIGKILL). Both in the Lua script,
+       so an agent claiming the job at the same moment sees one or the other. */
+    memset(&t, 0, sizeof(t));
+    t.expect = "InProgress";
+    t.expect_secondary = "Starting";
+    t.status = "Stopped";
+    t.secondary = "Stopped";
+    t.message = "The job was stopped before it started";
+    t.now = ctx->now;
+    doc = store_job_transition(ctx->store, name, &t, err);
+    if (!doc && err->code == TY_ECONFLICT) {
+        ty_err_clear(err);
+        memset(&t, 0, sizeof(t));
+        t.expect = "InProgress";
+        t.status = "Stopping";
+        t.secondary = "Stopping";
+        t.message = "Stopping the training job";
+        t.now = ctx->now;
+        doc = store_job_transition(ctx->store, name, &t, err);
+    }
+    if (!doc) {
+        if (err->code == TY_ENOTFOUND)
+            return ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
+        if (err->code == TY_ECONFLICT)
+            return op__conflict(err, name, ".");
+        return -err->code;
+    }
+    json_decref(doc);
+    *out = json_object();
+    return 0;
+}
+
+int op_training_update(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
+{
+    const char *name = op__str(in, "TrainingJobName");
+    struct store_transition t;
+    json_t *set, *doc, *cur, *v;
+
+    cur = op__get_job(ctx, in, err);
+    if (!cur)
+        return -err->code;
+    set = json_object();
+    v = json_object_get(in, "ProfilerConfig");
+    if (v) {
+        json_t *pc = json_deep_copy(json_object_get(cur, "ProfilerConfig"));
+        if (!json_is_object(pc)) {
+            json_decref(pc);
+            pc = json_object();
+        }
+        json_object_update(pc, v);
+        if (json_is_true(json_object_get(v, "DisableProfiler")))
+            json_object_set_new(set, "ProfilingStatus", json_string("Disabled"));
+        json_object_set_new(set, "ProfilerConfig", pc);
+    }
+    v = json_object_get(in, "ProfilerRuleConfigurations");
+    if (v)
+        json_object_set(set, "ProfilerRuleConfigurations", v);
+    v = json_object_get(in, "ResourceConfig");
+    if (v) {
+        json_t *rc = json_deep_copy(json_object_get(cur, "ResourceConfig"));
+        json_object_update(rc, v);
+        json_object_set_new(set, "ResourceConfig", rc);
+    }
+    v = json_object_get(in, "RemoteDebugConfig");
+    if (v)
+        json_object_set(set, "RemoteDebugConfig", v);
+    json_decref(cur);
+
+    memset(&t, 0, sizeof(t));
+    t.expect = "InProgress";
+    t.set = set;
+    t.now = ctx->now;
+    doc = store_job_transition(ctx->store, name, &t, err);
+    json_decref(set);
+    if (!doc) {
+        if (err->code == TY_ENOTFOUND)
+            return ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
+        if (err->code == TY_ECONFLICT)
+            return op__conflict(err, name, " and cannot be updated.");
+        return -err->code;
+    }
+    *out = json_pack("{s:O}", "TrainingJobArn", json_object_get(doc, "TrainingJobArn"));
+    json_decref(doc);
+    return 0;
+}
+
+int op_training_delete(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
+{
+    const char *name = op__str(in, "TrainingJobName");
+    char arn[512];
+    int rc;
+
+    rc = store_job_delete(ctx->store, name, TERMINAL_STATUSES, err);
+    if (rc == -TY_ENOTFOUND)
+        return ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
+    if (rc == -TY_ECONFLICT)
+        return op__conflict(err, name, " and cannot be deleted until it has stopped.");
+    if (rc)
+        return rc;
+    op_arn(ctx, "training-job", name, arn, sizeof(arn));
+    store_tags_clear(ctx->store, arn, NULL);
+    *out = json_object();
+    return 0;
+}

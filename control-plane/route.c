@@ -1,0 +1,275 @@
+/*
+ * route.c - from an HTTP request to an operation and back.
+ *
+ * Order of checks, as AWS does it: health (no auth) -> signature present -> known access
+ * key -> valid signature and clock -> operation known -> body is a JSON object -> the model's
+ * validation -> the handler. Every error leaves here as
+ * {"__type": <AWS name>, "message": ...} with the x-amzn-ErrorType header, which botocore
+ * and the CLI both understand.
+ */
+#include "route.h"
+
+#include "agent.h"
+#include "docker.h"
+#include "ops/ops.h"
+#include "queue.h"
+#include "sigv4.h"
+#include "store.h"
+#include "ty_log.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+struct route_op {
+    const char *service; /* "sagemaker" | "logs" */
+    const char *name;
+    op_fn fn;
+};
+
+/* The operation table: every operation trainyard serves. */
+static const struct route_op route_ops[] = {
+    {"sagemaker", "CreateTrainingJob", op_training_create},
+    {"sagemaker", "DescribeTrainingJob", op_training_describe},
+    {"sagemaker", "ListTrainingJobs", op_training_list},
+    {"sagemaker", "StopTrainingJob", op_training_stop},
+    {"sagemaker", "UpdateTrainingJob", op_training_update},
+    {"sagemaker", "DeleteTrainingJob", op_training_delete},
+    {"sagemaker", "AddTags", op_tags_add},
+    {"sagemaker", "ListTags", op_tags_list},
+    {"sagemaker", "DeleteTags", op_tags_delete},
+    {"logs", "DescribeLogGroups", op_logs_describe_groups},
+    {"logs", "DescribeLogStreams", op_logs_describe_streams},
+    {"logs", "GetLogEvents", op_logs_get_events},
+    {"logs", "FilterLogEvents", op_logs_filter_events},
+};
+
+static __thread struct store *route__store;
+static __thread struct docker *route__docker;
+
+static struct store *route__thread_store(const struct route_ctx *rc, struct ty_err *err)
+{
+    if (!route__store)
+        route__store = store_open(rc->redis_url, err);
+    return route__store;
+}
+
+static void route__json(struct http_response *resp, int status, json_t *body, const char *ctype)
+{
+    resp->status = status;
+    resp->content_type = ctype;
+    resp->body = json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    resp->len = resp->body ? strlen(resp->body) : 0;
+}
+
+static void route__error(struct http_request *req, struct http_response *resp,
+                         const struct ty_err *err, const char *ctype)
+{
+    const char *name = ty_err_aws_name(err->code);
+    json_t *body = json_pack("{s:s,s:s}", "__type", name, "message",
+                             err->msg[0] ? err->msg : ty_strerror(err->code));
+    route__json(resp, ty_err_http_status(err->code), body, ctype);
+    json_decref(body);
+    http_response_header(resp, "x-amzn-ErrorType", name);
+    http_response_header(resp, "x-amzn-RequestId", req->request_id);
+    ty_log(TY_LOG_DEBUG, "http.error", "req=%s code=%s msg=\"%s\"", req->request_id, name,
+           err->msg);
+}
+
+static double route__now(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + (double)(tv.tv_usec / 1000) / 1000.0;
+}
+
+static void route__healthz(const struct route_ctx *rc, struct http_response *resp)
+{
+    struct ty_err err;
+    struct store *s;
+    json_t *body = json_object(), *redis = json_object(), *agents = json_array();
+    int ok = 1;
+
+    ty_err_clear(&err);
+    s = route__thread_store(rc, &err);
+    if (s && store_ping(s, &err) == 0) {
+        json_object_set_new(redis, "ok", json_true());
+        json_object_set_new(redis, "queue_depth", json_integer(queue_depth(s, &err)));
+        json_t *live = queue_agents(s, &err);
+        if (live)
+            json_object_set_new(body, "live_agents", live);
+    } else {
+        ok = 0;
+        json_object_set_new(redis, "ok", json_false());
+        json_object_set_new(redis, "error", json_string(err.msg));
+    }
+    json_object_set_new(body, "redis", redis);
+    if (rc->docker_host) {
+        json_t *engine = json_pack("{s:s}", "host", rc->docker_host);
+        ty_err_clear(&err);
+        if (!route__docker)
+            route__docker = docker_open(rc->docker_host, &err);
+        if (route__docker && docker_ping(route__docker, &err) == 0) {
+            json_object_set_new(engine, "ok", json_true());
+        } else {
+            ok = 0;
+            json_object_set_new(engine, "ok", json_false());
+            json_object_set_new(engine, "error", json_string(err.msg));
+        }
+        json_object_set_new(body, "engine", engine);
+    }
+    for (int i = 0; i < rc->nagents; i++) {
+        json_t *st = agent_status(rc->agents[i]);
+        if (st)
+            json_array_append_new(agents, st);
+    }
+    json_object_set_new(body, "agents", agents);
+    json_object_set_new(body, "status", json_string(ok ? "ok" : "degraded"));
+    json_object_set_new(body, "version", json_string(TY_VERSION));
+    route__json(resp, ok ? 200 : 503, body, "application/json");
+    json_decref(body);
+}
+
+/* STS GetCallerIdentity (query protocol, XML). */
+static void route__sts(struct http_request *req, struct http_response *resp,
+                       const struct route_ctx *rc, const char *arn, const char *akid)
+{
+    struct ty_buf b;
+    const char *user = strrchr(arn, '/');
+    (void)rc;
+    ty_buf_init(&b, 8192);
+    ty_buf_printf(&b,
+                  "<GetCallerIdentityResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">"
+                  "<GetCallerIdentityResult><Arn>%s</Arn><UserId>%s</UserId>"
+                  "<Account>%s</Account></GetCallerIdentityResult>"
+                  "<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata>"
+                  "</GetCallerIdentityResponse>",
+                  arn, akid, rc->account_id, req->request_id);
+    (void)user;
+    resp->status = 200;
+    resp->content_type = "text/xml";
+    resp->len = b.len;
+    resp->body = ty_buf_steal(&b);
+    http_response_header(resp, "x-amzn-RequestId", req->request_id);
+}
+
+void route_handle(struct http_request *req, struct http_response *resp, void *ud)
+{
+    const struct route_ctx *rc = ud;
+    const char *ctype = "application/x-amz-json-1.1";
+    const char *target, *service = NULL, *opname = NULL;
+    char secret[256], arn[512];
+    struct sigv4_request sreq;
+    struct sigv4_auth auth;
+    struct ty_err err;
+    struct store *s;
+    const struct route_op *op = NULL;
+    json_t *in = NULL, *out = NULL;
+    json_error_t jerr;
+    struct op_ctx ctx;
+
+    ty_err_clear(&err);
+    if (strcmp(req->path, "/healthz") == 0 && strcmp(req->method, "GET") == 0) {
+        route__healthz(rc, resp);
+        return;
+    }
+    if (strncmp(req->path, "/sagemaker/", 11) == 0)
+        ctype = "application/json";
+    if (req->too_big) {
+        ty_err_set(&err, TY_ETOOBIG, NULL, "Request body is larger than %u bytes",
+                   HTTP_MAX_BODY);
+        goto fail;
+    }
+
+    memset(&sreq, 0, sizeof(sreq));
+    sreq.method = req->method;
+    sreq.path = req->path;
+    sreq.query = req->query;
+    sreq.headers = req->headers;
+    sreq.nheaders = req->nheaders;
+    sreq.body = req->body.data;
+    sreq.body_len = req->body.len;
+    if (sigv4_parse(&sreq, &auth, &err) != 0) {
+        if (err.code == TY_ENOAUTH)
+            ty_err_set(&err, TY_ENOAUTH, NULL, "Missing Authentication Token");
+        goto fail;
+    }
+    s = route__thread_store(rc, &err);
+    if (!s)
+        goto fail;
+    if (store_principal_get(s, auth.access_key, secret, sizeof(secret), arn, sizeof(arn),
+                            &err) != 0) {
+        if (err.code == TY_ENOTFOUND)
+            ty_err_set(&err, TY_EBADKEY, NULL,
+                       "The security token included in the request is invalid.");
+        goto fail;
+    }
+    if (sigv4_verify(&sreq, &auth, secret, time(NULL), &err) != 0)
+        goto fail;
+
+    target = http_header(req, "X-Amz-Target");
+    if (strncmp(req->path, "/sagemaker/", 11) == 0) {
+        service = "sagemaker";
+        opname = req->path + 11;
+    } else if (target && strncmp(target, "SageMaker.", 10) == 0) {
+        service = "sagemaker";
+        opname = target + 10;
+    } else if (target && strncmp(target, "Logs_20140328.", 14) == 0) {
+        service = "logs";
+        opname = target + 14;
+    } else if (strcmp(auth.service, "sts") == 0 && req->body.data &&
+               strstr(req->body.data, "Action=GetCallerIdentity")) {
+        route__sts(req, resp, rc, arn, auth.access_key);
+        return;
+    }
+    for (size_t i = 0; service && i < sizeof(route_ops) / sizeof(route_ops[0]); i++) {
+        if (strcmp(route_ops[i].service, service) == 0 && strcmp(route_ops[i].name, opname) == 0)
+            op = &route_ops[i];
+    }
+    if (!op) {
+        ty_err_set(&err, TY_EUNKNOWNOP, NULL, "Unknown operation %s", opname ? opname : "");
+        goto fail;
+    }
+    if (strcmp(req->method, "POST") != 0) {
+        ty_err_set(&err, TY_EUNKNOWNOP, NULL, "%s must be called with POST", op->name);
+        goto fail;
+    }
+    if (req->body.len == 0)
+        in = json_object();
+    else
+        in = json_loadb(req->body.data, req->body.len, 0, &jerr);
+    if (!json_is_object(in)) {
+        ty_err_set(&err, TY_ESERIAL, NULL, "Start of structure or map found where not expected.");
+        goto fail;
+    }
+    if (model_validate(rc->model, op->service, op->name, in, &err) != 0)
+        goto fail;
+
+    ctx.store = s;
+    ctx.region = auth.region;
+    ctx.account_id = rc->account_id;
+    ctx.principal_arn = arn;
+    ctx.now = route__now();
+    if (op->fn(&ctx, in, &out, &err) != 0)
+        goto fail;
+    route__json(resp, 200, out, ctype);
+    http_response_header(resp, "x-amzn-RequestId", req->request_id);
+    ty_log(TY_LOG_DEBUG, "http.ok", "req=%s op=%s", req->request_id, op->name);
+    json_decref(in);
+    json_decref(out);
+    return;
+fail:
+    if (err.code == TY_EOK)
+        ty_err_set(&err, TY_EINTERNAL, NULL, "internal failure");
+    if (err.code == TY_EREDIS) {
+        /* a broken connection is reopened on the next request of this thread */
+        store_close(route__store);
+        route__store = NULL;
+    }
+    route__error(req, resp, &err, ctype);
+    json_decref(in);
+    json_decref(out);
+}

@@ -1,0 +1,28 @@
+/*
+ * route.h - request dispatch: health, SigV4 authentication, protocol and operation lookup,
+ * validation, and the one place where a ty_err becomes a wire error.
+ *
+ * Owns: the operation table (service, operation, handler), the JSON 1.1 and REST-alias
+ * framing, and each worker thread's Redis connection (opened on first use).
+ */
+#ifndef TY_CP_ROUTE_H
+#define TY_CP_ROUTE_H
+
+#include "http.h"
+#include "model.h"
+
+struct agent;
+
+struct route_ctx {
+    const struct model *model; /* borrowed */
+    const char *redis_url;
+    const char *docker_host;   /* NULL when the server runs no agents */
+    const char *account_id;
+    struct agent **agents;     /* embedded agents, for /healthz */
+    int nagents;
+};
+
+/* The http_handler of trainyard-server; ud is a struct route_ctx that outlives the server. */
+void route_handle(struct http_request *req, struct http_response *resp, void *ud);
+
+#endif

@@ -1,0 +1,284 @@
+/*
+ * server.c - trainyard-server's main: config -> data dir -> redis -> store -> credentials ->
+ * agents -> http -> wait for a signal -> shut down in reverse order.
+ *
+ * Owns: the configuration table (flags, TRAINYARD_* variables, defaults, --help), start-up
+ * errors (one clear line and exit status 1), and the shutdown order.
+ */
+#include "agent.h"
+#include "creds.h"
+#include "docker.h"
+#include "http.h"
+#include "model.h"
+#include "queue.h"
+#include "redis_child.h"
+#include "route.h"
+#include "store.h"
+#include "ty_log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef TY_RUNTIME_TAR_DEFAULT
+#define TY_RUNTIME_TAR_DEFAULT ""
+#endif
+
+/* X(field, flag, env, default, help) */
+#define SERVER_CFG(X)                                                                              \
+    X(listen, "listen", "TRAINYARD_LISTEN", "127.0.0.1:8080", "HOST:PORT to serve every API on")  \
+    X(data_dir, "data-dir", "TRAINYARD_DATA_DIR", "./.trainyard",                                  \
+      "state: credentials, private redis, object store, job staging")                              \
+    X(redis, "redis", "TRAINYARD_REDIS", "",                                                       \
+      "redis://[:pw@]host:port[/db] or unix:///path; empty: start a private redis-server")         \
+    X(agents, "agents", "TRAINYARD_AGENTS", "1", "agents embedded in the server; 0 = API only")    \
+    X(slots, "slots", "TRAINYARD_SLOTS", "4", "jobs each embedded agent runs at once")             \
+    X(docker_host, "docker-host", "TRAINYARD_DOCKER_HOST", "",                                     \
+      "container engine; default $DOCKER_HOST, else unix:///var/run/docker.sock")                 \
+    X(region, "region", "TRAINYARD_REGION", "us-east-1",                                           \
+      "default region (ARNs use the region each request is signed for)")                           \
+    X(account_id, "account-id", "TRAINYARD_ACCOUNT_ID", "000000000000", "account id in ARNs")      \
+    X(stop_grace, "stop-grace", "TRAINYARD_STOP_GRACE", "120",                                     \
+      "seconds between SIGTERM and SIGKILL when a job is stopped")                                 \
+    X(runtime_image_tar, "runtime-image-tar", "TRAINYARD_RUNTIME_IMAGE_TAR",                       \
+      TY_RUNTIME_TAR_DEFAULT, "rootfs tarball of the runtime image, imported when missing")        \
+    X(endpoint_url, "endpoint-url", "TRAINYARD_ENDPOINT_URL", "",                                  \
+      "trainyard's URL as containers see it (S3_ENDPOINT_URL); default http://<listen>")           \
+    X(threads, "threads", "TRAINYARD_THREADS", "8", "HTTP worker threads")                         \
+    X(log_level, "log-level", "TRAINYARD_LOG_LEVEL", "info", "debug, info, warn or error")
+
+struct server_cfg {
+#define CFG_FIELD(field, flag, env, def, help) const char *field;
+    SERVER_CFG(CFG_FIELD)
+#undef CFG_FIELD
+};
+
+static void server__usage(FILE *f)
+{
+    fprintf(f, "usage: trainyard-server [options]\n\n"
+               "A SageMaker-compatible training control plane. Each option may also be set\n"
+               "through its environment variable; flags win over variables.\n\n");
+#define CFG_HELP(field, flag, env, def, help)                                                      \
+    fprintf(f, "  --%-18s %s\n  %-20s (%s; default: '%s')\n", flag, help, "", env, def);
+    SERVER_CFG(CFG_HELP)
+#undef CFG_HELP
+    fprintf(f, "\n  --help               this text\n  --version            the version\n\n"
+               "Admin keys: TRAINYARD_ADMIN_ACCESS_KEY_ID and TRAINYARD_ADMIN_SECRET_ACCESS_KEY\n"
+               "set them; otherwise they are generated at first start and written to\n"
+               "<data-dir>/credentials.\n");
+}
+
+static int server__parse(int argc, char **argv, struct server_cfg *cfg)
+{
+#define CFG_DEFAULT(field, flag, env, def, help)                                                   \
+    cfg->field = getenv(env) ? getenv(env) : def;
+    SERVER_CFG(CFG_DEFAULT)
+#undef CFG_DEFAULT
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = NULL, *eq;
+        size_t nl;
+        int matched = 0;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            server__usage(stdout);
+            exit(0);
+        }
+        if (strcmp(a, "--version") == 0) {
+            printf("trainyard-server %s\n", TY_VERSION);
+            exit(0);
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(stderr, "trainyard-server: unexpected argument '%s' (see --help)\n", a);
+            return -1;
+        }
+        eq = strchr(a, '=');
+        nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+#define CFG_MATCH(field, flag, env, def, help)                                                     \
+    if (!matched && strlen(flag) == nl && strncmp(a + 2, flag, nl) == 0) {                        \
+        matched = 1;                                                                               \
+        if (eq)                                                                                    \
+            val = eq + 1;                                                                          \
+        else if (i + 1 < argc)                                                                     \
+            val = argv[++i];                                                                       \
+        else {                                                                                     \
+            fprintf(stderr, "trainyard-server: --%s needs a value\n", flag);                       \
+            return -1;                                                                             \
+        }                                                                                          \
+        cfg->field = val;                                                                          \
+    }
+        SERVER_CFG(CFG_MATCH)
+#undef CFG_MATCH
+        if (!matched) {
+            fprintf(stderr, "trainyard-server: unknown option '%s' (see --help)\n", a);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int server__int(const char *name, const char *v, int lo, int hi, int *out)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || n < lo || n > hi) {
+        fprintf(stderr, "trainyard-server: --%s must be an integer from %d to %d, not '%s'\n",
+                name, lo, hi, v);
+        return -1;
+    }
+    *out = (int)n;
+    return 0;
+}
+
+static int server__mkdirs(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static void server__die(const struct ty_err *err)
+{
+    fprintf(stderr, "trainyard-server: %s\n", err->msg[0] ? err->msg : ty_strerror(err->code));
+}
+
+int main(int argc, char **argv)
+{
+    struct server_cfg cfg;
+    struct ty_err err;
+    char data_dir[PATH_MAX], redis_url[4200], docker_host[1024], s3_dir[PATH_MAX + 8];
+    char endpoint[300], agent_id[128];
+    int nagents, threads, grace, slots, sig, status = 1;
+    pid_t redis_pid = 0;
+    struct store *store = NULL;
+    struct model *model = NULL;
+    struct agent **agents = NULL;
+    struct http_server *http = NULL;
+    struct route_ctx rctx;
+    sigset_t sigs;
+
+    ty_err_clear(&err);
+    if (server__parse(argc, argv, &cfg) != 0)
+        return 1;
+    if (ty_log_set_level(cfg.log_level) != 0) {
+        fprintf(stderr, "trainyard-server: --log-level must be debug, info, warn or error\n");
+        return 1;
+    }
+    if (server__int("agents", cfg.agents, 0, 64, &nagents) ||
+        server__int("threads", cfg.threads, 1, 256, &threads) ||
+        server__int("stop-grace", cfg.stop_grace, 0, 86400, &grace) ||
+        server__int("slots", cfg.slots, 1, 1024, &slots))
+        return 1;
+
+    /* signals are taken by sigwait below; every thread inherits the mask */
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (server__mkdirs(cfg.data_dir) != 0 || !realpath(cfg.data_dir, data_dir)) {
+        fprintf(stderr, "trainyard-server: cannot create --data-dir '%s': %s\n", cfg.data_dir,
+                strerror(errno));
+        return 1;
+    }
+    snprintf(s3_dir, sizeof(s3_dir), "%s/s3", data_dir);
+    server__mkdirs(s3_dir);
+
+    model = model_load_embedded(&err);
+    if (!model)
+        goto fail;
+    if (cfg.redis[0]) {
+        snprintf(redis_url, sizeof(redis_url), "%s", cfg.redis);
+    } else if (redis_child_start(data_dir, redis_url, sizeof(redis_url), &redis_pid, &err) != 0) {
+        goto fail;
+    }
+    store = store_open(redis_url, &err);
+    if (!store)
+        goto fail;
+    if (queue_init(store, &err) != 0 || creds_bootstrap(store, data_dir, cfg.account_id, &err))
+        goto fail;
+
+    if (cfg.docker_host[0])
+        snprintf(docker_host, sizeof(docker_host), "%s", cfg.docker_host);
+    else if (getenv("DOCKER_HOST") && *getenv("DOCKER_HOST"))
+        snprintf(docker_host, sizeof(docker_host), "%s", getenv("DOCKER_HOST"));
+    else
+        snprintf(docker_host, sizeof(docker_host), "unix:///var/run/docker.sock");
+    if (cfg.endpoint_url[0])
+        snprintf(endpoint, sizeof(endpoint), "%s", cfg.endpoint_url);
+    else
+        snprintf(endpoint, sizeof(endpoint), "http://%s", cfg.listen);
+
+    agents = calloc((size_t)nagents + 1, sizeof(*agents));
+    for (int i = 0; i < nagents; i++) {
+        struct agent_config ac;
+        char host[64];
+        memset(&ac, 0, sizeof(ac));
+        gethostname(host, sizeof(host));
+        host[sizeof(host) - 1] = '\0';
+        snprintf(agent_id, sizeof(agent_id), "%s-%d-%d", host, (int)getpid(), i + 1);
+        ac.id = agent_id;
+        ac.redis_url = redis_url;
+        ac.docker_host = docker_host;
+        ac.data_dir = data_dir;
+        ac.s3_dir = s3_dir;
+        ac.runtime_tar = cfg.runtime_image_tar;
+        ac.runtime_image = "trainyard/runtime:" TY_VERSION;
+        ac.endpoint_url = endpoint;
+        ac.region = cfg.region;
+        ac.slots = slots;
+        ac.stop_grace_s = grace;
+        ac.heartbeat_ttl_s = 10;
+        agents[i] = agent_start(&ac, &err);
+        if (!agents[i])
+            goto fail;
+    }
+
+    memset(&rctx, 0, sizeof(rctx));
+    rctx.model = model;
+    rctx.redis_url = redis_url;
+    rctx.docker_host = nagents > 0 ? docker_host : NULL;
+    rctx.account_id = cfg.account_id;
+    rctx.agents = agents;
+    rctx.nagents = nagents;
+    http = http_start(cfg.listen, threads, route_handle, &rctx, &err);
+    if (!http)
+        goto fail;
+    ty_log(TY_LOG_INFO, "server.ready",
+           "listen=%s port=%d data_dir=%s redis=%s agents=%d docker_host=%s version=%s",
+           cfg.listen, http_port(http), data_dir, cfg.redis[0] ? "external" : "private", nagents,
+           docker_host, TY_VERSION);
+
+    while (sigwait(&sigs, &sig) != 0)
+        ;
+    ty_log(TY_LOG_INFO, "server.stopping", "signal=%d", sig);
+    status = 0;
+    goto out;
+fail:
+    server__die(&err);
+out:
+    http_stop(http);
+    for (int i = 0; agents && i < nagents; i++)
+        agent_stop(agents[i]);
+    free(agents);
+    store_close(store);
+    model_free(model);
+    redis_child_stop(redis_pid);
+    if (status == 0)
+        ty_log(TY_LOG_INFO, "server.stopped", "status=0");
+    return status;
+}

@@ -1,0 +1,14 @@
+# trainyard-server: links every control-plane module. Built once all modules exist.
+if(TARGET ty_sigv4 AND TARGET ty_model AND TARGET ty_store AND TARGET ty_docker AND TARGET ty_agent)
+  add_library(ty_server STATIC
+    ${TY_CP_DIR}/http.c ${TY_CP_DIR}/route.c ${TY_CP_DIR}/creds.c ${TY_CP_DIR}/redis_child.c
+    ${TY_CP_DIR}/ops/training.c ${TY_CP_DIR}/ops/tags.c ${TY_CP_DIR}/ops/logs.c)
+  target_include_directories(ty_server PUBLIC ${TY_CP_DIR})
+  target_link_libraries(ty_server PUBLIC ty_agent ty_model ty_sigv4 ty_store ty_docker ty_core
+    PkgConfig::MHD PkgConfig::JANSSON PkgConfig::CRYPTO Threads::Threads)
+  add_executable(trainyard-server ${TY_CP_DIR}/server.c)
+  target_link_libraries(trainyard-server PRIVATE ty_server)
+  target_compile_definitions(trainyard-server PRIVATE
+    TY_RUNTIME_TAR_DEFAULT="${CMAKE_BINARY_DIR}/runtime-image/trainyard-runtime.tar")
+  set_target_properties(trainyard-server PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+endif()
