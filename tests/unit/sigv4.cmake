@@ -1,0 +1,2 @@
+# SigV4: AWS test-suite vectors, presigned URLs, skew, expiry, malformed input.
+ty_unit_test(test_sigv4 SOURCES ${TY_TESTS_DIR}/unit/test_sigv4.c LIBS ty_sigv4)
