@@ -3,12 +3,19 @@
  *
  * Owns: the `ty:` key space, the connection, and the Lua scripts (control-plane/lua/, loaded
  * with SCRIPT LOAD and called by EVALSHA, reloaded on NOSCRIPT). Keys:
- *   ty:job:<name>            training job: the DescribeTrainingJob JSON document (string)
+ *   ty:job:<name>            training job: the DescribeTrainingJob JSON document, as a hash
+ *                            of top-level member -> that member's JSON text (so that Lua
+ *                            edits members without re-encoding the rest)
  *   ty:idx:job               sorted set, name scored by CreationTime (creation-time index)
+ *   ty:idx:job:status:<st>   set of the job names whose TrainingJobStatus is st (kept by the
+ *                            scripts; StatusEquals and SortBy=Status read it, not the docs)
  *   ty:tags:<arn>            hash, tag key -> value
  *   ty:principal:<akid>      hash: secret, arn, user
  *   ty:log:<group>:<stream>  stream of log events (entry id = CloudWatch token)
- *   ty:logstreams:<group>    sorted set of stream names (score: creation ms) + hash per stream
+ *   ty:logstreams:<group>    sorted set of stream names (score 0, ordered by name, so a prefix
+ *                            is a ZRANGEBYLEX) + hash ty:logstream:<group>:<stream> per stream
+ *                            (creationTime, first/lastEventTimestamp, lastIngestionTime,
+ *                            storedBytes)
  *   ty:queue:training        the job queue (queue.h), ty:agent:<id> heartbeats (queue.h)
  * Invariants: a job document changes only through the one transition script (compare status,
  * write the new one, append SecondaryStatusTransitions, set LastModifiedTime) - never by a
@@ -16,6 +23,9 @@
  * {} and limits number precision, so the store normalises both ways (known array members stay
  * arrays; epoch timestamps keep milliseconds).
  * Thread-safety: a struct store is one hiredis connection; use one per thread.
+ * A call whose connection broke (Redis restarted) reconnects once and retries; a write that
+ * reached Redis before the break may then be applied twice. store_open ignores SIGPIPE when
+ * its disposition is still the default, so that such a break is an error, not a signal.
  */
 #ifndef TY_CP_STORE_H
 #define TY_CP_STORE_H
@@ -35,6 +45,9 @@ struct store;
  */
 struct store *store_open(const char *url, struct ty_err *err);
 void store_close(struct store *s);
+/* Region and account used in the ARNs the store builds (log streams). Defaults: us-east-1,
+   000000000000. Call before sharing s. */
+void store_set_identity(struct store *s, const char *region, const char *account);
 /* PING. 0 or -TY_EREDIS. */
 int store_ping(struct store *s, struct ty_err *err);
 
@@ -52,14 +65,14 @@ int store_job_create(struct store *s, const char *name, json_t *doc, double crea
 json_t *store_job_get(struct store *s, const char *name, struct ty_err *err);
 
 struct store_transition {
-    const char *expect;    /* comma-separated TrainingJobStatus values the job must be in, NULL=any */
+    const char *expect; /* comma-separated TrainingJobStatus values the job must be in, NULL=any */
     const char *expect_secondary; /* same for SecondaryStatus, NULL=any */
-    const char *status;    /* new TrainingJobStatus, NULL keeps it */
+    const char *status;           /* new TrainingJobStatus, NULL keeps it */
     const char *secondary; /* new SecondaryStatus, NULL keeps it (no transition is appended) */
     const char *message;   /* StatusMessage of the appended transition */
     json_t *set;           /* borrowed, may be NULL: top-level members written into the doc
                               (a JSON null value removes the member) */
-    double now;            /* epoch seconds: transition StartTime/previous EndTime, LastModifiedTime */
+    double now; /* epoch seconds: transition StartTime/previous EndTime, LastModifiedTime */
 };
 
 /*
@@ -76,14 +89,14 @@ json_t *store_job_transition(struct store *s, const char *name, const struct sto
 int store_job_delete(struct store *s, const char *name, const char *expect, struct ty_err *err);
 
 struct store_job_query {
-    const char *name_contains; /* NULL = any */
-    const char *status_equals; /* NULL = any */
+    const char *name_contains;              /* NULL = any */
+    const char *status_equals;              /* NULL = any */
     double created_after, created_before;   /* 0 = unset; strict comparisons as AWS */
     double modified_after, modified_before; /* 0 = unset */
-    const char *sort_by;       /* "Name", "CreationTime" (default), "Status" */
-    int ascending;             /* 0 = Descending (AWS's default) */
-    int max_results;           /* 1..100 */
-    const char *next_token;    /* from a previous page, NULL for the first */
+    const char *sort_by;                    /* "Name", "CreationTime" (default), "Status" */
+    int ascending;                          /* 0 = Descending (AWS's default) */
+    int max_results;                        /* 1..100 */
+    const char *next_token;                 /* from a previous page, NULL for the first */
 };
 
 /*
@@ -131,8 +144,8 @@ int store_log_append(struct store *s, const char *group, const char *stream, jso
  * (logStreamName, creationTime, firstEventTimestamp, lastEventTimestamp, lastIngestionTime,
  * uploadSequenceToken, arn, storedBytes). new: array. Empty array for an unknown group.
  */
-json_t *store_log_streams(struct store *s, const char *group, const char *prefix,
-                          int by_last_event, int descending, struct ty_err *err);
+json_t *store_log_streams(struct store *s, const char *group, const char *prefix, int by_last_event,
+                          int descending, struct ty_err *err);
 
 /*
  * Raw event range of one stream: entries with stream ids in [start_id, end_id] ("-" and "+"

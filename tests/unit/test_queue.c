@@ -1,0 +1,269 @@
+/*
+ * test_queue.c - the job queue against a private redis-server: claim/ack, two consumers,
+ * reclaim from a dead agent but not from a live one, heartbeat expiry, depth, and a lost
+ * consumer group after a Redis restart. Exits 77 when redis-server is not installed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "queue.h"
+#include "redis_fixture.h"
+#include "store.h"
+
+static struct redis_fixture fx;
+
+struct two {
+    struct store *a, *b;
+};
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int setup(void **state)
+{
+    struct ty_err err;
+    struct two *t = calloc(1, sizeof(*t));
+    redisContext *c = redis_fixture_raw(&fx);
+    assert_non_null(c);
+    freeReplyObject(redisCommand(c, "FLUSHALL"));
+    redisFree(c);
+    t->a = store_open(fx.url_unix, &err);
+    t->b = store_open(fx.url_tcp, &err);
+    assert_non_null(t->a);
+    assert_non_null(t->b);
+    *state = t;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct two *t = *state;
+    store_close(t->a);
+    store_close(t->b);
+    free(t);
+    return 0;
+}
+
+static void create_job(struct store *s, const char *name)
+{
+    struct ty_err err;
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:s}", "TrainingJobName", name, "TrainingJobArn",
+                            "arn:aws:sagemaker:us-east-1:123456789012:training-job/x",
+                            "TrainingJobStatus", "InProgress", "SecondaryStatus", "Starting");
+    assert_int_equal(store_job_create(s, name, doc, 1700000000.0, &err), 0);
+    json_decref(doc);
+}
+
+static void test_claim_ack(void **state)
+{
+    struct two *t = *state;
+    struct ty_err err;
+    struct queue_item it;
+    /* entries added before the group exists are still delivered */
+    create_job(t->a, "j1");
+    create_job(t->a, "j2");
+    assert_int_equal(queue_init(t->a, &err), 0);
+    assert_int_equal(queue_init(t->a, &err), 0); /* BUSYGROUP is fine */
+    assert_int_equal(queue_depth(t->a, &err), 2);
+    assert_int_equal(queue_claim(t->a, "agent-1", 0, &it, &err), 1);
+    assert_string_equal(it.job, "j1");
+    assert_true(strchr(it.entry_id, '-') != NULL);
+    assert_int_equal(queue_depth(t->a, &err), 2); /* one queued, one pending */
+    assert_int_equal(queue_ack(t->a, it.entry_id, &err), 0);
+    assert_int_equal(queue_depth(t->a, &err), 1);
+    assert_int_equal(queue_claim(t->a, "agent-1", 0, &it, &err), 1);
+    assert_string_equal(it.job, "j2");
+    assert_int_equal(queue_ack(t->a, it.entry_id, &err), 0);
+    assert_int_equal(queue_depth(t->a, &err), 0);
+    memset(&it, 0, sizeof(it));
+    assert_int_equal(queue_claim(t->a, "agent-1", 0, &it, &err), 0);
+    assert_string_equal(it.job, ""); /* untouched */
+    {
+        double t0 = mono_ms(), dt;
+        assert_int_equal(queue_claim(t->a, "agent-1", 200, &it, &err), 0);
+        dt = mono_ms() - t0;
+        assert_true(dt >= 150 && dt < 5000);
+    }
+    assert_int_equal(queue_claim(t->a, "", 0, &it, &err), -TY_EINVAL);
+}
+
+static void test_two_consumers(void **state)
+{
+    struct two *t = *state;
+    struct ty_err err;
+    struct queue_item i1, i2, i3;
+    assert_int_equal(queue_init(t->a, &err), 0);
+    create_job(t->a, "j1");
+    create_job(t->a, "j2");
+    create_job(t->a, "j3");
+    assert_int_equal(queue_claim(t->a, "agent-a", 0, &i1, &err), 1);
+    assert_int_equal(queue_claim(t->b, "agent-b", 0, &i2, &err), 1);
+    assert_string_not_equal(i1.job, i2.job);
+    assert_string_not_equal(i1.entry_id, i2.entry_id);
+    assert_int_equal(queue_claim(t->b, "agent-b", 0, &i3, &err), 1);
+    assert_string_equal(i3.job, "j3");
+    assert_int_equal(queue_claim(t->a, "agent-a", 0, &i3, &err), 0);
+    assert_int_equal(queue_depth(t->a, &err), 3);
+}
+
+static void test_reclaim_dead_not_live(void **state)
+{
+    struct two *t = *state;
+    struct ty_err err;
+    struct queue_item it, got;
+    json_t *cap =
+        json_pack("{s:i, s:I, s:i}", "cpus", 8, "memory", (json_int_t)32 << 30, "gpus", 1);
+    assert_int_equal(queue_init(t->a, &err), 0);
+    create_job(t->a, "live-job");
+    create_job(t->a, "dead-job");
+
+    /* agent-live heartbeats and holds live-job */
+    assert_int_equal(queue_heartbeat(t->a, "agent-live", cap, 30, &err), 0);
+    assert_int_equal(queue_claim(t->a, "agent-live", 0, &it, &err), 1);
+    assert_string_equal(it.job, "live-job");
+    /* agent-dead never heartbeats (or its key expired) and holds dead-job */
+    assert_int_equal(queue_claim(t->a, "agent-dead", 0, &it, &err), 1);
+    assert_string_equal(it.job, "dead-job");
+
+    assert_int_equal(queue_heartbeat(t->b, "agent-new", cap, 30, &err), 0);
+    /* not idle long enough yet */
+    assert_int_equal(queue_reclaim(t->b, "agent-new", 60000, &got, &err), 0);
+    sleep_ms(20);
+    assert_int_equal(queue_reclaim(t->b, "agent-new", 10, &got, &err), 1);
+    assert_string_equal(got.job, "dead-job");
+    assert_string_equal(got.entry_id, it.entry_id);
+    /* the live agent's job stays with it, however long it has been idle */
+    memset(&got, 0, sizeof(got));
+    assert_int_equal(queue_reclaim(t->b, "agent-new", 0, &got, &err), 0);
+    /* the entry now belongs to agent-new */
+    {
+        redisContext *c = redis_fixture_raw(&fx);
+        redisReply *r = redisCommand(c, "XPENDING ty:queue:training agents - + 10 agent-new");
+        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+        assert_int_equal(r->elements, 1);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    assert_int_equal(queue_ack(t->b, got.entry_id[0] ? got.entry_id : it.entry_id, &err), 0);
+    assert_int_equal(queue_depth(t->a, &err), 1);
+    json_decref(cap);
+}
+
+static void test_reclaim_many_pending(void **state)
+{
+    struct two *t = *state;
+    struct ty_err err;
+    struct queue_item it;
+    json_t *cap = json_object();
+    assert_int_equal(queue_init(t->a, &err), 0);
+    assert_int_equal(queue_heartbeat(t->a, "busy", cap, 30, &err), 0);
+    /* more pending entries of a live agent than one XPENDING page, then a dead agent's */
+    for (int i = 0; i < 230; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "busy-%d", i);
+        create_job(t->a, name);
+        assert_int_equal(queue_claim(t->a, "busy", 0, &it, &err), 1);
+    }
+    create_job(t->a, "orphan");
+    assert_int_equal(queue_claim(t->a, "gone", 0, &it, &err), 1);
+    assert_int_equal(queue_reclaim(t->b, "rescuer", 0, &it, &err), 1);
+    assert_string_equal(it.job, "orphan");
+    assert_int_equal(queue_reclaim(t->b, "rescuer", 0, &it, &err), 0);
+    assert_int_equal(queue_depth(t->a, &err), 231);
+    json_decref(cap);
+}
+
+static void test_heartbeat_ttl(void **state)
+{
+    struct two *t = *state;
+    struct ty_err err;
+    struct queue_item it;
+    json_t *cap = json_pack("{s:i, s:i}", "cpus", 4, "gpus", 0);
+    json_t *agents;
+    assert_int_equal(queue_init(t->a, &err), 0);
+    assert_int_equal(queue_heartbeat(t->a, "agent-short", cap, 1, &err), 0);
+    assert_int_equal(queue_heartbeat(t->a, "agent-long", cap, 60, &err), 0);
+    assert_int_equal(queue_heartbeat(t->a, "agent-x", NULL, 60, &err), 0);
+    assert_int_equal(queue_heartbeat(t->a, "agent-x", cap, 0, &err), -TY_EINVAL);
+    agents = queue_agents(t->a, &err);
+    assert_int_equal(json_array_size(agents), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(agents, 0), "id")),
+                        "agent-long");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(agents, 0), "cpus")), 4);
+    json_decref(agents);
+    create_job(t->a, "j");
+    assert_int_equal(queue_claim(t->a, "agent-short", 0, &it, &err), 1);
+    assert_int_equal(queue_reclaim(t->b, "agent-long", 0, &it, &err), 0);
+    sleep_ms(1600);
+    agents = queue_agents(t->a, &err);
+    assert_int_equal(json_array_size(agents), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(agents, 0), "id")),
+                        "agent-long");
+    json_decref(agents);
+    /* its heartbeat expired: the job can move */
+    assert_int_equal(queue_reclaim(t->b, "agent-long", 0, &it, &err), 1);
+    assert_string_equal(it.job, "j");
+    json_decref(cap);
+}
+
+static void test_restart_lost_group(void **state)
+{
+    struct two *t = *state;
+    struct ty_err err;
+    struct queue_item it;
+    assert_int_equal(queue_init(t->a, &err), 0);
+    assert_int_equal(redis_fixture_restart(&fx), 0);
+    /* the group is gone with the data; reclaim sees nothing, create + claim recreate it */
+    assert_int_equal(queue_reclaim(t->a, "agent-1", 0, &it, &err), 0);
+    create_job(t->b, "after-restart");
+    assert_int_equal(queue_claim(t->a, "agent-1", 0, &it, &err), 1);
+    assert_string_equal(it.job, "after-restart");
+    assert_int_equal(queue_ack(t->a, it.entry_id, &err), 0);
+    assert_int_equal(queue_depth(t->b, &err), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_claim_ack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_consumers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reclaim_dead_not_live, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reclaim_many_pending, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heartbeat_ttl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_lost_group, setup, teardown),
+    };
+    int rc = redis_fixture_start(&fx);
+    if (rc == 77) {
+        fprintf(stderr, "redis-server not installed: skipped\n");
+        return 77;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "cannot start redis-server\n");
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    redis_fixture_stop(&fx);
+    return rc;
+}
