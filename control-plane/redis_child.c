@@ -40,11 +40,13 @@ static int redis_child__connectable(const char *path)
 int redis_child_start(const char *data_dir, char *url, size_t url_n, pid_t *pid,
                       struct ty_err *err)
 {
-    char dir[4096], sock[4096], logf[4096];
+    char dir[4096], sock[4200], logf[4200];
     struct sockaddr_un probe;
     pid_t child;
     int status;
 
+    if (strlen(data_dir) > 4000)
+        return ty_err_set(err, TY_EREDIS, "data-dir", "the data dir path is too long");
     snprintf(dir, sizeof(dir), "%s/redis", data_dir);
     snprintf(sock, sizeof(sock), "%s/redis.sock", dir);
     snprintf(logf, sizeof(logf), "%s/redis.log", dir);

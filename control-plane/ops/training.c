@@ -203,7 +203,7 @@ int op_training_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
 static int op__conflict(struct ty_err *err, const char *name, const char *what)
 {
     char status[64];
-    snprintf(status, sizeof(status), "%s", err->msg);
+    snprintf(status, sizeof(status), "%.63s", err->msg);
     return ty_err_set(err, TY_EINVAL, "TrainingJobName",
                       "The request was rejected because the training job %s is in status %s%s",
                       name, status, what);
