@@ -21,11 +21,13 @@ struct agent_config {
     const char *redis_url;     /* as store_open() */
     const char *docker_host;   /* as docker_open() */
     const char *data_dir;      /* jobs staged under <data_dir>/jobs/<job>/ */
-    const char *s3_dir;        /* local object store root: <s3_dir>/<bucket>/<key> */
-    const char *runtime_tar;   /* rootfs tarball of trainyard/runtime, imported when missing */
-    const char *runtime_image; /* "trainyard/runtime:<version>" */
+    const char *s3_dir;        /* local object store root: <s3_dir>/<bucket>/<key>;
+                                  NULL = <data_dir>/s3 */
+    const char *runtime_tar;   /* rootfs tarball of trainyard/runtime, imported when missing;
+                                  NULL = no import (a warning when the image is missing) */
+    const char *runtime_image; /* NULL = "trainyard/runtime:<version>" */
     const char *endpoint_url;  /* trainyard's URL as seen from containers (S3_ENDPOINT_URL) */
-    const char *region;
+    const char *region;        /* AWS_REGION in containers; NULL = "us-east-1" */
     int slots;                 /* jobs run at once by this agent (capacity), default 1 */
     int stop_grace_s;          /* SIGTERM -> SIGKILL grace, default 120 */
     int heartbeat_ttl_s;       /* default 10 */
@@ -42,8 +44,10 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err);
 
 /*
  * Stops taking jobs, stops the heartbeat and joins the threads. Running containers are left
- * running and their jobs pending in the queue, so another agent (or this one after a restart)
- * reclaims them. NULL is a no-op.
+ * running and their jobs pending in the queue, so another agent (or this one after a restart
+ * under a new id) reclaims them once this agent's heartbeat has expired. A running job's log
+ * reader may outlive the call (detached) until its container writes a line or ends.
+ * NULL is a no-op.
  */
 void agent_stop(struct agent *a);
 

@@ -68,12 +68,12 @@ int docker_start(struct docker *d, const char *id, struct ty_err *err);
 int docker_kill(struct docker *d, const char *id, const char *signal, struct ty_err *err);
 
 struct docker_state {
-    int running;         /* 1 while running */
-    int exit_code;       /* valid when !running */
-    int oom_killed;      /* 1 when the kernel killed it for memory */
-    char status[32];     /* "created", "running", "exited", ... */
-    double started_at;   /* epoch seconds, 0 when unknown */
-    double finished_at;  /* epoch seconds, 0 when unknown */
+    int running;        /* 1 while running */
+    int exit_code;      /* valid when !running */
+    int oom_killed;     /* 1 when the kernel killed it for memory */
+    char status[32];    /* "created", "running", "exited", ... */
+    double started_at;  /* epoch seconds, 0 when unknown */
+    double finished_at; /* epoch seconds, 0 when unknown */
 };
 /* GET /containers/{id}/json. 0, -TY_ENOTFOUND for an unknown container, or -TY_EENGINE. */
 int docker_inspect(struct docker *d, const char *id, struct docker_state *st, struct ty_err *err);
@@ -86,8 +86,7 @@ int docker_wait(struct docker *d, const char *id, int *exit_code, struct ty_err 
  * delivered at end of stream). ts_ms is the engine's timestamp of the line in epoch ms
  * (timestamps=1), is_stderr says which stream. Return nonzero to stop reading.
  */
-typedef int (*docker_line_cb)(const char *line, size_t len, int64_t ts_ms, int is_stderr,
-                              void *ud);
+typedef int (*docker_line_cb)(const char *line, size_t len, int64_t ts_ms, int is_stderr, void *ud);
 
 /*
  * Reads the container's stdout and stderr with timestamps, following until the container

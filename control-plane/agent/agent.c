@@ -1,0 +1,442 @@
+/*
+ * agent.c - the training agent's lifecycle: start-up checks, runtime image import, the
+ * heartbeat, the claim loop (reclaim of dead agents' jobs first, then new entries) and stop.
+ *
+ * Owns: struct agent, the claim and heartbeat threads and the list of runner threads.
+ * Does not own a job's run (run.c). Threads: claim loop and heartbeat each hold their own
+ * store connection; agent_start/agent_stop/agent_status are called from the owner's thread.
+ */
+#include "agent.h"
+
+#include "agent_int.h"
+#include "docker.h"
+#include "queue.h"
+#include "store.h"
+#include "ty_log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef TY_VERSION
+#define TY_VERSION "0.0.0"
+#endif
+
+#define AGENT_CLAIM_BLOCK_MS 1000
+#define AGENT_DEFAULT_TTL_S  10
+#define AGENT_DEFAULT_GRACE  120
+
+int agent__sleep(struct agent *a, int ms)
+{
+    struct timespec ts;
+    int stopping;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&a->mu);
+    while (!atomic_load(&a->stopping)) {
+        if (pthread_cond_timedwait(&a->cv, &a->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+    stopping = atomic_load(&a->stopping);
+    pthread_mutex_unlock(&a->mu);
+    return stopping ? 1 : 0;
+}
+
+/* ---- host ---- */
+
+static void agent_probe_host(struct agent *a)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    DIR *d;
+    struct dirent *de;
+
+    a->host_cpus = cpus > 0 ? (int)cpus : 1;
+    a->host_memory = pages > 0 && psize > 0 ? (int64_t)pages * psize : 0;
+    a->host_gpus = 0;
+    if ((d = opendir("/dev")) != NULL) {
+        while ((de = readdir(d)) != NULL) {
+            const char *n = de->d_name;
+            if (strncmp(n, "nvidia", 6) == 0 && n[6] >= '0' && n[6] <= '9')
+                a->host_gpus++;
+        }
+        closedir(d);
+    }
+}
+
+static json_t *agent_capacity(struct agent *a)
+{
+    int busy;
+
+    pthread_mutex_lock(&a->mu);
+    busy = a->busy;
+    pthread_mutex_unlock(&a->mu);
+    return json_pack("{s:i, s:I, s:i, s:i, s:i}", "cpus", a->host_cpus, "memory_bytes",
+                     (json_int_t)a->host_memory, "gpus", a->host_gpus, "slots", a->cfg.slots,
+                     "busy", busy);
+}
+
+/* ---- threads ---- */
+
+static void *agent_heartbeat_thread(void *arg)
+{
+    struct agent *a = arg;
+    struct store *s = NULL;
+    struct ty_err err;
+    int period_ms = a->cfg.heartbeat_ttl_s * 1000 / 3;
+
+    if (period_ms < 100)
+        period_ms = 100;
+    while (!atomic_load(&a->stopping)) {
+        json_t *cap;
+        if (!s)
+            s = store_open(a->cfg.redis_url, &err);
+        cap = agent_capacity(a);
+        if (s && cap && queue_heartbeat(s, a->id, cap, a->cfg.heartbeat_ttl_s, &err) != 0) {
+            ty_log(TY_LOG_WARN, "agent.heartbeat.failed", "agent=%s error='%s'", a->id, err.msg);
+            store_close(s);
+            s = NULL;
+        } else if (!s) {
+            ty_log(TY_LOG_WARN, "agent.heartbeat.failed", "agent=%s error='%s'", a->id, err.msg);
+        }
+        json_decref(cap);
+        agent__sleep(a, period_ms);
+    }
+    store_close(s);
+    return NULL;
+}
+
+/* Joins and frees runners that are done. Call with a->mu held. */
+static void agent_reap_locked(struct agent *a)
+{
+    struct agent_run **pp = &a->runs;
+
+    while (*pp) {
+        struct agent_run *r = *pp;
+        if (!r->done) {
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next;
+        pthread_mutex_unlock(&a->mu);
+        pthread_join(r->thr, NULL);
+        free(r);
+        pthread_mutex_lock(&a->mu);
+        pp = &a->runs; /* the list may have changed meanwhile */
+    }
+}
+
+/* Starts a runner for item. 0, or -1 (the entry stays pending for a reclaim). */
+static int agent_spawn(struct agent *a, const struct queue_item *item, int reclaimed)
+{
+    struct agent_run *r = calloc(1, sizeof(*r));
+
+    if (!r)
+        return -1;
+    r->a = a;
+    r->item = *item;
+    r->reclaimed = reclaimed;
+    pthread_mutex_lock(&a->mu);
+    a->busy++;
+    if (pthread_create(&r->thr, NULL, run_thread, r) != 0) {
+        a->busy--;
+        pthread_mutex_unlock(&a->mu);
+        free(r);
+        return -1;
+    }
+    r->next = a->runs;
+    a->runs = r;
+    pthread_mutex_unlock(&a->mu);
+    return 0;
+}
+
+static void *agent_claim_thread(void *arg)
+{
+    struct agent *a = arg;
+    struct store *s = NULL;
+    struct ty_err err;
+    long min_idle_ms = (long)a->cfg.heartbeat_ttl_s * 3 * 1000;
+    int backoff_ms = 500;
+
+    while (!atomic_load(&a->stopping)) {
+        struct queue_item item;
+        int busy, rc;
+
+        pthread_mutex_lock(&a->mu);
+        agent_reap_locked(a);
+        busy = a->busy;
+        pthread_mutex_unlock(&a->mu);
+        if (busy >= a->cfg.slots) {
+            agent__sleep(a, 250);
+            continue;
+        }
+        if (!s && !(s = store_open(a->cfg.redis_url, &err))) {
+            ty_log(TY_LOG_WARN, "agent.claim.store", "agent=%s error='%s'", a->id, err.msg);
+            agent__sleep(a, backoff_ms);
+            backoff_ms = backoff_ms < 8000 ? backoff_ms * 2 : backoff_ms;
+            continue;
+        }
+        memset(&item, 0, sizeof(item));
+        rc = queue_reclaim(s, a->id, min_idle_ms, &item, &err);
+        if (rc == 1) {
+            ty_log(TY_LOG_INFO, "agent.claim.reclaimed", "agent=%s job=%s entry=%s", a->id,
+                   item.job, item.entry_id);
+            if (agent_spawn(a, &item, 1) != 0)
+                agent__sleep(a, 1000);
+            continue;
+        }
+        if (rc == 0)
+            rc = queue_claim(s, a->id, AGENT_CLAIM_BLOCK_MS, &item, &err);
+        if (rc == 1) {
+            if (agent_spawn(a, &item, 0) != 0)
+                agent__sleep(a, 1000);
+            backoff_ms = 500;
+            continue;
+        }
+        if (rc < 0) {
+            ty_log(TY_LOG_WARN, "agent.claim.failed", "agent=%s error='%s'", a->id, err.msg);
+            store_close(s);
+            s = NULL;
+            agent__sleep(a, backoff_ms);
+            backoff_ms = backoff_ms < 8000 ? backoff_ms * 2 : backoff_ms;
+            continue;
+        }
+        backoff_ms = 500;
+    }
+    store_close(s);
+    return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+static const char *agent_own(struct agent *a, int slot, const char *s)
+{
+    if (!s)
+        return NULL;
+    a->owned[slot] = strdup(s);
+    return a->owned[slot];
+}
+
+static void agent_free(struct agent *a)
+{
+    if (!a)
+        return;
+    for (size_t i = 0; i < sizeof(a->owned) / sizeof(a->owned[0]); i++)
+        free(a->owned[i]);
+    pthread_mutex_destroy(&a->mu);
+    pthread_cond_destroy(&a->cv);
+    free(a);
+}
+
+/* Imports the runtime image from its tarball when the engine lacks it. */
+static int agent_runtime_image(struct agent *a, struct docker *d, struct ty_err *err)
+{
+    static const char *const changes[] = {
+        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "WORKDIR /", NULL};
+    struct stat st;
+    int ex;
+
+    if (!a->cfg.runtime_image || !a->cfg.runtime_image[0])
+        return 0;
+    ex = docker_image_exists(d, a->cfg.runtime_image, err);
+    if (ex < 0)
+        return ex;
+    if (ex == 1)
+        return 0;
+    if (!a->cfg.runtime_tar || !a->cfg.runtime_tar[0] || stat(a->cfg.runtime_tar, &st) != 0) {
+        ty_log(TY_LOG_WARN, "agent.runtime_image.missing", "image=%s tar='%s'",
+               a->cfg.runtime_image, a->cfg.runtime_tar ? a->cfg.runtime_tar : "");
+        return 0;
+    }
+    ty_log(TY_LOG_INFO, "agent.runtime_image.import", "image=%s tar='%s'", a->cfg.runtime_image,
+           a->cfg.runtime_tar);
+    return docker_image_import(d, a->cfg.runtime_tar, a->cfg.runtime_image, changes, err);
+}
+
+struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
+{
+    static atomic_int seq;
+    struct agent *a = calloc(1, sizeof(*a));
+    struct store *s = NULL;
+    struct docker *d = NULL;
+    char host[64], path[4096];
+    json_t *cap = NULL;
+    int rc;
+
+    if (!a) {
+        ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    atomic_init(&a->stopping, 0);
+    a->cfg = *cfg;
+    if (!cfg->redis_url || !cfg->docker_host || !cfg->data_dir) {
+        ty_err_set(err, TY_EINVAL, NULL, "agent needs a redis url, a docker host and a data dir");
+        goto fail;
+    }
+    if (cfg->id && cfg->id[0]) {
+        if (strlen(cfg->id) >= sizeof(a->id)) {
+            ty_err_set(err, TY_EINVAL, "id", "agent id '%s' is too long", cfg->id);
+            goto fail;
+        }
+        snprintf(a->id, sizeof(a->id), "%s", cfg->id);
+    } else {
+        if (gethostname(host, sizeof(host)) != 0)
+            snprintf(host, sizeof(host), "agent");
+        host[sizeof(host) - 1] = '\0';
+        snprintf(a->id, sizeof(a->id), "%s-%ld-%d", host, (long)getpid(),
+                 atomic_fetch_add(&seq, 1));
+    }
+    a->cfg.id = a->id;
+    a->cfg.redis_url = agent_own(a, 0, cfg->redis_url);
+    a->cfg.docker_host = agent_own(a, 1, cfg->docker_host);
+    a->cfg.data_dir = agent_own(a, 2, cfg->data_dir);
+    if (cfg->s3_dir) {
+        a->cfg.s3_dir = agent_own(a, 3, cfg->s3_dir);
+    } else {
+        snprintf(path, sizeof(path), "%s/s3", cfg->data_dir);
+        a->cfg.s3_dir = agent_own(a, 3, path);
+    }
+    a->cfg.runtime_tar = agent_own(a, 4, cfg->runtime_tar);
+    a->cfg.runtime_image =
+        agent_own(a, 5, cfg->runtime_image ? cfg->runtime_image : "trainyard/runtime:" TY_VERSION);
+    a->cfg.endpoint_url = agent_own(a, 6, cfg->endpoint_url);
+    a->cfg.region = agent_own(a, 7, cfg->region ? cfg->region : "us-east-1");
+    if (!a->cfg.redis_url || !a->cfg.docker_host || !a->cfg.data_dir || !a->cfg.s3_dir ||
+        !a->cfg.runtime_image || !a->cfg.region) {
+        ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto fail;
+    }
+    if (a->cfg.slots <= 0)
+        a->cfg.slots = 1;
+    if (a->cfg.stop_grace_s <= 0)
+        a->cfg.stop_grace_s = AGENT_DEFAULT_GRACE;
+    if (a->cfg.heartbeat_ttl_s <= 0)
+        a->cfg.heartbeat_ttl_s = AGENT_DEFAULT_TTL_S;
+    agent_probe_host(a);
+
+    snprintf(path, sizeof(path), "%s/jobs", a->cfg.data_dir);
+    if (mkdir(a->cfg.data_dir, 0755) != 0 && errno != EEXIST) {
+        ty_err_set(err, TY_EIO, NULL, "cannot create data dir '%s': %s", a->cfg.data_dir,
+                   strerror(errno));
+        goto fail;
+    }
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+        ty_err_set(err, TY_EIO, NULL, "cannot create '%s': %s", path, strerror(errno));
+        goto fail;
+    }
+
+    if (!(s = store_open(a->cfg.redis_url, err)))
+        goto fail;
+    if (store_ping(s, err) != 0 || queue_init(s, err) != 0)
+        goto fail;
+    if (!(d = docker_open(a->cfg.docker_host, err)))
+        goto fail;
+    if ((rc = docker_ping(d, err)) != 0)
+        goto fail;
+    if ((rc = agent_runtime_image(a, d, err)) != 0) {
+        ty_err_set(err, err->code ? err->code : TY_EENGINE, NULL,
+                   "cannot import runtime image '%s' from '%s': %s", a->cfg.runtime_image,
+                   a->cfg.runtime_tar, err->msg[0] ? err->msg : "error");
+        goto fail;
+    }
+    /* Alive before the first claim, so that nobody reclaims what we are about to take. */
+    cap = agent_capacity(a);
+    if (!cap || queue_heartbeat(s, a->id, cap, a->cfg.heartbeat_ttl_s, err) != 0)
+        goto fail;
+    json_decref(cap);
+    cap = NULL;
+    docker_close(d);
+    d = NULL;
+    store_close(s);
+    s = NULL;
+
+    if (pthread_create(&a->hb_thr, NULL, agent_heartbeat_thread, a) != 0) {
+        ty_err_set(err, TY_EINTERNAL, NULL, "cannot start the heartbeat thread");
+        goto fail;
+    }
+    a->hb_started = 1;
+    if (pthread_create(&a->claim_thr, NULL, agent_claim_thread, a) != 0) {
+        ty_err_set(err, TY_EINTERNAL, NULL, "cannot start the claim thread");
+        goto fail;
+    }
+    a->claim_started = 1;
+    ty_log(TY_LOG_INFO, "agent.started",
+           "agent=%s slots=%d stop_grace_s=%d cpus=%d memory_bytes=%lld gpus=%d data_dir='%s' "
+           "s3_dir='%s' runtime_image=%s",
+           a->id, a->cfg.slots, a->cfg.stop_grace_s, a->host_cpus, (long long)a->host_memory,
+           a->host_gpus, a->cfg.data_dir, a->cfg.s3_dir, a->cfg.runtime_image);
+    return a;
+
+fail:
+    json_decref(cap);
+    docker_close(d);
+    store_close(s);
+    if (a->hb_started || a->claim_started) {
+        agent_stop(a);
+        return NULL;
+    }
+    agent_free(a);
+    return NULL;
+}
+
+void agent_stop(struct agent *a)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->mu);
+    atomic_store(&a->stopping, 1);
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    if (a->claim_started)
+        pthread_join(a->claim_thr, NULL);
+    if (a->hb_started)
+        pthread_join(a->hb_thr, NULL);
+    pthread_mutex_lock(&a->mu);
+    while (a->runs) {
+        struct agent_run *r = a->runs;
+        a->runs = r->next;
+        pthread_mutex_unlock(&a->mu);
+        pthread_join(r->thr, NULL);
+        free(r);
+        pthread_mutex_lock(&a->mu);
+    }
+    pthread_mutex_unlock(&a->mu);
+    ty_log(TY_LOG_INFO, "agent.stopped", "agent=%s", a->id);
+    agent_free(a);
+}
+
+json_t *agent_status(struct agent *a)
+{
+    json_t *jobs, *out;
+    int busy;
+
+    if (!a)
+        return NULL;
+    jobs = json_array();
+    if (!jobs)
+        return NULL;
+    pthread_mutex_lock(&a->mu);
+    for (struct agent_run *r = a->runs; r; r = r->next) {
+        if (!r->done)
+            json_array_append_new(jobs, json_string(r->item.job));
+    }
+    busy = a->busy;
+    pthread_mutex_unlock(&a->mu);
+    out = json_pack("{s:s, s:s, s:i, s:i, s:o}", "id", a->id, "state",
+                    atomic_load(&a->stopping) ? "stopping" : "running", "slots", a->cfg.slots,
+                    "busy", busy, "jobs", jobs);
+    return out;
+}

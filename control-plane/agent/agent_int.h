@@ -1,0 +1,52 @@
+/*
+ * agent_int.h - what agent.c (lifecycle, claim loop, heartbeat) and run.c (one job's run)
+ * share. Not part of the agent's contract (agent.h).
+ *
+ * Invariants: a struct agent outlives every runner thread (agent_stop joins them); runner
+ * threads read a->cfg and the host figures without locking (written before they start) and
+ * take a->mu only to mark themselves done. a->stopping is the one flag that asks every thread
+ * to return: runners then leave their container running and their queue entry pending.
+ */
+#ifndef TY_CP_AGENT_AGENT_INT_H
+#define TY_CP_AGENT_AGENT_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "agent.h"
+#include "queue.h"
+
+struct agent_run {
+    struct agent *a;        /* borrowed */
+    struct queue_item item; /* the claimed entry */
+    int reclaimed;          /* 1 when taken over from a dead agent */
+    pthread_t thr;
+    int done;               /* guarded by a->mu: the runner returned and may be joined */
+    struct agent_run *next; /* guarded by a->mu */
+};
+
+struct agent {
+    struct agent_config cfg; /* its strings point into the owned copies below */
+    char id[128];
+    char *owned[10];     /* owned copies of the config strings */
+    int host_cpus;       /* online CPUs of this host */
+    int64_t host_memory; /* physical memory of this host, bytes */
+    int host_gpus;       /* NVIDIA GPUs seen in /dev */
+    atomic_int stopping;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* signalled on stop and when a runner finishes */
+    struct agent_run *runs; /* guarded by mu */
+    int busy;               /* guarded by mu: runners not yet done */
+    pthread_t claim_thr, hb_thr;
+    int claim_started, hb_started;
+};
+
+/* Runner thread body for one claimed job (arg: struct agent_run *). Marks run->done and
+   signals a->cv before it returns. */
+void *run_thread(void *arg);
+
+/* Sleeps up to ms, returning early (1) when the agent is stopping. */
+int agent__sleep(struct agent *a, int ms);
+
+#endif

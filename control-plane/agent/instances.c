@@ -1,0 +1,75 @@
+/*
+ * instances.c - the SageMaker instance-type table (a representative subset of the ml.* types;
+ * figures from AWS's instance pages) and the host clamp.
+ */
+#include "instances.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#define GIB(x) ((int64_t)((x)*1024.0 * 1024.0 * 1024.0))
+
+static const struct instances_type instances_table[] = {
+    {"ml.t3.medium", 2, GIB(4), 0},        {"ml.t3.large", 2, GIB(8), 0},
+    {"ml.t3.xlarge", 4, GIB(16), 0},       {"ml.t3.2xlarge", 8, GIB(32), 0},
+    {"ml.m4.xlarge", 4, GIB(16), 0},       {"ml.m4.2xlarge", 8, GIB(32), 0},
+    {"ml.m4.4xlarge", 16, GIB(64), 0},     {"ml.m4.10xlarge", 40, GIB(160), 0},
+    {"ml.m4.16xlarge", 64, GIB(256), 0},   {"ml.m5.large", 2, GIB(8), 0},
+    {"ml.m5.xlarge", 4, GIB(16), 0},       {"ml.m5.2xlarge", 8, GIB(32), 0},
+    {"ml.m5.4xlarge", 16, GIB(64), 0},     {"ml.m5.12xlarge", 48, GIB(192), 0},
+    {"ml.m5.24xlarge", 96, GIB(384), 0},   {"ml.c4.xlarge", 4, GIB(7.5), 0},
+    {"ml.c4.2xlarge", 8, GIB(15), 0},      {"ml.c4.4xlarge", 16, GIB(30), 0},
+    {"ml.c4.8xlarge", 36, GIB(60), 0},     {"ml.c5.xlarge", 4, GIB(8), 0},
+    {"ml.c5.2xlarge", 8, GIB(16), 0},      {"ml.c5.4xlarge", 16, GIB(32), 0},
+    {"ml.c5.9xlarge", 36, GIB(72), 0},     {"ml.c5.18xlarge", 72, GIB(144), 0},
+    {"ml.r5.large", 2, GIB(16), 0},        {"ml.r5.xlarge", 4, GIB(32), 0},
+    {"ml.r5.2xlarge", 8, GIB(64), 0},      {"ml.g4dn.xlarge", 4, GIB(16), 1},
+    {"ml.g4dn.2xlarge", 8, GIB(32), 1},    {"ml.g4dn.4xlarge", 16, GIB(64), 1},
+    {"ml.g4dn.12xlarge", 48, GIB(192), 4}, {"ml.g5.xlarge", 4, GIB(16), 1},
+    {"ml.g5.2xlarge", 8, GIB(32), 1},      {"ml.g5.4xlarge", 16, GIB(64), 1},
+    {"ml.g5.12xlarge", 48, GIB(192), 4},   {"ml.g5.48xlarge", 192, GIB(768), 8},
+    {"ml.p3.2xlarge", 8, GIB(61), 1},      {"ml.p3.8xlarge", 32, GIB(244), 4},
+    {"ml.p3.16xlarge", 64, GIB(488), 8},   {"ml.p4d.24xlarge", 96, GIB(1152), 8},
+    {"ml.p5.48xlarge", 192, GIB(2048), 8},
+};
+
+const struct instances_type *instances_lookup(const char *type)
+{
+    if (!type)
+        return NULL;
+    for (size_t i = 0; i < sizeof(instances_table) / sizeof(instances_table[0]); i++) {
+        if (strcmp(instances_table[i].name, type) == 0)
+            return &instances_table[i];
+    }
+    return NULL;
+}
+
+void instances_limits(const char *type, int host_cpus, int64_t host_memory, int host_gpus,
+                      struct instances_limits *lim)
+{
+    const struct instances_type *t = instances_lookup(type);
+    int cpus;
+    int64_t mem;
+
+    memset(lim, 0, sizeof(*lim));
+    if (!t) {
+        lim->cpus = host_cpus > 0 ? host_cpus : 1;
+        return;
+    }
+    lim->known = 1;
+    cpus = t->vcpus;
+    mem = t->memory_bytes;
+    if (host_cpus > 0 && cpus > host_cpus) {
+        cpus = host_cpus;
+        lim->clamped = 1;
+    }
+    if (host_memory > 0 && mem > host_memory) {
+        mem = host_memory;
+        lim->clamped = 1;
+    }
+    lim->cpus = cpus;
+    lim->nano_cpus = (int64_t)cpus * 1000000000LL;
+    lim->memory_bytes = mem;
+    if (t->gpus > 0 && host_gpus > 0)
+        lim->gpus = t->gpus < host_gpus ? t->gpus : host_gpus;
+}

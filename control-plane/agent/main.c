@@ -1,0 +1,218 @@
+/*
+ * main.c - trainyard-agent: one training agent for a host, talking to a shared Redis and the
+ * host's container engine. The same agent runs embedded in trainyard-server (--agents N).
+ *
+ * Owns: the flag table (flags > TRAINYARD_* env > defaults), --help, signal handling
+ * (SIGTERM/SIGINT -> agent_stop, exit 0). Errors at start-up: one line on stderr, exit 1.
+ */
+#include "agent.h"
+#include "ty_err.h"
+#include "ty_log.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef TY_VERSION
+#define TY_VERSION "0.0.0"
+#endif
+
+/* X(field, flag, env, default, help); a NULL default is computed below or left unset. */
+#define MAIN_FLAGS(X)                                                                              \
+    X(redis, "redis", "TRAINYARD_REDIS", "redis://127.0.0.1:6379",                                 \
+      "Redis URL: redis://[:password@]host[:port][/db] or unix:///path?db=N")                      \
+    X(docker_host, "docker-host", "TRAINYARD_DOCKER_HOST", NULL,                                   \
+      "container engine: unix:///path or tcp://host:port (default $DOCKER_HOST, else "             \
+      "unix:///var/run/docker.sock)")                                                              \
+    X(data_dir, "data-dir", "TRAINYARD_DATA_DIR", "./.trainyard",                                  \
+      "jobs are staged under DIR/jobs/<job>/")                                                     \
+    X(s3_dir, "s3-dir", "TRAINYARD_S3_DIR", NULL,                                                  \
+      "local object store root, <bucket>/<key> (default DATA_DIR/s3)")                             \
+    X(id, "id", "TRAINYARD_AGENT_ID", NULL, "agent id (default <hostname>-<pid>-0)")               \
+    X(slots, "slots", "TRAINYARD_SLOTS", "1", "jobs run at once")                                  \
+    X(stop_grace, "stop-grace", "TRAINYARD_STOP_GRACE", "120",                                     \
+      "seconds between SIGTERM and SIGKILL on Stop and MaxRuntime")                                \
+    X(heartbeat_ttl, "heartbeat-ttl", "TRAINYARD_HEARTBEAT_TTL", "10",                             \
+      "seconds a heartbeat lives; dead agents' jobs are reclaimed after 3x")                       \
+    X(runtime_tar, "runtime-image-tar", "TRAINYARD_RUNTIME_IMAGE_TAR", NULL,                       \
+      "rootfs tarball imported as the runtime image when the engine lacks it")                     \
+    X(runtime_image, "runtime-image", "TRAINYARD_RUNTIME_IMAGE", "trainyard/runtime:" TY_VERSION,  \
+      "name of the runtime image")                                                                 \
+    X(endpoint_url, "endpoint-url", "TRAINYARD_ENDPOINT_URL", NULL,                                \
+      "trainyard's URL as containers see it (S3_ENDPOINT_URL)")                                    \
+    X(region, "region", "TRAINYARD_REGION", "us-east-1", "AWS_REGION given to containers")         \
+    X(log_level, "log-level", "TRAINYARD_LOG_LEVEL", "info", "debug, info, warn or error")
+
+struct main_cfg {
+#define MAIN__FIELD(field, flag, env, def, help) const char *field;
+    MAIN_FLAGS(MAIN__FIELD)
+#undef MAIN__FIELD
+};
+
+static void main_usage(FILE *f)
+{
+    fprintf(f, "usage: trainyard-agent [options]\n\n"
+               "Takes training jobs from trainyard's Redis queue and runs them in containers.\n\n"
+               "options (each also read from its environment variable; flags win):\n");
+#define MAIN__HELP(field, flag, env, def, help)                                                    \
+    fprintf(f, "  --%-24s %s\n  %-26s env %s%s%s%s\n", flag " VALUE", help, "", env,               \
+            def ? ", default '" : "", def ? (const char *)def : "", def ? "'" : "");
+    MAIN_FLAGS(MAIN__HELP)
+#undef MAIN__HELP
+    fprintf(f, "  --%-24s %s\n  --%-24s %s\n", "help", "show this help and exit", "version",
+            "print the version and exit");
+}
+
+/* 0 and OUT: *out, or -1 when s is not an integer in [lo, hi]. */
+static int main_int(const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    long v;
+
+    if (!s || !*s)
+        return -1;
+    v = strtol(s, &end, 10);
+    if (*end || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int main_parse(int argc, char **argv, struct main_cfg *c)
+{
+    const char *v;
+
+#define MAIN__DEF(field, flag, env, def, help)                                                     \
+    c->field = def;                                                                                \
+    if ((v = getenv(env)) != NULL && *v)                                                           \
+        c->field = v;
+    MAIN_FLAGS(MAIN__DEF)
+#undef MAIN__DEF
+    if (!c->docker_host) {
+        v = getenv("DOCKER_HOST");
+        c->docker_host = v && *v ? v : "unix:///var/run/docker.sock";
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *val = NULL, *eq;
+        size_t nl;
+        int matched = 0;
+
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            main_usage(stdout);
+            exit(0);
+        }
+        if (strcmp(arg, "--version") == 0) {
+            printf("trainyard-agent %s\n", TY_VERSION);
+            exit(0);
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            fprintf(stderr, "trainyard-agent: unexpected argument '%s' (see --help)\n", arg);
+            return -1;
+        }
+        eq = strchr(arg, '=');
+        nl = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+#define MAIN__FLAG(field, flag, env, def, help)                                                    \
+    if (!matched && strlen(flag) == nl && strncmp(arg + 2, flag, nl) == 0) {                       \
+        matched = 1;                                                                               \
+        if (eq)                                                                                    \
+            val = eq + 1;                                                                          \
+        else if (i + 1 < argc)                                                                     \
+            val = argv[++i];                                                                       \
+        else {                                                                                     \
+            fprintf(stderr, "trainyard-agent: option '--%s' needs a value\n", flag);               \
+            return -1;                                                                             \
+        }                                                                                          \
+        c->field = val;                                                                            \
+    }
+        MAIN_FLAGS(MAIN__FLAG)
+#undef MAIN__FLAG
+        if (!matched) {
+            fprintf(stderr, "trainyard-agent: unknown option '%.*s' (see --help)\n",
+                    (int)(nl + 2 < 200 ? nl + 2 : 200), arg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The Redis URL with any password masked, for the start-up log. */
+static void main_mask_url(const char *url, char *out, size_t n)
+{
+    const char *at = strchr(url, '@'), *scheme = strstr(url, "://");
+
+    if (at && scheme && scheme < at)
+        snprintf(out, n, "%.*s://***%s", (int)(scheme - url), url, at);
+    else
+        snprintf(out, n, "%s", url);
+}
+
+int main(int argc, char **argv)
+{
+    struct main_cfg c;
+    struct agent_config ac = {0};
+    struct agent *a;
+    struct ty_err err;
+    sigset_t set;
+    char masked[512];
+    int sig = 0;
+
+    if (main_parse(argc, argv, &c) != 0)
+        return 1;
+    if (ty_log_set_level(c.log_level) != 0) {
+        fprintf(stderr, "trainyard-agent: invalid --log-level '%s'\n", c.log_level);
+        return 1;
+    }
+    if (main_int(c.slots, 1, 1024, &ac.slots) != 0) {
+        fprintf(stderr, "trainyard-agent: invalid --slots '%s' (1..1024)\n", c.slots);
+        return 1;
+    }
+    if (main_int(c.stop_grace, 1, 86400, &ac.stop_grace_s) != 0) {
+        fprintf(stderr, "trainyard-agent: invalid --stop-grace '%s' (1..86400 seconds)\n",
+                c.stop_grace);
+        return 1;
+    }
+    if (main_int(c.heartbeat_ttl, 1, 3600, &ac.heartbeat_ttl_s) != 0) {
+        fprintf(stderr, "trainyard-agent: invalid --heartbeat-ttl '%s' (1..3600 seconds)\n",
+                c.heartbeat_ttl);
+        return 1;
+    }
+    ac.id = c.id;
+    ac.redis_url = c.redis;
+    ac.docker_host = c.docker_host;
+    ac.data_dir = c.data_dir;
+    ac.s3_dir = c.s3_dir;
+    ac.runtime_tar = c.runtime_tar;
+    ac.runtime_image = c.runtime_image;
+    ac.endpoint_url = c.endpoint_url;
+    ac.region = c.region;
+
+    main_mask_url(c.redis, masked, sizeof(masked));
+    ty_log(TY_LOG_INFO, "agent.config",
+           "redis='%s' docker_host='%s' data_dir='%s' s3_dir='%s' id='%s' slots=%d "
+           "stop_grace_s=%d heartbeat_ttl_s=%d runtime_image='%s' runtime_tar='%s' "
+           "endpoint_url='%s' region='%s'",
+           masked, c.docker_host, c.data_dir, c.s3_dir ? c.s3_dir : "", c.id ? c.id : "", ac.slots,
+           ac.stop_grace_s, ac.heartbeat_ttl_s, c.runtime_image, c.runtime_tar ? c.runtime_tar : "",
+           c.endpoint_url ? c.endpoint_url : "", c.region);
+
+    /* Every thread inherits the blocked set; main alone takes the signals with sigwait. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    ty_err_clear(&err);
+    a = agent_start(&ac, &err);
+    if (!a) {
+        fprintf(stderr, "trainyard-agent: %s\n", err.msg[0] ? err.msg : ty_strerror(err.code));
+        return 1;
+    }
+    sigwait(&set, &sig);
+    ty_log(TY_LOG_INFO, "agent.signal", "signal=%d", sig);
+    agent_stop(a);
+    return 0;
+}

@@ -1,0 +1,165 @@
+/*
+ * metrics.c - MetricDefinitions regexes over log lines (PCRE2, JIT when available).
+ */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "metrics.h"
+
+#include "ty_log.h"
+
+#include <math.h>
+#include <pcre2.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define METRICS_MATCH_LIMIT 1000000
+
+struct metrics_def {
+    char *name;
+    pcre2_code *re;
+    double value;
+    int64_t ts_ms;
+    int seen;
+};
+
+struct metrics {
+    pthread_mutex_t mu;
+    struct metrics_def defs[METRICS_MAX];
+    int n;
+    int changed;
+    pcre2_match_data *md;    /* guarded by mu */
+    pcre2_match_context *mc; /* match limit */
+};
+
+struct metrics *metrics_new(json_t *defs)
+{
+    struct metrics *m = calloc(1, sizeof(*m));
+    size_t i;
+    json_t *d;
+
+    if (!m)
+        return NULL;
+    pthread_mutex_init(&m->mu, NULL);
+    m->md = pcre2_match_data_create(16, NULL);
+    m->mc = pcre2_match_context_create(NULL);
+    if (!m->md || !m->mc) {
+        metrics_free(m);
+        return NULL;
+    }
+    pcre2_set_match_limit(m->mc, METRICS_MATCH_LIMIT);
+    json_array_foreach(defs, i, d)
+    {
+        const char *name = json_string_value(json_object_get(d, "Name"));
+        const char *rx = json_string_value(json_object_get(d, "Regex"));
+        int ec;
+        PCRE2_SIZE eo;
+        pcre2_code *re;
+
+        if (m->n >= METRICS_MAX)
+            break;
+        if (!name || !rx)
+            continue;
+        re = pcre2_compile((PCRE2_SPTR)rx, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_NO_UTF_CHECK,
+                           &ec, &eo, NULL);
+        if (!re) {
+            PCRE2_UCHAR msg[128];
+            pcre2_get_error_message(ec, msg, sizeof(msg));
+            ty_log(TY_LOG_WARN, "agent.metric.bad_regex", "metric='%s' offset=%zu error='%s'", name,
+                   (size_t)eo, (const char *)msg);
+            continue;
+        }
+        pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* best effort */
+        m->defs[m->n].name = strdup(name);
+        if (!m->defs[m->n].name) {
+            pcre2_code_free(re);
+            metrics_free(m);
+            return NULL;
+        }
+        m->defs[m->n].re = re;
+        m->n++;
+    }
+    return m;
+}
+
+void metrics_free(struct metrics *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < m->n; i++) {
+        free(m->defs[i].name);
+        pcre2_code_free(m->defs[i].re);
+    }
+    pcre2_match_data_free(m->md);
+    pcre2_match_context_free(m->mc);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+int metrics_count(const struct metrics *m)
+{
+    return m ? m->n : 0;
+}
+
+int metrics_feed(struct metrics *m, const char *line, size_t len, int64_t ts_ms)
+{
+    int updated = 0;
+
+    if (!m || m->n == 0)
+        return 0;
+    if (len > METRICS_MAX_LINE)
+        len = METRICS_MAX_LINE;
+    pthread_mutex_lock(&m->mu);
+    for (int i = 0; i < m->n; i++) {
+        struct metrics_def *d = &m->defs[i];
+        PCRE2_SIZE *ov;
+        char num[64], *end;
+        size_t vl;
+        double v;
+        int rc = pcre2_match(d->re, (PCRE2_SPTR)line, len, 0, 0, m->md, m->mc);
+
+        if (rc < 2) /* no match, an error, or no capture group */
+            continue;
+        ov = pcre2_get_ovector_pointer(m->md);
+        if (ov[2] == PCRE2_UNSET || ov[3] < ov[2])
+            continue;
+        vl = ov[3] - ov[2];
+        if (vl == 0 || vl >= sizeof(num))
+            continue;
+        memcpy(num, line + ov[2], vl);
+        num[vl] = '\0';
+        v = strtod(num, &end);
+        if (end == num || !isfinite(v))
+            continue;
+        d->value = v;
+        d->ts_ms = ts_ms;
+        d->seen = 1;
+        m->changed = 1;
+        updated++;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return updated;
+}
+
+json_t *metrics_final(struct metrics *m, int *changed)
+{
+    json_t *out = json_array();
+
+    if (!out || !m) {
+        if (changed)
+            *changed = 0;
+        return out;
+    }
+    pthread_mutex_lock(&m->mu);
+    for (int i = 0; i < m->n; i++) {
+        struct metrics_def *d = &m->defs[i];
+        if (!d->seen)
+            continue;
+        json_array_append_new(out, json_pack("{s:s, s:f, s:f}", "MetricName", d->name, "Value",
+                                             d->value, "Timestamp", (double)d->ts_ms / 1000.0));
+    }
+    if (changed)
+        *changed = m->changed;
+    m->changed = 0;
+    pthread_mutex_unlock(&m->mu);
+    return out;
+}

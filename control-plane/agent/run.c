@@ -1,0 +1,1025 @@
+/*
+ * run.c - one training job's run on this agent, from the claimed queue entry to its ack.
+ *
+ * Owns: the job's status transitions (each through store_job_transition with `expect`, so a
+ * concurrent StopTrainingJob wins), staging, the container (create, start, supervise, kill,
+ * remove), the log reader thread (engine logs -> CloudWatch Logs stream, MetricDefinitions),
+ * FinalMetricDataList, the artifact upload and the queue ack.
+ * Does not own claiming, the heartbeat or the agent's lifetime (agent.c).
+ * Threads: the runner (run_thread) and one log reader per container; they share a refcounted
+ * struct run_logs so that a runner abandoning its job (agent stopping) can leave the reader
+ * detached. Each thread has its own store and docker connection.
+ * Invariant: the queue entry is acked only once the job document is terminal (or gone); a job
+ * abandoned because the agent stops keeps its entry pending for a reclaim.
+ */
+#include "agent_int.h"
+
+#include "artifacts.h"
+#include "docker.h"
+#include "instances.h"
+#include "metrics.h"
+#include "spec.h"
+#include "stage.h"
+#include "store.h"
+#include "ty_buf.h"
+#include "ty_log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RUN_LOG_GROUP      "/aws/sagemaker/TrainingJobs"
+#define RUN_TICK_MS        200
+#define RUN_POLL_MS        1000 /* job document poll (Stop, MaxRuntime) */
+#define RUN_METRICS_MS     5000 /* FinalMetricDataList refresh while training */
+#define RUN_BATCH_EVENTS   500
+#define RUN_BATCH_BYTES    (512 * 1024)
+#define RUN_BATCH_HARD_MAX 20000             /* events kept when Redis does not take them */
+#define RUN_LINE_MAX       (256 * 1024 - 26) /* CloudWatch's event size limit */
+#define RUN_REASON_MAX     1024
+#define RUN_KILL_WAIT_S    30 /* after SIGKILL */
+#define RUN_LOGS_DRAIN_S   10 /* for the log reader after the container is gone */
+#define RUN_STORE_RETRIES  5
+
+#define MSG_STARTING   "Preparing the instances for training"
+#define MSG_RESTARTING "Restarting the training job after its agent was lost"
+#define MSG_DOWNLOAD   "Downloading input data"
+#define MSG_TRAINING   "Training image download completed. Training in progress."
+#define MSG_UPLOADING  "Uploading generated training model"
+#define MSG_COMPLETED  "Training job completed"
+#define MSG_FAILED     "Training job failed"
+#define MSG_STOPPING   "Stopping the training job"
+#define MSG_STOPPED    "Training job stopped"
+#define MSG_MAXRUNTIME "Training job reached the maximum runtime and was stopped"
+
+/* Shared by a runner and its log reader; freed by the last run_logs_unref(). */
+struct run_logs {
+    atomic_int refs;
+    atomic_int abandon; /* the runner asks the reader to stop at the next line */
+    char *redis_url;    /* owned */
+    char *docker_host;  /* owned */
+    char container[72];
+    char job[64];
+    char stream[128]; /* <job>/algo-1-<epoch> */
+    char region[32];  /* for the log stream ARN, from the job ARN */
+    char account[32];
+    struct metrics *metrics; /* owned; thread-safe itself */
+    pthread_mutex_t mu;      /* guards the members below and serialises appends */
+    pthread_cond_t cv;       /* signalled when done is set */
+    json_t *batch;           /* events not yet appended */
+    size_t batch_bytes;
+    int done;     /* the reader returned */
+    long dropped; /* events dropped while Redis refused them */
+};
+
+enum run_outcome { RUN_EXITED, RUN_STOPPED, RUN_MAXRUNTIME, RUN_ABANDON };
+
+struct run_ctx {
+    struct agent *a;
+    struct agent_run *run;
+    struct store *s;  /* owned */
+    struct docker *d; /* owned */
+    struct spec sp;
+    char job[128];
+    char dir[PATH_MAX];      /* <data_dir>/jobs/<job> */
+    char host_dir[PATH_MAX]; /* <dir>/algo-1, bind-mounted at /opt/ml */
+    char cname[200];         /* trainyard-<job>-algo-1 */
+    char cid[72];            /* container id, "" before create */
+    struct run_logs *logs;   /* one ref held by the runner */
+    pthread_t log_thr;
+    int log_started;
+    double t_start, t_end; /* container start and end, epoch seconds */
+    char cur[64];          /* current TrainingJobStatus after a conflict */
+    char region[32];       /* of the job (from its ARN), else the agent's */
+    char account[32];      /* of the job (from its ARN), "" when unknown */
+    int store_down;        /* the last store call failed on Redis */
+};
+
+/* snprintf for text that may be cut short on purpose (reasons, names). */
+__attribute__((format(printf, 3, 4))) static int run_fmt(char *out, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    int w;
+
+    va_start(ap, fmt);
+    w = vsnprintf(out, n, fmt, ap);
+    va_end(ap);
+    return w;
+}
+
+static double run_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int64_t run_now_ms(void)
+{
+    return (int64_t)(run_now() * 1000.0);
+}
+
+/* ---- log reader ---- */
+
+static void run_logs_unref(struct run_logs *l)
+{
+    if (!l || atomic_fetch_sub(&l->refs, 1) != 1)
+        return;
+    json_decref(l->batch);
+    metrics_free(l->metrics);
+    free(l->redis_url);
+    free(l->docker_host);
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    free(l);
+}
+
+/* Appends the pending batch with s (may be NULL: kept for later). Call with l->mu held. */
+static void run_logs_flush_locked(struct run_logs *l, struct store *s)
+{
+    struct ty_err err;
+
+    if (!l->batch || json_array_size(l->batch) == 0 || !s)
+        goto bound;
+    if (store_log_append(s, RUN_LOG_GROUP, l->stream, l->batch, &err) == 0) {
+        json_array_clear(l->batch);
+        l->batch_bytes = 0;
+        return;
+    }
+    ty_log(TY_LOG_WARN, "agent.logs.append_failed", "job=%s stream='%s' error='%s'", l->job,
+           l->stream, err.msg);
+bound:
+    /* Keep memory bounded while Redis is away: drop the oldest events. */
+    while (l->batch && json_array_size(l->batch) > RUN_BATCH_HARD_MAX) {
+        json_array_remove(l->batch, 0);
+        l->dropped++;
+    }
+}
+
+static void run_logs_flush(struct run_logs *l, struct store *s)
+{
+    pthread_mutex_lock(&l->mu);
+    run_logs_flush_locked(l, s);
+    pthread_mutex_unlock(&l->mu);
+}
+
+struct run_reader {
+    struct run_logs *l;
+    struct store *s; /* the reader's own connection, may be NULL */
+    char *line;      /* RUN_LINE_MAX + 1 bytes of scratch */
+};
+
+static int run_logs_line(const char *line, size_t len, int64_t ts_ms, int is_stderr, void *ud)
+{
+    struct run_reader *rd = ud;
+    struct run_logs *l = rd->l;
+    json_t *ev;
+
+    (void)is_stderr;
+    if (len > RUN_LINE_MAX)
+        len = RUN_LINE_MAX;
+    memcpy(rd->line, line, len);
+    while (len > 0 && (rd->line[len - 1] == '\r' || rd->line[len - 1] == '\n'))
+        len--;
+    rd->line[len] = '\0';
+    stage_utf8_fix(rd->line, len);
+    if (ts_ms <= 0)
+        ts_ms = run_now_ms();
+    metrics_feed(l->metrics, rd->line, len, ts_ms);
+    ev = json_pack("{s:I, s:s%}", "timestamp", (json_int_t)ts_ms, "message", rd->line, len);
+    pthread_mutex_lock(&l->mu);
+    if (ev && json_array_append_new(l->batch, ev) == 0)
+        l->batch_bytes += len + 26;
+    if (json_array_size(l->batch) >= RUN_BATCH_EVENTS || l->batch_bytes >= RUN_BATCH_BYTES)
+        run_logs_flush_locked(l, rd->s);
+    pthread_mutex_unlock(&l->mu);
+    return atomic_load(&l->abandon) ? 1 : 0;
+}
+
+static void *run_logs_thread(void *arg)
+{
+    struct run_logs *l = arg;
+    struct run_reader rd = {.l = l};
+    struct docker *d;
+    struct ty_err err;
+
+    rd.s = store_open(l->redis_url, &err);
+    if (!rd.s)
+        ty_log(TY_LOG_WARN, "agent.logs.store", "job=%s error='%s'", l->job, err.msg);
+    else
+        store_set_identity(rd.s, l->region, l->account[0] ? l->account : NULL);
+    rd.line = malloc(RUN_LINE_MAX + 1);
+    d = docker_open(l->docker_host, &err);
+    if (d && rd.line) {
+        if (docker_logs(d, l->container, 1, 0, run_logs_line, &rd, &err) != 0 &&
+            !atomic_load(&l->abandon))
+            ty_log(TY_LOG_WARN, "agent.logs.read_failed", "job=%s error='%s'", l->job, err.msg);
+    } else {
+        ty_log(TY_LOG_WARN, "agent.logs.engine", "job=%s error='%s'", l->job,
+               d ? "out of memory" : err.msg);
+    }
+    docker_close(d);
+    pthread_mutex_lock(&l->mu);
+    run_logs_flush_locked(l, rd.s);
+    l->done = 1;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    store_close(rd.s);
+    free(rd.line);
+    run_logs_unref(l);
+    return NULL;
+}
+
+/* ---- store helpers ---- */
+
+/* Reopens the runner's store connection after a Redis error. */
+static void run_store_reopen(struct run_ctx *r)
+{
+    struct ty_err err;
+
+    store_close(r->s);
+    r->s = store_open(r->a->cfg.redis_url, &err);
+    if (!r->s)
+        ty_log(TY_LOG_WARN, "agent.store.reconnect", "job=%s error='%s'", r->job, err.msg);
+    else
+        store_set_identity(r->s, r->region, r->account[0] ? r->account : NULL);
+}
+
+/*
+ * Applies one transition, retrying Redis errors. set is stolen (may be NULL).
+ * Returns 0 on success, 1 when the job is not in an expected state (r->cur = its status, "" when
+ * the job is gone), -1 when Redis kept failing or the agent is stopping.
+ */
+static int run_transition(struct run_ctx *r, const char *expect, const char *status,
+                          const char *secondary, const char *message, json_t *set)
+{
+    struct store_transition t = {
+        .expect = expect, .status = status, .secondary = secondary, .message = message, .set = set};
+    struct ty_err err;
+    int rc = -1;
+
+    r->cur[0] = '\0';
+    for (int i = 0; i < RUN_STORE_RETRIES; i++) {
+        json_t *doc;
+        if (!r->s)
+            run_store_reopen(r);
+        if (!r->s) {
+            if (agent__sleep(r->a, 1000 << (i < 3 ? i : 3)))
+                break;
+            continue;
+        }
+        t.now = run_now();
+        ty_err_clear(&err);
+        doc = store_job_transition(r->s, r->job, &t, &err);
+        if (doc) {
+            json_decref(doc);
+            rc = 0;
+            break;
+        }
+        if (err.code == TY_ECONFLICT) {
+            run_fmt(r->cur, sizeof(r->cur), "%s", err.msg);
+            rc = 1;
+            break;
+        }
+        if (err.code == TY_ENOTFOUND) {
+            rc = 1;
+            break;
+        }
+        ty_log(TY_LOG_WARN, "agent.job.transition_failed", "job=%s to=%s/%s error='%s'", r->job,
+               status ? status : "-", secondary ? secondary : "-", err.msg);
+        store_close(r->s);
+        r->s = NULL;
+        if (agent__sleep(r->a, 500 << (i < 3 ? i : 3)))
+            break;
+    }
+    json_decref(set);
+    if (rc == 0)
+        ty_log(TY_LOG_INFO, "agent.job.transition", "job=%s status=%s secondary=%s", r->job,
+               status ? status : "-", secondary ? secondary : "-");
+    return rc;
+}
+
+/* Region and account of the job from its ARN (arn:aws:sagemaker:<region>:<account>:...), so
+   that the log stream ARNs the store builds match the job's. */
+static void run_arn_identity(struct run_ctx *r)
+{
+    const char *arn = r->sp.arn, *f[6];
+    int n = 0;
+
+    /* fields: arn : aws : sagemaker : region : account : resource */
+    f[n++] = arn;
+    for (const char *p = arn; *p && n < 6; p++) {
+        if (*p == ':')
+            f[n++] = p + 1;
+    }
+    if (n == 6 && strncmp(arn, "arn:", 4) == 0) {
+        int rl = (int)(f[4] - f[3] - 1), al = (int)(f[5] - f[4] - 1);
+        if (rl > 0 && rl < (int)sizeof(r->region))
+            run_fmt(r->region, sizeof(r->region), "%.*s", rl, f[3]);
+        if (al > 0 && al < (int)sizeof(r->account))
+            run_fmt(r->account, sizeof(r->account), "%.*s", al, f[4]);
+    }
+    if (r->s)
+        store_set_identity(r->s, r->region, r->account[0] ? r->account : NULL);
+}
+
+/* new: the job document, NULL when gone (*gone = 1) or on a Redis error (*gone = 0). */
+static json_t *run_get(struct run_ctx *r, int *gone)
+{
+    struct ty_err err;
+    json_t *doc;
+
+    *gone = 0;
+    if (!r->s)
+        run_store_reopen(r);
+    if (!r->s)
+        return NULL;
+    doc = store_job_get(r->s, r->job, &err);
+    if (!doc) {
+        if (err.code == TY_ENOTFOUND)
+            *gone = 1;
+        else {
+            store_close(r->s);
+            r->s = NULL;
+        }
+    }
+    return doc;
+}
+
+static const char *run_status_of(json_t *doc)
+{
+    const char *s = json_string_value(json_object_get(doc, "TrainingJobStatus"));
+    return s ? s : "";
+}
+
+/* Adds the timing members to set (not stolen). */
+static void run_set_times(struct run_ctx *r, json_t *set)
+{
+    double end = r->t_end > 0 ? r->t_end : run_now();
+    long secs;
+
+    if (r->t_start <= 0)
+        return;
+    secs = lround(end - r->t_start);
+    if (secs < 1)
+        secs = 1;
+    json_object_set_new(set, "TrainingEndTime", json_real(end));
+    json_object_set_new(set, "TrainingTimeInSeconds", json_integer(secs));
+    json_object_set_new(set, "BillableTimeInSeconds", json_integer(secs));
+}
+
+static void run_set_metrics(struct run_ctx *r, json_t *set)
+{
+    json_t *m;
+
+    if (!r->logs || metrics_count(r->logs->metrics) == 0)
+        return;
+    m = metrics_final(r->logs->metrics, NULL);
+    if (m)
+        json_object_set_new(set, "FinalMetricDataList", m);
+}
+
+/*
+ * Tars /opt/ml/model (when with_model) and /opt/ml/output/data into the object store and, for
+ * the model, adds ModelArtifacts to set. Returns 0, or -1 with reason (size n) filled.
+ */
+static int run_upload(struct run_ctx *r, json_t *set, int with_model, char *reason, size_t n)
+{
+    char bucket[256], prefix[1100], key[1400], path[PATH_MAX], src[PATH_MAX];
+    struct ty_err err;
+    int w;
+
+    if (!r->sp.output_path[0])
+        return 0; /* nothing to upload to; the server requires OutputDataConfig anyway */
+    if (artifacts_s3_parse(r->sp.output_path, bucket, sizeof(bucket), prefix, sizeof(prefix))) {
+        run_fmt(reason, n, "ClientError: OutputDataConfig.S3OutputPath '%s' is not a valid S3 URI",
+                r->sp.output_path);
+        return -1;
+    }
+    for (int i = with_model ? 0 : 1; i < 2; i++) {
+        const char *file = i == 0 ? "model.tar.gz" : "output.tar.gz";
+        if (artifacts_output_key(prefix, r->sp.name, file, key, sizeof(key)) != 0) {
+            run_fmt(reason, n, "ClientError: S3OutputPath too long");
+            return -1;
+        }
+        w = run_fmt(path, sizeof(path), "%s/%s/%s", r->a->cfg.s3_dir, bucket, key);
+        int w2 = run_fmt(src, sizeof(src), "%s/%s", r->host_dir, i == 0 ? "model" : "output/data");
+        if (w < 0 || (size_t)w >= sizeof(path) || w2 < 0 || (size_t)w2 >= sizeof(src)) {
+            run_fmt(reason, n, "ClientError: S3OutputPath too long");
+            return -1;
+        }
+        if (artifacts_targz(src, path, &err) != 0) {
+            run_fmt(reason, n, "InternalServerError: cannot upload %s: %s", file, err.msg);
+            ty_log(TY_LOG_ERROR, "agent.job.upload_failed", "job=%s file=%s error='%s'", r->job,
+                   file, err.msg);
+            return -1;
+        }
+        ty_log(TY_LOG_INFO, "agent.job.uploaded", "job=%s path='%s'", r->job, path);
+        if (i == 0 && set) {
+            char uri[1700];
+            run_fmt(uri, sizeof(uri), "s3://%s/%s", bucket, key);
+            json_object_set_new(set, "ModelArtifacts", json_pack("{s:s}", "S3ModelArtifacts", uri));
+        }
+    }
+    return 0;
+}
+
+/* Final Stopped: expects Stopping (or InProgress), keeps a MaxRuntimeExceeded secondary. */
+static int run_finish_stopped(struct run_ctx *r, int maxruntime, json_t *set)
+{
+    if (!set)
+        set = json_object();
+    run_set_times(r, set);
+    run_set_metrics(r, set);
+    return run_transition(r, "Stopping,InProgress", "Stopped", maxruntime ? NULL : "Stopped",
+                          MSG_STOPPED, set);
+}
+
+/* Final Failed with reason; a job being stopped ends Stopped instead. */
+static int run_finish_failed(struct run_ctx *r, const char *reason)
+{
+    char why[RUN_REASON_MAX + 1];
+    json_t *set = json_object();
+    int rc;
+
+    run_fmt(why, sizeof(why), "%s", reason);
+    stage_utf8_fix(why, strlen(why));
+    json_object_set_new(set, "FailureReason", json_string(why));
+    run_set_times(r, set);
+    run_set_metrics(r, set);
+    ty_log(TY_LOG_INFO, "agent.job.failed", "job=%s reason='%s'", r->job, why);
+    rc = run_transition(r, "InProgress", "Failed", "Failed", MSG_FAILED, set);
+    if (rc == 1 && strcmp(r->cur, "Stopping") == 0)
+        rc = run_finish_stopped(r, 0, NULL);
+    return rc;
+}
+
+/* Ends a job that never ran (conflict on an early transition): Stopping -> Stopped. */
+static int run_settle_conflict(struct run_ctx *r)
+{
+    if (strcmp(r->cur, "Stopping") == 0)
+        return run_finish_stopped(r, 0, NULL);
+    return 0; /* already terminal or gone: nothing to do */
+}
+
+/* ---- container ---- */
+
+/* Removes containers of this job left by a previous (dead) agent on this engine. */
+static void run_remove_leftovers(struct run_ctx *r)
+{
+    char filter[200];
+    struct ty_err err;
+    json_t *list, *c;
+    size_t i;
+
+    run_fmt(filter, sizeof(filter), "trainyard.job=%s", r->job);
+    list = docker_list(r->d, filter, &err);
+    json_array_foreach(list, i, c)
+    {
+        const char *id = json_string_value(json_object_get(c, "Id"));
+        if (!id)
+            continue;
+        ty_log(TY_LOG_INFO, "agent.job.leftover_removed", "job=%s container=%.12s", r->job, id);
+        docker_remove(r->d, id, 1, &err);
+    }
+    json_decref(list);
+    docker_remove(r->d, r->cname, 1, &err);
+}
+
+/* Creates the container. 0, or -1 with reason filled. */
+static int run_create(struct run_ctx *r, char *reason, size_t n)
+{
+    static const char *const train_cmd[] = {"train", NULL};
+    static const char *const no_args[] = {NULL};
+    struct instances_limits lim;
+    struct stage_env_opts eo = {0};
+    struct docker_create c = {0};
+    struct ty_err err;
+    char bind[PATH_MAX + 16];
+    const char *binds[2] = {bind, NULL};
+    char **env = NULL;
+    json_t *labels = NULL;
+    int rc = -1, ex;
+
+    ex = docker_image_exists(r->d, r->sp.image, &err);
+    if (ex == 0) {
+        run_fmt(reason, n,
+                "ClientError: image '%s' not found on this agent's container engine and no "
+                "registry is reachable; import it into the engine first",
+                r->sp.image);
+        return -1;
+    }
+    if (ex < 0) {
+        run_fmt(reason, n, "InternalServerError: container engine: %s", err.msg);
+        return -1;
+    }
+    instances_limits(r->sp.instance_type, r->a->host_cpus, r->a->host_memory, r->a->host_gpus,
+                     &lim);
+    if (!lim.known)
+        ty_log(TY_LOG_WARN, "agent.job.instance_unknown", "job=%s type='%s' limits=none", r->job,
+               r->sp.instance_type);
+    if (lim.clamped)
+        ty_log(TY_LOG_INFO, "agent.job.limits_clamped",
+               "job=%s type=%s cpus=%d memory_bytes=%lld host_cpus=%d host_memory=%lld", r->job,
+               r->sp.instance_type, lim.cpus, (long long)lim.memory_bytes, r->a->host_cpus,
+               (long long)r->a->host_memory);
+    eo.cpus = lim.cpus;
+    eo.gpus = lim.gpus;
+    eo.region = r->a->cfg.region;
+    eo.endpoint_url = r->a->cfg.endpoint_url;
+    env = stage_env(&r->sp, &eo);
+    labels = json_pack("{s:s, s:s, s:s}", "trainyard.job", r->job, "trainyard.agent", r->a->id,
+                       "trainyard.host", STAGE_HOST);
+    run_fmt(bind, sizeof(bind), "%s:/opt/ml", r->host_dir);
+    if (!env || !labels) {
+        run_fmt(reason, n, "InternalServerError: out of memory");
+        goto done;
+    }
+    c.image = r->sp.image;
+    c.name = r->cname;
+    c.hostname = STAGE_HOST;
+    if (r->sp.entrypoint) {
+        c.entrypoint = (const char *const *)r->sp.entrypoint;
+        c.cmd = r->sp.arguments ? (const char *const *)r->sp.arguments : no_args;
+    } else {
+        c.cmd = r->sp.arguments ? (const char *const *)r->sp.arguments : train_cmd;
+    }
+    c.env = (const char *const *)env;
+    c.binds = binds;
+    c.labels = labels;
+    c.memory_bytes = lim.memory_bytes;
+    c.nano_cpus = lim.nano_cpus;
+    c.network_none = r->sp.network_isolation;
+    c.gpus = lim.gpus;
+    if (docker_create(r->d, &c, r->cid, sizeof(r->cid), &err) != 0) {
+        r->cid[0] = '\0';
+        run_fmt(reason, n, "ClientError: cannot create the training container: %s", err.msg);
+        goto done;
+    }
+    ty_log(TY_LOG_INFO, "agent.job.container_created",
+           "job=%s container=%.12s image='%s' cpus=%d memory_bytes=%lld gpus=%d", r->job, r->cid,
+           r->sp.image, lim.cpus, (long long)lim.memory_bytes, lim.gpus);
+    rc = 0;
+done:
+    stage_env_free(env);
+    json_decref(labels);
+    return rc;
+}
+
+/* Starts the log reader for the running container. 0 or -1. */
+static int run_start_logs(struct run_ctx *r)
+{
+    struct run_logs *l = calloc(1, sizeof(*l));
+
+    if (!l)
+        return -1;
+    atomic_init(&l->refs, 1);
+    atomic_init(&l->abandon, 0);
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    l->redis_url = strdup(r->a->cfg.redis_url);
+    l->docker_host = strdup(r->a->cfg.docker_host);
+    l->batch = json_array();
+    l->metrics = metrics_new(r->sp.metric_defs);
+    run_fmt(l->container, sizeof(l->container), "%s", r->cid);
+    run_fmt(l->job, sizeof(l->job), "%s", r->job);
+    run_fmt(l->region, sizeof(l->region), "%s", r->region);
+    run_fmt(l->account, sizeof(l->account), "%s", r->account);
+    run_fmt(l->stream, sizeof(l->stream), "%s/%s-%lld", r->job, STAGE_HOST, (long long)r->t_start);
+    r->logs = l;
+    if (!l->redis_url || !l->docker_host || !l->batch || !l->metrics)
+        return -1;
+    atomic_fetch_add(&l->refs, 1);
+    if (pthread_create(&r->log_thr, NULL, run_logs_thread, l) != 0) {
+        atomic_fetch_sub(&l->refs, 1);
+        return -1;
+    }
+    r->log_started = 1;
+    return 0;
+}
+
+/* 1 when the container is not running any more (or gone), 0 while it runs, -1 unknown. */
+static int run_exited(struct run_ctx *r, struct docker_state *st)
+{
+    struct ty_err err;
+    int rc = docker_inspect(r->d, r->cid, st, &err);
+
+    if (rc == -TY_ENOTFOUND) {
+        memset(st, 0, sizeof(*st));
+        st->exit_code = 137;
+        return 1;
+    }
+    if (rc != 0)
+        return -1;
+    return st->running ? 0 : 1;
+}
+
+/* Waits until the reader is done, at most ms. Returns 1 when done. */
+static int run_logs_wait(struct run_logs *l, int ms)
+{
+    struct timespec ts;
+    int done;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&l->mu);
+    while (!l->done) {
+        if (pthread_cond_timedwait(&l->cv, &l->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+    done = l->done;
+    pthread_mutex_unlock(&l->mu);
+    return done;
+}
+
+/* 1 once the reader returned (the container's log stream ended). */
+static int run_logs_done(struct run_logs *l)
+{
+    int done;
+
+    pthread_mutex_lock(&l->mu);
+    done = l->done;
+    pthread_mutex_unlock(&l->mu);
+    return done;
+}
+
+/* One tick: waits for the reader (which ends when the container does) or RUN_TICK_MS. */
+static void run_tick(struct run_ctx *r)
+{
+    if (r->logs && r->log_started && !run_logs_done(r->logs))
+        run_logs_wait(r->logs, RUN_TICK_MS);
+    else
+        agent__sleep(r->a, RUN_TICK_MS);
+}
+
+/* SIGTERM, up to stop_grace_s for the exit, SIGKILL, then wait for it to be gone. Returns 0, or
+   -1 when the agent began stopping meanwhile (the container is left to a reclaim). */
+static int run_kill(struct run_ctx *r, struct docker_state *st)
+{
+    struct ty_err err;
+    double deadline;
+
+    if (docker_kill(r->d, r->cid, "SIGTERM", &err) != 0)
+        ty_log(TY_LOG_WARN, "agent.job.kill_failed", "job=%s signal=SIGTERM error='%s'", r->job,
+               err.msg);
+    deadline = run_now() + r->a->cfg.stop_grace_s;
+    while (run_now() < deadline) {
+        if (run_exited(r, st) == 1)
+            return 0;
+        if (atomic_load(&r->a->stopping))
+            return -1;
+        run_tick(r);
+    }
+    ty_log(TY_LOG_INFO, "agent.job.sigkill", "job=%s grace_s=%d", r->job, r->a->cfg.stop_grace_s);
+    if (docker_kill(r->d, r->cid, "SIGKILL", &err) != 0)
+        ty_log(TY_LOG_WARN, "agent.job.kill_failed", "job=%s signal=SIGKILL error='%s'", r->job,
+               err.msg);
+    deadline = run_now() + RUN_KILL_WAIT_S;
+    while (run_now() < deadline) {
+        if (run_exited(r, st) == 1)
+            return 0;
+        run_tick(r);
+    }
+    /* Still there: force-remove it; the job ends either way. */
+    docker_remove(r->d, r->cid, 1, &err);
+    return 0;
+}
+
+/* Watches the running container until it exits, is stopped, hits MaxRuntime, or the agent stops. */
+static enum run_outcome run_supervise(struct run_ctx *r, struct docker_state *st)
+{
+    double next_poll = 0, next_metrics = run_now() + RUN_METRICS_MS / 1000.0;
+
+    for (;;) {
+        double now;
+        int ex;
+
+        run_tick(r);
+        if (atomic_load(&r->a->stopping))
+            return RUN_ABANDON;
+        if (r->logs)
+            run_logs_flush(r->logs, r->s);
+        now = run_now();
+        if ((r->logs && r->log_started && run_logs_done(r->logs)) || now >= next_poll) {
+            ex = run_exited(r, st);
+            if (ex == 1)
+                return RUN_EXITED;
+        }
+        if (now < next_poll)
+            continue;
+        next_poll = now + RUN_POLL_MS / 1000.0;
+        {
+            int gone;
+            json_t *doc = run_get(r, &gone);
+            const char *status = run_status_of(doc);
+            int stop = gone || strcmp(status, "Stopping") == 0 || strcmp(status, "Stopped") == 0;
+            json_decref(doc);
+            if (stop)
+                return RUN_STOPPED;
+        }
+        if (r->sp.max_runtime_s > 0 && now - r->t_start >= (double)r->sp.max_runtime_s)
+            return RUN_MAXRUNTIME;
+        if (now >= next_metrics && r->logs) {
+            int changed = 0;
+            json_t *m = metrics_final(r->logs->metrics, &changed);
+            next_metrics = now + RUN_METRICS_MS / 1000.0;
+            if (changed && m && json_array_size(m) > 0) {
+                json_t *set = json_pack("{s:O}", "FinalMetricDataList", m);
+                run_transition(r, "InProgress", NULL, NULL, NULL, set);
+            }
+            json_decref(m);
+        }
+    }
+}
+
+/* After the container is gone: lets the reader drain, then flushes what is left. */
+static void run_drain_logs(struct run_ctx *r)
+{
+    if (!r->logs)
+        return;
+    if (r->log_started) {
+        if (run_logs_wait(r->logs, RUN_LOGS_DRAIN_S * 1000)) {
+            pthread_join(r->log_thr, NULL);
+        } else {
+            atomic_store(&r->logs->abandon, 1);
+            pthread_detach(r->log_thr);
+            ty_log(TY_LOG_WARN, "agent.logs.detached", "job=%s", r->job);
+        }
+        r->log_started = 0;
+    }
+    run_logs_flush(r->logs, r->s);
+    if (r->logs->dropped)
+        ty_log(TY_LOG_WARN, "agent.logs.dropped", "job=%s events=%ld", r->job, r->logs->dropped);
+}
+
+/* The failure reason of a container that exited with a non-zero code. */
+static void run_failure_reason(struct run_ctx *r, const struct docker_state *st, char *reason,
+                               size_t n)
+{
+    if (stage_read_failure(r->host_dir, reason, n))
+        return;
+    if (st->oom_killed)
+        run_fmt(reason, n,
+                "OutOfMemoryError: the training container ran out of memory (instance type %s, "
+                "exit code %d). Use an instance type with more memory or reduce the memory "
+                "the training uses.",
+                r->sp.instance_type[0] ? r->sp.instance_type : "unknown", st->exit_code);
+    else
+        run_fmt(reason, n,
+                "AlgorithmError: the training container exited with exit code %d. See the job "
+                "logs for more information.",
+                st->exit_code);
+}
+
+/* Runs the container phase: from Training to the final status. Returns 0 when the job reached a
+   terminal state (ack), -1 to leave the entry pending. */
+static int run_container(struct run_ctx *r)
+{
+    char reason[RUN_REASON_MAX + 1] = "";
+    struct docker_state st = {0};
+    struct ty_err err;
+    enum run_outcome out;
+    json_t *set;
+    int rc;
+
+    if (run_create(r, reason, sizeof(reason)) != 0)
+        return run_finish_failed(r, reason) < 0 ? -1 : 0;
+    r->t_start = run_now();
+    set = json_pack("{s:f}", "TrainingStartTime", r->t_start);
+    rc = run_transition(r, "InProgress", NULL, "Training", MSG_TRAINING, set);
+    if (rc != 0)
+        return rc < 0 ? -1 : (run_settle_conflict(r) < 0 ? -1 : 0);
+    if (docker_start(r->d, r->cid, &err) != 0) {
+        run_fmt(reason, sizeof(reason), "ClientError: cannot start the training container: %s",
+                err.msg);
+        r->t_end = run_now();
+        return run_finish_failed(r, reason) < 0 ? -1 : 0;
+    }
+    ty_log(TY_LOG_INFO, "agent.job.started", "job=%s container=%.12s", r->job, r->cid);
+    if (run_start_logs(r) != 0)
+        ty_log(TY_LOG_ERROR, "agent.logs.start_failed", "job=%s", r->job);
+
+    out = run_supervise(r, &st);
+    if (out == RUN_ABANDON)
+        return -1;
+    if (out == RUN_MAXRUNTIME) {
+        rc =
+            run_transition(r, "InProgress", "Stopping", "MaxRuntimeExceeded", MSG_MAXRUNTIME, NULL);
+        if (rc < 0)
+            return -1;
+        if (rc == 1 && strcmp(r->cur, "Stopping") != 0)
+            return 0; /* terminal already (or gone) */
+        if (rc == 1)
+            out = RUN_STOPPED;
+    }
+    if (out != RUN_EXITED && run_kill(r, &st) != 0)
+        return -1;
+    r->t_end = run_now();
+    run_drain_logs(r);
+    ty_log(TY_LOG_INFO, "agent.job.exited", "job=%s exit_code=%d oom=%d outcome=%d", r->job,
+           st.exit_code, st.oom_killed, (int)out);
+    /* Exited and its logs read: gone before the job turns terminal, so that nothing is left
+       behind should this process die between the final transition and the ack. */
+    if (docker_remove(r->d, r->cid, 1, &err) == 0)
+        r->cid[0] = '\0';
+
+    if (out != RUN_EXITED) {
+        set = json_object();
+        if (run_upload(r, set, 1, reason, sizeof(reason)) != 0)
+            ty_log(TY_LOG_WARN, "agent.job.upload_on_stop_failed", "job=%s reason='%s'", r->job,
+                   reason);
+        return run_finish_stopped(r, out == RUN_MAXRUNTIME, set) < 0 ? -1 : 0;
+    }
+    if (st.exit_code != 0) {
+        char ignored[RUN_REASON_MAX + 1];
+        run_failure_reason(r, &st, reason, sizeof(reason));
+        run_upload(r, NULL, 0, ignored, sizeof(ignored)); /* output.tar.gz, best effort */
+        return run_finish_failed(r, reason) < 0 ? -1 : 0;
+    }
+    rc = run_transition(r, "InProgress", NULL, "Uploading", MSG_UPLOADING, NULL);
+    if (rc < 0)
+        return -1;
+    set = json_object();
+    if (run_upload(r, set, 1, reason, sizeof(reason)) != 0) {
+        json_decref(set);
+        return run_finish_failed(r, reason) < 0 ? -1 : 0;
+    }
+    if (rc == 1) /* stopped while it finished: Stopped, with its model */
+        return strcmp(r->cur, "Stopping") == 0 ? (run_finish_stopped(r, 0, set) < 0 ? -1 : 0)
+                                               : (json_decref(set), 0);
+    run_set_times(r, set);
+    run_set_metrics(r, set);
+    rc = run_transition(r, "InProgress", "Completed", "Completed", MSG_COMPLETED, set);
+    if (rc == 1 && strcmp(r->cur, "Stopping") == 0) {
+        set = json_object();
+        run_upload(r, set, 1, reason, sizeof(reason));
+        rc = run_finish_stopped(r, 0, set);
+    }
+    return rc < 0 ? -1 : 0;
+}
+
+/* Everything from the claimed entry to a terminal job. Returns 0 to ack, -1 to leave pending. */
+static int run_job(struct run_ctx *r)
+{
+    char reason[RUN_REASON_MAX + 1];
+    struct ty_err err;
+    const char *status;
+    json_t *doc;
+    int gone = 0, rc;
+
+    for (int i = 0; i < RUN_STORE_RETRIES && !(doc = run_get(r, &gone)) && !gone; i++) {
+        if (agent__sleep(r->a, 1000))
+            return -1;
+    }
+    if (!doc)
+        return gone ? 0 : -1; /* deleted: ack; Redis away: leave it pending */
+    status = run_status_of(doc);
+    if (r->run->reclaimed && strcmp(status, "InProgress") != 0) {
+        /* The dead agent may have left the container of a job being stopped. */
+        if ((r->d = docker_open(r->a->cfg.docker_host, &err)) != NULL)
+            run_remove_leftovers(r);
+    }
+    if (strcmp(status, "Stopping") == 0) {
+        json_decref(doc);
+        ty_log(TY_LOG_INFO, "agent.job.stopped_before_start", "job=%s", r->job);
+        return run_finish_stopped(r, 0, NULL) < 0 ? -1 : 0;
+    }
+    if (strcmp(status, "InProgress") != 0) {
+        json_decref(doc);
+        ty_log(TY_LOG_INFO, "agent.job.skipped", "job=%s status=%s", r->job, status);
+        return 0;
+    }
+    rc = spec_parse(doc, &r->sp, &err);
+    json_decref(doc);
+    if (rc != 0)
+        return run_finish_failed(r, err.msg) < 0 ? -1 : 0;
+    run_arn_identity(r);
+    if (r->sp.instance_count > 1)
+        ty_log(TY_LOG_WARN, "agent.job.single_host", "job=%s instance_count=%d hosts=1", r->job,
+               r->sp.instance_count);
+
+    if (!r->d)
+        r->d = docker_open(r->a->cfg.docker_host, &err);
+    if (!r->d) {
+        run_fmt(reason, sizeof(reason), "InternalServerError: container engine: %s", err.msg);
+        return run_finish_failed(r, reason) < 0 ? -1 : 0;
+    }
+    if (r->run->reclaimed) {
+        run_remove_leftovers(r);
+        rc = run_transition(r, "InProgress", NULL, "Restarting", MSG_RESTARTING, NULL);
+        if (rc == 0)
+            rc = run_transition(r, "InProgress", NULL, "Starting", MSG_STARTING, NULL);
+        if (rc != 0)
+            return rc < 0 ? -1 : (run_settle_conflict(r) < 0 ? -1 : 0);
+    } else {
+        docker_remove(r->d, r->cname, 1, &err); /* a stale one with our name */
+    }
+
+    rc = run_transition(r, "InProgress", NULL, "Downloading", MSG_DOWNLOAD, NULL);
+    if (rc != 0)
+        return rc < 0 ? -1 : (run_settle_conflict(r) < 0 ? -1 : 0);
+    if (stage_prepare(r->host_dir, &r->sp, r->a->cfg.s3_dir, &err) != 0)
+        return run_finish_failed(r, err.msg) < 0 ? -1 : 0;
+    if (atomic_load(&r->a->stopping))
+        return -1;
+    return run_container(r);
+}
+
+/* 1 when name is a valid TrainingJobName (it becomes a path and a container name). */
+static int run_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+
+    if (n == 0 || n > 63 || name[0] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+void *run_thread(void *arg)
+{
+    struct agent_run *run = arg;
+    struct agent *a = run->a;
+    struct run_ctx *r = calloc(1, sizeof(*r));
+    struct ty_err err;
+    int rc = -1;
+
+    if (!r)
+        goto out;
+    r->a = a;
+    r->run = run;
+    run_fmt(r->job, sizeof(r->job), "%s", run->item.job);
+    run_fmt(r->dir, sizeof(r->dir), "%s/jobs/%s", a->cfg.data_dir, r->job);
+    run_fmt(r->host_dir, sizeof(r->host_dir), "%s/%s", r->dir, STAGE_HOST);
+    run_fmt(r->cname, sizeof(r->cname), "trainyard-%s-%s", r->job, STAGE_HOST);
+    run_fmt(r->region, sizeof(r->region), "%s", a->cfg.region);
+    ty_log(TY_LOG_INFO, "agent.job.claimed", "job=%s entry=%s reclaimed=%d", r->job,
+           run->item.entry_id, run->reclaimed);
+
+    if (run_name_ok(r->job)) {
+        rc = run_job(r);
+    } else {
+        /* Not a name the API accepts: touch no path or container, drop the entry. */
+        ty_log(TY_LOG_ERROR, "agent.job.bad_name", "entry=%s", run->item.entry_id);
+        r->dir[0] = '\0';
+        rc = 0;
+    }
+
+    if (rc == 0) {
+        if (r->cid[0] && r->d)
+            docker_remove(r->d, r->cid, 1, &err);
+        if (r->dir[0])
+            stage_remove(r->dir);
+        for (int i = 0; i < RUN_STORE_RETRIES; i++) {
+            if (!r->s)
+                run_store_reopen(r);
+            if (r->s && queue_ack(r->s, run->item.entry_id, &err) == 0)
+                break;
+            ty_log(TY_LOG_WARN, "agent.queue.ack_failed", "job=%s error='%s'", r->job,
+                   r->s ? err.msg : "no connection");
+            store_close(r->s);
+            r->s = NULL;
+            if (agent__sleep(a, 1000))
+                break;
+        }
+        ty_log(TY_LOG_INFO, "agent.job.done", "job=%s", r->job);
+    } else {
+        ty_log(TY_LOG_INFO, "agent.job.left_pending", "job=%s stopping=%d", r->job,
+               atomic_load(&a->stopping));
+    }
+    if (r->logs) {
+        if (r->log_started) {
+            /* Abandoned while the container runs: the reader stops at its next line. */
+            atomic_store(&r->logs->abandon, 1);
+            pthread_detach(r->log_thr);
+        }
+        run_logs_unref(r->logs);
+    }
+    spec_cleanup(&r->sp);
+    docker_close(r->d);
+    store_close(r->s);
+    free(r);
+out:
+    pthread_mutex_lock(&a->mu);
+    run->done = 1;
+    a->busy--;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    return NULL;
+}

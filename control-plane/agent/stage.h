@@ -1,0 +1,70 @@
+/*
+ * stage.h - the /opt/ml tree of one host of a job, staged on the agent's disk and bind-mounted
+ * into the container, and the container's environment (SM_* and friends).
+ *
+ * Owns: the layout <dir>/{input/config,input/data/<channel>,model,output/data,code,checkpoints},
+ * the three config files (hyperparameters.json, resourceconfig.json, inputdataconfig.json), the
+ * copy of channel data from the local object store, the environment list, and reading
+ * output/failure. Does not own the container or the upload.
+ * Thread-safe: no shared state.
+ */
+#ifndef TY_CP_AGENT_STAGE_H
+#define TY_CP_AGENT_STAGE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "spec.h"
+#include "ty_err.h"
+
+#define STAGE_HOST "algo-1" /* the one host a job runs on today */
+
+/* new: hyperparameters.json, string -> string. */
+json_t *stage_hyperparameters_json(const struct spec *sp);
+/* new: resourceconfig.json for STAGE_HOST. */
+json_t *stage_resourceconfig_json(const struct spec *sp);
+/* new: inputdataconfig.json ({} when no channels). */
+json_t *stage_inputdataconfig_json(const struct spec *sp);
+
+/*
+ * Creates the tree under dir (removing what a previous run left there), writes the config
+ * files and copies each channel's data: for a channel whose S3Uri is s3://bucket/prefix, the
+ * objects under <s3_dir>/bucket/ whose key starts with prefix (a directory prefix is copied
+ * recursively, an exact object by its base name). A prefix with no local object leaves the
+ * channel directory empty. Directories are world-writable so that any container user can write.
+ * Returns 0, or a negative code with err->msg a FailureReason.
+ */
+int stage_prepare(const char *dir, const struct spec *sp, const char *s3_dir, struct ty_err *err);
+
+struct stage_env_opts {
+    int cpus;                 /* SM_NUM_CPUS */
+    int gpus;                 /* SM_NUM_GPUS */
+    const char *region;       /* AWS_REGION, may be NULL */
+    const char *endpoint_url; /* S3_ENDPOINT_URL, may be NULL */
+};
+
+/*
+ * new: NULL-terminated "KEY=VALUE" list for the container, freed with stage_env_free(): the
+ * SM_* variables, TRAINING_JOB_NAME/ARN, AWS_REGION, S3_ENDPOINT_URL, then the job's
+ * Environment map, which overrides any of them. NULL on allocation failure.
+ */
+char **stage_env(const struct spec *sp, const struct stage_env_opts *o);
+void stage_env_free(char **env);
+
+/*
+ * Reads the first n-1 bytes (at most 1024) of <dir>/output/failure into buf, NUL-terminated,
+ * trailing whitespace trimmed. Returns 1 when the file exists and is not empty, else 0.
+ */
+int stage_read_failure(const char *dir, char *buf, size_t n);
+
+/*
+ * Makes text that came out of a container valid UTF-8 in place (jansson refuses anything else):
+ * each byte that does not start a well-formed sequence, NULs included, becomes '?'. len bytes of
+ * s are examined; s need not be NUL-terminated.
+ */
+void stage_utf8_fix(char *s, size_t len);
+
+/* rm -rf dir (does not follow symlinks). 0, or -errno of the first failure. */
+int stage_remove(const char *dir);
+
+#endif

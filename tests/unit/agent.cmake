@@ -1,0 +1,22 @@
+# test_agent: the agent's pure parts (instance table, job spec, staging JSON, environment, metric
+# regexes, S3 URIs, failure reasons, tar.gz) - no Redis, no engine.
+ty_unit_test(test_agent SOURCES ${TY_TESTS_DIR}/unit/test_agent.c LIBS ty_agent_core)
+
+# test_agent_e2e: real jobs through a private redis-server and the engine at $TY_DOCKER_HOST
+# (default unix:///run/trainyard-podman.sock; tests/engine.sh starts Podman's service), with the
+# runtime image imported from its tarball when missing. Exits 77 (skipped) without them.
+if(TARGET ty_agent)
+  ty_unit_test(test_agent_e2e SOURCES ${TY_TESTS_DIR}/unit/test_agent_e2e.c
+               ${TY_TESTS_DIR}/unit/redis_fixture.c LIBS ty_agent PkgConfig::HIREDIS)
+endif()
+if(TARGET test_agent_e2e)
+  target_include_directories(test_agent_e2e PRIVATE ${TY_TESTS_DIR}/unit)
+  if(DEFINED TY_RUNTIME_TAR)
+    target_compile_definitions(test_agent_e2e PRIVATE TY_RUNTIME_TAR="${TY_RUNTIME_TAR}")
+  endif()
+  if(TARGET runtime_image)
+    add_dependencies(test_agent_e2e runtime_image)
+  endif()
+  set_tests_properties(test_agent_e2e PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+                       LABELS "unit;engine;e2e")
+endif()
