@@ -30,7 +30,8 @@
     X(TOOBIG, 17, "request too large", "ValidationException", 413)                                 \
     X(LOGNOTFOUND, 18, "log resource not found", "ResourceNotFoundException", 400)                 \
     X(CONFLICT, 19, "conflict", "ConflictException", 400)                                          \
-    X(GPU, 20, "gpu error", "InternalFailure", 500)
+    X(GPU, 20, "gpu error", "InternalFailure", 500)                                                \
+    X(MALFORMED, 21, "malformed policy document", "MalformedPolicyDocument", 400)
 
 enum ty_code {
 #define TY__ERR_ENUM(name, num, desc, aws, http) TY_E##name = num,
