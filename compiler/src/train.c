@@ -1,0 +1,446 @@
+/* train.c - the built-in trainer shared by `tyc train` and trainyard-builtin: hyperparameters
+ * (SageMaker passes every value as a string), data channels, the epoch loop with metric lines
+ * that MetricDefinitions can match, the compiler debug dump and the saved model. Owns nothing
+ * past the call. Errors are written to the failure file, one line, and returned. */
+#include "tyc_int.h"
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+struct hp {
+    char model[1024];
+    int epochs, batch, compiler, debug, train_subset;
+    int optimizer;
+    double lr, momentum;
+    uint64_t seed;
+    unsigned passes;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void emit(void (*line_fn)(void *, const char *), void *ud, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void emit(void (*line_fn)(void *, const char *), void *ud, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (line_fn)
+        line_fn(ud, line);
+}
+
+static int parse_bool(const char *v, int *out)
+{
+    if (!strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "1") || !strcmp(v, "yes"))
+        *out = 1;
+    else if (!strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "0") || !strcmp(v, "no"))
+        *out = 0;
+    else
+        return -1;
+    return 0;
+}
+
+static int parse_int(const char *v, int lo, int hi, int *out)
+{
+    char *end;
+    long x;
+    errno = 0;
+    x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi)
+        return -1;
+    *out = (int)x;
+    return 0;
+}
+
+static int parse_num(const char *v, double *out)
+{
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !isfinite(x))
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int set_hp(struct hp *h, const char *k, const char *v, struct tyc_err *err)
+{
+    int bad = 0;
+    if (!strcmp(k, "model"))
+        snprintf(h->model, sizeof(h->model), "%s", v);
+    else if (!strcmp(k, "epochs"))
+        bad = parse_int(v, 1, 10000, &h->epochs);
+    else if (!strcmp(k, "batch_size"))
+        bad = parse_int(v, 1, 1 << 16, &h->batch);
+    else if (!strcmp(k, "train_subset"))
+        bad = parse_int(v, 0, 1 << 24, &h->train_subset);
+    else if (!strcmp(k, "learning_rate"))
+        bad = parse_num(v, &h->lr) || !(h->lr > 0 && h->lr < 10);
+    else if (!strcmp(k, "momentum"))
+        bad = parse_num(v, &h->momentum) || h->momentum < 0 || h->momentum >= 1;
+    else if (!strcmp(k, "seed")) {
+        int s = 0;
+        bad = parse_int(v, 0, 2147483647, &s);
+        h->seed = (uint64_t)s;
+    } else if (!strcmp(k, "optimizer")) {
+        if (!strcmp(v, "adam"))
+            h->optimizer = TYC_ADAM;
+        else if (!strcmp(v, "sgd"))
+            h->optimizer = TYC_SGD;
+        else
+            return tyc__err_set(err, TYC_EINVAL, k,
+                                "hyperparameter 'optimizer' is '%s'; use 'adam' or 'sgd'", v);
+    } else if (!strcmp(k, "sagemaker_training_compiler_enabled"))
+        bad = parse_bool(v, &h->compiler);
+    else if (!strcmp(k, "sagemaker_training_compiler_debug_mode"))
+        bad = parse_bool(v, &h->debug);
+    else if (!strcmp(k, "compiler_disable_passes")) {
+        char tmp[256], *tok, *save = NULL;
+        snprintf(tmp, sizeof(tmp), "%s", v);
+        for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            unsigned bit = tyc_pass_from_name(tok);
+            if (!bit)
+                return tyc__err_set(err, TYC_EINVAL, k, "unknown pass '%s'", tok);
+            h->passes &= ~bit;
+        }
+    } else if (strncmp(k, "sagemaker_", 10) != 0)
+        tyc__log(1, "event=tyc.hyperparameter.ignored name=%s", k);
+    if (bad)
+        return tyc__err_set(err, TYC_EINVAL, k, "hyperparameter '%s' has a bad value '%s'", k, v);
+    return 0;
+}
+
+static int load_hp(struct hp *h, const char *path, struct tyc_err *err)
+{
+    FILE *f;
+    char *buf;
+    size_t n;
+    struct tyc__json *j;
+    int i, rc = 0;
+    if (!path)
+        return 0;
+    f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT)
+            return 0;
+        return tyc__err_set(err, TYC_EIO, "hyperparameters", "cannot open '%s': %s", path,
+                            strerror(errno));
+    }
+    buf = tyc__malloc(1 << 20);
+    if (!buf) {
+        fclose(f);
+        return tyc__err_set(err, TYC_ENOMEM, "hyperparameters", "out of memory");
+    }
+    n = fread(buf, 1, 1 << 20, f);
+    fclose(f);
+    j = tyc__json_parse(buf, n, err);
+    tyc__free(buf);
+    if (!j || j->type != TJ_OBJ) {
+        char tmp[sizeof(err->msg)];
+        snprintf(tmp, sizeof(tmp), "%s", j ? "not a JSON object" : err->msg);
+        tyc__json_free(j);
+        return tyc__err_set(err, TYC_EINVAL, "hyperparameters", "'%s': %s", path, tmp);
+    }
+    for (i = 0; i < j->nkids && rc == 0; i++) {
+        const struct tyc__json *k = &j->kids[i];
+        char v[1024];
+        if (k->type == TJ_STR) {
+            size_t n2 = strlen(k->str);
+            /* the SageMaker SDK JSON-encodes framework hyperparameters: "\"adam\"" */
+            if (n2 >= 2 && k->str[0] == '"' && k->str[n2 - 1] == '"')
+                snprintf(v, sizeof(v), "%.*s", (int)(n2 - 2), k->str + 1);
+            else
+                snprintf(v, sizeof(v), "%s", k->str);
+        } else if (k->type == TJ_NUM)
+            snprintf(v, sizeof(v), "%.17g", k->num);
+        else if (k->type == TJ_BOOL)
+            snprintf(v, sizeof(v), "%s", k->num ? "true" : "false");
+        else
+            continue;
+        rc = set_hp(h, k->key, v, err);
+    }
+    tyc__json_free(j);
+    return rc;
+}
+
+static void write_failure(const char *path, const struct tyc_err *err)
+{
+    FILE *f;
+    if (!path)
+        return;
+    f = fopen(path, "w");
+    if (!f)
+        return;
+    fprintf(f, "%s\n", err->msg);
+    fclose(f);
+}
+
+static int write_text(const char *dir, const char *name, const char *text)
+{
+    char path[4096];
+    FILE *f;
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+static void mkdirs(const char *dir)
+{
+    char tmp[4096], *p;
+    snprintf(tmp, sizeof(tmp), "%s", dir);
+    for (p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(tmp, 0755);
+            *p = '/';
+        }
+    mkdir(tmp, 0755);
+}
+
+static void debug_dump(struct tyc_session *s, const char *dir,
+                       void (*line_fn)(void *, const char *), void *ud)
+{
+    static const struct {
+        int what;
+        const char *file;
+    } items[] = {{TYC_EMIT_PASSLOG, "passes.log"},
+                 {TYC_EMIT_IR, "graph.ir"},
+                 {TYC_EMIT_C, "cpu_kernels.txt"},
+                 {TYC_EMIT_CUDA, "kernels.cu"},
+                 {TYC_EMIT_PTX, "kernels.ptx"}};
+    size_t i;
+    mkdirs(dir);
+    for (i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
+        char *text = NULL;
+        struct tyc_err e = {0};
+        if (tyc_session_emit(s, items[i].what, &text, &e) == 0) {
+            write_text(dir, items[i].file, text);
+            tyc_free(text);
+        } else
+            emit(line_fn, ud, "compiler debug: skipped %s: %s", items[i].file, e.msg);
+    }
+    emit(line_fn, ud, "compiler debug: wrote IR, pass log and generated code to %s", dir);
+}
+
+static double accuracy(struct tyc_session *s, const struct tyc_dataset *d, int *rc)
+{
+    int32_t *pred = tyc__malloc((size_t)d->n * sizeof(int32_t));
+    int i, ok = 0;
+    if (!pred) {
+        *rc = -TYC_ENOMEM;
+        return 0;
+    }
+    *rc = tyc_session_predict(s, d->x, d->n, pred);
+    for (i = 0; i < d->n && *rc == 0; i++)
+        ok += pred[i] == d->y[i];
+    tyc__free(pred);
+    return d->n ? (double)ok / d->n : 0;
+}
+
+int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides,
+                   void (*line_fn)(void *, const char *), void *ud)
+{
+    struct hp h;
+    struct tyc_err err = {0};
+    struct tyc_model *m = NULL;
+    struct tyc_session *s = NULL;
+    struct tyc_dataset tr = {0}, va = {0};
+    struct tyc_options o;
+    struct stat st;
+    float *xb = NULL;
+    int32_t *yb = NULL, *perm = NULL;
+    int rc, e, i, b, have_val = 0;
+    uint64_t rng;
+    double t_all = now_s();
+
+    memset(&h, 0, sizeof(h));
+    snprintf(h.model, sizeof(h.model), "mlp");
+    h.epochs = 2;
+    h.batch = 64;
+    h.lr = 1e-3;
+    h.momentum = 0.9;
+    h.seed = 42;
+    h.optimizer = TYC_ADAM;
+    h.passes = TYC_PASS_ALL;
+    rc = load_hp(&h, p->hyperparameters, &err);
+    for (i = 0; rc == 0 && overrides && overrides[i]; i++) {
+        char k[128];
+        const char *eq = strchr(overrides[i], '=');
+        if (!eq || (size_t)(eq - overrides[i]) >= sizeof(k)) {
+            rc = tyc__err_set(&err, TYC_EINVAL, "", "bad override '%s' (want key=value)",
+                              overrides[i]);
+            break;
+        }
+        memcpy(k, overrides[i], (size_t)(eq - overrides[i]));
+        k[eq - overrides[i]] = 0;
+        rc = set_hp(&h, k, eq + 1, &err);
+    }
+    if (rc < 0)
+        goto fail;
+    if (h.compiler) {
+        emit(line_fn, ud, "Found configuration for Training Compiler");
+        emit(line_fn, ud, "Configuring SM Training Compiler...");
+        if (h.debug)
+            emit(line_fn, ud, "Training Compiler set to debug mode");
+    }
+    m = tyc_model_load(h.model, &err);
+    if (!m) {
+        rc = -TYC_EMODEL;
+        goto fail;
+    }
+    rc = tyc_dataset_load_dir(&tr, p->train_dir, "train", &err);
+    if (rc < 0)
+        goto fail;
+    if (p->val_dir && stat(p->val_dir, &st) == 0) {
+        rc = tyc_dataset_load_dir(&va, p->val_dir, "t10k", &err);
+        if (rc < 0)
+            goto fail;
+        have_val = 1;
+    }
+    if (tr.dim != tyc_model_input_size(m) || (have_val && va.dim != tr.dim)) {
+        rc = tyc__err_set(&err, TYC_EDATA, "data",
+                          "examples have %d features but model '%s' expects %d", tr.dim, h.model,
+                          tyc_model_input_size(m));
+        goto fail;
+    }
+    for (i = 0; i < tr.n + (have_val ? va.n : 0); i++) {
+        int lab = i < tr.n ? tr.y[i] : va.y[i - tr.n];
+        if (lab >= tyc_model_classes(m)) {
+            rc = tyc__err_set(&err, TYC_EDATA, "data",
+                              "%s label %d at index %d is not below the model's %d classes",
+                              i < tr.n ? "training" : "validation", lab, i < tr.n ? i : i - tr.n,
+                              tyc_model_classes(m));
+            goto fail;
+        }
+    }
+    if (h.train_subset > 0 && h.train_subset < tr.n)
+        tr.n = h.train_subset;
+    if (tr.n < h.batch) {
+        rc = tyc__err_set(&err, TYC_EDATA, "batch_size",
+                          "batch size %d is larger than the %d training examples", h.batch, tr.n);
+        goto fail;
+    }
+    tyc_options_init(&o);
+    o.mode = h.compiler ? TYC_COMPILED : TYC_EAGER;
+    o.passes = h.passes;
+    o.batch = h.batch;
+    o.optimizer = h.optimizer;
+    o.lr = (float)h.lr;
+    o.momentum = (float)h.momentum;
+    o.seed = h.seed;
+    s = tyc_session_new(m, &o, &err);
+    if (!s) {
+        rc = -err.code;
+        goto fail;
+    }
+    {
+        struct tyc_stats stt;
+        tyc_session_stats(s, &stt);
+        emit(line_fn, ud,
+             "model=%s mode=%s optimizer=%s batch_size=%d train_examples=%d val_examples=%d "
+             "kernels_per_step=%d primitive_ops=%d peak_bytes=%zu",
+             h.model, h.compiler ? "compiled" : "eager", h.optimizer == TYC_ADAM ? "adam" : "sgd",
+             h.batch, tr.n, have_val ? va.n : 0, stt.train_kernels, stt.nodes_before,
+             stt.peak_bytes);
+    }
+    if (h.compiler && h.debug && p->debug_dir)
+        debug_dump(s, p->debug_dir, line_fn, ud);
+    xb = tyc__malloc((size_t)h.batch * (size_t)tr.dim * sizeof(float));
+    yb = tyc__malloc((size_t)h.batch * sizeof(int32_t));
+    perm = tyc__malloc((size_t)tr.n * sizeof(int32_t));
+    if (!xb || !yb || !perm) {
+        rc = tyc__err_set(&err, TYC_ENOMEM, "", "out of memory");
+        goto fail;
+    }
+    for (i = 0; i < tr.n; i++)
+        perm[i] = i;
+    rng = h.seed * 2654435761u + 1;
+    for (e = 1; e <= h.epochs; e++) {
+        double t0 = now_s(), loss_sum = 0, secs;
+        int nb = tr.n / h.batch;
+        for (i = tr.n - 1; i > 0; i--) { /* Fisher-Yates with an LCG */
+            int j, t;
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            j = (int)((rng >> 33) % (uint64_t)(i + 1));
+            t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        for (b = 0; b < nb; b++) {
+            float loss = 0;
+            int r;
+            for (r = 0; r < h.batch; r++) {
+                int idx = perm[b * h.batch + r];
+                memcpy(xb + (size_t)r * tr.dim, tr.x + (size_t)idx * tr.dim,
+                       (size_t)tr.dim * sizeof(float));
+                yb[r] = tr.y[idx];
+            }
+            rc = tyc_session_step(s, xb, yb, &loss);
+            if (rc < 0) {
+                tyc__err_set(&err, -rc, "", "training step failed: %s", tyc_strerror(rc));
+                goto fail;
+            }
+            if (!isfinite(loss)) {
+                rc = tyc__err_set(&err, TYC_EINVAL, "learning_rate",
+                                  "training diverged (loss is not finite) at epoch %d", e);
+                goto fail;
+            }
+            loss_sum += loss;
+        }
+        secs = now_s() - t0;
+        if (have_val) {
+            double acc = accuracy(s, &va, &rc);
+            if (rc < 0) {
+                tyc__err_set(&err, -rc, "", "evaluation failed");
+                goto fail;
+            }
+            emit(line_fn, ud,
+                 "epoch=%d train_loss=%.4f val_accuracy=%.4f epoch_time_s=%.2f samples_per_s=%.0f",
+                 e, loss_sum / nb, acc, secs, nb * h.batch / secs);
+        } else
+            emit(line_fn, ud, "epoch=%d train_loss=%.4f epoch_time_s=%.2f samples_per_s=%.0f", e,
+                 loss_sum / nb, secs, nb * h.batch / secs);
+    }
+    if (p->model_dir) {
+        mkdirs(p->model_dir);
+        rc = tyc_session_save(s, p->model_dir, &err);
+        if (rc < 0)
+            goto fail;
+        if (write_text(p->model_dir, "model.json", tyc_model_json(m)) != 0) {
+            rc = tyc__err_set(&err, TYC_EIO, "model_dir", "cannot write model.json in '%s'",
+                              p->model_dir);
+            goto fail;
+        }
+        emit(line_fn, ud, "saved model to %s (model.json, weights.tyw)", p->model_dir);
+    }
+    emit(line_fn, ud, "training finished in %.1f s", now_s() - t_all);
+    rc = 0;
+    goto out;
+fail:
+    emit(line_fn, ud, "error: %s", err.msg);
+    write_failure(p->failure_file, &err);
+    if (rc >= 0)
+        rc = -TYC_EINVAL;
+out:
+    tyc__free(xb);
+    tyc__free(yb);
+    tyc__free(perm);
+    tyc_session_free(s);
+    tyc_model_free(m);
+    tyc_dataset_cleanup(&tr);
+    tyc_dataset_cleanup(&va);
+    return rc;
+}

@@ -1,0 +1,216 @@
+/* tyc_int.h - libtyc internals shared across src/ files (tyc__ prefix).
+ *
+ * The IR: a graph owns tensors and nodes. Tensors are typed by kind (input fed by the host,
+ * param = persistent state incl. optimizer moments, const scalar, temp = produced by one node).
+ * Nodes are kept in a valid topological order by index at all times; passes mark nodes dead and
+ * compact. ASSIGN nodes write a persistent tensor and are the only writers of params; no node
+ * reads a param after the param's ASSIGN (the graph builder guarantees it, passes keep it).
+ */
+#ifndef TY_COMPILER_TYC_INT_H
+#define TY_COMPILER_TYC_INT_H
+
+#include "tyc.h"
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TYC_MAXDIM 4
+#define TYC_MAXIN  16
+#define TYC_MAXOUT 6
+#define TYC_MAXUOP 48
+
+/* Tensor kinds */
+enum { TK_INPUT, TK_PARAM, TK_CONST, TK_TEMP };
+
+/* Ops. EW_* are elementwise (second input may broadcast: same numel, last dim, or 1). */
+#define TYC_OP_MAP(X)                                                                              \
+    X(MATMUL, "matmul")                                                                            \
+    X(ADD, "add")                                                                                  \
+    X(SUB, "sub")                                                                                  \
+    X(MUL, "mul")                                                                                  \
+    X(DIV, "div")                                                                                  \
+    X(SQRT, "sqrt")                                                                                \
+    X(RELU, "relu")                                                                                \
+    X(GELU, "gelu")                                                                                \
+    X(TANH, "tanh")                                                                                \
+    X(SIGMOID, "sigmoid")                                                                          \
+    X(RELU_GRAD, "relu_grad")                                                                      \
+    X(GELU_GRAD, "gelu_grad")                                                                      \
+    X(TANH_GRAD, "tanh_grad")                                                                      \
+    X(SIGMOID_GRAD, "sigmoid_grad")                                                                \
+    X(SCALE, "scale")                                                                              \
+    X(COPY, "copy")                                                                                \
+    X(ASSIGN, "assign")                                                                            \
+    X(REDUCE_COLS, "reduce_cols")                                                                  \
+    X(XENT, "softmax_xent")                                                                        \
+    X(XENT_GRAD, "softmax_xent_grad")                                                              \
+    X(RESHAPE, "reshape")                                                                          \
+    X(CONV2D, "conv2d")                                                                            \
+    X(CONV2D_DX, "conv2d_grad_input")                                                              \
+    X(CONV2D_DW, "conv2d_grad_weight")                                                             \
+    X(BIAS_CHAN, "bias_channel")                                                                   \
+    X(REDUCE_CHAN, "reduce_channel")                                                               \
+    X(MAXPOOL, "maxpool2d")                                                                        \
+    X(MAXPOOL_GRAD, "maxpool2d_grad")                                                              \
+    X(MAXPOOL_GRAD_IDX, "maxpool2d_grad_index")                                                    \
+    X(FUSED_EW, "fused_elementwise")                                                               \
+    X(MATMUL_EPI, "matmul_epilogue")                                                               \
+    X(XENT_FUSED, "softmax_xent_fused")
+enum tyc__op {
+#define TYC_X_OP(n, s) OP_##n,
+    TYC_OP_MAP(TYC_X_OP)
+#undef TYC_X_OP
+        OP__COUNT
+};
+
+/* Activation ids used by epilogues (0 none) map to OP_RELU.. */
+
+struct tyc__tensor {
+    int kind;
+    int nd;
+    int dim[TYC_MAXDIM];
+    size_t numel;
+    float cval;   /* TK_CONST value */
+    int slot;     /* TK_INPUT / TK_PARAM: index in the session store */
+    int producer; /* TK_TEMP: producing node, -1 otherwise */
+    int alias;    /* passes: replaced by this tensor when >= 0 */
+    char name[48];
+    /* planning */
+    int def, last; /* positions in the final schedule */
+    size_t off;    /* arena offset (compiled) */
+    float *data;   /* bound storage during execution */
+};
+
+/* A fused elementwise micro-op: reg[nin + i] = op(reg[a], reg[b]) with attribute f. */
+struct tyc__uop {
+    int op;
+    int a, b;
+    float f;
+};
+
+struct tyc__node {
+    int op;
+    int dead;
+    int nin, nout;
+    int in[TYC_MAXIN];
+    int out[TYC_MAXOUT];
+    int ta, tb;      /* MATMUL transposes */
+    int stride, pad; /* CONV2D*: stride, zero padding; MAXPOOL*: window = stride */
+    float f;         /* SCALE factor; XENT_GRAD folded dloss; */
+    int has_f;       /* XENT_GRAD: dloss folded into f (no third input) */
+    /* MATMUL_EPI: in[0..1] = a,b; optional bias (in index), act op, activation-gradient op with
+     * its saved tensor in[epi_mask] (dgrad epilogue), colsum output (out index) */
+    int epi_bias, epi_act, epi_mask, epi_colsum;
+    int epi_gop; /* activation-gradient op applied with in[epi_mask] (relu mask, tanh', ...) */
+    /* XENT_FUSED: out[0] loss, out[1] dlogits, out[2] colsum of dlogits (or absent) */
+    /* FUSED_EW: program */
+    int nuop;
+    struct tyc__uop uop[TYC_MAXUOP];
+    int outreg[TYC_MAXOUT];
+};
+
+struct tyc__graph {
+    struct tyc__tensor *t;
+    int nt, capt;
+    struct tyc__node *n;
+    int nn, capn;
+    int outputs[8]; /* graph outputs (loss, logits) kept alive to the end */
+    int nout;
+    int failed; /* allocation failure while building */
+};
+
+/* alloc shim */
+void *tyc__malloc(size_t n);
+void *tyc__calloc(size_t n, size_t m);
+void *tyc__realloc(void *p, size_t n);
+void tyc__free(void *p);
+char *tyc__strdup(const char *s);
+#define tyc__safefree(p)                                                                           \
+    do {                                                                                           \
+        tyc__free(p);                                                                              \
+        (p) = NULL;                                                                                \
+    } while (0)
+
+/* logging */
+void tyc__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int tyc__err_set(struct tyc_err *err, int code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* growable string with a ceiling */
+struct tyc__buf {
+    char *p;
+    size_t len, cap, max;
+    int oom;
+};
+void tyc__buf_init(struct tyc__buf *b, size_t max);
+void tyc__buf_printf(struct tyc__buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void tyc__buf_cleanup(struct tyc__buf *b);
+
+/* ir.c */
+const char *tyc__op_name(int op);
+int tyc__op_is_ew(int op);
+int tyc__graph_init(struct tyc__graph *g);
+void tyc__graph_cleanup(struct tyc__graph *g);
+int tyc__tensor_new(struct tyc__graph *g, int kind, int nd, const int *dim, const char *name);
+int tyc__const(struct tyc__graph *g, float v);
+int tyc__node_add(struct tyc__graph *g, int op, int nin, const int *in, int nout, const int *out);
+/* Adds a node with one new temp output of the given shape; returns the output tensor id. */
+int tyc__op1(struct tyc__graph *g, int op, int nin, const int *in, int nd, const int *dim);
+int tyc__ew(struct tyc__graph *g, int op, int a, int b);
+int tyc__matmul(struct tyc__graph *g, int a, int b, int ta, int tb);
+/* x [N,C,H,W] conv w [F,C,K,K] -> [N,F,OH,OW]; returns the output tensor or -1. */
+int tyc__conv2d(struct tyc__graph *g, int x, int w, int stride, int pad);
+int tyc__maxpool(struct tyc__graph *g, int x, int k);
+void tyc__graph_compact(struct tyc__graph *g);
+void tyc__graph_dump(const struct tyc__graph *g, struct tyc__buf *b);
+int tyc__consumers(const struct tyc__graph *g, int tensor, int *first, int *count);
+int tyc__is_output(const struct tyc__graph *g, int tensor);
+
+/* autodiff.c: appends backward nodes for loss wrt params (requires_grad from params only);
+ * OUT: grads[i] = grad tensor of params[i]. */
+int tyc__autodiff(struct tyc__graph *g, int loss, const int *params, int np, int *grads);
+
+/* passes.c */
+struct tyc__passlog {
+    struct tyc__buf b;
+};
+void tyc__run_passes(struct tyc__graph *g, unsigned passes, struct tyc__buf *log);
+/* Plans liveness; with arena != 0 assigns offsets by best fit; returns the bytes needed. */
+size_t tyc__plan_memory(struct tyc__graph *g, int arena);
+
+/* cpu.c */
+struct tyc__cpu {
+    float *scratch; /* tile registers + transposes */
+    size_t scratch_n;
+};
+int tyc__cpu_scratch_need(const struct tyc__graph *g, size_t *floats);
+void tyc__cpu_run_node(const struct tyc__graph *g, const struct tyc__node *nd, float *scratch);
+void tyc__gemm(int M, int N, int K, const float *A, int ta, const float *B, int tb, float *C,
+               float *scratch);
+void tyc__xent_row(const float *x, int C, int label, float *loss_out, float *grad, float gscale);
+
+/* cuda_codegen.c */
+int tyc__cuda_codegen(const struct tyc__graph *g, struct tyc__buf *b);
+void tyc__c_listing(const struct tyc__graph *g, struct tyc__buf *b);
+
+/* json.c: a small JSON reader (objects, arrays, strings, numbers, bools, null). */
+enum { TJ_NULL, TJ_BOOL, TJ_NUM, TJ_STR, TJ_ARR, TJ_OBJ };
+struct tyc__json {
+    int type;
+    double num;
+    char *str; /* TJ_STR */
+    char *key; /* member name inside an object */
+    struct tyc__json *kids;
+    int nkids;
+};
+/* Returns new (free with tyc__json_free) or NULL with err (position in msg). */
+struct tyc__json *tyc__json_parse(const char *s, size_t len, struct tyc_err *err);
+void tyc__json_free(struct tyc__json *j);
+const struct tyc__json *tyc__json_get(const struct tyc__json *o, const char *key);
+
+/* sha256.c */
+void tyc__sha256(const void *data, size_t len, uint8_t out[32]);
+void tyc__sha256_hex(const void *data, size_t len, char out[65]);
+
+#endif
