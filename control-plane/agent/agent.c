@@ -239,28 +239,47 @@ static void agent_free(struct agent *a)
     free(a);
 }
 
-/* Imports the runtime image from its tarball when the engine lacks it. */
+/*
+ * Imports the runtime image from its tarball when the engine lacks it or holds an older
+ * build: each import is also tagged "<image>-r<fingerprint of the tarball>", so a rebuilt
+ * tarball (new size or mtime) is imported again under the same public name.
+ */
 static int agent_runtime_image(struct agent *a, struct docker *d, struct ty_err *err)
 {
     static const char *const changes[] = {
         "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "WORKDIR /", NULL};
+    char fp_tag[512];
     struct stat st;
-    int ex;
+    int ex, rc;
 
     if (!a->cfg.runtime_image || !a->cfg.runtime_image[0])
         return 0;
-    ex = docker_image_exists(d, a->cfg.runtime_image, err);
+    if (!a->cfg.runtime_tar || !a->cfg.runtime_tar[0] || stat(a->cfg.runtime_tar, &st) != 0) {
+        ex = docker_image_exists(d, a->cfg.runtime_image, err);
+        if (ex < 0)
+            return ex;
+        if (ex == 0)
+            ty_log(TY_LOG_WARN, "agent.runtime_image.missing", "image=%s tar='%s'",
+                   a->cfg.runtime_image, a->cfg.runtime_tar ? a->cfg.runtime_tar : "");
+        return 0;
+    }
+    snprintf(fp_tag, sizeof(fp_tag), "%s-r%llx%llx", a->cfg.runtime_image,
+             (unsigned long long)st.st_size,
+             (unsigned long long)st.st_mtim.tv_sec * 1000000000ull +
+                 (unsigned long long)st.st_mtim.tv_nsec);
+    ex = docker_image_exists(d, fp_tag, err);
     if (ex < 0)
         return ex;
-    if (ex == 1)
-        return 0;
-    if (!a->cfg.runtime_tar || !a->cfg.runtime_tar[0] || stat(a->cfg.runtime_tar, &st) != 0) {
-        ty_log(TY_LOG_WARN, "agent.runtime_image.missing", "image=%s tar='%s'",
-               a->cfg.runtime_image, a->cfg.runtime_tar ? a->cfg.runtime_tar : "");
-        return 0;
+    if (ex == 1) {
+        ex = docker_image_exists(d, a->cfg.runtime_image, err);
+        if (ex != 0)
+            return ex < 0 ? ex : 0;
     }
     ty_log(TY_LOG_INFO, "agent.runtime_image.import", "image=%s tar='%s'", a->cfg.runtime_image,
            a->cfg.runtime_tar);
+    rc = docker_image_import(d, a->cfg.runtime_tar, fp_tag, changes, err);
+    if (rc)
+        return rc;
     return docker_image_import(d, a->cfg.runtime_tar, a->cfg.runtime_image, changes, err);
 }
 
