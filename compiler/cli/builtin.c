@@ -11,6 +11,7 @@
 #include "tyc.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static const char *env_or(const char *name, const char *def)
@@ -38,8 +39,10 @@ int main(int argc, char **argv)
     char hp[4096], dbg[4096], fail[4096];
     struct tyc_train_paths p;
     (void)argv;
-    if (argc > 1) {
-        fprintf(stderr, "usage: trainyard-builtin (configured by /opt/ml and SM_* variables)\n");
+    /* `train` is what SageMaker passes to a training image; nothing else is taken */
+    if (argc > 2 || (argc == 2 && strcmp(argv[1], "train") != 0)) {
+        fprintf(stderr,
+                "usage: trainyard-builtin [train] (configured by /opt/ml and SM_* variables)\n");
         return 2;
     }
     tyc_set_log(logline, NULL, 2);

@@ -238,7 +238,22 @@ int docker__demux_feed(struct docker__demux *dm, const void *data, size_t n)
         }
         if (dm->frame_left) {
             size_t take = n < dm->frame_left ? n : dm->frame_left;
-            int rc = demux_payload(dm, (const char *)p, take, dm->frame_stream == 2);
+            int rc;
+            struct ty_buf *pb = &dm->partial[dm->frame_stream == 2 ? 1 : 0];
+            if (dm->frame_start && dm->timestamps && pb->len) {
+                /* A frame that continues a line written without its newline (Podman) starts
+                   with a timestamp of its own: not part of the line's text. */
+                int64_t ns;
+                size_t ts = docker__parse_time((const char *)p, take, &ns);
+                if (ts && ts < take && p[ts] == ' ')
+                    ts++;
+                p += ts;
+                n -= ts;
+                take -= ts;
+                dm->frame_left -= (uint32_t)ts;
+            }
+            dm->frame_start = 0;
+            rc = demux_payload(dm, (const char *)p, take, dm->frame_stream == 2);
             if (rc)
                 return rc;
             p += take;
@@ -258,6 +273,7 @@ int docker__demux_feed(struct docker__demux *dm, const void *data, size_t n)
         dm->frame_left = (uint32_t)dm->hdr[4] << 24 | (uint32_t)dm->hdr[5] << 16 |
                          (uint32_t)dm->hdr[6] << 8 | (uint32_t)dm->hdr[7];
         dm->hdr_len = 0;
+        dm->frame_start = 1;
     }
     return 0;
 }

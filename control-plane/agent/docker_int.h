@@ -37,7 +37,8 @@ struct docker__demux {
     struct ty_buf partial[2]; /* unfinished line per stream: [0] stdout, [1] stderr */
     docker_line_cb cb;
     void *ud;
-    int stopped; /* the callback asked to stop */
+    int stopped;     /* the callback asked to stop */
+    int frame_start; /* the next payload byte is the first of a frame */
 };
 
 /* Initialises dm. max_line: ceiling of one delivered line in bytes (>= 1). */

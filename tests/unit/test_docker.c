@@ -37,7 +37,10 @@
 #ifndef TY_RUNTIME_TAR
 #define TY_RUNTIME_TAR "build/runtime-image/trainyard-runtime.tar"
 #endif
-#define TEST_IMAGE "trainyard/runtime-test:docker"
+/* unique per process, so concurrent runs (plain and sanitizer builds) do not remove each
+   other's image */
+static char test_image[96];
+#define TEST_IMAGE test_image
 
 /* ---------------------------------------------------------------------------------------------
  * Collected lines
@@ -157,6 +160,28 @@ static void test_demux_whole_and_bytewise(void **state)
         docker__demux_cleanup(&dm);
         free(l);
     }
+}
+
+/* Podman: a frame that continues a line written without its newline has a timestamp of its
+   own, which is not part of the line. */
+static void test_demux_podman_continuation(void **state)
+{
+    unsigned char buf[256];
+    struct docker__demux dm;
+    struct lines l = {0};
+    size_t n = 0;
+    (void)state;
+
+    n += frame(buf + n, 1, "2024-05-01T10:20:30.5Z ./a ./b ");
+    n += frame(buf + n, 1, "2024-05-01T10:20:31Z \n");
+    n += frame(buf + n, 1, "2024-05-01T10:20:32Z next\n");
+    docker__demux_init(&dm, 1, 4096, collect, &l);
+    assert_int_equal(docker__demux_feed(&dm, buf, n), 0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.v[0].text, "./a ./b ");
+    assert_int_equal(l.v[0].ts_ms, 1714558830500LL);
+    assert_string_equal(l.v[1].text, "next");
+    docker__demux_cleanup(&dm);
 }
 
 static void test_demux_raw(void **state)
@@ -989,15 +1014,17 @@ static void test_trainyard_train_failures(void **state)
     struct docker_create c = {.cmd = cmd, .binds = binds, .network_none = 1};
     (void)state;
 
-    /* no program and no built-in trainer */
+    /* no program: the built-in trainer runs when the image has one (and fails here, with no
+       training data); without one, trainyard-train says what is missing */
     assert_non_null(mkdtemp(dir));
     stage_ml(dir, "{\"epochs\":\"3\"}", NULL);
     snprintf(bind, sizeof(bind), "%s:/opt/ml", dir);
-    assert_int_equal(run_container(&c, id, NULL), 1);
+    assert_int_not_equal(run_container(&c, id, NULL), 0);
     snprintf(p, sizeof(p), "%s/output/failure", dir);
     assert_non_null(read_file(p, buf, sizeof(buf)));
-    assert_string_equal(buf,
-                        "no training program: set sagemaker_program or use ContainerEntrypoint");
+    assert_true(strlen(buf) > 10);
+    if (!strstr(buf, "train"))
+        fail_msg("unexpected failure reason: %s", buf);
     rm_rf(dir);
 
     /* the program fails: its exit code, and a failure file it wrote is kept */
@@ -1105,7 +1132,11 @@ static void remove_test_image(void)
     if (!c)
         return;
     curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, h + 7);
-    curl_easy_setopt(c, CURLOPT_URL, "http://d/v1.41/images/" TEST_IMAGE "?force=1");
+    {
+        char url[256];
+        snprintf(url, sizeof(url), "http://d/v1.41/images/%s?force=1", TEST_IMAGE);
+        curl_easy_setopt(c, CURLOPT_URL, url);
+    }
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fwrite);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, stderr);
@@ -1118,6 +1149,7 @@ int main(void)
 {
     const struct CMUnitTest offline[] = {
         cmocka_unit_test(test_demux_whole_and_bytewise),
+        cmocka_unit_test(test_demux_podman_continuation),
         cmocka_unit_test(test_demux_raw),
         cmocka_unit_test(test_demux_long_line_stop_and_errors),
         cmocka_unit_test(test_parse_time),
@@ -1140,6 +1172,8 @@ int main(void)
     struct ty_err err;
     int rc;
 
+    snprintf(test_image, sizeof(test_image), "trainyard/runtime-test:docker-%ld",
+             (long)getpid());
     curl_global_init(CURL_GLOBAL_DEFAULT);
     rc = cmocka_run_group_tests_name("docker_offline", offline, NULL, NULL);
     if (rc)
