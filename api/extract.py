@@ -62,6 +62,45 @@ MANUAL = {
 }
 
 
+# Studio members newer than Debian 12's botocore, added to the shapes it has (checked against
+# botocore 1.43's sagemaker model): the AppType values DetailedProfiler (the SageMaker Profiler
+# app), CodeEditor, JupyterLab and Canvas, and CreatePresignedDomainUrl's LandingUri
+# (shape LandingUri: string, 0..1023 characters). A newer botocore that has them keeps its own.
+EXTEND = {
+    "sagemaker": {
+        "enums": {
+            "AppType": ["JupyterServer", "KernelGateway", "DetailedProfiler", "TensorBoard",
+                        "CodeEditor", "JupyterLab", "RStudioServerPro", "RSessionGateway",
+                        "Canvas"],
+        },
+        "members": {
+            "CreatePresignedDomainUrlRequest": {"LandingUri": {"shape": "LandingUri"}},
+        },
+        "shapes": {
+            "LandingUri": {"type": "string", "max": 1023, "min": 0},
+        },
+    },
+}
+
+
+def extend(model, service):
+    """Adds EXTEND's enum values, members and shapes that model lacks (in place)."""
+    ext = EXTEND.get(service, {})
+    shapes = model["shapes"]
+    for name, shape in ext.get("shapes", {}).items():
+        shapes.setdefault(name, shape)
+    for name, values in ext.get("enums", {}).items():
+        have = shapes[name].setdefault("enum", [])
+        missing = [v for v in values if v not in have]
+        if missing:
+            # AWS's order where the model has every value; otherwise appended in AWS's order
+            shapes[name]["enum"] = values + [v for v in have if v not in values] \
+                if all(v in values for v in have) else have + missing
+    for name, members in ext.get("members", {}).items():
+        for m, ref in members.items():
+            shapes[name].setdefault("members", {}).setdefault(m, ref)
+
+
 def default_botocore_dir():
     try:
         import botocore  # noqa: F401  (only to find its data directory)
@@ -114,6 +153,7 @@ def subset(model, service):
         model["operations"].setdefault(name, op)
     for name, shape in manual.get("shapes", {}).items():
         model["shapes"].setdefault(name, shape)
+    extend(model, service)
 
     meta = model["metadata"]
     out_meta = {k: meta[k] for k in METADATA_KEYS if k in meta}

@@ -3,6 +3,7 @@
  */
 #include "creds.h"
 
+#include "store_iam.h"
 #include "ty_log.h"
 
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int creds__random(char *out, size_t n, const char *alphabet)
@@ -109,6 +111,10 @@ int creds_bootstrap(struct store *s, const char *data_dir, const char *account_i
         fresh = 1;
     }
     rc = store_principal_put(s, akid, secret, arn, "admin", err);
+    if (rc)
+        return rc;
+    /* the admin is an IAM user with an all-allowing inline policy (store_iam.c) */
+    rc = store_iam_bootstrap_admin(s, account_id, akid, (double)time(NULL), err);
     if (rc)
         return rc;
     rc = creds__write(path, akid, secret, err);

@@ -14,6 +14,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <openssl/rand.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,15 +28,30 @@ struct http_server {
     int port;
     http_handler handler;
     void *ud;
+    _Atomic(http_prepare) prepare;
 };
 
 void http_response_header(struct http_response *resp, const char *name, const char *value)
 {
-    if (resp->nhdr >= 8)
+    if (resp->nhdr >= HTTP_MAX_RESP_HEADERS)
         return;
     resp->hdr_name[resp->nhdr] = name;
     resp->hdr_value[resp->nhdr] = strdup(value ? value : "");
     resp->nhdr++;
+}
+
+void http_response_header_dup(struct http_response *resp, const char *name, const char *value)
+{
+    char *n;
+    if (resp->nhdr >= HTTP_MAX_RESP_HEADERS || !(n = strdup(name)))
+        return;
+    resp->hdr_name_dyn[resp->nhdr] = n;
+    http_response_header(resp, n, value);
+}
+
+void http_set_prepare(struct http_server *srv, http_prepare fn)
+{
+    atomic_store(&srv->prepare, fn);
 }
 
 const char *http_header(const struct http_request *req, const char *name)
@@ -80,6 +96,8 @@ static void http__request_free(struct http_request *req)
 {
     if (!req)
         return;
+    if (req->sink.free)
+        req->sink.free(req->sink.ctx);
     free(req->path);
     free(req->query);
     ty_buf_cleanup(&req->body);
@@ -114,8 +132,14 @@ static enum MHD_Result http__send(struct MHD_Connection *conn, struct http_respo
     struct MHD_Response *r;
     enum MHD_Result ret;
 
-    r = MHD_create_response_from_buffer(resp->len, resp->body ? resp->body : (void *)"",
-                                        MHD_RESPMEM_MUST_COPY);
+    if (resp->has_file) {
+        r = MHD_create_response_from_fd_at_offset64(resp->file_len, resp->file_fd, resp->file_off);
+        if (!r)
+            close(resp->file_fd); /* MHD closes it once it took it */
+    } else {
+        r = MHD_create_response_from_buffer(resp->len, resp->body ? resp->body : (void *)"",
+                                            MHD_RESPMEM_MUST_COPY);
+    }
     if (!r)
         ret = MHD_NO;
     else {
@@ -127,8 +151,10 @@ static enum MHD_Result http__send(struct MHD_Connection *conn, struct http_respo
         MHD_destroy_response(r);
     }
     free(resp->body);
-    for (int i = 0; i < resp->nhdr; i++)
+    for (int i = 0; i < resp->nhdr; i++) {
         free(resp->hdr_value[i]);
+        free(resp->hdr_name_dyn[i]);
+    }
     return ret;
 }
 
@@ -149,11 +175,22 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
         /* first call: headers only */
         req->method = method;
         MHD_get_connection_values(conn, MHD_HEADER_KIND, http__collect_header, req);
+        {
+            http_prepare prep = atomic_load(&srv->prepare);
+            if (prep)
+                prep(req, srv->ud);
+        }
         return MHD_YES;
     }
     if (*upload_data_size) {
-        if (!req->too_big && ty_buf_append(&req->body, upload_data, *upload_data_size) != 0)
+        if (req->sink.write) {
+            if (!req->sink_failed &&
+                req->sink.write(req->sink.ctx, upload_data, *upload_data_size) != 0)
+                req->sink_failed = 1;
+        } else if (!req->too_big &&
+                   ty_buf_append(&req->body, upload_data, *upload_data_size) != 0) {
             req->too_big = 1;
+        }
         *upload_data_size = 0;
         return MHD_YES;
     }

@@ -15,8 +15,21 @@
 #include "ty_buf.h"
 #include "ty_err.h"
 
-#define HTTP_MAX_HEADERS 96
-#define HTTP_MAX_BODY    (16u * 1024u * 1024u)
+#define HTTP_MAX_HEADERS      96
+#define HTTP_MAX_BODY         (16u * 1024u * 1024u)
+#define HTTP_MAX_RESP_HEADERS 64
+
+/*
+ * A body sink: when set on a request (by the prepare hook, at header time), every upload
+ * chunk goes to write(ctx, data, n) instead of the bounded buffer. A non-zero return stops
+ * the writes (the rest of the body is drained and dropped; sink_failed is set). free(ctx)
+ * runs when the request completes, whatever happened.
+ */
+struct http_sink {
+    int (*write)(void *ctx, const char *data, size_t n);
+    void (*free)(void *ctx);
+    void *ctx;
+};
 
 struct http_request {
     const char *method;  /* borrowed from MHD */
@@ -27,6 +40,8 @@ struct http_request {
     struct ty_buf body;
     int too_big;         /* the body went over HTTP_MAX_BODY */
     char request_id[40]; /* x-amzn-RequestId of this request */
+    struct http_sink sink; /* set by the prepare hook to stream the body; zero otherwise */
+    int sink_failed;       /* sink.write returned non-zero */
 };
 
 struct http_response {
@@ -34,21 +49,37 @@ struct http_response {
     const char *content_type; /* borrowed static string */
     char *body;               /* new: freed by http.c after sending */
     size_t len;
-    const char *hdr_name[8];  /* borrowed static strings */
-    char *hdr_value[8];       /* new: freed by http.c */
+    const char *hdr_name[HTTP_MAX_RESP_HEADERS]; /* borrowed static strings */
+    char *hdr_value[HTTP_MAX_RESP_HEADERS];      /* new: freed by http.c */
     int nhdr;
+    /* A body streamed from a file instead of body: file_len bytes of file_fd from file_off.
+       http.c owns (and closes) file_fd once has_file is set. */
+    int has_file;
+    int file_fd;
+    unsigned long long file_off, file_len;
+    char *hdr_name_dyn[HTTP_MAX_RESP_HEADERS]; /* new: names added by http_response_header_dup */
 };
+
+struct http_server;
 
 /* The request handler. Fills resp; resp->body may be NULL for an empty body. */
 typedef void (*http_handler)(struct http_request *req, struct http_response *resp, void *ud);
 
-/* Adds a response header (value copied). Silently ignores more than 8 headers. */
+/* Adds a response header (value copied). Silently ignores more than HTTP_MAX_RESP_HEADERS. */
 void http_response_header(struct http_response *resp, const char *name, const char *value);
+/* As http_response_header with the name copied too (for names built at run time). */
+void http_response_header_dup(struct http_response *resp, const char *name, const char *value);
+
+/*
+ * Called once per request at header time (method, path, query and headers known, no body
+ * yet), before anything else; it may set req->sink to stream the body. ud is the server's.
+ */
+typedef void (*http_prepare)(struct http_request *req, void *ud);
+/* Installs the prepare hook; call right after http_start (requests before it are buffered). */
+void http_set_prepare(struct http_server *srv, http_prepare fn);
 
 /* First value of header name (case-insensitive), or NULL. borrowed: valid while req lives. */
 const char *http_header(const struct http_request *req, const char *name);
-
-struct http_server;
 
 /*
  * Binds listen ("HOST:PORT", "[::1]:PORT") and starts threads worker threads calling h.

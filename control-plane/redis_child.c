@@ -56,6 +56,12 @@ int redis_child_start(const char *data_dir, char *url, size_t url_n, pid_t *pid,
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return ty_err_set(err, TY_EREDIS, "data-dir", "cannot create %s: %s", dir,
                           strerror(errno));
+    /* a redis-server of a server that was just killed may still be saving its AOF after its
+       PDEATHSIG: give it time to go before calling the data dir busy */
+    for (int i = 0; i < 100 && redis_child__connectable(sock); i++) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     if (redis_child__connectable(sock))
         return ty_err_set(err, TY_EREDIS, "data-dir",
                           "a redis-server is already running on %s (another trainyard-server on "
@@ -66,7 +72,15 @@ int redis_child_start(const char *data_dir, char *url, size_t url_n, pid_t *pid,
     if (child < 0)
         return ty_err_set(err, TY_EREDIS, NULL, "fork: %s", strerror(errno));
     if (child == 0) {
+        sigset_t none;
+        /* the server blocks SIGTERM/SIGINT for sigwait and ignores SIGPIPE; exec keeps both,
+           and redis must see its signals */
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
         prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() == 1)
+            _exit(1);
         setpgid(0, 0);
         execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", sock,
                "--unixsocketperm", "700", "--dir", dir, "--appendonly", "yes", "--appendfsync",

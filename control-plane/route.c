@@ -10,14 +10,20 @@
 #include "route.h"
 
 #include "agent.h"
+#include "authz.h"
+#include "console.h"
 #include "docker.h"
+#include "ops/iamapi.h"
 #include "ops/ops.h"
+#include "ops/s3.h"
+#include "ops/sts.h"
 #include "queue.h"
 #include "sigv4.h"
 #include "store.h"
 #include "ty_log.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,19 +47,70 @@ static const struct route_op route_ops[] = {
     {"sagemaker", "AddTags", op_tags_add},
     {"sagemaker", "ListTags", op_tags_list},
     {"sagemaker", "DeleteTags", op_tags_delete},
+    /* Studio: domains, user profiles, apps, presigned domain URLs (ops/studio.c) */
+    {"sagemaker", "CreateDomain", op_studio_create_domain},
+    {"sagemaker", "DescribeDomain", op_studio_describe_domain},
+    {"sagemaker", "ListDomains", op_studio_list_domains},
+    {"sagemaker", "UpdateDomain", op_studio_update_domain},
+    {"sagemaker", "DeleteDomain", op_studio_delete_domain},
+    {"sagemaker", "CreateUserProfile", op_studio_create_user_profile},
+    {"sagemaker", "DescribeUserProfile", op_studio_describe_user_profile},
+    {"sagemaker", "ListUserProfiles", op_studio_list_user_profiles},
+    {"sagemaker", "UpdateUserProfile", op_studio_update_user_profile},
+    {"sagemaker", "DeleteUserProfile", op_studio_delete_user_profile},
+    {"sagemaker", "CreateApp", op_studio_create_app},
+    {"sagemaker", "DescribeApp", op_studio_describe_app},
+    {"sagemaker", "ListApps", op_studio_list_apps},
+    {"sagemaker", "DeleteApp", op_studio_delete_app},
+    {"sagemaker", "CreatePresignedDomainUrl", op_studio_create_presigned_url},
     {"logs", "DescribeLogGroups", op_logs_describe_groups},
     {"logs", "DescribeLogStreams", op_logs_describe_streams},
     {"logs", "GetLogEvents", op_logs_get_events},
     {"logs", "FilterLogEvents", op_logs_filter_events},
 };
 
+size_t route_op_count(void)
+{
+    return sizeof(route_ops) / sizeof(route_ops[0]);
+}
+
+const char *route_op_at(size_t i, const char **service)
+{
+    if (i >= route_op_count())
+        return NULL;
+    *service = route_ops[i].service;
+    return route_ops[i].name;
+}
+
 static __thread struct store *route__store;
 static __thread struct docker *route__docker;
 
+/* Each worker thread's connections are closed when MHD ends the thread (pthread key
+   destructor), so a clean shutdown leaves nothing behind. */
+static pthread_key_t route__key;
+static pthread_once_t route__once = PTHREAD_ONCE_INIT;
+
+static void route__thread_exit(void *unused)
+{
+    (void)unused;
+    store_close(route__store);
+    route__store = NULL;
+    docker_close(route__docker);
+    route__docker = NULL;
+}
+
+static void route__key_init(void)
+{
+    pthread_key_create(&route__key, route__thread_exit);
+}
+
 static struct store *route__thread_store(const struct route_ctx *rc, struct ty_err *err)
 {
-    if (!route__store)
+    if (!route__store) {
+        pthread_once(&route__once, route__key_init);
+        pthread_setspecific(route__key, (void *)1);
         route__store = store_open(rc->redis_url, err);
+    }
     return route__store;
 }
 
@@ -176,6 +233,19 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
         route__healthz(rc, resp);
         return;
     }
+    if (s3_is_request(req)) { /* S3: its own auth, XML errors and streamed bodies (ops/s3.c) */
+        s3_route(req, resp, rc);
+        return;
+    }
+    if (sts_is_request(req)) { /* STS: query protocol, XML answers and errors (ops/sts.c) */
+        sts_route(req, resp, rc);
+        return;
+    }
+    /* the console authenticates with its own session cookie, not SigV4 (console.c) */
+    if (console_path(req->path)) {
+        console_handle(req, resp, route__thread_store(rc, &err), rc->account_id);
+        return;
+    }
     if (strncmp(req->path, "/sagemaker/", 11) == 0)
         ctype = "application/json";
     if (req->too_big) {
@@ -200,6 +270,12 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
     s = route__thread_store(rc, &err);
     if (!s)
         goto fail;
+    if (op_iamapi_is_service(auth.service)) {
+        /* IAM and STS query APIs: their own key check, XML errors and authorisation (iamapi.c) */
+        struct op_iamapi_call ic = {req, s, rc->account_id, &sreq, &auth};
+        op_iamapi_route(&ic, resp);
+        return;
+    }
     if (store_principal_get(s, auth.access_key, secret, sizeof(secret), arn, sizeof(arn),
                             &err) != 0) {
         if (err.code == TY_ENOTFOUND)
@@ -247,12 +323,17 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
     }
     if (model_validate(rc->model, op->service, op->name, in, &err) != 0)
         goto fail;
+    /* validation first, then authorisation, as AWS orders them (authz.c) */
+    if (authz_request(s, op->service, op->name, in, arn, auth.region, rc->account_id, &err) != 0)
+        goto fail;
 
     ctx.store = s;
     ctx.region = auth.region;
     ctx.account_id = rc->account_id;
     ctx.principal_arn = arn;
     ctx.now = route__now();
+    ctx.host = http_header(req, "Host");
+    ctx.s3_dir = rc->s3_dir;
     if (op->fn(&ctx, in, &out, &err) != 0)
         goto fail;
     route__json(resp, 200, out, ctype);

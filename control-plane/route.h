@@ -8,6 +8,8 @@
 #ifndef TY_CP_ROUTE_H
 #define TY_CP_ROUTE_H
 
+#include <stddef.h>
+
 #include "http.h"
 #include "model.h"
 
@@ -20,7 +22,13 @@ struct route_ctx {
     const char *account_id;
     struct agent **agents;     /* embedded agents, for /healthz */
     int nagents;
+    const char *s3_dir; /* the embedded object store's directory (objstore.h) */
 };
+
+/* The operation table, for tests (every operation must have an authz.c row): the number of
+   operations, and the name (borrowed, static) and OUT: *service of the i-th; NULL past the end. */
+size_t route_op_count(void);
+const char *route_op_at(size_t i, const char **service);
 
 /* The http_handler of trainyard-server; ud is a struct route_ctx that outlives the server. */
 void route_handle(struct http_request *req, struct http_response *resp, void *ud);

@@ -10,7 +10,9 @@
 #include "docker.h"
 #include "http.h"
 #include "model.h"
+#include "ops/s3.h"
 #include "queue.h"
+#include "quota.h"
 #include "redis_child.h"
 #include "route.h"
 #include "store.h"
@@ -31,7 +33,7 @@
 
 /* X(field, flag, env, default, help) */
 #define SERVER_CFG(X)                                                                              \
-    X(listen, "listen", "TRAINYARD_LISTEN", "127.0.0.1:8080", "HOST:PORT to serve every API on")  \
+    X(listen, "listen", "TRAINYARD_LISTEN", "127.0.0.1:8080", "HOST:PORT to serve every API on")   \
     X(data_dir, "data-dir", "TRAINYARD_DATA_DIR", "./.trainyard",                                  \
       "state: credentials, private redis, object store, job staging")                              \
     X(redis, "redis", "TRAINYARD_REDIS", "",                                                       \
@@ -39,7 +41,7 @@
     X(agents, "agents", "TRAINYARD_AGENTS", "1", "agents embedded in the server; 0 = API only")    \
     X(slots, "slots", "TRAINYARD_SLOTS", "4", "jobs each embedded agent runs at once")             \
     X(docker_host, "docker-host", "TRAINYARD_DOCKER_HOST", "",                                     \
-      "container engine; default $DOCKER_HOST, else unix:///var/run/docker.sock")                 \
+      "container engine; default $DOCKER_HOST, else unix:///var/run/docker.sock")                  \
     X(region, "region", "TRAINYARD_REGION", "us-east-1",                                           \
       "default region (ARNs use the region each request is signed for)")                           \
     X(account_id, "account-id", "TRAINYARD_ACCOUNT_ID", "000000000000", "account id in ARNs")      \
@@ -50,7 +52,13 @@
     X(endpoint_url, "endpoint-url", "TRAINYARD_ENDPOINT_URL", "",                                  \
       "trainyard's URL as containers see it (S3_ENDPOINT_URL); default http://<listen>")           \
     X(threads, "threads", "TRAINYARD_THREADS", "8", "HTTP worker threads")                         \
-    X(log_level, "log-level", "TRAINYARD_LOG_LEVEL", "info", "debug, info, warn or error")
+    X(log_level, "log-level", "TRAINYARD_LOG_LEVEL", "info", "debug, info, warn or error")         \
+    X(max_training, "max-training-jobs-per-instance-type", "TRAINYARD_MAX_TRAINING_JOBS", "100",   \
+      "quota: concurrent InProgress training instances per instance type; 0 = no limit")           \
+    X(max_profiles, "max-user-profiles-per-domain", "TRAINYARD_MAX_USER_PROFILES", "100",          \
+      "quota: live user profiles per domain; 0 = no limit")                                        \
+    X(max_apps, "max-apps-per-user", "TRAINYARD_MAX_APPS_PER_USER", "10",                          \
+      "quota: live apps per user profile; 0 = no limit")
 
 struct server_cfg {
 #define CFG_FIELD(field, flag, env, def, help) const char *field;
@@ -182,6 +190,18 @@ int main(int argc, char **argv)
         server__int("stop-grace", cfg.stop_grace, 0, 86400, &grace) ||
         server__int("slots", cfg.slots, 1, 1024, &slots))
         return 1;
+    {
+        struct quota_limits ql;
+        int qt, qp, qa;
+        if (server__int("max-training-jobs-per-instance-type", cfg.max_training, 0, 1000000, &qt) ||
+            server__int("max-user-profiles-per-domain", cfg.max_profiles, 0, 1000000, &qp) ||
+            server__int("max-apps-per-user", cfg.max_apps, 0, 1000000, &qa))
+            return 1;
+        ql.training_instances_per_type = qt;
+        ql.profiles_per_domain = qp;
+        ql.apps_per_user = qa;
+        quota_configure(&ql);
+    }
 
     /* signals are taken by sigwait below; every thread inherits the mask */
     sigemptyset(&sigs);
@@ -255,9 +275,11 @@ int main(int argc, char **argv)
     rctx.account_id = cfg.account_id;
     rctx.agents = agents;
     rctx.nagents = nagents;
+    rctx.s3_dir = s3_dir;
     http = http_start(cfg.listen, threads, route_handle, &rctx, &err);
     if (!http)
         goto fail;
+    http_set_prepare(http, s3_prepare);
     ty_log(TY_LOG_INFO, "server.ready",
            "listen=%s port=%d data_dir=%s redis=%s agents=%d docker_host=%s version=%s",
            cfg.listen, http_port(http), data_dir, cfg.redis[0] ? "external" : "private", nagents,

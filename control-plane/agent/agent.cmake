@@ -2,16 +2,19 @@
 # regexes, artifacts) - no Redis or engine, so unit tests link it alone.
 add_library(ty_agent_core STATIC
   ${TY_CP_DIR}/agent/instances.c ${TY_CP_DIR}/agent/spec.c ${TY_CP_DIR}/agent/stage.c
-  ${TY_CP_DIR}/agent/metrics.c ${TY_CP_DIR}/agent/artifacts.c)
+  ${TY_CP_DIR}/agent/metrics.c ${TY_CP_DIR}/agent/artifacts.c ${TY_CP_DIR}/agent/channels.c)
 target_include_directories(ty_agent_core PUBLIC ${TY_CP_DIR}/agent)
 target_link_libraries(ty_agent_core PUBLIC ty_core PkgConfig::ARCHIVE PkgConfig::PCRE2
   PkgConfig::JANSSON Threads::Threads m)
 
 # ty_agent: the training agent (agent.h), embedded in trainyard-server and trainyard-agent.
-if(TARGET ty_store AND TARGET ty_docker)
-  add_library(ty_agent STATIC ${TY_CP_DIR}/agent/agent.c ${TY_CP_DIR}/agent/run.c)
+# transfer.c moves bytes through the object store (ty_s3, declared by s3.cmake after this file:
+# target names resolve at generate time).
+if(TARGET ty_store AND TARGET ty_docker AND EXISTS ${TY_CP_DIR}/s3.cmake)
+  add_library(ty_agent STATIC ${TY_CP_DIR}/agent/agent.c ${TY_CP_DIR}/agent/run.c
+    ${TY_CP_DIR}/agent/transfer.c)
   target_include_directories(ty_agent PUBLIC ${TY_CP_DIR}/agent)
-  target_link_libraries(ty_agent PUBLIC ty_agent_core ty_store ty_docker ty_core
+  target_link_libraries(ty_agent PUBLIC ty_agent_core ty_s3 ty_store ty_docker ty_core
     PkgConfig::ARCHIVE PkgConfig::PCRE2 PkgConfig::JANSSON Threads::Threads)
 
   add_executable(trainyard-agent ${TY_CP_DIR}/agent/main.c)

@@ -18,9 +18,11 @@
 #include "docker.h"
 #include "instances.h"
 #include "metrics.h"
+#include "objstore.h"
 #include "spec.h"
 #include "stage.h"
 #include "store.h"
+#include "transfer.h"
 #include "ty_buf.h"
 #include "ty_log.h"
 
@@ -31,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,6 +49,7 @@
 #define RUN_KILL_WAIT_S    30 /* after SIGKILL */
 #define RUN_LOGS_DRAIN_S   10 /* for the log reader after the container is gone */
 #define RUN_STORE_RETRIES  5
+#define RUN_CKPT_MS        10000 /* checkpoint upload period while training */
 
 #define MSG_STARTING   "Preparing the instances for training"
 #define MSG_RESTARTING "Restarting the training job after its agent was lost"
@@ -74,8 +78,9 @@ struct run_logs {
     pthread_cond_t cv;       /* signalled when done is set */
     json_t *batch;           /* events not yet appended */
     size_t batch_bytes;
-    int done;     /* the reader returned */
-    long dropped; /* events dropped while Redis refused them */
+    int done;        /* the reader returned */
+    long dropped;    /* events dropped while Redis refused them */
+    int64_t last_ts; /* timestamp of the last event: a stream's timestamps never go back */
 };
 
 enum run_outcome { RUN_EXITED, RUN_STOPPED, RUN_MAXRUNTIME, RUN_ABANDON };
@@ -94,11 +99,17 @@ struct run_ctx {
     struct run_logs *logs;   /* one ref held by the runner */
     pthread_t log_thr;
     int log_started;
-    double t_start, t_end; /* container start and end, epoch seconds */
-    char cur[64];          /* current TrainingJobStatus after a conflict */
-    char region[32];       /* of the job (from its ARN), else the agent's */
-    char account[32];      /* of the job (from its ARN), "" when unknown */
-    int store_down;        /* the last store call failed on Redis */
+    double t_start, t_end;   /* container start and end, epoch seconds */
+    char cur[64];            /* current TrainingJobStatus after a conflict */
+    char region[32];         /* of the job (from its ARN), else the agent's */
+    char account[32];        /* of the job (from its ARN), "" when unknown */
+    int store_down;          /* the last store call failed on Redis */
+    char stream[128];        /* <job>/algo-1-<epoch>: the log stream, named when staging starts */
+    struct store *os_store;  /* owned: the objstore's own connection */
+    struct objstore *os;     /* owned, NULL until first used */
+    int64_t last_log_ts;     /* timestamp of the agent's last own line in the stream */
+    char ckpt_dir[PATH_MAX]; /* host side of CheckpointConfig.LocalPath */
+    json_t *ckpt_seen;       /* owned: path -> signature of uploaded checkpoint files */
 };
 
 /* snprintf for text that may be cut short on purpose (reasons, names). */
@@ -191,6 +202,14 @@ static int run_logs_line(const char *line, size_t len, int64_t ts_ms, int is_std
     stage_utf8_fix(rd->line, len);
     if (ts_ms <= 0)
         ts_ms = run_now_ms();
+    pthread_mutex_lock(&l->mu);
+    /* Engines stamp lines with whole seconds (Podman) and the agent's own lines come first:
+       keep the stream chronological, as CloudWatch and the SDK's tailing (startTime = the last
+       timestamp seen) need. */
+    if (ts_ms < l->last_ts)
+        ts_ms = l->last_ts;
+    l->last_ts = ts_ms;
+    pthread_mutex_unlock(&l->mu);
     metrics_feed(l->metrics, rd->line, len, ts_ms);
     ev = json_pack("{s:I, s:s%}", "timestamp", (json_int_t)ts_ms, "message", rd->line, len);
     pthread_mutex_lock(&l->mu);
@@ -385,16 +404,139 @@ static void run_set_metrics(struct run_ctx *r, json_t *set)
         json_object_set_new(set, "FinalMetricDataList", m);
 }
 
+/* The objstore handle of this runner, on its own Redis connection (opened on first use, and
+   again after a failure). NULL with err when Redis is away. */
+static struct objstore *run_objstore(struct run_ctx *r, struct ty_err *err)
+{
+    if (r->os)
+        return r->os;
+    if (!r->os_store && !(r->os_store = store_open(r->a->cfg.redis_url, err)))
+        return NULL;
+    r->os = objstore_open(r->a->cfg.s3_dir, r->os_store, err);
+    if (!r->os) {
+        store_close(r->os_store);
+        r->os_store = NULL;
+    }
+    return r->os;
+}
+
+/* Drops the objstore handle after an error, so that the next use reconnects. */
+static void run_objstore_reset(struct run_ctx *r)
+{
+    objstore_close(r->os);
+    r->os = NULL;
+    store_close(r->os_store);
+    r->os_store = NULL;
+}
+
+/* Appends one line to the job's log stream now (progress of downloads and uploads). */
+static void run_log_line(void *ud, const char *line)
+{
+    struct run_ctx *r = ud;
+    struct ty_err err;
+    json_t *ev;
+
+    ty_log(TY_LOG_INFO, "agent.job.progress", "job=%s line='%s'", r->job, line);
+    if (!r->s)
+        run_store_reopen(r);
+    if (run_now_ms() > r->last_log_ts)
+        r->last_log_ts = run_now_ms();
+    ev = json_pack("[{s:I, s:s}]", "timestamp", (json_int_t)r->last_log_ts, "message", line);
+    if (r->s && ev && store_log_append(r->s, RUN_LOG_GROUP, r->stream, ev, &err) != 0)
+        ty_log(TY_LOG_WARN, "agent.logs.append_failed", "job=%s stream='%s' error='%s'", r->job,
+               r->stream, err.msg);
+    json_decref(ev);
+}
+
+static void run_transfer_init(struct run_ctx *r, struct transfer *t, struct objstore *os)
+{
+    memset(t, 0, sizeof(*t));
+    t->os = os;
+    t->region = r->region;
+    t->log = run_log_line;
+    t->ud = r;
+}
+
+/* Uploads the checkpoint directory's new and changed files (all of them when final). Best
+   effort: a failure is logged, the job goes on. */
+static void run_checkpoints_sync(struct run_ctx *r, int final)
+{
+    struct transfer t;
+    struct ty_err err;
+    struct objstore *os;
+    int count = 0;
+
+    if (!r->sp.checkpoint_uri[0] || !r->ckpt_seen)
+        return;
+    if (!(os = run_objstore(r, &err))) {
+        ty_log(TY_LOG_WARN, "agent.checkpoints.store", "job=%s error='%s'", r->job, err.msg);
+        return;
+    }
+    run_transfer_init(r, &t, os);
+    t.log = NULL;
+    if (transfer_upload_tree(&t, r->ckpt_dir, r->sp.checkpoint_uri, r->ckpt_seen, 0, &count,
+                             &err) != 0) {
+        ty_log(TY_LOG_WARN, "agent.checkpoints.upload_failed", "job=%s error='%s'", r->job,
+               err.msg);
+        if (err.code == TY_EREDIS || err.code == TY_EIO)
+            run_objstore_reset(r);
+    }
+    if (count > 0 || final)
+        ty_log(TY_LOG_INFO, "agent.checkpoints.uploaded", "job=%s files=%d final=%d", r->job, count,
+               final);
+    if (count > 0 && final)
+        run_log_line(r, "Uploaded checkpoints");
+}
+
+/* Uploads /opt/ml/output/profiler/ under <ProfilerConfig.S3OutputPath>/<job>/profiler-output/
+   when the job has a profiler path and wrote something there. Best effort. */
+static void run_profiler_upload(struct run_ctx *r)
+{
+    char src[PATH_MAX], uri[1400];
+    struct transfer t;
+    struct ty_err err;
+    struct objstore *os;
+    size_t ul;
+    int count = 0;
+
+    if (!r->sp.profiler_uri[0])
+        return;
+    run_fmt(src, sizeof(src), "%s/output/profiler", r->host_dir);
+    if (access(src, F_OK) != 0)
+        return;
+    ul = strlen(r->sp.profiler_uri);
+    while (ul > 0 && r->sp.profiler_uri[ul - 1] == '/')
+        ul--;
+    run_fmt(uri, sizeof(uri), "%.*s/%s/profiler-output/", (int)ul, r->sp.profiler_uri, r->job);
+    if (!(os = run_objstore(r, &err)))
+        return;
+    run_transfer_init(r, &t, os);
+    t.log = NULL;
+    if (transfer_upload_tree(&t, src, uri, NULL, 0, &count, &err) != 0)
+        ty_log(TY_LOG_WARN, "agent.profiler.upload_failed", "job=%s error='%s'", r->job, err.msg);
+    else
+        ty_log(TY_LOG_INFO, "agent.profiler.uploaded", "job=%s files=%d uri='%s'", r->job, count,
+               uri);
+}
+
 /*
- * Tars /opt/ml/model (when with_model) and /opt/ml/output/data into the object store and, for
- * the model, adds ModelArtifacts to set. Returns 0, or -1 with reason (size n) filled.
+ * Uploads the job's outputs into the object store under <S3OutputPath>/<job>/output/:
+ * /opt/ml/model (when with_model) and /opt/ml/output/data as model.tar.gz and output.tar.gz,
+ * or, with OutputDataConfig.CompressionType NONE, file by file under output/model/ and
+ * output/data/ (as SageMaker's uncompressed upload mode does); for the model, adds
+ * ModelArtifacts to set. Then the final checkpoint sync and the profiler output.
+ * Returns 0, or -1 with reason (size n) filled.
  */
 static int run_upload(struct run_ctx *r, json_t *set, int with_model, char *reason, size_t n)
 {
-    char bucket[256], prefix[1100], key[1400], path[PATH_MAX], src[PATH_MAX];
+    char bucket[256], prefix[1100], key[1400], tmp[PATH_MAX], src[PATH_MAX], uri[1700];
+    struct transfer t;
     struct ty_err err;
-    int w;
+    struct objstore *os;
 
+    run_checkpoints_sync(r, 1);
+    if (with_model)
+        run_profiler_upload(r);
     if (!r->sp.output_path[0])
         return 0; /* nothing to upload to; the server requires OutputDataConfig anyway */
     if (artifacts_s3_parse(r->sp.output_path, bucket, sizeof(bucket), prefix, sizeof(prefix))) {
@@ -402,30 +544,41 @@ static int run_upload(struct run_ctx *r, json_t *set, int with_model, char *reas
                 r->sp.output_path);
         return -1;
     }
+    if (!(os = run_objstore(r, &err))) {
+        run_fmt(reason, n, "InternalServerError: object store: %s", err.msg);
+        return -1;
+    }
+    run_transfer_init(r, &t, os);
     for (int i = with_model ? 0 : 1; i < 2; i++) {
-        const char *file = i == 0 ? "model.tar.gz" : "output.tar.gz";
+        const char *file = i == 0 ? (r->sp.output_uncompressed ? "model" : "model.tar.gz")
+                                  : (r->sp.output_uncompressed ? "data" : "output.tar.gz");
+        int rc;
         if (artifacts_output_key(prefix, r->sp.name, file, key, sizeof(key)) != 0) {
             run_fmt(reason, n, "ClientError: S3OutputPath too long");
             return -1;
         }
-        w = run_fmt(path, sizeof(path), "%s/%s/%s", r->a->cfg.s3_dir, bucket, key);
-        int w2 = run_fmt(src, sizeof(src), "%s/%s", r->host_dir, i == 0 ? "model" : "output/data");
-        if (w < 0 || (size_t)w >= sizeof(path) || w2 < 0 || (size_t)w2 >= sizeof(src)) {
-            run_fmt(reason, n, "ClientError: S3OutputPath too long");
-            return -1;
+        run_fmt(src, sizeof(src), "%s/%s", r->host_dir, i == 0 ? "model" : "output/data");
+        run_fmt(uri, sizeof(uri), "s3://%s/%s", bucket, key);
+        if (r->sp.output_uncompressed) {
+            int count = 0;
+            rc = transfer_upload_tree(&t, src, uri, NULL, 0, &count, &err);
+        } else {
+            run_fmt(tmp, sizeof(tmp), "%s/%s", r->dir, file);
+            rc = artifacts_targz(src, tmp, &err);
+            if (rc == 0)
+                rc = transfer_put_file(&t, tmp, bucket, key, NULL, &err);
+            unlink(tmp);
         }
-        if (artifacts_targz(src, path, &err) != 0) {
+        if (rc != 0) {
             run_fmt(reason, n, "InternalServerError: cannot upload %s: %s", file, err.msg);
             ty_log(TY_LOG_ERROR, "agent.job.upload_failed", "job=%s file=%s error='%s'", r->job,
                    file, err.msg);
+            run_objstore_reset(r);
             return -1;
         }
-        ty_log(TY_LOG_INFO, "agent.job.uploaded", "job=%s path='%s'", r->job, path);
-        if (i == 0 && set) {
-            char uri[1700];
-            run_fmt(uri, sizeof(uri), "s3://%s/%s", bucket, key);
+        ty_log(TY_LOG_INFO, "agent.job.uploaded", "job=%s uri='%s'", r->job, uri);
+        if (i == 0 && set)
             json_object_set_new(set, "ModelArtifacts", json_pack("{s:s}", "S3ModelArtifacts", uri));
-        }
     }
     return 0;
 }
@@ -501,8 +654,8 @@ static int run_create(struct run_ctx *r, char *reason, size_t n)
     struct stage_env_opts eo = {0};
     struct docker_create c = {0};
     struct ty_err err;
-    char bind[PATH_MAX + 16];
-    const char *binds[2] = {bind, NULL};
+    char bind[PATH_MAX + 16], bind2[2 * PATH_MAX + 16];
+    const char *binds[3] = {bind, NULL, NULL};
     char **env = NULL;
     json_t *labels = NULL;
     int rc = -1, ex;
@@ -537,6 +690,10 @@ static int run_create(struct run_ctx *r, char *reason, size_t n)
     labels = json_pack("{s:s, s:s, s:s}", "trainyard.job", r->job, "trainyard.agent", r->a->id,
                        "trainyard.host", STAGE_HOST);
     run_fmt(bind, sizeof(bind), "%s:/opt/ml", r->host_dir);
+    if (r->sp.checkpoint_uri[0] && strncmp(r->sp.checkpoint_local, "/opt/ml/", 8) != 0) {
+        run_fmt(bind2, sizeof(bind2), "%s:%s", r->ckpt_dir, r->sp.checkpoint_local);
+        binds[1] = bind2;
+    }
     if (!env || !labels) {
         run_fmt(reason, n, "InternalServerError: out of memory");
         goto done;
@@ -591,7 +748,8 @@ static int run_start_logs(struct run_ctx *r)
     run_fmt(l->job, sizeof(l->job), "%s", r->job);
     run_fmt(l->region, sizeof(l->region), "%s", r->region);
     run_fmt(l->account, sizeof(l->account), "%s", r->account);
-    run_fmt(l->stream, sizeof(l->stream), "%s/%s-%lld", r->job, STAGE_HOST, (long long)r->t_start);
+    run_fmt(l->stream, sizeof(l->stream), "%s", r->stream);
+    l->last_ts = r->last_log_ts;
     r->logs = l;
     if (!l->redis_url || !l->docker_host || !l->batch || !l->metrics)
         return -1;
@@ -700,6 +858,7 @@ static int run_kill(struct run_ctx *r, struct docker_state *st)
 static enum run_outcome run_supervise(struct run_ctx *r, struct docker_state *st)
 {
     double next_poll = 0, next_metrics = run_now() + RUN_METRICS_MS / 1000.0;
+    double next_ckpt = run_now() + RUN_CKPT_MS / 1000.0;
 
     for (;;) {
         double now;
@@ -730,6 +889,10 @@ static enum run_outcome run_supervise(struct run_ctx *r, struct docker_state *st
         }
         if (r->sp.max_runtime_s > 0 && now - r->t_start >= (double)r->sp.max_runtime_s)
             return RUN_MAXRUNTIME;
+        if (now >= next_ckpt) {
+            run_checkpoints_sync(r, 0);
+            next_ckpt = run_now() + RUN_CKPT_MS / 1000.0;
+        }
         if (now >= next_metrics && r->logs) {
             int changed = 0;
             json_t *m = metrics_final(r->logs->metrics, &changed);
@@ -869,6 +1032,50 @@ static int run_container(struct run_ctx *r)
     return rc < 0 ? -1 : 0;
 }
 
+/*
+ * Stages the job's data through the object store: channels, script-mode code, checkpoints.
+ * The checkpoint directory is <host_dir>/<LocalPath under /opt/ml>, or <dir>/checkpoints bound
+ * at LocalPath. Returns 0 or a negative code with err->msg a FailureReason.
+ */
+static int run_stage_data(struct run_ctx *r, struct ty_err *err)
+{
+    struct transfer t;
+    struct objstore *os;
+    int rc, count = 0;
+
+    if (strncmp(r->sp.checkpoint_local, "/opt/ml/", 8) == 0)
+        run_fmt(r->ckpt_dir, sizeof(r->ckpt_dir), "%s/%s", r->host_dir, r->sp.checkpoint_local + 8);
+    else
+        run_fmt(r->ckpt_dir, sizeof(r->ckpt_dir), "%s/checkpoints", r->dir);
+    if (json_array_size(r->sp.channels) == 0 && !r->sp.checkpoint_uri[0] &&
+        !json_object_get(r->sp.hyperparameters, "sagemaker_submit_directory"))
+        return 0;
+    if (!(os = run_objstore(r, err)))
+        return ty_err_set(err, TY_EIO, NULL, "InternalServerError: object store: %s", err->msg);
+    run_transfer_init(r, &t, os);
+    rc = transfer_channels(&t, &r->sp, r->host_dir, r->dir, 0, 1, err);
+    if (rc == 0)
+        rc = transfer_code(&t, &r->sp, r->host_dir, err);
+    if (rc == 0 && r->sp.checkpoint_uri[0]) {
+        if ((rc = artifacts_mkdirs(r->ckpt_dir, 0777)) != 0 || chmod(r->ckpt_dir, 0777) != 0)
+            return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot create '%s'",
+                              r->ckpt_dir);
+        rc = transfer_download_prefix(&t, r->sp.checkpoint_uri, r->ckpt_dir, &count, err);
+        if (rc == 0 && count > 0) {
+            char line[1300];
+            run_fmt(line, sizeof(line), "Restored %d checkpoint files from %s into %s", count,
+                    r->sp.checkpoint_uri, r->sp.checkpoint_local);
+            run_log_line(r, line);
+        }
+        if (rc == 0 && (r->ckpt_seen = json_object()) != NULL)
+            transfer_upload_tree(&t, r->ckpt_dir, r->sp.checkpoint_uri, r->ckpt_seen, 1, NULL, err);
+        ty_err_clear(err);
+    }
+    if (rc != 0 && (err->code == TY_EREDIS || err->code == TY_EIO))
+        run_objstore_reset(r);
+    return rc;
+}
+
 /* Everything from the claimed entry to a terminal job. Returns 0 to ack, -1 to leave pending. */
 static int run_job(struct run_ctx *r)
 {
@@ -929,8 +1136,17 @@ static int run_job(struct run_ctx *r)
     rc = run_transition(r, "InProgress", NULL, "Downloading", MSG_DOWNLOAD, NULL);
     if (rc != 0)
         return rc < 0 ? -1 : (run_settle_conflict(r) < 0 ? -1 : 0);
-    if (stage_prepare(r->host_dir, &r->sp, r->a->cfg.s3_dir, &err) != 0)
+    /* The log stream is named now, so that download progress lands in the stream the
+       container's output continues. */
+    run_fmt(r->stream, sizeof(r->stream), "%s/%s-%lld", r->job, STAGE_HOST, (long long)run_now());
+    if (stage_prepare(r->host_dir, &r->sp, NULL, &err) != 0)
         return run_finish_failed(r, err.msg) < 0 ? -1 : 0;
+    if (run_stage_data(r, &err) != 0) {
+        if (atomic_load(&r->a->stopping))
+            return -1;
+        run_log_line(r, err.msg);
+        return run_finish_failed(r, err.msg) < 0 ? -1 : 0;
+    }
     if (atomic_load(&r->a->stopping))
         return -1;
     return run_container(r);
@@ -1013,6 +1229,8 @@ void *run_thread(void *arg)
     }
     spec_cleanup(&r->sp);
     docker_close(r->d);
+    run_objstore_reset(r);
+    json_decref(r->ckpt_seen);
     store_close(r->s);
     free(r);
 out:

@@ -125,6 +125,9 @@ int spec_parse(json_t *doc, struct spec *sp, struct ty_err *err)
         return ty_err_set(err, TY_EINVAL, "TrainingJobArn",
                           "ClientError: TrainingJobArn is invalid");
 
+    if (spec_str(doc, "RoleArn", sp->role_arn, sizeof(sp->role_arn)) < 0)
+        return ty_err_set(err, TY_EINVAL, "RoleArn", "ClientError: RoleArn is invalid");
+
     alg = json_object_get(doc, "AlgorithmSpecification");
     if (!json_is_object(alg))
         return ty_err_set(err, TY_EINVAL, "AlgorithmSpecification",
@@ -173,6 +176,37 @@ int spec_parse(json_t *doc, struct spec *sp, struct ty_err *err)
         return ty_err_set(err, TY_EINVAL, "OutputDataConfig.S3OutputPath",
                           "ClientError: OutputDataConfig.S3OutputPath is invalid");
     }
+    v = json_object_get(odc, "CompressionType");
+    if (v && !json_is_null(v)) {
+        const char *ct = json_string_value(v);
+        if (!ct || (strcmp(ct, "GZIP") != 0 && strcmp(ct, "NONE") != 0)) {
+            spec_cleanup(sp);
+            return ty_err_set(err, TY_EINVAL, "OutputDataConfig.CompressionType",
+                              "ClientError: OutputDataConfig.CompressionType must be GZIP or NONE");
+        }
+        sp->output_uncompressed = strcmp(ct, "NONE") == 0;
+    }
+    v = json_object_get(doc, "CheckpointConfig");
+    if (spec_str(v, "S3Uri", sp->checkpoint_uri, sizeof(sp->checkpoint_uri)) < 0 ||
+        spec_str(v, "LocalPath", sp->checkpoint_local, sizeof(sp->checkpoint_local)) < 0 ||
+        (sp->checkpoint_local[0] &&
+         (sp->checkpoint_local[0] != '/' || strstr(sp->checkpoint_local, "/..") ||
+          strchr(sp->checkpoint_local, ':')))) {
+        spec_cleanup(sp);
+        return ty_err_set(err, TY_EINVAL, "CheckpointConfig",
+                          "ClientError: CheckpointConfig.S3Uri or LocalPath is invalid (LocalPath "
+                          "must be an absolute path without '..')");
+    }
+    if (!sp->checkpoint_local[0])
+        snprintf(sp->checkpoint_local, sizeof(sp->checkpoint_local), "/opt/ml/checkpoints");
+    v = json_object_get(doc, "ProfilerConfig");
+    if (spec_str(v, "S3OutputPath", sp->profiler_uri, sizeof(sp->profiler_uri)) < 0) {
+        spec_cleanup(sp);
+        return ty_err_set(err, TY_EINVAL, "ProfilerConfig.S3OutputPath",
+                          "ClientError: ProfilerConfig.S3OutputPath is invalid");
+    }
+    if (json_is_true(json_object_get(v, "DisableProfiler")))
+        sp->profiler_uri[0] = '\0';
     sp->network_isolation = json_is_true(json_object_get(doc, "EnableNetworkIsolation"));
 
     if (!(sp->hyperparameters = spec_strmap(json_object_get(doc, "HyperParameters")))) {

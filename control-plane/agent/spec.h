@@ -16,21 +16,26 @@
 #define SPEC_MAX_ARGS 256 /* entries of ContainerEntrypoint / ContainerArguments (AWS: 100) */
 
 struct spec {
-    char name[64];           /* TrainingJobName */
-    char arn[256];           /* TrainingJobArn, "" when absent */
-    char image[256];         /* AlgorithmSpecification.TrainingImage */
-    char input_mode[16];     /* AlgorithmSpecification.TrainingInputMode, "File" by default */
-    char instance_type[64];  /* ResourceConfig.InstanceType, "" when absent */
-    int instance_count;      /* ResourceConfig.InstanceCount, >= 1 */
-    long max_runtime_s;      /* StoppingCondition.MaxRuntimeInSeconds, 0 = none */
-    char output_path[1100];  /* OutputDataConfig.S3OutputPath, "" when absent */
-    int network_isolation;   /* EnableNetworkIsolation */
-    char **entrypoint;       /* owned, NULL-terminated; NULL when not given */
-    char **arguments;        /* owned, NULL-terminated; NULL when not given */
-    json_t *hyperparameters; /* owned object string -> string ({} when none) */
-    json_t *environment;     /* owned object string -> string ({} when none) */
-    json_t *channels;        /* owned array of InputDataConfig channels ([] when none) */
-    json_t *metric_defs;     /* owned array of {Name, Regex} ([] when none) */
+    char name[64];              /* TrainingJobName */
+    char arn[256];              /* TrainingJobArn, "" when absent */
+    char role_arn[2100];        /* RoleArn, "" when absent (for messages) */
+    char image[256];            /* AlgorithmSpecification.TrainingImage */
+    char input_mode[16];        /* AlgorithmSpecification.TrainingInputMode, "File" by default */
+    char instance_type[64];     /* ResourceConfig.InstanceType, "" when absent */
+    int instance_count;         /* ResourceConfig.InstanceCount, >= 1 */
+    long max_runtime_s;         /* StoppingCondition.MaxRuntimeInSeconds, 0 = none */
+    char output_path[1100];     /* OutputDataConfig.S3OutputPath, "" when absent */
+    int output_uncompressed;    /* OutputDataConfig.CompressionType NONE */
+    char checkpoint_uri[1100];  /* CheckpointConfig.S3Uri, "" when absent */
+    char checkpoint_local[512]; /* CheckpointConfig.LocalPath, "/opt/ml/checkpoints" default */
+    char profiler_uri[1100];    /* ProfilerConfig.S3OutputPath unless DisableProfiler, else "" */
+    int network_isolation;      /* EnableNetworkIsolation */
+    char **entrypoint;          /* owned, NULL-terminated; NULL when not given */
+    char **arguments;           /* owned, NULL-terminated; NULL when not given */
+    json_t *hyperparameters;    /* owned object string -> string ({} when none) */
+    json_t *environment;        /* owned object string -> string ({} when none) */
+    json_t *channels;           /* owned array of InputDataConfig channels ([] when none) */
+    json_t *metric_defs;        /* owned array of {Name, Regex} ([] when none) */
 };
 
 /*

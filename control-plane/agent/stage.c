@@ -1,10 +1,9 @@
 /*
  * stage.c - stages /opt/ml for one host of a job and builds the container's environment.
  *
- * Channel data: the S3 data plane is another module; until it copies from a real S3 store,
- * a channel's s3://bucket/prefix is read from the agent's local object store directory
- * (<s3_dir>/bucket/<key>, the layout the embedded S3 API serves), and a prefix with no local
- * object leaves the channel empty (AWS would fail the job; a later issue decides).
+ * Channel data: the agent stages it through the object store (transfer.c); stage_prepare only
+ * copies plain files from an s3_dir laid out as <s3_dir>/bucket/<key> when given one (tools
+ * and tests without Redis).
  */
 #define _GNU_SOURCE /* nftw */
 #include "stage.h"
@@ -83,7 +82,7 @@ json_t *stage_inputdataconfig_json(const struct spec *sp)
         const char *name = stage_get_str(ch, "ChannelName");
         const char *mode = stage_get_str(ch, "InputMode");
         json_t *s3 = json_object_get(json_object_get(ch, "DataSource"), "S3DataSource");
-        const char *dist = stage_get_str(s3, "S3DistributionType");
+        const char *dist = stage_get_str(s3, "S3DataDistributionType"); /* the API's name */
         const char *wrap = stage_get_str(ch, "RecordWrapperType");
         const char *ctype = stage_get_str(ch, "ContentType");
         const char *comp = stage_get_str(ch, "CompressionType");
@@ -91,6 +90,8 @@ json_t *stage_inputdataconfig_json(const struct spec *sp)
 
         if (!name)
             continue;
+        if (!dist)
+            dist = stage_get_str(s3, "S3DistributionType"); /* the file's name, also accepted */
         if (!mode)
             mode = sp->input_mode;
         if (strcmp(mode, "FastFile") == 0)

@@ -28,11 +28,13 @@ json_t *stage_inputdataconfig_json(const struct spec *sp);
 
 /*
  * Creates the tree under dir (removing what a previous run left there), writes the config
- * files and copies each channel's data: for a channel whose S3Uri is s3://bucket/prefix, the
- * objects under <s3_dir>/bucket/ whose key starts with prefix (a directory prefix is copied
- * recursively, an exact object by its base name). A prefix with no local object leaves the
- * channel directory empty. Directories are world-writable so that any container user can write.
- * Returns 0, or a negative code with err->msg a FailureReason.
+ * files and creates each channel's directory. The agent passes s3_dir NULL and stages the data
+ * itself through the object store (transfer.h: sharding, manifests, gzip, progress). With an
+ * s3_dir (tools and tests without Redis), each channel whose S3Uri is s3://bucket/prefix gets a
+ * plain copy of the files under <s3_dir>/bucket/ whose key starts with prefix (a directory
+ * prefix is copied recursively, an exact object by its base name), and a prefix with no file
+ * leaves the channel directory empty. Directories are world-writable so that any container
+ * user can write. Returns 0, or a negative code with err->msg a FailureReason.
  */
 int stage_prepare(const char *dir, const struct spec *sp, const char *s3_dir, struct ty_err *err);
 

@@ -293,8 +293,15 @@ static int lg__cmp_events(const void *a, const void *b)
     json_int_t ty = json_integer_value(json_object_get(y, "timestamp"));
     if (tx != ty)
         return tx < ty ? -1 : 1;
-    return strcmp(json_string_value(json_object_get(x, "eventId")),
-                  json_string_value(json_object_get(y, "eventId")));
+    /* same millisecond: stream order, then the order within the stream */
+    for (int k = 0; k < 2; k++) {
+        const char *key = k ? "_p" : "_s";
+        json_int_t ax = json_integer_value(json_object_get(x, key));
+        json_int_t ay = json_integer_value(json_object_get(y, key));
+        if (ax != ay)
+            return ax < ay ? -1 : 1;
+    }
+    return 0;
 }
 
 int op_logs_filter_events(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
@@ -369,10 +376,11 @@ int op_logs_filter_events(struct op_ctx *ctx, json_t *in, json_t **out, struct t
             }
             snprintf(eid, sizeof(eid), "%s/%s", sname,
                      json_string_value(json_object_get(ev, "id")));
-            all[nall++] = json_pack("{s:s,s:O,s:O,s:O,s:s}", "logStreamName", sname, "timestamp",
-                                    json_object_get(ev, "timestamp"), "message",
+            all[nall++] = json_pack("{s:s,s:O,s:O,s:O,s:s,s:I,s:I}", "logStreamName", sname,
+                                    "timestamp", json_object_get(ev, "timestamp"), "message",
                                     json_object_get(ev, "message"), "ingestionTime",
-                                    json_object_get(ev, "ingestionTime"), "eventId", eid);
+                                    json_object_get(ev, "ingestionTime"), "eventId", eid, "_s",
+                                    (json_int_t)i, "_p", (json_int_t)j);
         }
         json_decref(evs);
         json_array_append_new(searched, json_pack("{s:s,s:b}", "logStreamName", sname,
@@ -383,8 +391,11 @@ int op_logs_filter_events(struct op_ctx *ctx, json_t *in, json_t **out, struct t
         qsort(all, nall, sizeof(*all), lg__cmp_events);
     page = json_array();
     for (i = 0; i < nall; i++) {
-        if ((long)i >= start && (long)i < start + limit)
+        if ((long)i >= start && (long)i < start + limit) {
+            json_object_del(all[i], "_s");
+            json_object_del(all[i], "_p");
             json_array_append(page, all[i]);
+        }
         json_decref(all[i]);
     }
     free(all);

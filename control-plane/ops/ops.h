@@ -19,6 +19,8 @@ struct op_ctx {
     const char *account_id;
     const char *principal_arn; /* the caller */
     double now;                /* epoch seconds, millisecond resolution */
+    const char *host;          /* the request's Host header, NULL when absent (untrusted) */
+    const char *s3_dir;        /* the embedded object store's directory, NULL when none */
 };
 
 typedef int (*op_fn)(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
@@ -41,6 +43,28 @@ int op_logs_describe_groups(struct op_ctx *ctx, json_t *in, json_t **out, struct
 int op_logs_describe_streams(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 int op_logs_get_events(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 int op_logs_filter_events(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+
+/* ops/studio.c (domains, user profiles, apps, presigned domain URLs) */
+int op_studio_create_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_studio_describe_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_studio_list_domains(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_studio_update_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_studio_delete_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_studio_create_user_profile(struct op_ctx *ctx, json_t *in, json_t **out,
+                                  struct ty_err *err);
+int op_studio_describe_user_profile(struct op_ctx *ctx, json_t *in, json_t **out,
+                                    struct ty_err *err);
+int op_studio_list_user_profiles(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_studio_update_user_profile(struct op_ctx *ctx, json_t *in, json_t **out,
+                                  struct ty_err *err);
+int op_studio_delete_user_profile(struct op_ctx *ctx, json_t *in, json_t **out,
+                                  struct ty_err *err);
+int op_studio_create_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_studio_describe_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_studio_list_apps(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_studio_delete_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_studio_create_presigned_url(struct op_ctx *ctx, json_t *in, json_t **out,
+                                   struct ty_err *err);
 
 /* Builds the ARN of a SageMaker resource: arn:aws:sagemaker:<region>:<account>:<type>/<name>
    (the name lower-cased, as SageMaker does). OUT: buf. */

@@ -8,6 +8,11 @@
  * names start with '_' are the agents' bookkeeping and are never returned.
  */
 #include "ops.h"
+#include "quota.h"
+
+#include "artifacts.h"
+#include "objstore.h"
+#include "transfer.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -53,6 +58,61 @@ static json_t *op__public(json_t *doc)
     return doc;
 }
 
+/*
+ * AWS rejects a channel whose S3Uri has no object under it (S3Prefix) or names no object
+ * (ManifestFile), with its "No S3 objects found under S3 URL" message. Checked against the
+ * embedded object store; 0 when every channel has data (or there is no store to ask).
+ */
+static int op__check_channels(struct op_ctx *ctx, json_t *in, struct ty_err *err)
+{
+    json_t *chans = json_object_get(in, "InputDataConfig"), *ch;
+    struct objstore *os = NULL;
+    size_t i;
+    int rc = 0;
+
+    if (!ctx->s3_dir || json_array_size(chans) == 0)
+        return 0;
+    json_array_foreach(chans, i, ch)
+    {
+        json_t *s3 = json_object_get(json_object_get(ch, "DataSource"), "S3DataSource");
+        const char *uri = op__str(s3, "S3Uri"), *type = op__str(s3, "S3DataType");
+        struct objstore_listing l;
+        struct ty_err e2;
+        char bucket[256], key[1100], msg[900];
+        int found = 0;
+
+        if (!uri || (type && strcmp(type, "S3Prefix") != 0 && strcmp(type, "ManifestFile") != 0))
+            continue;
+        if (artifacts_s3_parse(uri, bucket, sizeof(bucket), key, sizeof(key)) != 0)
+            continue; /* the model's pattern let it through; the agent fails the job */
+        if (!os && !(os = objstore_open(ctx->s3_dir, ctx->store, &e2)))
+            return 0; /* no store to ask: the agent checks again */
+        ty_err_clear(&e2);
+        memset(&l, 0, sizeof(l));
+        if (type && strcmp(type, "ManifestFile") == 0) {
+            struct objstore_meta meta;
+            memset(&meta, 0, sizeof(meta));
+            found = objstore_head(os, bucket, key, &meta, &e2) == 0;
+            objstore_meta_cleanup(&meta);
+        } else if (objstore_list(os, bucket, key, NULL, NULL, NULL, 1, &l, &e2) == 0) {
+            found = l.n > 0;
+            objstore_listing_cleanup(&l);
+        }
+        if (!found && e2.code == TY_EREDIS) {
+            rc = ty_err_set(err, TY_EREDIS, NULL, "%s", e2.msg);
+            break;
+        }
+        if (!found) {
+            transfer_no_objects_msg(msg, sizeof(msg), uri, ctx->region, op__str(in, "RoleArn"),
+                                    bucket);
+            rc = ty_err_set(err, TY_EINVAL, "InputDataConfig", "%s", msg);
+            break;
+        }
+    }
+    objstore_close(os);
+    return rc;
+}
+
 int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
     static const char *const copied[] = {
@@ -61,11 +121,13 @@ int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
         "TensorBoardOutputConfig", "ExperimentConfig", "ProfilerConfig",
         "ProfilerRuleConfigurations", "Environment", "RetryStrategy", "RemoteDebugConfig",
         "InfraCheckConfig", "SessionChainingConfig", NULL};
-    const char *name = op__str(in, "TrainingJobName");
+    const char *name = op__str(in, "TrainingJobName"), *itype;
     char arn[512];
     json_t *doc, *v, *tr, *tags;
     int rc;
 
+    if ((rc = op__check_channels(ctx, in, err)) != 0)
+        return rc;
     op_arn(ctx, "training-job", name, arn, sizeof(arn));
     doc = json_object();
     json_object_set_new(doc, "TrainingJobName", json_string(name));
@@ -115,7 +177,21 @@ int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
                             json_string(disabled ? "Disabled" : "Enabled"));
     }
 
+    /* quota: concurrent instances per instance type, reserved atomically (quota.c) */
+    v = json_object_get(in, "ResourceConfig");
+    itype = json_string_value(json_object_get(v, "InstanceType"));
+    if (itype) {
+        json_int_t count = json_integer_value(json_object_get(v, "InstanceCount"));
+        rc = quota_training_reserve(ctx->store, name, itype, count > 0 ? (long)count : 1,
+                                    ctx->now, err);
+        if (rc) {
+            json_decref(doc);
+            return rc;
+        }
+    }
     rc = store_job_create(ctx->store, name, doc, ctx->now, err);
+    if (itype)
+        quota_training_release(ctx->store, name, itype);
     json_decref(doc);
     if (rc)
         return rc;

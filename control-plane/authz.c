@@ -1,0 +1,666 @@
+/*
+ * authz.c - the operation table, request contexts, per-thread policy cache and the decision
+ * (authz.h).
+ *
+ * Invariants: fails closed - an operation without a row, a principal that is not a current
+ * IAM user, a stored policy that no longer parses (skipped) or a context too large to build
+ * never allows more than the policies say. The cache holds parsed policies keyed by the user's
+ * (id, ver); store_iam.c takes a new ver on every change of policies or tags.
+ */
+#define _GNU_SOURCE /* strcasestr, vasprintf */
+#include "authz.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "store_iam.h"
+
+#define SM(op, res, cond)                                                                          \
+    {                                                                                              \
+        "sagemaker", #op, "sagemaker:" #op, res, cond                                              \
+    }
+#define LG(op, res, cond)                                                                          \
+    {                                                                                              \
+        "logs", #op, "logs:" #op, res, cond                                                        \
+    }
+#define IA(op, res, cond)                                                                          \
+    {                                                                                              \
+        "iam", #op, "iam:" #op, res, cond                                                          \
+    }
+
+/* The one table: every operation trainyard serves (route.c's route_ops[], the IAM API). */
+static const struct authz_op authz_ops[] = {
+    /* training jobs */
+    SM(CreateTrainingJob, AUTHZ_RES_TRAINING_JOB, AUTHZ_C_REQTAGS | AUTHZ_C_INSTTYPES),
+    SM(DescribeTrainingJob, AUTHZ_RES_TRAINING_JOB, AUTHZ_C_RESTAGS),
+    SM(ListTrainingJobs, AUTHZ_RES_STAR, 0),
+    SM(StopTrainingJob, AUTHZ_RES_TRAINING_JOB, AUTHZ_C_RESTAGS),
+    SM(UpdateTrainingJob, AUTHZ_RES_TRAINING_JOB, AUTHZ_C_RESTAGS | AUTHZ_C_INSTTYPES),
+    SM(DeleteTrainingJob, AUTHZ_RES_TRAINING_JOB, AUTHZ_C_RESTAGS),
+    /* tags */
+    SM(AddTags, AUTHZ_RES_TAGGED, AUTHZ_C_REQTAGS | AUTHZ_C_RESTAGS),
+    SM(ListTags, AUTHZ_RES_TAGGED, AUTHZ_C_RESTAGS),
+    SM(DeleteTags, AUTHZ_RES_TAGGED, AUTHZ_C_TAGKEYS | AUTHZ_C_RESTAGS),
+    /* studio */
+    SM(CreateDomain, AUTHZ_RES_DOMAIN_NEW, AUTHZ_C_REQTAGS),
+    SM(DescribeDomain, AUTHZ_RES_DOMAIN, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN),
+    SM(ListDomains, AUTHZ_RES_STAR, 0),
+    SM(UpdateDomain, AUTHZ_RES_DOMAIN, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN),
+    SM(DeleteDomain, AUTHZ_RES_DOMAIN, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN),
+    SM(CreateUserProfile, AUTHZ_RES_PROFILE, AUTHZ_C_REQTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
+    SM(DescribeUserProfile, AUTHZ_RES_PROFILE, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
+    SM(ListUserProfiles, AUTHZ_RES_STAR, 0),
+    SM(UpdateUserProfile, AUTHZ_RES_PROFILE, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
+    SM(DeleteUserProfile, AUTHZ_RES_PROFILE, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
+    SM(CreateApp, AUTHZ_RES_APP,
+       AUTHZ_C_REQTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE | AUTHZ_C_INSTTYPES),
+    SM(DescribeApp, AUTHZ_RES_APP, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
+    SM(ListApps, AUTHZ_RES_STAR, 0),
+    SM(DeleteApp, AUTHZ_RES_APP, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
+    SM(CreatePresignedDomainUrl, AUTHZ_RES_PROFILE,
+       AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
+    /* CloudWatch Logs */
+    LG(DescribeLogGroups, AUTHZ_RES_STAR, 0),
+    LG(DescribeLogStreams, AUTHZ_RES_LOG_GROUP, 0),
+    LG(GetLogEvents, AUTHZ_RES_LOG_STREAM, 0),
+    LG(FilterLogEvents, AUTHZ_RES_LOG_GROUP, 0),
+    /* IAM (ops/iamapi.c) */
+    IA(CreateUser, AUTHZ_RES_IAM_USER, AUTHZ_C_REQTAGS),
+    IA(GetUser, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(ListUsers, AUTHZ_RES_STAR, 0),
+    IA(DeleteUser, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(TagUser, AUTHZ_RES_IAM_USER, AUTHZ_C_REQTAGS | AUTHZ_C_RESTAGS),
+    IA(UntagUser, AUTHZ_RES_IAM_USER, AUTHZ_C_TAGKEYS | AUTHZ_C_RESTAGS),
+    IA(ListUserTags, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(CreateAccessKey, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(ListAccessKeys, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(DeleteAccessKey, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(PutUserPolicy, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(GetUserPolicy, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(ListUserPolicies, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(DeleteUserPolicy, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+};
+
+const struct authz_op *authz_find(const char *service, const char *op)
+{
+    if (!service || !op)
+        return NULL;
+    for (size_t i = 0; i < sizeof(authz_ops) / sizeof(authz_ops[0]); i++)
+        if (strcmp(authz_ops[i].service, service) == 0 && strcmp(authz_ops[i].op, op) == 0)
+            return &authz_ops[i];
+    return NULL;
+}
+
+size_t authz_table(const struct authz_op **rows)
+{
+    *rows = authz_ops;
+    return sizeof(authz_ops) / sizeof(authz_ops[0]);
+}
+
+/* ---- resources ---- */
+
+static const char *authz__str(json_t *in, const char *key)
+{
+    const char *v = json_string_value(json_object_get(in, key));
+    return v ? v : "";
+}
+
+/* The user name of a principal ARN arn:aws:iam::<acct>:user[/path]/<name>, or NULL. */
+static const char *authz__user_of(const char *arn)
+{
+    const char *u, *slash;
+    if (!arn || strncmp(arn, "arn:aws:iam::", 13) != 0)
+        return NULL;
+    u = strstr(arn + 13, ":user/");
+    if (!u)
+        return NULL;
+    slash = strrchr(u, '/');
+    return slash && slash[1] ? slash + 1 : NULL;
+}
+
+/* snprintf into buf with the part after `lower_from` lower-cased; 0 or -TY_EINVAL. */
+static int authz__put(char *buf, size_t n, size_t lower_from, struct ty_err *err, const char *fmt,
+                      ...) __attribute__((format(printf, 5, 6)));
+static int authz__put(char *buf, size_t n, size_t lower_from, struct ty_err *err, const char *fmt,
+                      ...)
+{
+    va_list ap;
+    int w;
+    va_start(ap, fmt);
+    w = vsnprintf(buf, n, fmt, ap);
+    va_end(ap);
+    if (w < 0 || (size_t)w >= n)
+        return ty_err_set(err, TY_EINVAL, NULL, "resource ARN too long");
+    for (size_t i = lower_from; i < (size_t)w; i++)
+        buf[i] = (char)tolower((unsigned char)buf[i]);
+    return 0;
+}
+
+int authz_resource(const struct authz_op *row, json_t *in, const char *region, const char *account,
+                   const char *caller, char *buf, size_t n, struct ty_err *err)
+{
+    char head[256];
+    const char *user, *path;
+    size_t hl;
+    int w;
+
+    region = region ? region : "";
+    account = account ? account : "";
+    w = snprintf(head, sizeof(head), "arn:aws:sagemaker:%s:%s:", region, account);
+    hl = w > 0 && (size_t)w < sizeof(head) ? (size_t)w : 0;
+
+    switch (row->res) {
+    case AUTHZ_RES_STAR:
+        return authz__put(buf, n, n, err, "*");
+    case AUTHZ_RES_TRAINING_JOB:
+        return authz__put(buf, n, hl, err, "%straining-job/%s", head,
+                          authz__str(in, "TrainingJobName"));
+    case AUTHZ_RES_DOMAIN:
+        return authz__put(buf, n, hl, err, "%sdomain/%s", head, authz__str(in, "DomainId"));
+    case AUTHZ_RES_DOMAIN_NEW:
+        return authz__put(buf, n, hl, err, "%sdomain/*", head);
+    case AUTHZ_RES_PROFILE:
+        return authz__put(buf, n, hl, err, "%suser-profile/%s/%s", head, authz__str(in, "DomainId"),
+                          authz__str(in, "UserProfileName"));
+    case AUTHZ_RES_APP:
+        user = json_object_get(in, "UserProfileName") ? authz__str(in, "UserProfileName")
+                                                      : authz__str(in, "SpaceName");
+        return authz__put(buf, n, hl, err, "%sapp/%s/%s/%s/%s", head, authz__str(in, "DomainId"),
+                          user, authz__str(in, "AppType"), authz__str(in, "AppName"));
+    case AUTHZ_RES_TAGGED:
+        return authz__put(buf, n, n, err, "%s", authz__str(in, "ResourceArn"));
+    case AUTHZ_RES_LOG_GROUP:
+        return authz__put(buf, n, n, err, "arn:aws:logs:%s:%s:log-group:%s", region, account,
+                          json_object_get(in, "logGroupName")
+                              ? authz__str(in, "logGroupName")
+                              : authz__str(in, "logGroupIdentifier"));
+    case AUTHZ_RES_LOG_STREAM:
+        return authz__put(
+            buf, n, n, err, "arn:aws:logs:%s:%s:log-group:%s:log-stream:%s", region, account,
+            json_object_get(in, "logGroupName") ? authz__str(in, "logGroupName")
+                                                : authz__str(in, "logGroupIdentifier"),
+            authz__str(in, "logStreamName"));
+    case AUTHZ_RES_IAM_USER:
+        user = json_string_value(json_object_get(in, "UserName"));
+        if (!user) {
+            /* the caller itself: its ARN when it is an IAM user */
+            if (authz__user_of(caller))
+                return authz__put(buf, n, n, err, "%s", caller);
+            user = "";
+        }
+        path = json_string_value(json_object_get(in, "Path"));
+        return authz__put(buf, n, n, err, "arn:aws:iam::%s:user%s%s", account, path ? path : "/",
+                          user);
+    }
+    return ty_err_set(err, TY_EINTERNAL, NULL, "unknown resource kind");
+}
+
+/* ---- per-thread policy cache ---- */
+
+#define AUTHZ_CACHE_N 16
+
+struct authz__entry {
+    char lname[STORE_IAM_NAME_MAX + 1];
+    struct store_iam_user u;
+    struct iam_policy **pols;
+    size_t npol;
+    json_t *tags; /* object key -> value */
+    int restag;   /* a policy mentions ResourceTag */
+    unsigned long long used;
+};
+
+struct authz__cache {
+    struct authz__entry e[AUTHZ_CACHE_N];
+    unsigned long long tick;
+};
+
+static pthread_key_t authz__key;
+static pthread_once_t authz__once = PTHREAD_ONCE_INIT;
+
+static void authz__entry_clear(struct authz__entry *e)
+{
+    for (size_t i = 0; i < e->npol; i++)
+        iam_policy_free(e->pols[i]);
+    free(e->pols);
+    json_decref(e->tags);
+    memset(e, 0, sizeof(*e));
+}
+
+static void authz__cache_free(void *p)
+{
+    struct authz__cache *c = p;
+    if (!c)
+        return;
+    for (int i = 0; i < AUTHZ_CACHE_N; i++)
+        authz__entry_clear(&c->e[i]);
+    free(c);
+}
+
+static void authz__key_init(void)
+{
+    pthread_key_create(&authz__key, authz__cache_free);
+}
+
+static struct authz__cache *authz__cache(void)
+{
+    struct authz__cache *c;
+    pthread_once(&authz__once, authz__key_init);
+    c = pthread_getspecific(authz__key);
+    if (!c) {
+        c = calloc(1, sizeof(*c));
+        if (c && pthread_setspecific(authz__key, c) != 0) {
+            free(c);
+            c = NULL;
+        }
+    }
+    return c;
+}
+
+/* Fills e from the store (policies parsed). 0, -TY_ENOTFOUND or a store error. */
+static int authz__entry_load(struct store *s, const char *name, struct authz__entry *e,
+                             struct ty_err *err)
+{
+    json_t *pols = NULL, *tags = NULL, *doc;
+    const char *pname;
+    struct store_iam_user u;
+    size_t i = 0;
+    int rc = store_iam_load(s, name, &u, &pols, &tags, err);
+    if (rc)
+        return rc;
+    authz__entry_clear(e);
+    e->u = u;
+    e->tags = tags;
+    e->pols = calloc(json_object_size(pols) + 1, sizeof(*e->pols));
+    if (!e->pols) {
+        json_decref(pols);
+        authz__entry_clear(e);
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    }
+    json_object_foreach(pols, pname, doc)
+    {
+        struct ty_err perr;
+        const char *text = json_string_value(doc);
+        size_t len = json_string_length(doc);
+        struct iam_policy *p = NULL;
+        if (!text || iam_policy_parse(text, len, &p, &perr) != 0)
+            continue; /* validated when put; skipping one can only deny more */
+        e->pols[i++] = p;
+        if (strcasestr(text, "ResourceTag"))
+            e->restag = 1;
+    }
+    e->npol = i;
+    json_decref(pols);
+    snprintf(e->lname, sizeof(e->lname), "%s", name);
+    for (char *p = e->lname; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    return 0;
+}
+
+/*
+ * The cache entry of principal_arn's user, up to date; OUT: *out (NULL when the principal has
+ * no policies: not an IAM user, or no longer one). 0 or a store error.
+ */
+static int authz__principal(struct store *s, const char *principal_arn, struct authz__entry **out,
+                            struct ty_err *err)
+{
+    struct authz__cache *c = authz__cache();
+    const char *name = authz__user_of(principal_arn);
+    char lname[STORE_IAM_NAME_MAX + 1];
+    struct authz__entry *e = NULL, *victim;
+    struct store_iam_user head;
+    size_t i;
+    int rc;
+
+    *out = NULL;
+    if (!name || strlen(name) > STORE_IAM_NAME_MAX)
+        return 0;
+    if (!c)
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    for (i = 0; name[i]; i++)
+        lname[i] = (char)tolower((unsigned char)name[i]);
+    lname[i] = '\0';
+    victim = &c->e[0];
+    for (int k = 0; k < AUTHZ_CACHE_N; k++) {
+        if (c->e[k].lname[0] && strcmp(c->e[k].lname, lname) == 0)
+            e = &c->e[k];
+        if (c->e[k].used < victim->used)
+            victim = &c->e[k];
+    }
+    if (e) {
+        rc = store_iam_head(s, name, &head, err);
+        if (rc == -TY_ENOTFOUND) {
+            ty_err_clear(err);
+            authz__entry_clear(e);
+            return 0;
+        }
+        if (rc)
+            return rc;
+        if (head.ver != e->u.ver || strcmp(head.id, e->u.id) != 0)
+            e = NULL;
+    }
+    if (!e) {
+        e = victim;
+        for (int k = 0; k < AUTHZ_CACHE_N; k++)
+            if (c->e[k].lname[0] && strcmp(c->e[k].lname, lname) == 0)
+                e = &c->e[k];
+        rc = authz__entry_load(s, name, e, err);
+        if (rc == -TY_ENOTFOUND) {
+            ty_err_clear(err);
+            authz__entry_clear(e);
+            return 0;
+        }
+        if (rc)
+            return rc;
+    }
+    e->used = ++c->tick;
+    if (strcmp(e->u.arn, principal_arn) != 0)
+        return 0; /* same name, another path: not this principal */
+    *out = e;
+    return 0;
+}
+
+/* ---- request context ---- */
+
+#define AUTHZ_MAX_CTX 320
+
+struct authz__ctx {
+    struct iam_ctx_entry e[AUTHZ_MAX_CTX];
+    size_t n;
+    void *own[AUTHZ_MAX_CTX * 2];
+    size_t nown;
+    int overflow;
+};
+
+static void *authz__own(struct authz__ctx *c, void *p)
+{
+    if (!p || c->nown >= sizeof(c->own) / sizeof(c->own[0])) {
+        free(p);
+        c->overflow = 1;
+        return NULL;
+    }
+    c->own[c->nown++] = p;
+    return p;
+}
+
+static const char *authz__fmt(struct authz__ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static const char *authz__fmt(struct authz__ctx *c, const char *fmt, ...)
+{
+    va_list ap;
+    char *p = NULL;
+    int w;
+    va_start(ap, fmt);
+    w = vasprintf(&p, fmt, ap);
+    va_end(ap);
+    if (w < 0)
+        p = NULL;
+    return authz__own(c, p);
+}
+
+static void authz__add(struct authz__ctx *c, const char *key, const char *value)
+{
+    if (!key || !value)
+        return;
+    if (c->n >= AUTHZ_MAX_CTX) {
+        c->overflow = 1;
+        return;
+    }
+    c->e[c->n].key = key;
+    c->e[c->n].values = NULL;
+    c->e[c->n].nvalues = 0;
+    c->e[c->n].value = value;
+    c->n++;
+}
+
+/* A multi-valued key; values (borrowed strings) copied into an owned array. */
+static void authz__addv(struct authz__ctx *c, const char *key, const char *const *values, size_t n)
+{
+    const char **v;
+    if (!key || n == 0)
+        return;
+    if (c->n >= AUTHZ_MAX_CTX) {
+        c->overflow = 1;
+        return;
+    }
+    v = authz__own(c, calloc(n, sizeof(*v)));
+    if (!v)
+        return;
+    memcpy(v, values, n * sizeof(*v));
+    c->e[c->n].key = key;
+    c->e[c->n].values = v;
+    c->e[c->n].nvalues = n;
+    c->e[c->n].value = NULL;
+    c->n++;
+}
+
+static void authz__ctx_cleanup(struct authz__ctx *c)
+{
+    for (size_t i = 0; i < c->nown; i++)
+        free(c->own[i]);
+    c->nown = 0;
+    c->n = 0;
+}
+
+/* The principal's global keys (first, so that they win over request-derived ones). */
+static void authz__principal_keys(struct authz__ctx *c, const char *principal_arn,
+                                  const struct authz__entry *e)
+{
+    char when[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    const char *acct = "";
+    json_t *v;
+    const char *k;
+
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    authz__add(c, "aws:PrincipalArn", principal_arn);
+    if (principal_arn && strncmp(principal_arn, "arn:aws:iam::", 13) == 0) {
+        const char *end = strchr(principal_arn + 13, ':');
+        if (end)
+            acct = authz__fmt(c, "%.*s", (int)(end - principal_arn - 13), principal_arn + 13);
+    }
+    authz__add(c, "aws:PrincipalAccount", acct);
+    authz__add(c, "aws:CurrentTime", authz__fmt(c, "%s", when));
+    authz__add(c, "aws:EpochTime", authz__fmt(c, "%lld", (long long)now));
+    authz__add(c, "aws:SecureTransport", "false");
+    if (!e)
+        return;
+    authz__add(c, "aws:PrincipalType", "User");
+    authz__add(c, "aws:username", e->u.name);
+    authz__add(c, "aws:userid", e->u.id);
+    json_object_foreach(e->tags, k, v)
+    {
+        authz__add(c, authz__fmt(c, "aws:PrincipalTag/%s", k), json_string_value(v));
+    }
+}
+
+/* aws:RequestTag/<k> and aws:TagKeys from in's Tags array. */
+static void authz__request_tags(struct authz__ctx *c, json_t *tags)
+{
+    const char *keys[64];
+    size_t n = 0, i;
+    json_t *t;
+    json_array_foreach(tags, i, t)
+    {
+        const char *k = json_string_value(json_object_get(t, "Key"));
+        const char *v = json_string_value(json_object_get(t, "Value"));
+        if (!k)
+            continue;
+        authz__add(c, authz__fmt(c, "aws:RequestTag/%s", k), v ? v : "");
+        if (n < sizeof(keys) / sizeof(keys[0]))
+            keys[n++] = k;
+        else
+            c->overflow = 1;
+    }
+    authz__addv(c, "aws:TagKeys", keys, n);
+}
+
+static void authz__tag_keys(struct authz__ctx *c, json_t *tagkeys)
+{
+    const char *keys[64];
+    size_t n = 0, i;
+    json_t *t;
+    json_array_foreach(tagkeys, i, t)
+    {
+        if (!json_is_string(t))
+            continue;
+        if (n < sizeof(keys) / sizeof(keys[0]))
+            keys[n++] = json_string_value(t);
+        else
+            c->overflow = 1;
+    }
+    authz__addv(c, "aws:TagKeys", keys, n);
+}
+
+static void authz__instance_types(struct authz__ctx *c, json_t *in)
+{
+    const char *types[32];
+    size_t n = 0, i;
+    json_t *rc = json_object_get(in, "ResourceConfig"), *g;
+    const char *t = json_string_value(json_object_get(rc, "InstanceType"));
+    if (t)
+        types[n++] = t;
+    json_array_foreach(json_object_get(rc, "InstanceGroups"), i, g)
+    {
+        t = json_string_value(json_object_get(g, "InstanceType"));
+        if (t && n < sizeof(types) / sizeof(types[0]))
+            types[n++] = t;
+    }
+    t = json_string_value(json_object_get(json_object_get(in, "ResourceSpec"), "InstanceType"));
+    if (t && n < sizeof(types) / sizeof(types[0]))
+        types[n++] = t;
+    authz__addv(c, "sagemaker:InstanceTypes", types, n);
+}
+
+/* <svc>:ResourceTag/<k> and aws:ResourceTag/<k> from an array of {"Key","Value"}. */
+static void authz__resource_tags(struct authz__ctx *c, const char *svc, json_t *tags)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(tags, i, t)
+    {
+        const char *k = json_string_value(json_object_get(t, "Key"));
+        const char *v = json_string_value(json_object_get(t, "Value"));
+        if (!k || !v)
+            continue;
+        authz__add(c, authz__fmt(c, "%s:ResourceTag/%s", svc, k), v);
+        authz__add(c, authz__fmt(c, "aws:ResourceTag/%s", k), v);
+    }
+}
+
+/* Evaluates and turns a refusal into AWS's AccessDenied. */
+static int authz__decide(const char *principal_arn, const struct authz__entry *e,
+                         const char *action, const char *resource, struct authz__ctx *c,
+                         struct ty_err *err)
+{
+    struct iam_request req;
+    enum iam_decision d = IAM_DENY_IMPLICIT;
+    req.action = action;
+    req.resource = resource;
+    req.context = c->e;
+    req.ncontext = c->n;
+    if (e && !c->overflow)
+        d = iam_evaluate((const struct iam_policy *const *)e->pols, e->npol, &req);
+    if (d == IAM_ALLOW)
+        return 0;
+    return iam_deny_error(err, principal_arn, &req, d, NULL);
+}
+
+int authz_check(struct store *s, const char *principal_arn, const char *action,
+                const char *resource, const struct iam_ctx_entry *ctx, size_t n, struct ty_err *err)
+{
+    struct authz__ctx *c;
+    struct authz__entry *e = NULL;
+    int rc;
+
+    if (!s || !principal_arn || !action || !resource)
+        return ty_err_set(err, TY_EINTERNAL, NULL, "authz_check: bad arguments");
+    rc = authz__principal(s, principal_arn, &e, err);
+    if (rc)
+        return rc;
+    c = calloc(1, sizeof(*c));
+    if (!c)
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    authz__principal_keys(c, principal_arn, e);
+    for (size_t i = 0; i < n; i++) {
+        if (ctx[i].values)
+            authz__addv(c, ctx[i].key, ctx[i].values, ctx[i].nvalues);
+        else
+            authz__add(c, ctx[i].key, ctx[i].value);
+    }
+    rc = authz__decide(principal_arn, e, action, resource, c, err);
+    authz__ctx_cleanup(c);
+    free(c);
+    return rc;
+}
+
+int authz_request(struct store *s, const char *service, const char *op, json_t *in,
+                  const char *principal_arn, const char *region, const char *account,
+                  struct ty_err *err)
+{
+    const struct authz_op *row = authz_find(service, op);
+    struct authz__entry *e = NULL;
+    struct authz__ctx *c = NULL;
+    char resource[2048];
+    json_t *rtags = NULL;
+    int rc;
+
+    if (!row) /* fail closed: tests/unit/test_authz.c keeps the table complete */
+        return ty_err_set(err, TY_EINTERNAL, NULL, "no authorization rule for %s:%s",
+                          service ? service : "", op ? op : "");
+    rc = authz_resource(row, in, region, account, principal_arn, resource, sizeof(resource), err);
+    if (rc)
+        return rc;
+    rc = authz__principal(s, principal_arn, &e, err);
+    if (rc)
+        return rc;
+    if (e && row->res == AUTHZ_RES_IAM_USER && strcmp(row->op, "CreateUser") != 0) {
+        /* the target user's real ARN (its path) and its tags */
+        struct store_iam_user u;
+        const char *target = json_string_value(json_object_get(in, "UserName"));
+        if (!target)
+            target = authz__user_of(principal_arn);
+        rc = target ? store_iam_user_get(s, target, &u, &rtags, err) : -TY_ENOTFOUND;
+        if (rc == 0)
+            snprintf(resource, sizeof(resource), "%s", u.arn);
+        else if (rc != -TY_ENOTFOUND && rc != -TY_EINVAL)
+            return rc;
+        ty_err_clear(err);
+    } else if (e && e->restag && (row->cond & AUTHZ_C_RESTAGS) && strcmp(resource, "*") != 0) {
+        rtags = store_tags_list(s, resource, err);
+        if (!rtags)
+            return -err->code;
+    }
+    c = calloc(1, sizeof(*c));
+    if (!c) {
+        json_decref(rtags);
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    }
+    authz__principal_keys(c, principal_arn, e);
+    if (region)
+        authz__add(c, "aws:RequestedRegion", region);
+    if (row->cond & AUTHZ_C_REQTAGS)
+        authz__request_tags(c, json_object_get(in, "Tags"));
+    if (row->cond & AUTHZ_C_TAGKEYS)
+        authz__tag_keys(c, json_object_get(in, "TagKeys"));
+    if ((row->cond & AUTHZ_C_DOMAIN) && json_object_get(in, "DomainId"))
+        authz__add(c, "sagemaker:DomainId", authz__str(in, "DomainId"));
+    if ((row->cond & AUTHZ_C_PROFILE) && json_object_get(in, "UserProfileName"))
+        authz__add(c, "sagemaker:UserProfileName", authz__str(in, "UserProfileName"));
+    if (row->cond & AUTHZ_C_INSTTYPES)
+        authz__instance_types(c, in);
+    if ((row->cond & AUTHZ_C_RESTAGS) && rtags)
+        authz__resource_tags(c, row->service, rtags);
+    rc = authz__decide(principal_arn, e, row->action, resource, c, err);
+    authz__ctx_cleanup(c);
+    free(c);
+    json_decref(rtags);
+    return rc;
+}

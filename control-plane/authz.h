@@ -1,0 +1,105 @@
+/*
+ * authz.h - authorisation of every call: which IAM action, resource ARN and condition keys
+ * each operation has (one table), the caller's identity policies (loaded from Redis, parsed
+ * once per thread and user version), and the decision (iam.h's evaluator).
+ *
+ * Owns: the operation -> (action, resource, condition keys) table for every operation that
+ * route.c serves (SageMaker, CloudWatch Logs) and the IAM query API (ops/iamapi.c); the
+ * request context's global keys (aws:username, aws:userid, aws:PrincipalArn,
+ * aws:PrincipalAccount, aws:PrincipalType, aws:PrincipalTag/<k>, aws:CurrentTime,
+ * aws:EpochTime, aws:SecureTransport = false, aws:RequestedRegion); the per-thread policy cache.
+ * Does not own: policy grammar and evaluation (iam.c), where policies are stored
+ * (store_iam.c), any wire form (the protocol layers turn -TY_EDENIED into their error).
+ *
+ * Which policies apply: a principal arn:aws:iam::<account>:user[/path]/<name> has the inline
+ * policies of IAM user <name> whose stored Arn is that principal; any other principal (or a
+ * user that no longer exists) has none and is denied (implicit deny).
+ *
+ * Cost: a cached user costs one Redis round trip per call (HMGET of id and version); a user
+ * seen for the first time or whose policies or tags changed costs one pipeline. Resource tags
+ * (sagemaker:ResourceTag/<k>, iam:ResourceTag/<k>, aws:ResourceTag/<k>) are read only when one
+ * of the caller's policies mentions ResourceTag.
+ *
+ * Choices (documented): CreateDomain is authorised on domain/"*" (its id does not exist yet);
+ * List operations on "*"; the order is AWS's: validation first, then authorisation.
+ * Thread-safety: every function may be called from any thread; the cache is per thread and
+ * freed when the thread exits.
+ */
+#ifndef TY_CP_AUTHZ_H
+#define TY_CP_AUTHZ_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "iam.h"
+#include "store.h"
+#include "ty_err.h"
+
+/* How an operation's resource ARN is built from its (validated) input. */
+enum authz_res {
+    AUTHZ_RES_STAR,         /* "*" (List operations, actions without resource types) */
+    AUTHZ_RES_TRAINING_JOB, /* training-job/<TrainingJobName lower-cased> */
+    AUTHZ_RES_DOMAIN,       /* domain/<DomainId> */
+    AUTHZ_RES_DOMAIN_NEW,   /* domain/"*" (CreateDomain) */
+    AUTHZ_RES_PROFILE,      /* user-profile/<DomainId>/<UserProfileName> (lower-cased) */
+    AUTHZ_RES_APP,    /* app/<DomainId>/<UserProfileName|SpaceName>/<AppType>/<AppName> (lower) */
+    AUTHZ_RES_TAGGED, /* the request's ResourceArn (AddTags, ListTags, DeleteTags) */
+    AUTHZ_RES_LOG_GROUP,  /* arn:aws:logs:<region>:<account>:log-group:<logGroupName> */
+    AUTHZ_RES_LOG_STREAM, /* ...:log-group:<logGroupName>:log-stream:<logStreamName> */
+    AUTHZ_RES_IAM_USER,   /* arn:aws:iam::<account>:user<path><UserName>; caller when absent */
+};
+
+/* Condition keys an operation adds from its input (bits of authz_op.cond). */
+#define AUTHZ_C_REQTAGS   0x01u /* aws:RequestTag/<k>, aws:TagKeys from Tags */
+#define AUTHZ_C_TAGKEYS   0x02u /* aws:TagKeys from TagKeys (DeleteTags, UntagUser) */
+#define AUTHZ_C_RESTAGS   0x04u /* <service>:ResourceTag/<k>, aws:ResourceTag/<k> */
+#define AUTHZ_C_DOMAIN    0x08u /* sagemaker:DomainId from DomainId */
+#define AUTHZ_C_PROFILE   0x10u /* sagemaker:UserProfileName from UserProfileName */
+#define AUTHZ_C_INSTTYPES 0x20u /* sagemaker:InstanceTypes from ResourceConfig/ResourceSpec */
+
+struct authz_op {
+    const char *service; /* "sagemaker", "logs", "iam" (route.c's names) */
+    const char *op;      /* "CreateTrainingJob" */
+    const char *action;  /* "sagemaker:CreateTrainingJob" */
+    enum authz_res res;
+    unsigned cond; /* AUTHZ_C_* */
+};
+
+/* The table's row of service/op, or NULL. borrowed: static. */
+const struct authz_op *authz_find(const char *service, const char *op);
+
+/* The whole table. OUT: *rows (borrowed, static). Returns the number of rows. */
+size_t authz_table(const struct authz_op **rows);
+
+/*
+ * Builds row's resource ARN from in (borrowed object) into OUT: buf (size n). caller is the
+ * caller's principal ARN (IAM operations without UserName act on the caller). 0, or
+ * -TY_EINVAL when the ARN does not fit.
+ */
+int authz_resource(const struct authz_op *row, json_t *in, const char *region, const char *account,
+                   const char *caller, char *buf, size_t n, struct ty_err *err);
+
+/*
+ * Authorises one call of a route.c / IAM API operation: finds its row, builds the resource
+ * ARN and condition keys from in (borrowed, the validated input), adds the principal's keys,
+ * and evaluates the principal's policies. Returns 0 (allowed), -TY_EDENIED with AWS's
+ * message (iam_deny_error), -TY_EINTERNAL when the operation has no row (fail closed), or a
+ * store error (-TY_EREDIS).
+ */
+int authz_request(struct store *s, const char *service, const char *op, json_t *in,
+                  const char *principal_arn, const char *region, const char *account,
+                  struct ty_err *err);
+
+/*
+ * The hook for protocol layers with their own request parsing (S3): authorises action on
+ * resource for principal_arn with the caller's condition keys ctx[0..n) (borrowed; e.g.
+ * s3:prefix, aws:RequestedRegion) plus the principal's global keys, which win over keys of
+ * the same name in ctx. Resource tags are the caller's to put in ctx. Returns 0 (allowed),
+ * -TY_EDENIED (err holds "User: <arn> is not authorized to perform: <action> on resource:
+ * <resource> because ..."), or a store error. S3 maps -TY_EDENIED to its AccessDenied 403.
+ */
+int authz_check(struct store *s, const char *principal_arn, const char *action,
+                const char *resource, const struct iam_ctx_entry *ctx, size_t n,
+                struct ty_err *err);
+
+#endif

@@ -1,0 +1,1791 @@
+/*
+ * objstore.c - the embedded S3 object store (layout and invariants in objstore.h).
+ *
+ * Bytes are only ever streamed (1 MiB buffers, copy_file_range for multipart concatenation);
+ * the Redis index is touched with short commands (a MULTI/EXEC pipeline per commit).
+ */
+#define _GNU_SOURCE /* copy_file_range */
+#include "objstore.h"
+
+#include "store_int.h"
+#include "ty_buf.h"
+#include "ty_log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OBJSTORE_CHUNK     (1024 * 1024)
+#define OBJSTORE_NLOCKS    64
+#define OBJSTORE_MAX_DEPTH 64
+#define OBJSTORE_REDIS_KEY (OBJSTORE_MAX_KEY + 128)
+
+struct objstore {
+    char dir[PATH_MAX];
+    struct store *st;
+};
+
+static pthread_mutex_t objstore__locks[OBJSTORE_NLOCKS];
+static pthread_once_t objstore__once = PTHREAD_ONCE_INIT;
+
+static void objstore__init_locks(void)
+{
+    for (int i = 0; i < OBJSTORE_NLOCKS; i++)
+        pthread_mutex_init(&objstore__locks[i], NULL);
+}
+
+static pthread_mutex_t *objstore__lock_for(const char *bucket, const char *key)
+{
+    uint32_t h = 2166136261u;
+    for (const char *p = bucket; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    h = (h ^ '/') * 16777619u;
+    for (const char *p = key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return &objstore__locks[h % OBJSTORE_NLOCKS];
+}
+
+static int64_t objstore__now_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+static void objstore__hex(const unsigned char *p, size_t n, char *out)
+{
+    static const char hx[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hx[p[i] >> 4];
+        out[2 * i + 1] = hx[p[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static int objstore__fmt(char *out, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int objstore__fmt(char *out, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    int w;
+    va_start(ap, fmt);
+    w = vsnprintf(out, n, fmt, ap);
+    va_end(ap);
+    return (w < 0 || (size_t)w >= n) ? -1 : 0;
+}
+
+static int objstore__mkdirs(const char *path, mode_t mode)
+{
+    char tmp[PATH_MAX];
+    size_t len = strlen(path);
+
+    if (len == 0 || len >= sizeof(tmp))
+        return -ENAMETOOLONG;
+    memcpy(tmp, path, len + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+static int objstore__mkparent(const char *file)
+{
+    char parent[PATH_MAX];
+    char *slash;
+    size_t len = strlen(file);
+
+    if (len >= sizeof(parent))
+        return -ENAMETOOLONG;
+    memcpy(parent, file, len + 1);
+    slash = strrchr(parent, '/');
+    if (!slash || slash == parent)
+        return 0;
+    *slash = '\0';
+    return objstore__mkdirs(parent, 0755);
+}
+
+static void objstore__fsync_parent(const char *file)
+{
+    char parent[PATH_MAX];
+    char *slash;
+    size_t len = strlen(file);
+    int fd;
+
+    if (len >= sizeof(parent))
+        return;
+    memcpy(parent, file, len + 1);
+    slash = strrchr(parent, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    fd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+/* Removes the empty directories above file, up to (not including) stop. */
+static void objstore__prune(const char *file, const char *stop)
+{
+    char p[PATH_MAX];
+    size_t sl = strlen(stop), len = strlen(file);
+    char *slash;
+
+    if (len >= sizeof(p) || strncmp(file, stop, sl) != 0)
+        return;
+    memcpy(p, file, len + 1);
+    while ((slash = strrchr(p, '/')) != NULL && (size_t)(slash - p) > sl) {
+        *slash = '\0';
+        if (rmdir(p) != 0)
+            break;
+    }
+}
+
+/* ---- names ---------------------------------------------------------------------------------- */
+
+int objstore_bucket_name_ok(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    int digits_dots = 1, dots = 0;
+
+    if (n < 3 || n > 63)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
+            return 0;
+        if (c == '.') {
+            dots++;
+            if (i > 0 && (name[i - 1] == '.' || name[i - 1] == '-'))
+                return 0;
+        } else if (c == '-' && i > 0 && name[i - 1] == '.') {
+            return 0;
+        }
+        if (!((c >= '0' && c <= '9') || c == '.'))
+            digits_dots = 0;
+    }
+    if (name[0] == '.' || name[0] == '-' || name[n - 1] == '.' || name[n - 1] == '-')
+        return 0;
+    if (digits_dots && dots == 3)
+        return 0; /* looks like an IP address */
+    if (strncmp(name, "xn--", 4) == 0)
+        return 0;
+    return 1;
+}
+
+/* Bucket directories the store adopts (the agent's looser rule, minus a leading dot). */
+static int objstore__bucket_dir_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 63 || name[0] == '.')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-' || c == '_'))
+            return 0;
+    }
+    return 1;
+}
+
+int objstore_key_ok(const char *key)
+{
+    const unsigned char *p = (const unsigned char *)key;
+    size_t n = key ? strlen(key) : 0;
+
+    if (n == 0 || n > OBJSTORE_MAX_KEY)
+        return 0;
+    while (*p) {
+        int extra;
+        uint32_t cp;
+        if (*p < 0x80) {
+            p++;
+            continue;
+        }
+        if ((*p & 0xe0) == 0xc0) {
+            extra = 1;
+            cp = *p & 0x1f;
+        } else if ((*p & 0xf0) == 0xe0) {
+            extra = 2;
+            cp = *p & 0x0f;
+        } else if ((*p & 0xf8) == 0xf0) {
+            extra = 3;
+            cp = *p & 0x07;
+        } else {
+            return 0;
+        }
+        p++;
+        for (int i = 0; i < extra; i++, p++) {
+            if ((*p & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (*p & 0x3f);
+        }
+        if ((extra == 1 && cp < 0x80) || (extra == 2 && cp < 0x800) ||
+            (extra == 3 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+    }
+    return 1;
+}
+
+/* 1 when key can be stored at <bucket>/<key> as a plain relative path. */
+static int objstore__key_is_path(const char *key)
+{
+    const char *seg = key;
+
+    if (!*key)
+        return 0;
+    for (;;) {
+        const char *end = strchr(seg, '/');
+        size_t sl = end ? (size_t)(end - seg) : strlen(seg);
+        if (sl == 0 || sl > 255 || (sl == 1 && seg[0] == '.') ||
+            (sl == 2 && seg[0] == '.' && seg[1] == '.'))
+            return 0;
+        if (!end)
+            return 1;
+        seg = end + 1;
+    }
+}
+
+static int objstore__natural_rel(const char *bucket, const char *key, char *out, size_t n)
+{
+    if (!objstore__key_is_path(key))
+        return -1;
+    return objstore__fmt(out, n, "%s/%s", bucket, key);
+}
+
+static int objstore__hashed_rel(const char *bucket, const char *key, char *out, size_t n)
+{
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    char hex[65];
+
+    if (EVP_Digest(key, strlen(key), md, &mdlen, EVP_sha256(), NULL) != 1)
+        return -1;
+    objstore__hex(md, 32, hex);
+    return objstore__fmt(out, n, ".ty/obj/%s/%.2s/%s", bucket, hex, hex);
+}
+
+static char *objstore__rkey(const char *fmt_prefix, const char *bucket, const char *key)
+{
+    size_t n = strlen(fmt_prefix) + strlen(bucket) + (key ? strlen(key) + 1 : 0) + 1;
+    char *k = malloc(n);
+    if (!k)
+        return NULL;
+    if (key)
+        snprintf(k, n, "%s%s/%s", fmt_prefix, bucket, key);
+    else
+        snprintf(k, n, "%s%s", fmt_prefix, bucket);
+    return k;
+}
+
+/* ---- open/close ----------------------------------------------------------------------------- */
+
+struct objstore *objstore_open(const char *s3_dir, struct store *st, struct ty_err *err)
+{
+    struct objstore *os;
+    char p[PATH_MAX];
+    static const char *const sub[] = {".ty/tmp", ".ty/mpu", ".ty/obj"};
+
+    pthread_once(&objstore__once, objstore__init_locks);
+    if (!s3_dir || !st || strlen(s3_dir) >= PATH_MAX - 1300) {
+        ty_err_set(err, TY_EINVAL, NULL, "invalid s3 dir");
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+        snprintf(p, sizeof(p), "%s/%s", s3_dir, sub[i]);
+        if (objstore__mkdirs(p, 0755) != 0) {
+            ty_err_set(err, TY_EIO, NULL, "cannot create '%s': %s", p, strerror(errno));
+            return NULL;
+        }
+    }
+    os = calloc(1, sizeof(*os));
+    if (!os) {
+        ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    snprintf(os->dir, sizeof(os->dir), "%s", s3_dir);
+    os->st = st;
+    return os;
+}
+
+int objstore_sweep_tmp(const char *s3_dir, int max_age_s)
+{
+    char dir[PATH_MAX];
+    DIR *d;
+    struct dirent *de;
+    time_t now = time(NULL);
+    int n = 0;
+
+    if (objstore__fmt(dir, sizeof(dir), "%s/.ty/tmp", s3_dir) != 0 || !(d = opendir(dir)))
+        return 0;
+    while ((de = readdir(d)) != NULL) {
+        char p[PATH_MAX];
+        struct stat st;
+        if (strncmp(de->d_name, "up.", 3) != 0 ||
+            objstore__fmt(p, sizeof(p), "%s/%s", dir, de->d_name) != 0 || lstat(p, &st) != 0 ||
+            !S_ISREG(st.st_mode) || now - st.st_mtime < max_age_s)
+            continue;
+        if (unlink(p) == 0)
+            n++;
+    }
+    closedir(d);
+    if (n)
+        ty_log(TY_LOG_INFO, "s3.tmp.swept", "dir='%s' removed=%d", dir, n);
+    return n;
+}
+
+void objstore_close(struct objstore *os)
+{
+    free(os);
+}
+
+const char *objstore_dir(const struct objstore *os)
+{
+    return os->dir;
+}
+
+/* ---- metadata in Redis ---------------------------------------------------------------------- */
+
+void objstore_meta_cleanup(struct objstore_meta *meta)
+{
+    if (meta && meta->hdrs) {
+        json_decref(meta->hdrs);
+        meta->hdrs = NULL;
+    }
+}
+
+static int objstore__meta_from_reply(const redisReply *r, struct objstore_meta *m, int want_hdrs)
+{
+    memset(m, 0, sizeof(*m));
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements == 0)
+        return -1;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        const char *f = r->element[i]->str, *v = r->element[i + 1]->str;
+        if (!f || !v)
+            continue;
+        if (strcmp(f, "etag") == 0)
+            snprintf(m->etag, sizeof(m->etag), "%s", v);
+        else if (strcmp(f, "size") == 0)
+            m->size = strtoull(v, NULL, 10);
+        else if (strcmp(f, "mtime") == 0)
+            m->mtime_ms = strtoll(v, NULL, 10);
+        else if (strcmp(f, "parts") == 0)
+            m->parts = atoi(v);
+        else if (strcmp(f, "ino") == 0)
+            m->ino = strtoull(v, NULL, 10);
+        else if (strcmp(f, "path") == 0)
+            snprintf(m->path, sizeof(m->path), "%s", v);
+        else if (strcmp(f, "hdrs") == 0 && want_hdrs)
+            m->hdrs = json_loads(v, 0, NULL);
+    }
+    return m->path[0] ? 0 : -1;
+}
+
+static int objstore__meta_load(struct objstore *os, const char *bucket, const char *key,
+                               struct objstore_meta *m, int want_hdrs, struct ty_err *err)
+{
+    char *rk = objstore__rkey("ty:s3:obj:", bucket, key);
+    redisReply *r;
+    int rc;
+
+    if (!rk)
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    r = store__cmdv(os->st, err, "HGETALL", rk, NULL);
+    free(rk);
+    if (!r)
+        return -TY_EREDIS;
+    rc = objstore__meta_from_reply(r, m, want_hdrs);
+    freeReplyObject(r);
+    return rc == 0 ? 0 : -TY_ENOTFOUND;
+}
+
+static int objstore__index_put(struct objstore *os, const char *bucket, const char *key,
+                               const struct objstore_meta *m, json_t *hdrs, struct ty_err *err)
+{
+    char *rk = objstore__rkey("ty:s3:obj:", bucket, key);
+    char *zk = objstore__rkey("ty:s3:keys:", bucket, NULL);
+    char size[32], mtime[32], parts[16], ino[32];
+    char *hj = hdrs ? json_dumps(hdrs, JSON_COMPACT) : NULL;
+    redisReply *rep[4] = {0};
+    int rc = 0;
+
+    if (!rk || !zk) {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    snprintf(size, sizeof(size), "%llu", (unsigned long long)m->size);
+    snprintf(mtime, sizeof(mtime), "%lld", (long long)m->mtime_ms);
+    snprintf(parts, sizeof(parts), "%d", m->parts);
+    snprintf(ino, sizeof(ino), "%llu", (unsigned long long)m->ino);
+    {
+        const char *c0[] = {"MULTI"};
+        const char *c1[] = {"HSET",  rk,    "etag", m->etag,       "size",  size,
+                            "mtime", mtime, "path", m->path,       "parts", parts,
+                            "ino",   ino,   "hdrs", hj ? hj : "{}"};
+        const char *c2[] = {"ZADD", zk, "0", key};
+        const char *c3[] = {"EXEC"};
+        const char *const *cmds[] = {c0, c1, c2, c3};
+        const int argc[] = {1, 16, 4, 1};
+        if (store__pipeline(os->st, 4, argc, cmds, rep, err) != 0) {
+            rc = -TY_EREDIS;
+            goto out;
+        }
+        if (!rep[3] || rep[3]->type != REDIS_REPLY_ARRAY)
+            rc = store__reply_err(rep[3], "s3 index", err);
+        for (int i = 0; i < 4; i++)
+            freeReplyObject(rep[i]);
+    }
+out:
+    free(rk);
+    free(zk);
+    free(hj);
+    return rc;
+}
+
+static int objstore__index_del(struct objstore *os, const char *bucket, const char *key,
+                               struct ty_err *err)
+{
+    char *rk = objstore__rkey("ty:s3:obj:", bucket, key);
+    char *zk = objstore__rkey("ty:s3:keys:", bucket, NULL);
+    redisReply *rep[2] = {0};
+    int rc = 0;
+
+    if (!rk || !zk) {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    } else {
+        const char *c0[] = {"DEL", rk};
+        const char *c1[] = {"ZREM", zk, key};
+        const char *const *cmds[] = {c0, c1};
+        const int argc[] = {2, 3};
+        if (store__pipeline(os->st, 2, argc, cmds, rep, err) != 0)
+            rc = -TY_EREDIS;
+        freeReplyObject(rep[0]);
+        freeReplyObject(rep[1]);
+    }
+    free(rk);
+    free(zk);
+    return rc;
+}
+
+/* ---- hashing files ------------------------------------------------------------------------- */
+
+static int objstore__md5_fd(int fd, char *hex, uint64_t *size)
+{
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    unsigned char md[16];
+    unsigned int mdlen = 0;
+    char *buf = malloc(OBJSTORE_CHUNK);
+    uint64_t total = 0;
+    ssize_t r = 0;
+    int rc = -1;
+
+    if (!c || !buf || EVP_DigestInit_ex(c, EVP_md5(), NULL) != 1)
+        goto out;
+    while ((r = read(fd, buf, OBJSTORE_CHUNK)) > 0) {
+        EVP_DigestUpdate(c, buf, (size_t)r);
+        total += (uint64_t)r;
+    }
+    if (r < 0 || EVP_DigestFinal_ex(c, md, &mdlen) != 1)
+        goto out;
+    objstore__hex(md, 16, hex);
+    *size = total;
+    rc = 0;
+out:
+    EVP_MD_CTX_free(c);
+    free(buf);
+    return rc;
+}
+
+/* ---- buckets ------------------------------------------------------------------------------- */
+
+static int objstore__adopt_tree(struct objstore *os, const char *bucket, const char *abs,
+                                const char *rel, int depth, int *found, struct ty_err *err);
+
+int objstore_bucket_create(struct objstore *os, const char *name, const char *region,
+                           struct ty_err *err)
+{
+    char p[PATH_MAX], val[128];
+    redisReply *r;
+    long long added;
+
+    snprintf(val, sizeof(val), "{\"created\":%lld,\"region\":\"%.32s\"}",
+             (long long)objstore__now_ms(), region && *region ? region : "us-east-1");
+    if (objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 || objstore__mkdirs(p, 0755) != 0)
+        return ty_err_set(err, TY_EIO, NULL, "cannot create the bucket directory");
+    r = store__cmdv(os->st, err, "HSETNX", "ty:s3:buckets", name, val, NULL);
+    if (!r)
+        return -TY_EREDIS;
+    if (r->type != REDIS_REPLY_INTEGER) {
+        int rc = store__reply_err(r, "s3 bucket", err);
+        freeReplyObject(r);
+        return rc;
+    }
+    added = r->integer;
+    freeReplyObject(r);
+    if (!added)
+        return ty_err_set(err, TY_EINUSE, "BucketAlreadyOwnedByYou",
+                          "Your previous request to create the named bucket succeeded and you "
+                          "already own it.");
+    return 0;
+}
+
+static int objstore__parse_bucket(const char *name, const char *json, struct objstore_bucket *b)
+{
+    json_t *j = json_loads(json, 0, NULL);
+    memset(b, 0, sizeof(*b));
+    snprintf(b->name, sizeof(b->name), "%s", name);
+    snprintf(b->region, sizeof(b->region), "us-east-1");
+    if (j) {
+        json_t *c = json_object_get(j, "created"), *rg = json_object_get(j, "region");
+        if (json_is_integer(c))
+            b->created_ms = json_integer_value(c);
+        if (json_is_string(rg))
+            snprintf(b->region, sizeof(b->region), "%s", json_string_value(rg));
+        json_decref(j);
+    }
+    return 0;
+}
+
+int objstore_bucket_get(struct objstore *os, const char *name, struct objstore_bucket *b,
+                        struct ty_err *err)
+{
+    redisReply *r;
+    char p[PATH_MAX];
+    struct stat st;
+
+    if (!name || !*name || strlen(name) > 63)
+        goto missing;
+    r = store__cmdv(os->st, err, "HGET", "ty:s3:buckets", name, NULL);
+    if (!r)
+        return -TY_EREDIS;
+    if (r->type == REDIS_REPLY_STRING) {
+        if (b)
+            objstore__parse_bucket(name, r->str, b);
+        freeReplyObject(r);
+        return 0;
+    }
+    freeReplyObject(r);
+    /* a directory made outside the API (the agent, a test, a copy): adopt it and its files */
+    if (!objstore__bucket_dir_ok(name) ||
+        objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 || stat(p, &st) != 0 ||
+        !S_ISDIR(st.st_mode))
+        goto missing;
+    {
+        char val[96];
+        int found = 0, rc;
+        snprintf(val, sizeof(val), "{\"created\":%lld,\"region\":\"us-east-1\"}",
+                 (long long)st.st_mtim.tv_sec * 1000);
+        r = store__cmdv(os->st, err, "HSETNX", "ty:s3:buckets", name, val, NULL);
+        if (!r)
+            return -TY_EREDIS;
+        freeReplyObject(r);
+        rc = objstore__adopt_tree(os, name, p, "", 0, &found, err);
+        if (rc)
+            return rc;
+        ty_log(TY_LOG_INFO, "s3.bucket.adopted", "bucket=%s objects=%d", name, found);
+        if (b)
+            objstore__parse_bucket(name, val, b);
+        return 0;
+    }
+missing:
+    return ty_err_set(err, TY_ENOTFOUND, "NoSuchBucket", "The specified bucket does not exist");
+}
+
+static int objstore__rmtree(const char *path, int depth)
+{
+    DIR *d;
+    struct dirent *de;
+    int rc = 0;
+
+    if (depth > OBJSTORE_MAX_DEPTH)
+        return -1;
+    d = opendir(path);
+    if (!d)
+        return errno == ENOENT ? 0 : -1;
+    while ((de = readdir(d)) != NULL) {
+        char p[PATH_MAX];
+        struct stat st;
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (objstore__fmt(p, sizeof(p), "%s/%s", path, de->d_name) != 0 || lstat(p, &st) != 0) {
+            rc = -1;
+            continue;
+        }
+        if (S_ISDIR(st.st_mode))
+            rc |= objstore__rmtree(p, depth + 1);
+        else if (unlink(p) != 0)
+            rc = -1;
+    }
+    closedir(d);
+    if (rmdir(path) != 0)
+        rc = -1;
+    return rc;
+}
+
+int objstore_bucket_delete(struct objstore *os, const char *name, struct ty_err *err)
+{
+    char *zk;
+    char p[PATH_MAX];
+    redisReply *r;
+    long long n;
+    int rc, found = 0;
+
+    if ((rc = objstore_bucket_get(os, name, NULL, err)) != 0)
+        return rc;
+    zk = objstore__rkey("ty:s3:keys:", name, NULL);
+    if (!zk)
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    /* files written beside the API since the bucket was adopted count as objects */
+    if (objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) == 0 &&
+        (rc = objstore__adopt_tree(os, name, p, "", 0, &found, err)) != 0) {
+        free(zk);
+        return rc;
+    }
+    r = store__cmdv(os->st, err, "ZCARD", zk, NULL);
+    if (!r) {
+        free(zk);
+        return -TY_EREDIS;
+    }
+    n = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+    freeReplyObject(r);
+    if (n > 0) {
+        free(zk);
+        return ty_err_set(err, TY_ECONFLICT, "BucketNotEmpty",
+                          "The bucket you tried to delete is not empty");
+    }
+    r = store__cmdv(os->st, err, "HDEL", "ty:s3:buckets", name, NULL);
+    freeReplyObject(r);
+    r = store__cmdv(os->st, err, "DEL", zk, NULL);
+    freeReplyObject(r);
+    free(zk);
+    objstore__rmtree(p, 0);
+    if (objstore__fmt(p, sizeof(p), "%s/.ty/obj/%s", os->dir, name) == 0)
+        objstore__rmtree(p, 0);
+    return 0;
+}
+
+static int objstore__bucket_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct objstore_bucket *)a)->name,
+                  ((const struct objstore_bucket *)b)->name);
+}
+
+int objstore_bucket_list(struct objstore *os, struct objstore_bucket **out, size_t *n,
+                         struct ty_err *err)
+{
+    DIR *d = opendir(os->dir);
+    struct dirent *de;
+    redisReply *r;
+    struct objstore_bucket *v;
+    size_t k = 0;
+
+    /* adopt bucket directories made outside the API first */
+    while (d && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] != '.' && objstore__bucket_dir_ok(de->d_name)) {
+            struct ty_err e2;
+            ty_err_clear(&e2);
+            objstore_bucket_get(os, de->d_name, NULL, &e2);
+        }
+    }
+    if (d)
+        closedir(d);
+    r = store__cmdv(os->st, err, "HGETALL", "ty:s3:buckets", NULL);
+    if (!r)
+        return -TY_EREDIS;
+    if (r->type != REDIS_REPLY_ARRAY) {
+        int rc = store__reply_err(r, "s3 buckets", err);
+        freeReplyObject(r);
+        return rc;
+    }
+    v = calloc(r->elements / 2 + 1, sizeof(*v));
+    if (!v) {
+        freeReplyObject(r);
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    }
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        if (r->element[i]->str && r->element[i + 1]->str)
+            objstore__parse_bucket(r->element[i]->str, r->element[i + 1]->str, &v[k++]);
+    }
+    freeReplyObject(r);
+    qsort(v, k, sizeof(*v), objstore__bucket_cmp);
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+/* ---- objects -------------------------------------------------------------------------------- */
+
+int objstore_tmp_create(struct objstore *os, char *path, size_t n, struct ty_err *err)
+{
+    int fd;
+
+    if (objstore__fmt(path, n, "%s/.ty/tmp/up.XXXXXX", os->dir) != 0)
+        return ty_err_set(err, TY_EIO, NULL, "temp path too long");
+    fd = mkostemp(path, O_CLOEXEC);
+    if (fd < 0)
+        return ty_err_set(err, TY_EIO, NULL, "cannot create a temp file: %s", strerror(errno));
+    return fd;
+}
+
+/* Renames tmp into place for bucket/key, natural path first. OUT: rel (relative path). */
+static int objstore__place(struct objstore *os, const char *bucket, const char *key,
+                           const char *tmp, char *rel, size_t reln)
+{
+    char abs[PATH_MAX];
+
+    if (objstore__natural_rel(bucket, key, rel, reln) == 0 &&
+        objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) == 0) {
+        for (int attempt = 0; attempt < 2; attempt++) {
+            if (objstore__mkparent(abs) == 0 && rename(tmp, abs) == 0) {
+                objstore__fsync_parent(abs);
+                return 0;
+            }
+            if (errno != ENOENT)
+                break;
+        }
+    }
+    /* not a plain path, or it collides with another key's file or directory */
+    if (objstore__hashed_rel(bucket, key, rel, reln) != 0 ||
+        objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0 ||
+        objstore__mkparent(abs) != 0 || rename(tmp, abs) != 0)
+        return -1;
+    objstore__fsync_parent(abs);
+    return 0;
+}
+
+static void objstore__unlink_rel(struct objstore *os, const char *bucket, const char *rel)
+{
+    char abs[PATH_MAX], stop[PATH_MAX];
+
+    if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0)
+        return;
+    unlink(abs);
+    if (strncmp(rel, ".ty/", 4) == 0)
+        return;
+    if (objstore__fmt(stop, sizeof(stop), "%s/%s", os->dir, bucket) == 0)
+        objstore__prune(abs, stop);
+}
+
+int objstore_put_tmp(struct objstore *os, const char *bucket, const char *key, const char *tmp_path,
+                     const char *etag, uint64_t size, int parts, json_t *hdrs,
+                     struct objstore_meta *meta, struct ty_err *err)
+{
+    struct objstore_meta m, old;
+    pthread_mutex_t *lk;
+    int rc, had_old;
+
+    if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
+        return rc;
+    memset(&m, 0, sizeof(m));
+    snprintf(m.etag, sizeof(m.etag), "%s", etag);
+    m.size = size;
+    m.parts = parts;
+    m.mtime_ms = objstore__now_ms();
+    {
+        struct stat st;
+        if (stat(tmp_path, &st) == 0)
+            m.ino = (uint64_t)st.st_ino; /* rename keeps the inode */
+    }
+    lk = objstore__lock_for(bucket, key);
+    pthread_mutex_lock(lk);
+    had_old = objstore__meta_load(os, bucket, key, &old, 0, err) == 0;
+    ty_err_clear(err);
+    if (objstore__place(os, bucket, key, tmp_path, m.path, sizeof(m.path)) != 0) {
+        rc = ty_err_set(err, TY_EIO, NULL, "cannot store the object: %s", strerror(errno));
+        goto out;
+    }
+    if ((rc = objstore__index_put(os, bucket, key, &m, hdrs, err)) != 0)
+        goto out;
+    if (had_old && strcmp(old.path, m.path) != 0)
+        objstore__unlink_rel(os, bucket, old.path);
+    if (meta)
+        *meta = m;
+out:
+    pthread_mutex_unlock(lk);
+    return rc;
+}
+
+/* Copies fd into a new temp file while hashing. OUT: tmp path, md5 hex, size. */
+static int objstore__copy_to_tmp(struct objstore *os, int in, char *tmp, size_t tn, char *md5,
+                                 uint64_t *size, struct ty_err *err)
+{
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    unsigned char md[16];
+    unsigned int mdlen = 0;
+    char *buf = malloc(OBJSTORE_CHUNK);
+    uint64_t total = 0;
+    ssize_t r = 0;
+    int out = -1, rc = -TY_EIO;
+
+    if (!c || !buf || EVP_DigestInit_ex(c, EVP_md5(), NULL) != 1) {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    out = objstore_tmp_create(os, tmp, tn, err);
+    if (out < 0) {
+        rc = out;
+        goto done;
+    }
+    while ((r = read(in, buf, OBJSTORE_CHUNK)) > 0) {
+        EVP_DigestUpdate(c, buf, (size_t)r);
+        for (ssize_t off = 0; off < r;) {
+            ssize_t w = write(out, buf + off, (size_t)(r - off));
+            if (w < 0) {
+                r = -1;
+                break;
+            }
+            off += w;
+        }
+        if (r < 0)
+            break;
+        total += (uint64_t)r;
+    }
+    if (r < 0 || fsync(out) != 0 || EVP_DigestFinal_ex(c, md, &mdlen) != 1) {
+        rc = ty_err_set(err, TY_EIO, NULL, "cannot copy the object: %s", strerror(errno));
+        unlink(tmp);
+        goto done;
+    }
+    objstore__hex(md, 16, md5);
+    *size = total;
+    rc = 0;
+done:
+    if (out >= 0)
+        close(out);
+    EVP_MD_CTX_free(c);
+    free(buf);
+    return rc;
+}
+
+/* Indexes the file at <s3>/<rel> as bucket/key (it already is at its natural path). */
+static int objstore__adopt_file(struct objstore *os, const char *bucket, const char *key,
+                                const char *rel, json_t *hdrs, struct ty_err *err)
+{
+    struct objstore_meta m;
+    char abs[PATH_MAX];
+    struct stat st;
+    int fd, rc;
+
+    memset(&m, 0, sizeof(m));
+    if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0)
+        return ty_err_set(err, TY_ENOTFOUND, "NoSuchKey", "The specified key does not exist.");
+    fd = open(abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        return ty_err_set(err, TY_ENOTFOUND, "NoSuchKey", "The specified key does not exist.");
+    }
+    rc = objstore__md5_fd(fd, m.etag, &m.size);
+    close(fd);
+    if (rc != 0)
+        return ty_err_set(err, TY_EIO, NULL, "cannot read '%s'", abs);
+    m.mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+    m.ino = (uint64_t)st.st_ino;
+    snprintf(m.path, sizeof(m.path), "%s", rel);
+    return objstore__index_put(os, bucket, key, &m, hdrs, err);
+}
+
+static int objstore__adopt_tree(struct objstore *os, const char *bucket, const char *abs,
+                                const char *rel, int depth, int *found, struct ty_err *err)
+{
+    DIR *d;
+    struct dirent *de;
+    int rc = 0;
+
+    if (depth > OBJSTORE_MAX_DEPTH)
+        return 0;
+    d = opendir(abs);
+    if (!d)
+        return 0;
+    while (rc == 0 && (de = readdir(d)) != NULL) {
+        char p[PATH_MAX], k[OBJSTORE_MAX_KEY + 2], r2[PATH_MAX];
+        struct stat st;
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (objstore__fmt(p, sizeof(p), "%s/%s", abs, de->d_name) != 0 || lstat(p, &st) != 0)
+            continue;
+        if (rel[0] ? objstore__fmt(k, sizeof(k), "%s/%s", rel, de->d_name)
+                   : objstore__fmt(k, sizeof(k), "%s", de->d_name))
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            rc = objstore__adopt_tree(os, bucket, p, k, depth + 1, found, err);
+        } else if (S_ISREG(st.st_mode) && objstore_key_ok(k)) {
+            struct objstore_meta m;
+            if (objstore__meta_load(os, bucket, k, &m, 0, err) == 0)
+                continue;
+            ty_err_clear(err);
+            if (objstore__fmt(r2, sizeof(r2), "%s/%s", bucket, k) != 0)
+                continue;
+            json_t *h = json_pack("{s:s}", "Content-Type", "binary/octet-stream");
+            rc = objstore__adopt_file(os, bucket, k, r2, h, err);
+            json_decref(h);
+            if (rc == -TY_ENOTFOUND) {
+                rc = 0;
+                ty_err_clear(err);
+            } else if (rc == 0) {
+                (*found)++;
+            }
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+int objstore_put_file(struct objstore *os, const char *bucket, const char *key, const char *src,
+                      const char *content_type, struct ty_err *err)
+{
+    char tmp[PATH_MAX], md5[33], natural[PATH_MAX], rel[PATH_MAX];
+    json_t *hdrs;
+    uint64_t size = 0;
+    int fd, rc;
+
+    if (!objstore_key_ok(key))
+        return ty_err_set(err, TY_EINVAL, "KeyTooLongError", "invalid key '%s'", key);
+    if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
+        return rc;
+    hdrs = json_pack("{s:s}", "Content-Type", content_type ? content_type : "binary/octet-stream");
+    if (objstore__natural_rel(bucket, key, rel, sizeof(rel)) == 0 &&
+        objstore__fmt(natural, sizeof(natural), "%s/%s", os->dir, rel) == 0 &&
+        strcmp(natural, src) == 0) {
+        pthread_mutex_t *lk = objstore__lock_for(bucket, key);
+        pthread_mutex_lock(lk);
+        rc = objstore__adopt_file(os, bucket, key, rel, hdrs, err);
+        pthread_mutex_unlock(lk);
+        json_decref(hdrs);
+        return rc;
+    }
+    fd = open(src, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        json_decref(hdrs);
+        return ty_err_set(err, TY_EIO, NULL, "cannot open '%s': %s", src, strerror(errno));
+    }
+    rc = objstore__copy_to_tmp(os, fd, tmp, sizeof(tmp), md5, &size, err);
+    close(fd);
+    if (rc == 0) {
+        rc = objstore_put_tmp(os, bucket, key, tmp, md5, size, 0, hdrs, NULL, err);
+        if (rc != 0)
+            unlink(tmp);
+    }
+    json_decref(hdrs);
+    return rc;
+}
+
+int objstore_copy(struct objstore *os, const char *sb, const char *sk, const char *db,
+                  const char *dk, json_t *hdrs, struct objstore_meta *meta, struct ty_err *err)
+{
+    struct objstore_meta src;
+    char tmp[PATH_MAX], md5[33];
+    uint64_t size = 0;
+    int fd, rc;
+
+    fd = objstore_open_read(os, sb, sk, &src, err);
+    if (fd < 0)
+        return fd;
+    rc = objstore__copy_to_tmp(os, fd, tmp, sizeof(tmp), md5, &size, err);
+    close(fd);
+    if (rc == 0) {
+        rc = objstore_put_tmp(os, db, dk, tmp, md5, size, 0, hdrs ? hdrs : src.hdrs, meta, err);
+        if (rc != 0)
+            unlink(tmp);
+    }
+    objstore_meta_cleanup(&src);
+    return rc;
+}
+
+int objstore_head(struct objstore *os, const char *bucket, const char *key,
+                  struct objstore_meta *meta, struct ty_err *err)
+{
+    char rel[PATH_MAX];
+    int rc;
+
+    if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
+        return rc;
+    rc = objstore__meta_load(os, bucket, key, meta, 1, err);
+    if (rc != -TY_ENOTFOUND)
+        return rc;
+    /* not indexed: a file the agent (or someone) put at the object's natural path */
+    if (objstore__natural_rel(bucket, key, rel, sizeof(rel)) == 0) {
+        pthread_mutex_t *lk = objstore__lock_for(bucket, key);
+        json_t *h = json_pack("{s:s}", "Content-Type", "binary/octet-stream");
+        pthread_mutex_lock(lk);
+        rc = objstore__meta_load(os, bucket, key, meta, 1, err);
+        if (rc == -TY_ENOTFOUND) {
+            rc = objstore__adopt_file(os, bucket, key, rel, h, err);
+            if (rc == 0)
+                rc = objstore__meta_load(os, bucket, key, meta, 1, err);
+        }
+        pthread_mutex_unlock(lk);
+        json_decref(h);
+        if (rc == 0)
+            return 0;
+    }
+    return ty_err_set(err, TY_ENOTFOUND, "NoSuchKey", "The specified key does not exist.");
+}
+
+int objstore_open_read(struct objstore *os, const char *bucket, const char *key,
+                       struct objstore_meta *meta, struct ty_err *err)
+{
+    char abs[PATH_MAX];
+    int rc, fd;
+
+    /* The metadata names the version (inode) it describes: a PUT that renames new bytes into
+       place between the lookup and the open is seen here, and the lookup is done again. */
+    for (int attempt = 0; attempt < 50; attempt++) {
+        struct stat st;
+        if ((rc = objstore_head(os, bucket, key, meta, err)) != 0)
+            return rc;
+        if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, meta->path) != 0)
+            break;
+        fd = open(abs, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0 && fstat(fd, &st) == 0 && (!meta->ino || (uint64_t)st.st_ino == meta->ino)) {
+            meta->size = (uint64_t)st.st_size;
+            return fd;
+        }
+        if (fd >= 0)
+            close(fd);
+        objstore_meta_cleanup(meta);
+        if (attempt > 2)
+            usleep(1000);
+    }
+    return ty_err_set(err, TY_ENOTFOUND, "NoSuchKey", "The specified key does not exist.");
+}
+
+int objstore_delete(struct objstore *os, const char *bucket, const char *key, struct ty_err *err)
+{
+    struct objstore_meta m;
+    char rel[PATH_MAX];
+    pthread_mutex_t *lk;
+    int rc, had;
+
+    if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
+        return rc;
+    lk = objstore__lock_for(bucket, key);
+    pthread_mutex_lock(lk);
+    had = objstore__meta_load(os, bucket, key, &m, 0, err) == 0;
+    ty_err_clear(err);
+    rc = objstore__index_del(os, bucket, key, err);
+    if (rc == 0 && had)
+        objstore__unlink_rel(os, bucket, m.path);
+    else if (rc == 0 && objstore__natural_rel(bucket, key, rel, sizeof(rel)) == 0) {
+        char abs[PATH_MAX];
+        struct stat st;
+        if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) == 0 && lstat(abs, &st) == 0 &&
+            S_ISREG(st.st_mode))
+            objstore__unlink_rel(os, bucket, rel);
+    }
+    pthread_mutex_unlock(lk);
+    return rc;
+}
+
+/* ---- listing ------------------------------------------------------------------------------- */
+
+void objstore_listing_cleanup(struct objstore_listing *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->n; i++)
+        free(l->e[i].key);
+    free(l->e);
+    free(l->next);
+    memset(l, 0, sizeof(*l));
+}
+
+static int objstore__b64(const unsigned char *in, size_t n, char **out)
+{
+    size_t cap = 4 * ((n + 2) / 3) + 1;
+    char *o = malloc(cap);
+    if (!o)
+        return -1;
+    EVP_EncodeBlock((unsigned char *)o, in, (int)n);
+    *out = o;
+    return 0;
+}
+
+static int objstore__unb64(const char *in, char *out, size_t outn, size_t *len)
+{
+    size_t n = strlen(in);
+    int w;
+
+    if (n == 0 || n % 4 || (n / 4) * 3 >= outn)
+        return -1;
+    w = EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)in, (int)n);
+    if (w < 0)
+        return -1;
+    while (n > 0 && in[n - 1] == '=') {
+        n--;
+        w--;
+    }
+    out[w] = '\0';
+    *len = (size_t)w;
+    return 0;
+}
+
+static int objstore__push(struct objstore_listing *l, size_t *cap, const char *key, size_t klen,
+                          int is_prefix)
+{
+    if (l->n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        struct objstore_entry *e = realloc(l->e, nc * sizeof(*e));
+        if (!e)
+            return -1;
+        l->e = e;
+        *cap = nc;
+    }
+    memset(&l->e[l->n], 0, sizeof(l->e[l->n]));
+    l->e[l->n].key = strndup(key, klen);
+    if (!l->e[l->n].key)
+        return -1;
+    l->e[l->n].is_prefix = is_prefix;
+    l->n++;
+    return 0;
+}
+
+int objstore_list(struct objstore *os, const char *bucket, const char *prefix, const char *delim,
+                  const char *token, const char *start_after, int max, struct objstore_listing *out,
+                  struct ty_err *err)
+{
+    struct objstore_listing l;
+    size_t cap = 0, plen = prefix ? strlen(prefix) : 0, dlen = delim ? strlen(delim) : 0;
+    char *zk = NULL, cursor[OBJSTORE_MAX_KEY + 8];
+    int rc, done = 0;
+
+    memset(&l, 0, sizeof(l));
+    if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
+        return rc;
+    if (plen > OBJSTORE_MAX_KEY || dlen > 64)
+        return ty_err_set(err, TY_EINVAL, "InvalidArgument", "prefix or delimiter too long");
+    if (max < 0)
+        max = 0;
+    if (max > 1000)
+        max = 1000;
+    /* cursor: a ZRANGEBYLEX bound; '[' inclusive, '(' exclusive */
+    if (token && *token) {
+        char dec[OBJSTORE_MAX_KEY + 8];
+        size_t dl;
+        if (objstore__unb64(token, dec, sizeof(dec), &dl) != 0 || dl < 2 ||
+            dl > OBJSTORE_MAX_KEY + 1 || (dec[0] != 'k' && dec[0] != 'p') || strlen(dec) != dl)
+            return ty_err_set(err, TY_EINVAL, "InvalidArgument",
+                              "The continuation token provided is incorrect");
+        if (dec[0] == 'k')
+            snprintf(cursor, sizeof(cursor), "(%.1024s", dec + 1);
+        else
+            snprintf(cursor, sizeof(cursor), "[%.1024s\xff", dec + 1);
+    } else if (start_after && *start_after && (!prefix || strcmp(start_after, prefix) >= 0)) {
+        size_t sl = strlen(start_after);
+        if (sl > OBJSTORE_MAX_KEY)
+            return ty_err_set(err, TY_EINVAL, "InvalidArgument", "start-after too long");
+        /* a marker that is a common prefix (ListObjects v1's NextMarker) skips its keys */
+        if (dlen && sl >= dlen && memcmp(start_after + sl - dlen, delim, dlen) == 0)
+            snprintf(cursor, sizeof(cursor), "[%.1024s\xff", start_after);
+        else
+            snprintf(cursor, sizeof(cursor), "(%.1024s", start_after);
+    } else if (plen) {
+        snprintf(cursor, sizeof(cursor), "[%.1024s", prefix);
+    } else {
+        snprintf(cursor, sizeof(cursor), "-");
+    }
+    zk = objstore__rkey("ty:s3:keys:", bucket, NULL);
+    if (!zk)
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    while (!done) {
+        char lim[16];
+        int want = max - (int)l.n + 1;
+        redisReply *r;
+        if (want < 1)
+            want = 1;
+        if (want > 1001)
+            want = 1001;
+        snprintf(lim, sizeof(lim), "%d", want);
+        r = store__cmdv(os->st, err, "ZRANGEBYLEX", zk, cursor, "+", "LIMIT", "0", lim, NULL);
+        if (!r) {
+            rc = -TY_EREDIS;
+            goto fail;
+        }
+        if (r->type != REDIS_REPLY_ARRAY) {
+            rc = store__reply_err(r, "s3 list", err);
+            freeReplyObject(r);
+            goto fail;
+        }
+        if (r->elements == 0)
+            done = 1;
+        for (size_t i = 0; i < r->elements && !done; i++) {
+            const char *k = r->element[i]->str;
+            size_t kl = r->element[i]->len;
+            const char *d;
+            if (!k)
+                continue;
+            if (plen && (kl < plen || memcmp(k, prefix, plen) != 0)) {
+                done = 1;
+                break;
+            }
+            if ((int)l.n == max) {
+                l.truncated = 1;
+                done = 1;
+                break;
+            }
+            d = dlen ? strstr(k + plen, delim) : NULL;
+            if (d) {
+                size_t cl = (size_t)(d - k) + dlen;
+                if (objstore__push(&l, &cap, k, cl, 1) != 0) {
+                    freeReplyObject(r);
+                    rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+                    goto fail;
+                }
+                /* skip every key under this common prefix: no UTF-8 key has a 0xff byte */
+                snprintf(cursor, sizeof(cursor), "[%.*s\xff", (int)cl, k);
+                break; /* re-query from the new cursor */
+            }
+            if (objstore__push(&l, &cap, k, kl, 0) != 0) {
+                freeReplyObject(r);
+                rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+                goto fail;
+            }
+            snprintf(cursor, sizeof(cursor), "(%.*s", (int)kl, k);
+        }
+        if (!done && r->elements < (size_t)want && (l.n == 0 || !l.e[l.n - 1].is_prefix))
+            done = 1;
+        freeReplyObject(r);
+    }
+    /* metadata of the objects, one pipeline */
+    if (l.n) {
+        size_t nobj = 0;
+        for (size_t i = 0; i < l.n; i++)
+            nobj += !l.e[i].is_prefix;
+        if (nobj) {
+            const char ***cmds = calloc(nobj, sizeof(*cmds));
+            int *argc = calloc(nobj, sizeof(*argc));
+            char **keys = calloc(nobj, sizeof(*keys));
+            const char **argvs = calloc(nobj * 2, sizeof(*argvs));
+            redisReply **rep = calloc(nobj, sizeof(*rep));
+            size_t j = 0;
+            rc = 0;
+            if (!cmds || !argc || !keys || !argvs || !rep) {
+                rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+            } else {
+                for (size_t i = 0; i < l.n && rc == 0; i++) {
+                    if (l.e[i].is_prefix)
+                        continue;
+                    keys[j] = objstore__rkey("ty:s3:obj:", bucket, l.e[i].key);
+                    if (!keys[j]) {
+                        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+                        break;
+                    }
+                    argvs[2 * j] = "HGETALL";
+                    argvs[2 * j + 1] = keys[j];
+                    cmds[j] = &argvs[2 * j];
+                    argc[j] = 2;
+                    j++;
+                }
+                if (rc == 0 && store__pipeline(os->st, nobj, argc, (const char *const *const *)cmds,
+                                               rep, err) != 0)
+                    rc = -TY_EREDIS;
+                j = 0;
+                for (size_t i = 0; i < l.n && rc == 0; i++) {
+                    if (l.e[i].is_prefix)
+                        continue;
+                    objstore__meta_from_reply(rep[j], &l.e[i].meta, 0);
+                    freeReplyObject(rep[j]);
+                    j++;
+                }
+            }
+            for (size_t i = 0; keys && i < nobj; i++)
+                free(keys[i]);
+            free(cmds);
+            free(argc);
+            free(keys);
+            free(argvs);
+            free(rep);
+            if (rc)
+                goto fail;
+        }
+    }
+    if (l.truncated && l.n) {
+        const struct objstore_entry *e = &l.e[l.n - 1];
+        size_t kl = strlen(e->key);
+        unsigned char *raw = malloc(kl + 1);
+        if (!raw) {
+            rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+            goto fail;
+        }
+        raw[0] = e->is_prefix ? 'p' : 'k';
+        memcpy(raw + 1, e->key, kl);
+        rc = objstore__b64(raw, kl + 1, &l.next);
+        free(raw);
+        if (rc) {
+            rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+            goto fail;
+        }
+    } else {
+        l.truncated = 0;
+    }
+    free(zk);
+    *out = l;
+    return 0;
+fail:
+    free(zk);
+    objstore_listing_cleanup(&l);
+    return rc ? rc : -TY_EINTERNAL;
+}
+
+/* ---- multipart uploads --------------------------------------------------------------------- */
+
+static int objstore__id_ok(const char *id)
+{
+    size_t n = id ? strlen(id) : 0;
+    if (n != OBJSTORE_UPLOAD_ID_SZ - 1)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+            return 0;
+    }
+    return 1;
+}
+
+static int objstore__no_upload(struct ty_err *err)
+{
+    return ty_err_set(err, TY_ENOTFOUND, "NoSuchUpload",
+                      "The specified upload does not exist. The upload ID may be invalid, or the "
+                      "upload may have been aborted or completed.");
+}
+
+int objstore_mpu_create(struct objstore *os, const char *bucket, const char *key, json_t *hdrs,
+                        char *upload_id, struct ty_err *err)
+{
+    unsigned char rnd[16];
+    char id[OBJSTORE_UPLOAD_ID_SZ], rk[64], dir[PATH_MAX], init[32];
+    char *zk, *member, *hj;
+    redisReply *rep[4] = {0};
+    int rc = 0;
+
+    if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
+        return rc;
+    if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+        return ty_err_set(err, TY_EINTERNAL, NULL, "no randomness");
+    objstore__hex(rnd, 16, id);
+    snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
+    snprintf(init, sizeof(init), "%lld", (long long)objstore__now_ms());
+    if (objstore__fmt(dir, sizeof(dir), "%s/.ty/mpu/%s", os->dir, id) != 0 || mkdir(dir, 0755) != 0)
+        return ty_err_set(err, TY_EIO, NULL, "cannot create the upload: %s", strerror(errno));
+    zk = objstore__rkey("ty:s3:mpus:", bucket, NULL);
+    member = malloc(strlen(key) + sizeof(id) + 2);
+    hj = hdrs ? json_dumps(hdrs, JSON_COMPACT) : NULL;
+    if (!zk || !member) {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    sprintf(member, "%s\n%s", key, id);
+    {
+        const char *c0[] = {"MULTI"};
+        const char *c1[] = {"HSET", rk,          "bucket", bucket, "key",
+                            key,    "initiated", init,     "hdrs", hj ? hj : "{}"};
+        const char *c2[] = {"ZADD", zk, "0", member};
+        const char *c3[] = {"EXEC"};
+        const char *const *cmds[] = {c0, c1, c2, c3};
+        const int argc[] = {1, 10, 4, 1};
+        if (store__pipeline(os->st, 4, argc, cmds, rep, err) != 0)
+            rc = -TY_EREDIS;
+        for (int i = 0; i < 4; i++)
+            freeReplyObject(rep[i]);
+    }
+    if (rc == 0)
+        memcpy(upload_id, id, sizeof(id));
+out:
+    if (rc)
+        rmdir(dir);
+    free(zk);
+    free(member);
+    free(hj);
+    return rc;
+}
+
+int objstore_mpu_get(struct objstore *os, const char *bucket, const char *key, const char *id,
+                     json_t **hdrs, struct ty_err *err)
+{
+    char rk[64];
+    redisReply *r;
+    int ok;
+
+    if (hdrs)
+        *hdrs = NULL;
+    if (!objstore__id_ok(id))
+        return objstore__no_upload(err);
+    snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
+    r = store__cmdv(os->st, err, "HMGET", rk, "bucket", "key", "hdrs", NULL);
+    if (!r)
+        return -TY_EREDIS;
+    ok = r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->str &&
+         r->element[1]->str && strcmp(r->element[0]->str, bucket) == 0 &&
+         strcmp(r->element[1]->str, key) == 0;
+    if (ok && hdrs && r->element[2]->str)
+        *hdrs = json_loads(r->element[2]->str, 0, NULL);
+    freeReplyObject(r);
+    return ok ? 0 : objstore__no_upload(err);
+}
+
+int objstore_mpu_put_part(struct objstore *os, const char *bucket, const char *key, const char *id,
+                          int number, const char *tmp_path, const char *etag, uint64_t size,
+                          struct ty_err *err)
+{
+    char dst[PATH_MAX], rk[64], num[16], val[96];
+    redisReply *r;
+    int rc;
+
+    if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
+        return rc;
+    if (number < 1 || number > OBJSTORE_MAX_PARTS)
+        return ty_err_set(err, TY_EINVAL, "InvalidArgument",
+                          "Part number must be an integer between 1 and 10000, inclusive");
+    if (objstore__fmt(dst, sizeof(dst), "%s/.ty/mpu/%s/%d", os->dir, id, number) != 0)
+        return ty_err_set(err, TY_EIO, NULL, "path too long");
+    if (rename(tmp_path, dst) != 0)
+        return errno == ENOENT
+                   ? objstore__no_upload(err)
+                   : ty_err_set(err, TY_EIO, NULL, "cannot store the part: %s", strerror(errno));
+    objstore__fsync_parent(dst);
+    snprintf(rk, sizeof(rk), "ty:s3:mpuparts:%s", id);
+    snprintf(num, sizeof(num), "%d", number);
+    snprintf(val, sizeof(val), "%s %llu %lld", etag, (unsigned long long)size,
+             (long long)objstore__now_ms());
+    r = store__cmdv(os->st, err, "HSET", rk, num, val, NULL);
+    if (!r)
+        return -TY_EREDIS;
+    freeReplyObject(r);
+    return 0;
+}
+
+static int objstore__part_cmp(const void *a, const void *b)
+{
+    return ((const struct objstore_part *)a)->number - ((const struct objstore_part *)b)->number;
+}
+
+int objstore_mpu_parts(struct objstore *os, const char *id, struct objstore_part **out, size_t *n,
+                       struct ty_err *err)
+{
+    char rk[64];
+    redisReply *r;
+    struct objstore_part *v;
+    size_t k = 0;
+
+    if (!objstore__id_ok(id))
+        return objstore__no_upload(err);
+    snprintf(rk, sizeof(rk), "ty:s3:mpuparts:%s", id);
+    r = store__cmdv(os->st, err, "HGETALL", rk, NULL);
+    if (!r)
+        return -TY_EREDIS;
+    if (r->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(r);
+        return ty_err_set(err, TY_EREDIS, NULL, "bad reply");
+    }
+    v = calloc(r->elements / 2 + 1, sizeof(*v));
+    if (!v) {
+        freeReplyObject(r);
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    }
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        struct objstore_part *p = &v[k];
+        unsigned long long sz = 0;
+        long long mt = 0;
+        char et[48];
+        if (!r->element[i]->str || !r->element[i + 1]->str)
+            continue;
+        if (sscanf(r->element[i + 1]->str, "%47s %llu %lld", et, &sz, &mt) != 3)
+            continue;
+        p->number = atoi(r->element[i]->str);
+        snprintf(p->etag, sizeof(p->etag), "%s", et);
+        p->size = sz;
+        p->mtime_ms = mt;
+        k++;
+    }
+    freeReplyObject(r);
+    qsort(v, k, sizeof(*v), objstore__part_cmp);
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+static void objstore__mpu_drop(struct objstore *os, const char *bucket, const char *key,
+                               const char *id)
+{
+    char rk[64], pk[64], dir[PATH_MAX];
+    char *zk = objstore__rkey("ty:s3:mpus:", bucket, NULL);
+    char *member = malloc(strlen(key) + strlen(id) + 2);
+    struct ty_err e;
+    redisReply *r;
+
+    ty_err_clear(&e);
+    snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
+    snprintf(pk, sizeof(pk), "ty:s3:mpuparts:%s", id);
+    r = store__cmdv(os->st, &e, "DEL", rk, pk, NULL);
+    freeReplyObject(r);
+    if (zk && member) {
+        sprintf(member, "%s\n%s", key, id);
+        r = store__cmdv(os->st, &e, "ZREM", zk, member, NULL);
+        freeReplyObject(r);
+    }
+    free(zk);
+    free(member);
+    if (objstore__fmt(dir, sizeof(dir), "%s/.ty/mpu/%s", os->dir, id) == 0)
+        objstore__rmtree(dir, 0);
+}
+
+int objstore_mpu_abort(struct objstore *os, const char *bucket, const char *key, const char *id,
+                       struct ty_err *err)
+{
+    int rc;
+    if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
+        return rc;
+    objstore__mpu_drop(os, bucket, key, id);
+    return 0;
+}
+
+static int objstore__unhex(const char *hex, unsigned char *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = 0;
+        for (int j = 0; j < 2; j++) {
+            char c = hex[2 * i + j];
+            v <<= 4;
+            if (c >= '0' && c <= '9')
+                v |= (unsigned)(c - '0');
+            else if (c >= 'a' && c <= 'f')
+                v |= (unsigned)(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F')
+                v |= (unsigned)(c - 'A' + 10);
+            else
+                return -1;
+        }
+        out[i] = (unsigned char)v;
+    }
+    return 0;
+}
+
+/* Copies the whole file src into fd out (kernel copy when possible). */
+static int objstore__append_file(int out, const char *src)
+{
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    ssize_t r;
+    char *buf = NULL;
+
+    if (in < 0)
+        return -1;
+    for (;;) {
+        r = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+        if (r == 0) {
+            close(in);
+            return 0;
+        }
+        if (r < 0)
+            break;
+    }
+    /* fall back to read/write (different file systems, old kernels) */
+    buf = malloc(OBJSTORE_CHUNK);
+    if (!buf) {
+        close(in);
+        return -1;
+    }
+    while ((r = read(in, buf, OBJSTORE_CHUNK)) > 0) {
+        for (ssize_t off = 0; off < r;) {
+            ssize_t w = write(out, buf + off, (size_t)(r - off));
+            if (w < 0) {
+                r = -1;
+                break;
+            }
+            off += w;
+        }
+        if (r < 0)
+            break;
+    }
+    free(buf);
+    close(in);
+    return r < 0 ? -1 : 0;
+}
+
+int objstore_mpu_complete(struct objstore *os, const char *bucket, const char *key, const char *id,
+                          const struct objstore_part *parts, size_t n, struct objstore_meta *meta,
+                          struct ty_err *err)
+{
+    struct objstore_part *have = NULL;
+    size_t nh = 0;
+    json_t *hdrs = NULL;
+    EVP_MD_CTX *c = NULL;
+    char tmp[PATH_MAX], etag[48];
+    unsigned char md[16];
+    unsigned int mdlen = 0;
+    uint64_t total = 0;
+    int fd = -1, rc;
+
+    tmp[0] = '\0';
+    if ((rc = objstore_mpu_get(os, bucket, key, id, &hdrs, err)) != 0)
+        return rc;
+    if ((rc = objstore_mpu_parts(os, id, &have, &nh, err)) != 0)
+        goto out;
+    if (n == 0) {
+        rc = ty_err_set(err, TY_EINVAL, "MalformedXML",
+                        "The XML you provided was not well-formed or did not validate against our "
+                        "published schema");
+        goto out;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if (parts[i].number <= parts[i - 1].number) {
+            rc = ty_err_set(err, TY_EINVAL, "InvalidPartOrder",
+                            "The list of parts was not in ascending order. The parts list must be "
+                            "specified in order by part number.");
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct objstore_part *want = &parts[i];
+        const struct objstore_part *got = NULL;
+        const char *e = want->etag;
+        size_t el;
+        for (size_t j = 0; j < nh; j++) {
+            if (have[j].number == want->number)
+                got = &have[j];
+        }
+        if (*e == '"')
+            e++;
+        el = strlen(e);
+        if (el && e[el - 1] == '"')
+            el--;
+        if (!got || strlen(got->etag) != el || strncasecmp(got->etag, e, el) != 0) {
+            rc = ty_err_set(err, TY_EINVAL, "InvalidPart",
+                            "One or more of the specified parts could not be found. The part may "
+                            "not have been uploaded, or the specified entity tag may not match "
+                            "the part's entity tag.");
+            goto out;
+        }
+        if (i + 1 < n && got->size < OBJSTORE_MIN_PART) {
+            rc = ty_err_set(err, TY_EINVAL, "EntityTooSmall",
+                            "Your proposed upload is smaller than the minimum allowed size");
+            goto out;
+        }
+    }
+    c = EVP_MD_CTX_new();
+    if (!c || EVP_DigestInit_ex(c, EVP_md5(), NULL) != 1) {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    fd = objstore_tmp_create(os, tmp, sizeof(tmp), err);
+    if (fd < 0) {
+        rc = fd;
+        tmp[0] = '\0';
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char src[PATH_MAX];
+        unsigned char pmd[16];
+        const struct objstore_part *got = NULL;
+        for (size_t j = 0; j < nh; j++) {
+            if (have[j].number == parts[i].number)
+                got = &have[j];
+        }
+        if (!got || objstore__unhex(got->etag, pmd, 16) != 0 ||
+            objstore__fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got->number) != 0 ||
+            objstore__append_file(fd, src) != 0) {
+            rc = ty_err_set(err, TY_EIO, NULL, "cannot assemble the object: %s", strerror(errno));
+            goto out;
+        }
+        EVP_DigestUpdate(c, pmd, 16);
+        total += got->size;
+    }
+    if (fsync(fd) != 0 || EVP_DigestFinal_ex(c, md, &mdlen) != 1) {
+        rc = ty_err_set(err, TY_EIO, NULL, "cannot write the object: %s", strerror(errno));
+        goto out;
+    }
+    close(fd);
+    fd = -1;
+    objstore__hex(md, 16, etag);
+    snprintf(etag + 32, sizeof(etag) - 32, "-%u", (unsigned)(n % 100000));
+    rc = objstore_put_tmp(os, bucket, key, tmp, etag, total, (int)n, hdrs, meta, err);
+    if (rc == 0) {
+        tmp[0] = '\0';
+        objstore__mpu_drop(os, bucket, key, id);
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0 && tmp[0])
+        unlink(tmp);
+    EVP_MD_CTX_free(c);
+    json_decref(hdrs);
+    free(have);
+    return rc;
+}
+
+int objstore_mpu_list(struct objstore *os, const char *bucket, const char *prefix, int max,
+                      struct objstore_upload **out, size_t *n, int *truncated, struct ty_err *err)
+{
+    char *zk;
+    char cursor[OBJSTORE_MAX_KEY + 8], lim[16];
+    redisReply *r;
+    struct objstore_upload *v;
+    size_t k = 0;
+    int rc;
+
+    if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
+        return rc;
+    if (max < 1 || max > 1000)
+        max = 1000;
+    if (prefix && strlen(prefix) > OBJSTORE_MAX_KEY)
+        return ty_err_set(err, TY_EINVAL, "InvalidArgument", "prefix too long");
+    snprintf(cursor, sizeof(cursor), prefix && *prefix ? "[%s" : "-", prefix ? prefix : "");
+    snprintf(lim, sizeof(lim), "%d", max + 1);
+    zk = objstore__rkey("ty:s3:mpus:", bucket, NULL);
+    if (!zk)
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    r = store__cmdv(os->st, err, "ZRANGEBYLEX", zk, cursor, "+", "LIMIT", "0", lim, NULL);
+    free(zk);
+    if (!r)
+        return -TY_EREDIS;
+    v = calloc(r->type == REDIS_REPLY_ARRAY ? r->elements + 1 : 1, sizeof(*v));
+    if (!v) {
+        freeReplyObject(r);
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    }
+    *truncated = 0;
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const char *m = r->element[i]->str, *nl;
+        char rk[64];
+        redisReply *h;
+        if (!m || !(nl = strrchr(m, '\n')) || strlen(nl + 1) != OBJSTORE_UPLOAD_ID_SZ - 1)
+            continue;
+        if (prefix && *prefix && strncmp(m, prefix, strlen(prefix)) != 0)
+            break;
+        if ((int)k == max) {
+            *truncated = 1;
+            break;
+        }
+        v[k].key = strndup(m, (size_t)(nl - m));
+        memcpy(v[k].id, nl + 1, OBJSTORE_UPLOAD_ID_SZ);
+        snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", v[k].id);
+        h = store__cmdv(os->st, err, "HGET", rk, "initiated", NULL);
+        if (h && h->type == REDIS_REPLY_STRING)
+            v[k].initiated_ms = strtoll(h->str, NULL, 10);
+        freeReplyObject(h);
+        if (v[k].key)
+            k++;
+    }
+    freeReplyObject(r);
+    *out = v;
+    *n = k;
+    return 0;
+}

@@ -1,0 +1,205 @@
+/*
+ * objstore.h - the embedded S3 object store: buckets and objects on the local disk, their
+ * metadata and listing index in Redis.
+ *
+ * Owns: the layout under the s3 dir (<data-dir>/s3) and the ty:s3:* Redis keys:
+ *   <s3>/<bucket>/<key>          an object's bytes, when the key is a safe relative path (every
+ *                                '/' segment non-empty, not "." or "..", at most 255 bytes, and
+ *                                the path does not collide with a file or directory of another
+ *                                key). This is the layout the agent reads channels from and
+ *                                writes model.tar.gz to, so both stay plain files.
+ *   <s3>/.ty/obj/<bucket>/<hh>/<sha256(key)>   any other key's bytes
+ *   <s3>/.ty/tmp/                temp files (uploads in flight); same file system, so a commit
+ *                                is a rename
+ *   <s3>/.ty/mpu/<upload-id>/<n> the parts of a multipart upload
+ *   ty:s3:buckets                hash: bucket -> {"created": ms, "region": "..."}
+ *   ty:s3:keys:<bucket>          sorted set of keys, score 0: ZRANGEBYLEX gives prefix, start-after
+ *                                and continuation listing in O(log n + page)
+ *   ty:s3:obj:<bucket>/<key>     hash: etag, size, mtime (ms), path (relative to <s3>), parts,
+ *                                hdrs (JSON object of the headers replayed on GET/HEAD)
+ *   ty:s3:mpu:<id>               hash: bucket, key, initiated, hdrs
+ *   ty:s3:mpuparts:<id>          hash: part number -> "<etag> <size> <mtime>"
+ *   ty:s3:mpus:<bucket>          sorted set "<key>\n<id>", score 0
+ * Invariants: bytes reach their final name only by rename(2) of an fsync'ed temp file, and the
+ * index is written after the rename, under a per-key lock, so a crash leaves either the old or
+ * the new object, never a torn one. A file found at <s3>/<bucket>/<key> that the index lacks
+ * (written by the agent or copied by hand) is adopted on first access (HEAD/GET, or a bucket
+ * directory seen for the first time), or at once through objstore_put_file.
+ * Errors: ty_err codes, with err->field set to S3's error code (NoSuchBucket, NoSuchKey,
+ * BucketNotEmpty, InvalidPart, ...) so that the S3 layer picks the wire form.
+ * Thread-safety: a struct objstore wraps one borrowed struct store (one Redis connection): use
+ * one per thread. Commits to one key are serialised within the process.
+ */
+#ifndef TY_CP_OBJSTORE_H
+#define TY_CP_OBJSTORE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+#include "ty_err.h"
+
+#define OBJSTORE_MAX_KEY      1024
+#define OBJSTORE_MIN_PART     (5u * 1024u * 1024u)
+#define OBJSTORE_MAX_PARTS    10000
+#define OBJSTORE_MAX_OBJECT   (5ull * 1024ull * 1024ull * 1024ull)
+#define OBJSTORE_UPLOAD_ID_SZ 33
+
+struct objstore;
+
+struct objstore_meta {
+    char etag[48]; /* hex MD5, or "<hex>-<parts>"; no quotes */
+    uint64_t size;
+    int64_t mtime_ms;
+    int parts;       /* 0 for a simple object */
+    uint64_t ino;    /* inode of the file holding the bytes: the version a reader opened */
+    char path[1200]; /* relative to the s3 dir */
+    json_t *hdrs;    /* new (or NULL): header name -> value */
+};
+
+struct objstore_entry {
+    char *key;                 /* new */
+    int is_prefix;             /* a CommonPrefix (then meta is empty) */
+    struct objstore_meta meta; /* hdrs is NULL in listings */
+};
+
+struct objstore_listing {
+    struct objstore_entry *e; /* new */
+    size_t n;
+    int truncated;
+    char *next; /* new: continuation token when truncated, else NULL */
+};
+
+struct objstore_bucket {
+    char name[64];
+    int64_t created_ms;
+    char region[32];
+};
+
+struct objstore_part {
+    int number;
+    char etag[48];
+    uint64_t size;
+    int64_t mtime_ms;
+};
+
+/* new: caller frees with objstore_close(). s3_dir is copied (its .ty dirs are created); st is
+   borrowed and must outlive the handle. NULL with err on failure. */
+struct objstore *objstore_open(const char *s3_dir, struct store *st, struct ty_err *err);
+void objstore_close(struct objstore *os);
+/* Removes temp files under <s3_dir>/.ty/tmp older than max_age_s (uploads cut short by a crash).
+   Returns how many were removed. Needs no Redis; safe while uploads run (they are younger). */
+int objstore_sweep_tmp(const char *s3_dir, int max_age_s);
+/* borrowed: the s3 dir. */
+const char *objstore_dir(const struct objstore *os);
+
+/* 1 when name follows S3's bucket naming rules (3-63 chars, a-z 0-9 . -, ...). */
+int objstore_bucket_name_ok(const char *name);
+/* 1 when key is a valid key: 1..1024 bytes of UTF-8 without NUL. */
+int objstore_key_ok(const char *key);
+
+/* Creates a bucket. 0, or -TY_EINUSE (field BucketAlreadyOwnedByYou). */
+int objstore_bucket_create(struct objstore *os, const char *name, const char *region,
+                           struct ty_err *err);
+/* 0 when the bucket exists (OUT: b, may be NULL), else -TY_ENOTFOUND (NoSuchBucket). */
+int objstore_bucket_get(struct objstore *os, const char *name, struct objstore_bucket *b,
+                        struct ty_err *err);
+/* Deletes an empty bucket. 0, -TY_ENOTFOUND, -TY_ECONFLICT (BucketNotEmpty). */
+int objstore_bucket_delete(struct objstore *os, const char *name, struct ty_err *err);
+/* OUT: *out (new array, free()), *n, sorted by name. 0 or error. */
+int objstore_bucket_list(struct objstore *os, struct objstore_bucket **out, size_t *n,
+                         struct ty_err *err);
+
+/*
+ * A temp file for an upload in flight. OUT: path (size n). Returns an fd open for writing
+ * (caller closes, and unlinks path unless it committed it), or -TY_EIO.
+ */
+int objstore_tmp_create(struct objstore *os, char *path, size_t n, struct ty_err *err);
+
+/*
+ * Commits the temp file tmp_path (written and fsync'ed by the caller; its bytes have MD5
+ * md5_hex and length size) as bucket/key with headers hdrs (borrowed, may be NULL).
+ * OUT: meta (may be NULL; its hdrs is left NULL). 0, -TY_ENOTFOUND (NoSuchBucket), -TY_EIO.
+ */
+int objstore_put_tmp(struct objstore *os, const char *bucket, const char *key, const char *tmp_path,
+                     const char *etag, uint64_t size, int parts, json_t *hdrs,
+                     struct objstore_meta *meta, struct ty_err *err);
+
+/*
+ * Stores the file at src (any path; read, hashed and copied, so src is left as it is) as
+ * bucket/key with content_type (NULL: binary/octet-stream). For the agent and tools.
+ * A src that already is the object's own file (<s3>/<bucket>/<key>) is indexed in place.
+ */
+int objstore_put_file(struct objstore *os, const char *bucket, const char *key, const char *src,
+                      const char *content_type, struct ty_err *err);
+
+/*
+ * Copies sb/sk to db/dk (streamed; the copy's ETag is the MD5 of its bytes). hdrs (borrowed)
+ * replaces the source's headers; NULL keeps them. OUT: meta (may be NULL; hdrs left NULL).
+ */
+int objstore_copy(struct objstore *os, const char *sb, const char *sk, const char *db,
+                  const char *dk, json_t *hdrs, struct objstore_meta *meta, struct ty_err *err);
+
+/* Metadata of bucket/key. OUT: meta (meta->hdrs new: objstore_meta_cleanup). 0, -TY_ENOTFOUND
+   (NoSuchBucket or NoSuchKey). */
+int objstore_head(struct objstore *os, const char *bucket, const char *key,
+                  struct objstore_meta *meta, struct ty_err *err);
+/* As objstore_head, and opens the bytes: returns an fd (caller closes) or a negative code. */
+int objstore_open_read(struct objstore *os, const char *bucket, const char *key,
+                       struct objstore_meta *meta, struct ty_err *err);
+void objstore_meta_cleanup(struct objstore_meta *meta);
+
+/* Deletes bucket/key; deleting a missing key is not an error (S3). 0 or error. */
+int objstore_delete(struct objstore *os, const char *bucket, const char *key, struct ty_err *err);
+
+/*
+ * One page of keys under prefix (NULL = all), grouped at delimiter (NULL = none), after the
+ * continuation token (from a previous page's next) or else strictly after start_after, at most
+ * max entries (objects + common prefixes). OUT: out (objstore_listing_cleanup).
+ */
+int objstore_list(struct objstore *os, const char *bucket, const char *prefix, const char *delim,
+                  const char *token, const char *start_after, int max, struct objstore_listing *out,
+                  struct ty_err *err);
+void objstore_listing_cleanup(struct objstore_listing *l);
+
+/* ---- multipart uploads ---- */
+
+/* Starts an upload. OUT: upload_id (OBJSTORE_UPLOAD_ID_SZ). hdrs borrowed, may be NULL. */
+int objstore_mpu_create(struct objstore *os, const char *bucket, const char *key, json_t *hdrs,
+                        char *upload_id, struct ty_err *err);
+/* Checks that upload id exists for bucket/key. OUT: hdrs (new, may be NULL). 0 or -TY_ENOTFOUND
+   (NoSuchUpload). */
+int objstore_mpu_get(struct objstore *os, const char *bucket, const char *key, const char *id,
+                     json_t **hdrs, struct ty_err *err);
+/* Commits the temp file as part number (1..10000) of upload id. */
+int objstore_mpu_put_part(struct objstore *os, const char *bucket, const char *key, const char *id,
+                          int number, const char *tmp_path, const char *etag, uint64_t size,
+                          struct ty_err *err);
+/* The parts uploaded so far, by number. OUT: *out (new, free()), *n. */
+int objstore_mpu_parts(struct objstore *os, const char *id, struct objstore_part **out, size_t *n,
+                       struct ty_err *err);
+/*
+ * Completes upload id with the parts the client lists (numbers ascending; etags with or without
+ * quotes): InvalidPartOrder, InvalidPart, EntityTooSmall (a part but the last under 5 MiB) as
+ * S3 checks them. The object's bytes are the parts concatenated (streamed, never in memory);
+ * its ETag is MD5(concatenated binary part MD5s)-N. OUT: meta (may be NULL).
+ */
+int objstore_mpu_complete(struct objstore *os, const char *bucket, const char *key, const char *id,
+                          const struct objstore_part *parts, size_t n, struct objstore_meta *meta,
+                          struct ty_err *err);
+/* Aborts upload id, removing its parts. 0 or -TY_ENOTFOUND (NoSuchUpload). */
+int objstore_mpu_abort(struct objstore *os, const char *bucket, const char *key, const char *id,
+                       struct ty_err *err);
+
+struct objstore_upload {
+    char *key; /* new */
+    char id[OBJSTORE_UPLOAD_ID_SZ];
+    int64_t initiated_ms;
+};
+/* The uploads in progress in bucket, ordered by key then id; at most max. OUT: *out (free each
+   key, then the array), *n, *truncated. */
+int objstore_mpu_list(struct objstore *os, const char *bucket, const char *prefix, int max,
+                      struct objstore_upload **out, size_t *n, int *truncated, struct ty_err *err);
+
+#endif

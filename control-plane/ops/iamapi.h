@@ -1,0 +1,62 @@
+/*
+ * iamapi.h - the IAM query API (and STS GetCallerIdentity) on trainyard's one endpoint.
+ *
+ * Owns: the query protocol of IAM (form body or query string: Action=CreateUser&
+ * Version=2010-05-08&UserName=..., Tags.member.N.Key, TagKeys.member.N), its parameter
+ * validation with IAM's wording, its XML responses in the namespace
+ * https://iam.amazonaws.com/doc/2010-05-08/ and its XML errors
+ *   <ErrorResponse><Error><Type>Sender</Type><Code>NoSuchEntity</Code><Message>...</Message>
+ *   </Error><RequestId>...</RequestId></ErrorResponse>
+ * with IAM's HTTP statuses: 404 NoSuchEntity; 409 EntityAlreadyExists, LimitExceeded,
+ * DeleteConflict; 400 MalformedPolicyDocument, ValidationError, InvalidAction; 403 AccessDenied.
+ * Actions: CreateUser, GetUser, ListUsers, DeleteUser, TagUser, UntagUser, ListUserTags,
+ * CreateAccessKey, ListAccessKeys, DeleteAccessKey, PutUserPolicy, GetUserPolicy,
+ * ListUserPolicies, DeleteUserPolicy; STS GetCallerIdentity (always allowed, as in AWS).
+ * Every IAM action is authorised through authz_request (authz.h) after validation.
+ * Does not own: SigV4 (route.c verifies the request before calling here), storage
+ * (store_iam.c), policy grammar (iam.h).
+ * Thread-safety: reentrant; uses the caller's per-thread store.
+ */
+#ifndef TY_CP_OPS_IAMAPI_H
+#define TY_CP_OPS_IAMAPI_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "http.h"
+#include "sigv4.h"
+#include "store.h"
+#include "ty_err.h"
+
+/* One IAM/STS call whose SigV4 authorization was parsed (not yet verified). Every member is
+   borrowed for the duration of the call. */
+struct op_iamapi_call {
+    struct http_request *req;
+    struct store *store;              /* this thread's connection */
+    const char *account_id;           /* account in ARNs */
+    const struct sigv4_request *sreq; /* the request as SigV4 sees it */
+    const struct sigv4_auth *auth;    /* its parsed authorization (service "iam" or "sts") */
+};
+
+/* 1 when a SigV4 scope service is one this module serves ("iam", "sts"). */
+int op_iamapi_is_service(const char *service);
+
+/*
+ * Serves one IAM or STS query-protocol request: looks up the access key
+ * (InvalidClientTokenId, 403), verifies the signature (SignatureDoesNotMatch, 403), then runs
+ * the action; fills resp (XML body, status, the x-amzn-RequestId header). Never fails: every
+ * error becomes IAM's XML error.
+ */
+void op_iamapi_route(const struct op_iamapi_call *c, struct http_response *resp);
+
+/*
+ * Decodes an application/x-www-form-urlencoded text of len bytes into a new JSON object
+ * (caller decrefs): plain parameters as strings, Tags.member.N.Key/Value as "Tags" (array of
+ * {"Key","Value"} in N order), TagKeys.member.N as "TagKeys" (array of strings). Parameters of
+ * the same name: the last wins. NULL with -TY_EINVAL (err names the parameter) when a
+ * parameter is malformed or there are more than 512, a list index is not 1..1000.
+ * Exposed for the unit tests.
+ */
+json_t *op_iamapi_form(json_t *into, const char *text, size_t len, struct ty_err *err);
+
+#endif

@@ -1,0 +1,2001 @@
+/*
+ * s3.c - the S3 REST API (see s3.h).
+ *
+ * Order of checks, as S3 does it: request target (bucket, key, sub-resource) -> signature
+ * present -> known access key -> valid signature and clock -> the operation -> the body
+ * (streamed bodies are verified by s3_body_finish: framing, Content-MD5, x-amz-content-sha256,
+ * checksums, chunk signatures) -> the object store. Every error is S3's XML error document.
+ */
+#include "s3.h"
+
+#include "objstore.h"
+#include "s3_int.h"
+#include "sigv4.h"
+#include "store.h"
+#include "ty_buf.h"
+#include "ty_log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define S3_XML_HDR  "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+#define S3_NS       "http://s3.amazonaws.com/doc/2006-03-01/"
+#define S3_XML_MAX  (64u * 1024u * 1024u)
+#define S3_MAX_QP   32
+#define S3_MAX_DELS 1000
+
+static __thread struct store *s3__store;
+static __thread struct objstore *s3__os;
+
+struct s3_qp {
+    char *name;
+    char *value; /* "" when absent */
+    int has_value;
+};
+
+struct s3_req {
+    char bucket[256];
+    char *key; /* new, decoded; "" for bucket operations */
+    struct s3_qp qp[S3_MAX_QP];
+    int nqp;
+    int bad_target; /* undecodable path */
+};
+
+/* ---- small helpers ------------------------------------------------------------------------- */
+
+static int s3__hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes n bytes of p into a new string; plus_space turns '+' into ' '. NULL when
+   malformed or when the result holds a NUL. */
+static char *s3__pct_decode(const char *p, size_t n, int plus_space)
+{
+    char *o = malloc(n + 1);
+    size_t k = 0;
+
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '%') {
+            int a, b;
+            if (i + 2 >= n) {
+                free(o);
+                return NULL;
+            }
+            a = s3__hexval((unsigned char)p[i + 1]);
+            b = s3__hexval((unsigned char)p[i + 2]);
+            if (a < 0 || b < 0 || (a == 0 && b == 0)) {
+                free(o);
+                return NULL;
+            }
+            o[k++] = (char)(a * 16 + b);
+            i += 2;
+        } else if (p[i] == '+' && plus_space) {
+            o[k++] = ' ';
+        } else {
+            o[k++] = p[i];
+        }
+    }
+    o[k] = '\0';
+    return o;
+}
+
+static const char *s3__qget(const struct s3_req *r, const char *name)
+{
+    for (int i = 0; i < r->nqp; i++) {
+        if (strcmp(r->qp[i].name, name) == 0)
+            return r->qp[i].value;
+    }
+    return NULL;
+}
+
+static int s3__has(const struct s3_req *r, const char *name)
+{
+    return s3__qget(r, name) != NULL;
+}
+
+static void s3__req_cleanup(struct s3_req *r)
+{
+    free(r->key);
+    for (int i = 0; i < r->nqp; i++) {
+        free(r->qp[i].name);
+        free(r->qp[i].value);
+    }
+    memset(r, 0, sizeof(*r));
+}
+
+/* The virtual-host bucket of a Host header: "<bucket>.localhost[:port]" or "<bucket>.s3.*". */
+static int s3__vhost_bucket(const char *host, char *out, size_t n)
+{
+    const char *dot;
+    size_t bl;
+
+    if (!host)
+        return 0;
+    dot = strchr(host, '.');
+    if (!dot)
+        return 0;
+    bl = (size_t)(dot - host);
+    if (bl == 0 || bl >= n || bl > 63)
+        return 0;
+    if (!(strncmp(dot + 1, "localhost", 9) == 0 && (dot[10] == '\0' || dot[10] == ':')) &&
+        strncmp(dot + 1, "s3.", 3) != 0 && strncmp(dot + 1, "s3-", 3) != 0)
+        return 0;
+    memcpy(out, host, bl);
+    out[bl] = '\0';
+    for (size_t i = 0; i < bl; i++)
+        out[i] = (char)tolower((unsigned char)out[i]);
+    return 1;
+}
+
+static void s3__parse_target(const struct http_request *req, struct s3_req *r)
+{
+    const char *path = req->path, *q = req->query;
+    char vb[64];
+    int vhost;
+
+    memset(r, 0, sizeof(*r));
+    vhost = s3__vhost_bucket(http_header(req, "Host"), vb, sizeof(vb));
+    if (*path == '/')
+        path++;
+    if (vhost) {
+        snprintf(r->bucket, sizeof(r->bucket), "%s", vb);
+        r->key = s3__pct_decode(path, strlen(path), 0);
+    } else {
+        const char *slash = strchr(path, '/');
+        size_t bl = slash ? (size_t)(slash - path) : strlen(path);
+        char *b = s3__pct_decode(path, bl, 0);
+        if (!b || strlen(b) >= sizeof(r->bucket)) {
+            r->bad_target = 1;
+            snprintf(r->bucket, sizeof(r->bucket), "%.*s", (int)(bl > 200 ? 200 : bl), path);
+        } else {
+            snprintf(r->bucket, sizeof(r->bucket), "%s", b);
+        }
+        free(b);
+        r->key = slash ? s3__pct_decode(slash + 1, strlen(slash + 1), 0) : strdup("");
+    }
+    if (!r->key) {
+        r->bad_target = 1;
+        r->key = strdup("");
+    }
+    while (q && *q && r->nqp < S3_MAX_QP) {
+        const char *amp = strchr(q, '&');
+        size_t len = amp ? (size_t)(amp - q) : strlen(q);
+        const char *eq = memchr(q, '=', len);
+        size_t nl = eq ? (size_t)(eq - q) : len;
+        if (len) {
+            struct s3_qp *p = &r->qp[r->nqp];
+            p->name = s3__pct_decode(q, nl, 1);
+            p->value = eq ? s3__pct_decode(eq + 1, len - nl - 1, 1) : strdup("");
+            p->has_value = eq != NULL;
+            if (!p->name || !p->value) {
+                free(p->name);
+                free(p->value);
+                r->bad_target = 1;
+            } else {
+                r->nqp++;
+            }
+        }
+        q = amp ? amp + 1 : NULL;
+    }
+}
+
+static void s3__xml_esc(struct ty_buf *b, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+        switch (*p) {
+        case '&':
+            ty_buf_puts(b, "&amp;");
+            break;
+        case '<':
+            ty_buf_puts(b, "&lt;");
+            break;
+        case '>':
+            ty_buf_puts(b, "&gt;");
+            break;
+        case '"':
+            ty_buf_puts(b, "&quot;");
+            break;
+        case '\'':
+            ty_buf_puts(b, "&apos;");
+            break;
+        default:
+            if (*p < 0x20)
+                ty_buf_printf(b, "&#x%X;", *p);
+            else
+                ty_buf_append(b, p, 1);
+        }
+    }
+}
+
+/* S3's encoding-type=url: everything but unreserved characters and '/' percent-encoded. */
+static void s3__url_esc(struct ty_buf *b, const char *s)
+{
+    static const char hx[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+        if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~' || *p == '/') {
+            ty_buf_append(b, p, 1);
+        } else {
+            char e[3] = {'%', hx[*p >> 4], hx[*p & 15]};
+            ty_buf_append(b, e, 3);
+        }
+    }
+}
+
+/* A key, prefix or delimiter in a listing: URL-encoded when asked, then XML-escaped. */
+static void s3__list_esc(struct ty_buf *b, const char *s, int url)
+{
+    if (url) {
+        struct ty_buf t;
+        ty_buf_init(&t, 16384);
+        s3__url_esc(&t, s);
+        s3__xml_esc(b, t.data ? t.data : "");
+        ty_buf_cleanup(&t);
+    } else {
+        s3__xml_esc(b, s);
+    }
+}
+
+static void s3__iso8601(int64_t ms, char *out, size_t n)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    size_t len;
+    gmtime_r(&t, &tm);
+    len = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (len + 6 <= n)
+        snprintf(out + len, n - len, ".%03uZ", (unsigned)((ms % 1000 + 1000) % 1000));
+}
+
+static void s3__http_date(int64_t ms, char *out, size_t n)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, n, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+/* ---- responses ----------------------------------------------------------------------------- */
+
+static void s3__common_headers(struct http_request *req, struct http_response *resp)
+{
+    http_response_header(resp, "x-amz-request-id", req->request_id);
+    http_response_header(resp, "x-amz-id-2", req->request_id);
+    http_response_header(resp, "Server", "trainyard");
+}
+
+static void s3__xml_resp(struct http_request *req, struct http_response *resp, int status,
+                         struct ty_buf *b)
+{
+    resp->status = status;
+    resp->content_type = "application/xml";
+    resp->len = b->len;
+    resp->body = ty_buf_steal(b);
+    s3__common_headers(req, resp);
+}
+
+static void s3__empty(struct http_request *req, struct http_response *resp, int status)
+{
+    resp->status = status;
+    resp->body = NULL;
+    resp->len = 0;
+    s3__common_headers(req, resp);
+}
+
+struct s3_code {
+    const char *code;
+    int status;
+};
+
+static const struct s3_code s3_codes[] = {
+    {"NoSuchBucket", 404},         {"NoSuchKey", 404},
+    {"NoSuchUpload", 404},         {"BucketAlreadyOwnedByYou", 409},
+    {"BucketAlreadyExists", 409},  {"BucketNotEmpty", 409},
+    {"InvalidRange", 416},         {"SignatureDoesNotMatch", 403},
+    {"InvalidAccessKeyId", 403},   {"AccessDenied", 403},
+    {"RequestTimeTooSkewed", 403}, {"MethodNotAllowed", 405},
+    {"NotImplemented", 501},       {"InternalError", 500},
+    {"ServiceUnavailable", 503},   {"PreconditionFailed", 412},
+    {"MissingContentLength", 411},
+};
+
+static int s3__status_of(const char *code)
+{
+    for (size_t i = 0; i < sizeof(s3_codes) / sizeof(s3_codes[0]); i++) {
+        if (strcmp(s3_codes[i].code, code) == 0)
+            return s3_codes[i].status;
+    }
+    return 400;
+}
+
+struct s3_errx {
+    const char *name[4]; /* extra elements: name/value pairs */
+    const char *value[4];
+    int n;
+};
+
+static void s3__error(struct http_request *req, struct http_response *resp, const char *code,
+                      const char *msg, const struct s3_req *r, const struct s3_errx *x)
+{
+    struct ty_buf b;
+    int status = s3__status_of(code);
+
+    ty_log(TY_LOG_DEBUG, "s3.error", "req=%s code=%s msg=\"%s\"", req->request_id, code, msg);
+    if (strcmp(req->method, "HEAD") == 0) {
+        s3__empty(req, resp, status);
+        return;
+    }
+    ty_buf_init(&b, 1024 * 1024);
+    ty_buf_puts(&b, S3_XML_HDR "<Error><Code>");
+    s3__xml_esc(&b, code);
+    ty_buf_puts(&b, "</Code><Message>");
+    s3__xml_esc(&b, msg);
+    ty_buf_puts(&b, "</Message>");
+    if (r && r->bucket[0] && strcmp(code, "NoSuchBucket") == 0) {
+        ty_buf_puts(&b, "<BucketName>");
+        s3__xml_esc(&b, r->bucket);
+        ty_buf_puts(&b, "</BucketName>");
+    }
+    if (r && r->key && r->key[0] && strcmp(code, "NoSuchKey") == 0) {
+        ty_buf_puts(&b, "<Key>");
+        s3__xml_esc(&b, r->key);
+        ty_buf_puts(&b, "</Key>");
+    }
+    for (int i = 0; x && i < x->n; i++) {
+        ty_buf_printf(&b, "<%s>", x->name[i]);
+        s3__xml_esc(&b, x->value[i]);
+        ty_buf_printf(&b, "</%s>", x->name[i]);
+    }
+    ty_buf_puts(&b, "<Resource>");
+    s3__xml_esc(&b, req->path);
+    ty_buf_puts(&b, "</Resource><RequestId>");
+    ty_buf_puts(&b, req->request_id);
+    ty_buf_puts(&b, "</RequestId><HostId>");
+    ty_buf_puts(&b, req->request_id);
+    ty_buf_puts(&b, "</HostId></Error>");
+    s3__xml_resp(req, resp, status, &b);
+}
+
+/* The wire form of a ty_err: err->field holds S3's code when the layer below chose one. */
+static void s3__error_from(struct http_request *req, struct http_response *resp,
+                           const struct ty_err *err, const struct s3_req *r)
+{
+    const char *code = err->field;
+
+    if (!code[0] || !isupper((unsigned char)code[0])) {
+        switch (err->code) {
+        case TY_ENOTFOUND:
+            code = r && r->key && r->key[0] ? "NoSuchKey" : "NoSuchBucket";
+            break;
+        case TY_EREDIS:
+            code = "ServiceUnavailable";
+            break;
+        case TY_EINVAL:
+        case TY_ETOOBIG:
+            code = "InvalidArgument";
+            break;
+        default:
+            code = "InternalError";
+        }
+    }
+    if (err->code == TY_EREDIS && s3__store) {
+        objstore_close(s3__os);
+        s3__os = NULL;
+        store_close(s3__store);
+        s3__store = NULL;
+    }
+    s3__error(req, resp, code,
+              err->msg[0] ? err->msg : "We encountered an internal error. Please try again.", r,
+              NULL);
+}
+
+/* ---- thread state and auth ----------------------------------------------------------------- */
+
+static pthread_key_t s3__key;
+static pthread_once_t s3__key_once = PTHREAD_ONCE_INIT;
+
+/* Thread exit: closes this thread's objstore handle and Redis connection. */
+static void s3__thread_end(void *unused)
+{
+    (void)unused;
+    objstore_close(s3__os);
+    s3__os = NULL;
+    store_close(s3__store);
+    s3__store = NULL;
+}
+
+static const char *s3__sweep_dir;
+
+static void s3__key_init(void)
+{
+    const char *dir = __atomic_load_n(&s3__sweep_dir, __ATOMIC_ACQUIRE);
+
+    pthread_key_create(&s3__key, s3__thread_end);
+    /* once per process: temp files of uploads cut short by a crash (a day old at least, so
+       that no upload in flight of another process on the same dir is touched) */
+    if (dir)
+        objstore_sweep_tmp(dir, 24 * 3600);
+}
+
+static struct objstore *s3__thread_os(const struct route_ctx *rc, struct ty_err *err)
+{
+    if (rc->s3_dir)
+        __atomic_store_n(&s3__sweep_dir, rc->s3_dir, __ATOMIC_RELEASE);
+    pthread_once(&s3__key_once, s3__key_init);
+    pthread_setspecific(s3__key, (void *)1);
+    if (!s3__store) {
+        s3__store = store_open(rc->redis_url, err);
+        if (!s3__store)
+            return NULL;
+    }
+    if (!s3__os) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", rc->s3_dir ? rc->s3_dir : "s3");
+        s3__os = objstore_open(dir, s3__store, err);
+    }
+    return s3__os;
+}
+
+static void s3__fill_sreq(const struct http_request *req, struct sigv4_request *sreq, int with_body)
+{
+    memset(sreq, 0, sizeof(*sreq));
+    sreq->method = req->method;
+    sreq->path = req->path;
+    sreq->query = req->query;
+    sreq->headers = req->headers;
+    sreq->nheaders = req->nheaders;
+    if (with_body) {
+        sreq->body = req->body.data ? req->body.data : "";
+        sreq->body_len = req->body.len;
+    }
+}
+
+static int s3__hmac(const unsigned char *key, size_t kl, const char *msg, unsigned char *out)
+{
+    unsigned int ol = 0;
+    return HMAC(EVP_sha256(), key, (int)kl, (const unsigned char *)msg, strlen(msg), out, &ol) ? 0
+                                                                                               : -1;
+}
+
+/* The SigV4 signing key for auth's scope. OUT: key (32 bytes). */
+static int s3__signing_key(const struct sigv4_auth *auth, const char *secret, unsigned char *key)
+{
+    char k0[300];
+    unsigned char a[32], b[32];
+    int w = snprintf(k0, sizeof(k0), "AWS4%s", secret);
+
+    if (w < 0 || (size_t)w >= sizeof(k0))
+        return -1;
+    if (s3__hmac((unsigned char *)k0, (size_t)w, auth->date, a) ||
+        s3__hmac(a, 32, auth->region, b) || s3__hmac(b, 32, auth->service, a) ||
+        s3__hmac(a, 32, "aws4_request", key))
+        return -1;
+    OPENSSL_cleanse(k0, sizeof(k0));
+    return 0;
+}
+
+/* Checks the request's signature. 0, or an S3 error already written into resp. */
+static int s3__auth(struct http_request *req, struct http_response *resp, const struct s3_req *r,
+                    const struct route_ctx *rc, int streamed, struct sigv4_auth *auth)
+{
+    struct sigv4_request sreq;
+    struct ty_err err;
+    char secret[256], arn[512];
+    struct store *s;
+
+    ty_err_clear(&err);
+    s3__fill_sreq(req, &sreq, !streamed);
+    if (sigv4_parse(&sreq, auth, &err) != 0) {
+        const char *a = http_header(req, "Authorization");
+        if ((a && strncmp(a, "AWS ", 4) == 0) || s3__has(r, "AWSAccessKeyId"))
+            s3__error(req, resp, "InvalidRequest",
+                      "The authorization mechanism you have provided is not supported. Please use "
+                      "AWS4-HMAC-SHA256.",
+                      r, NULL);
+        else if (err.code == TY_ENOAUTH)
+            s3__error(req, resp, "AccessDenied", "Access Denied", r, NULL);
+        else if (err.code == TY_EBADKEY)
+            s3__error(req, resp, "InvalidAccessKeyId",
+                      "The AWS Access Key Id you provided does not exist in our records.", r, NULL);
+        else
+            s3__error(req, resp,
+                      http_header(req, "Authorization") ? "AuthorizationHeaderMalformed"
+                                                        : "AuthorizationQueryParametersError",
+                      err.msg, r, NULL);
+        return -1;
+    }
+    if (!s3__thread_os(rc, &err)) {
+        s3__error_from(req, resp, &err, r);
+        return -1;
+    }
+    s = s3__store;
+    if (store_principal_get(s, auth->access_key, secret, sizeof(secret), arn, sizeof(arn), &err) !=
+        0) {
+        if (err.code == TY_ENOTFOUND) {
+            struct s3_errx x = {{"AWSAccessKeyId"}, {auth->access_key}, 1};
+            s3__error(req, resp, "InvalidAccessKeyId",
+                      "The AWS Access Key Id you provided does not exist in our records.", r, &x);
+        } else {
+            s3__error_from(req, resp, &err, r);
+        }
+        return -1;
+    }
+    if (sigv4_verify(&sreq, auth, secret, time(NULL), &err) != 0) {
+        OPENSSL_cleanse(secret, sizeof(secret));
+        if (strncmp(err.msg, "Signature expired", 17) == 0 ||
+            strncmp(err.msg, "Signature not yet", 17) == 0) {
+            s3__error(req, resp, "RequestTimeTooSkewed",
+                      "The difference between the request time and the current time is too "
+                      "large.",
+                      r, NULL);
+        } else if (strcmp(err.msg, "Request has expired") == 0) {
+            s3__error(req, resp, "AccessDenied", "Request has expired", r, NULL);
+        } else if (strcmp(err.field, "x-amz-content-sha256") == 0) {
+            s3__error(req, resp, "XAmzContentSHA256Mismatch",
+                      "The provided 'x-amz-content-sha256' header does not match what was "
+                      "computed.",
+                      r, NULL);
+        } else {
+            struct ty_buf cr, sts;
+            struct ty_err e2;
+            unsigned char md[32];
+            unsigned int ml = 0;
+            char hex[65] = "";
+            ty_buf_init(&cr, 256 * 1024);
+            ty_buf_init(&sts, 4096);
+            ty_err_clear(&e2);
+            if (sigv4_canonical_request(&sreq, auth, &cr, &e2) == 0 && cr.data &&
+                EVP_Digest(cr.data, cr.len, md, &ml, EVP_sha256(), NULL) == 1) {
+                static const char hx[] = "0123456789abcdef";
+                for (int i = 0; i < 32; i++) {
+                    hex[2 * i] = hx[md[i] >> 4];
+                    hex[2 * i + 1] = hx[md[i] & 15];
+                }
+                hex[64] = '\0';
+            }
+            ty_buf_printf(&sts, "AWS4-HMAC-SHA256\n%s\n%s/%s/%s/aws4_request\n%s", auth->amz_date,
+                          auth->date, auth->region, auth->service, hex);
+            {
+                struct s3_errx x = {
+                    {"AWSAccessKeyId", "StringToSign", "SignatureProvided", "CanonicalRequest"},
+                    {auth->access_key, sts.data ? sts.data : "", auth->signature,
+                     cr.data ? cr.data : ""},
+                    4};
+                s3__error(req, resp, "SignatureDoesNotMatch",
+                          "The request signature we calculated does not match the signature you "
+                          "provided. Check your key and signing method.",
+                          r, &x);
+            }
+            ty_buf_cleanup(&cr);
+            ty_buf_cleanup(&sts);
+        }
+        return -1;
+    }
+    OPENSSL_cleanse(secret, sizeof(secret));
+    return 0;
+}
+
+/* ---- recognising S3 requests ---------------------------------------------------------------- */
+
+static int s3__scope_is_s3(const char *cred)
+{
+    /* Credential=AKID/DATE/REGION/SERVICE/aws4_request: the 4th '/'-field */
+    const char *p = cred;
+    for (int i = 0; i < 3 && p; i++) {
+        p = strchr(p, '/');
+        if (p)
+            p++;
+    }
+    return p && strncmp(p, "s3/", 3) == 0;
+}
+
+int s3_is_request(const struct http_request *req)
+{
+    const char *a = http_header(req, "Authorization");
+    const char *q = req->query, *c;
+
+    if (a) {
+        c = strstr(a, "Credential=");
+        return c ? s3__scope_is_s3(c + 11) : 0;
+    }
+    c = q ? strstr(q, "X-Amz-Credential=") : NULL;
+    if (c) {
+        const char *v = c + 17;
+        const char *end = strchr(v, '&');
+        size_t n = end ? (size_t)(end - v) : strlen(v);
+        char *d = s3__pct_decode(v, n, 0);
+        int yes = d && s3__scope_is_s3(d);
+        free(d);
+        return yes;
+    }
+    if (http_header(req, "X-Amz-Target"))
+        return 0;
+    if (strcmp(req->path, "/healthz") == 0 || strcmp(req->path, "/metrics") == 0 ||
+        strncmp(req->path, "/sagemaker/", 11) == 0 ||
+        (strncmp(req->path, "/console", 8) == 0 && (req->path[8] == '\0' || req->path[8] == '/')))
+        return 0;
+    if (strcmp(req->method, "POST") == 0 && strcmp(req->path, "/") == 0)
+        return 0;
+    return 1;
+}
+
+/* The sink of a body whose request already failed authentication: bytes are dropped. */
+static int s3__discard(void *ctx, const char *data, size_t n)
+{
+    (void)ctx;
+    (void)data;
+    (void)n;
+    return 0;
+}
+
+/* 1 when the request's signature is known bad at header time (so that an unauthenticated
+   client cannot make the store write its body to disk); 0 when good or not decidable yet. */
+static int s3__early_auth_fails(const struct http_request *req)
+{
+    struct sigv4_request sreq;
+    struct sigv4_auth auth;
+    struct ty_err err;
+    char secret[256], arn[512];
+    int bad;
+
+    ty_err_clear(&err);
+    s3__fill_sreq(req, &sreq, 0);
+    if (sigv4_parse(&sreq, &auth, &err) != 0)
+        return 1;
+    if (store_principal_get(s3__store, auth.access_key, secret, sizeof(secret), arn, sizeof(arn),
+                            &err) != 0)
+        return err.code == TY_ENOTFOUND;
+    bad = sigv4_verify(&sreq, &auth, secret, time(NULL), &err) != 0 && err.code == TY_EBADSIG;
+    OPENSSL_cleanse(secret, sizeof(secret));
+    return bad;
+}
+
+void s3_prepare(struct http_request *req, void *ud)
+{
+    const struct route_ctx *rc = ud;
+    struct s3_req r;
+    struct ty_err err;
+    struct objstore *os;
+    struct s3_body *b;
+    char path[PATH_MAX];
+    const char *sha;
+    unsigned char key[32];
+    int have_key = 0, fd;
+    struct sigv4_auth auth;
+    char scope[200] = "";
+
+    if (strcmp(req->method, "PUT") != 0 || !s3_is_request(req))
+        return;
+    s3__parse_target(req, &r);
+    if (r.bad_target || !r.key[0] || !r.bucket[0]) {
+        s3__req_cleanup(&r);
+        return;
+    }
+    s3__req_cleanup(&r);
+    ty_err_clear(&err);
+    os = s3__thread_os(rc, &err);
+    if (!os)
+        return; /* buffered; the handler reports the error */
+    sha = http_header(req, "x-amz-content-sha256");
+    memset(&auth, 0, sizeof(auth));
+    if (sha && strncmp(sha, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", 34) == 0) {
+        struct sigv4_request sreq;
+        char secret[256], arn[512];
+        s3__fill_sreq(req, &sreq, 0);
+        if (sigv4_parse(&sreq, &auth, &err) == 0 &&
+            store_principal_get(s3__store, auth.access_key, secret, sizeof(secret), arn,
+                                sizeof(arn), &err) == 0) {
+            have_key = s3__signing_key(&auth, secret, key) == 0;
+            snprintf(scope, sizeof(scope), "%s/%s/%s/aws4_request", auth.date, auth.region,
+                     auth.service);
+        }
+        OPENSSL_cleanse(secret, sizeof(secret));
+    }
+    if (s3__early_auth_fails(req)) {
+        /* drained, never stored: the handler answers with the signature error */
+        req->sink.write = s3__discard;
+        OPENSSL_cleanse(key, sizeof(key));
+        return;
+    }
+    fd = objstore_tmp_create(os, path, sizeof(path), &err);
+    if (fd < 0)
+        return;
+    b = s3_body_new(fd, path, req, have_key ? key : NULL, auth.signature, auth.amz_date, scope);
+    OPENSSL_cleanse(key, sizeof(key));
+    if (!b)
+        return;
+    req->sink.write = s3_body_write;
+    req->sink.free = s3_body_free;
+    req->sink.ctx = b;
+}
+
+/* The body of a request as a struct s3_body: the streamed one, or the buffered bytes run
+   through a new one. NULL with err on failure. borrowed (owned by req). */
+static struct s3_body *s3__body(struct http_request *req, struct objstore *os, struct ty_err *err)
+{
+    struct s3_body *b;
+    char path[PATH_MAX];
+    int fd;
+
+    if (req->sink.write == s3_body_write)
+        return req->sink.ctx;
+    if (req->too_big) {
+        ty_err_set(err, TY_EINVAL, "EntityTooLarge",
+                   "Your proposed upload exceeds the maximum allowed size");
+        return NULL;
+    }
+    fd = objstore_tmp_create(os, path, sizeof(path), err);
+    if (fd < 0)
+        return NULL;
+    /* a buffered body was already checked against its signed hash by sigv4_verify; chunk
+       signatures cannot be checked without the key here, so aws-chunked bodies always stream */
+    b = s3_body_new(fd, path, req, NULL, NULL, NULL, NULL);
+    if (!b) {
+        ty_err_set(err, TY_ENOMEM, "InternalError", "out of memory");
+        return NULL;
+    }
+    req->sink.write = s3_body_write;
+    req->sink.free = s3_body_free;
+    req->sink.ctx = b;
+    if (req->body.len && s3_body_write(b, req->body.data, req->body.len) != 0)
+        req->sink_failed = 1;
+    return b;
+}
+
+/* ---- headers stored with an object ---------------------------------------------------------- */
+
+static const char *const s3_kept_headers[] = {
+    "Content-Type",
+    "Content-Disposition",
+    "Content-Language",
+    "Cache-Control",
+    "Expires",
+    "x-amz-server-side-encryption",
+    "x-amz-server-side-encryption-aws-kms-key-id",
+    "x-amz-server-side-encryption-context",
+    "x-amz-server-side-encryption-bucket-key-enabled",
+    "x-amz-server-side-encryption-customer-algorithm",
+    "x-amz-server-side-encryption-customer-key-MD5",
+    "x-amz-storage-class",
+    "x-amz-website-redirect-location",
+    "x-amz-tagging-count",
+};
+
+/* new: the headers of req to keep with an object (standard ones, SSE, x-amz-meta-*). */
+static json_t *s3__object_headers(const struct http_request *req, int meta_too)
+{
+    json_t *h = json_object();
+    const char *ce;
+
+    for (size_t i = 0; i < sizeof(s3_kept_headers) / sizeof(s3_kept_headers[0]); i++) {
+        const char *v = http_header(req, s3_kept_headers[i]);
+        if (v)
+            json_object_set_new(h, s3_kept_headers[i], json_string(v));
+    }
+    if (!json_object_get(h, "Content-Type"))
+        json_object_set_new(h, "Content-Type", json_string("binary/octet-stream"));
+    /* aws-chunked is the transfer framing, not the object's encoding */
+    ce = http_header(req, "Content-Encoding");
+    if (ce) {
+        char buf[256] = "";
+        const char *p = ce;
+        while (*p) {
+            const char *comma = strchr(p, ',');
+            size_t n = comma ? (size_t)(comma - p) : strlen(p);
+            while (n && *p == ' ') {
+                p++;
+                n--;
+            }
+            if (n && !(n == 11 && strncasecmp(p, "aws-chunked", 11) == 0) &&
+                strlen(buf) + n + 2 < sizeof(buf)) {
+                if (buf[0])
+                    strcat(buf, ",");
+                strncat(buf, p, n);
+            }
+            p += n;
+            if (*p == ',')
+                p++;
+        }
+        if (buf[0])
+            json_object_set_new(h, "Content-Encoding", json_string(buf));
+    }
+    for (size_t i = 0; meta_too && i < req->nheaders; i++) {
+        const char *n = req->headers[i].name;
+        if (strncasecmp(n, "x-amz-meta-", 11) == 0) {
+            char low[256];
+            size_t k;
+            for (k = 0; n[k] && k + 1 < sizeof(low); k++)
+                low[k] = (char)tolower((unsigned char)n[k]);
+            low[k] = '\0';
+            json_object_set_new(h, low, json_string(req->headers[i].value));
+        }
+    }
+    return h;
+}
+
+static void s3__emit_object_headers(struct http_response *resp, const struct objstore_meta *m,
+                                    int with_checksum)
+{
+    const char *k;
+    json_t *v;
+    char etag[64], date[64];
+
+    snprintf(etag, sizeof(etag), "\"%s\"", m->etag);
+    http_response_header(resp, "ETag", etag);
+    s3__http_date(m->mtime_ms, date, sizeof(date));
+    http_response_header(resp, "Last-Modified", date);
+    http_response_header(resp, "Accept-Ranges", "bytes");
+    json_object_foreach(m->hdrs, k, v)
+    {
+        if (!json_is_string(v))
+            continue;
+        if (strncmp(k, "x-amz-checksum-", 15) == 0 && !with_checksum)
+            continue;
+        http_response_header_dup(resp, k, json_string_value(v));
+    }
+    if (m->hdrs && !json_object_get(m->hdrs, "Content-Type"))
+        http_response_header(resp, "Content-Type", "binary/octet-stream");
+    if (!m->hdrs)
+        http_response_header(resp, "Content-Type", "binary/octet-stream");
+}
+
+/* ---- tiny XML reader (request bodies: Complete, Delete, CreateBucketConfiguration) ---------- */
+
+/* Finds <tag>...</tag> in [p, end) (tag without attributes or with them); OUT: the inner text
+   range. Returns the position after the closing tag, or NULL. */
+static const char *s3__xml_find(const char *p, const char *end, const char *tag, const char **in,
+                                const char **in_end)
+{
+    size_t tl = strlen(tag);
+    while (p && p < end) {
+        const char *lt = memchr(p, '<', (size_t)(end - p));
+        const char *gt, *close;
+        if (!lt || (size_t)(end - lt) < tl + 2)
+            return NULL;
+        if (strncmp(lt + 1, tag, tl) == 0 && (lt[1 + tl] == '>' || lt[1 + tl] == ' ')) {
+            gt = memchr(lt, '>', (size_t)(end - lt));
+            if (!gt)
+                return NULL;
+            if (gt[-1] == '/') { /* <Tag/> */
+                *in = *in_end = gt + 1;
+                return gt + 1;
+            }
+            for (close = gt + 1; close < end; close++) {
+                close = memchr(close, '<', (size_t)(end - close));
+                if (!close)
+                    return NULL;
+                if ((size_t)(end - close) >= tl + 3 && close[1] == '/' &&
+                    strncmp(close + 2, tag, tl) == 0 && close[2 + tl] == '>') {
+                    *in = gt + 1;
+                    *in_end = close;
+                    return close + tl + 3;
+                }
+            }
+            return NULL;
+        }
+        p = lt + 1;
+    }
+    return NULL;
+}
+
+static void s3__utf8(struct ty_buf *b, unsigned long cp)
+{
+    unsigned char o[4];
+    if (cp < 0x80) {
+        o[0] = (unsigned char)cp;
+        ty_buf_append(b, o, 1);
+    } else if (cp < 0x800) {
+        o[0] = (unsigned char)(0xc0 | (cp >> 6));
+        o[1] = (unsigned char)(0x80 | (cp & 0x3f));
+        ty_buf_append(b, o, 2);
+    } else if (cp < 0x10000) {
+        o[0] = (unsigned char)(0xe0 | (cp >> 12));
+        o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+        o[2] = (unsigned char)(0x80 | (cp & 0x3f));
+        ty_buf_append(b, o, 3);
+    } else if (cp < 0x110000) {
+        o[0] = (unsigned char)(0xf0 | (cp >> 18));
+        o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+        o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+        o[3] = (unsigned char)(0x80 | (cp & 0x3f));
+        ty_buf_append(b, o, 4);
+    }
+}
+
+/* new: the unescaped text of [p, end), or NULL when it holds a bad entity or a NUL. */
+static char *s3__xml_text(const char *p, const char *end)
+{
+    struct ty_buf b;
+    ty_buf_init(&b, 64 * 1024);
+    ty_buf_append(&b, "", 0);
+    while (p < end) {
+        if (*p == '&') {
+            const char *semi = memchr(p, ';', (size_t)(end - p));
+            size_t n;
+            if (!semi)
+                goto bad;
+            n = (size_t)(semi - p - 1);
+            if (n == 2 && strncmp(p + 1, "lt", 2) == 0)
+                ty_buf_puts(&b, "<");
+            else if (n == 2 && strncmp(p + 1, "gt", 2) == 0)
+                ty_buf_puts(&b, ">");
+            else if (n == 3 && strncmp(p + 1, "amp", 3) == 0)
+                ty_buf_puts(&b, "&");
+            else if (n == 4 && strncmp(p + 1, "quot", 4) == 0)
+                ty_buf_puts(&b, "\"");
+            else if (n == 4 && strncmp(p + 1, "apos", 4) == 0)
+                ty_buf_puts(&b, "'");
+            else if (n >= 2 && p[1] == '#') {
+                char num[16];
+                unsigned long cp;
+                char *e;
+                int hex = p[2] == 'x' || p[2] == 'X';
+                size_t dl = n - 1 - (size_t)hex;
+                if (dl == 0 || dl >= sizeof(num))
+                    goto bad;
+                memcpy(num, p + 2 + hex, dl);
+                num[dl] = '\0';
+                cp = strtoul(num, &e, hex ? 16 : 10);
+                if (*e || cp == 0 || cp > 0x10ffff)
+                    goto bad;
+                s3__utf8(&b, cp);
+            } else {
+                goto bad;
+            }
+            p = semi + 1;
+        } else {
+            if (*p == '\0')
+                goto bad;
+            if (ty_buf_append(&b, p, 1) != 0)
+                goto bad;
+            p++;
+        }
+    }
+    return ty_buf_steal(&b);
+bad:
+    ty_buf_cleanup(&b);
+    return NULL;
+}
+
+static void s3__malformed(struct http_request *req, struct http_response *resp,
+                          const struct s3_req *r)
+{
+    s3__error(req, resp, "MalformedXML",
+              "The XML you provided was not well-formed or did not validate against our "
+              "published schema",
+              r, NULL);
+}
+
+/* ---- operations: service and buckets -------------------------------------------------------- */
+
+static void s3__list_buckets(struct http_request *req, struct http_response *resp,
+                             struct objstore *os, const struct route_ctx *rc)
+{
+    struct objstore_bucket *v = NULL;
+    size_t n = 0;
+    struct ty_err err;
+    struct ty_buf b;
+
+    ty_err_clear(&err);
+    if (objstore_bucket_list(os, &v, &n, &err) != 0) {
+        s3__error_from(req, resp, &err, NULL);
+        return;
+    }
+    ty_buf_init(&b, S3_XML_MAX);
+    ty_buf_printf(&b,
+                  S3_XML_HDR "<ListAllMyBucketsResult xmlns=\"" S3_NS "\"><Owner><ID>%s</ID>"
+                             "<DisplayName>trainyard</DisplayName></Owner><Buckets>",
+                  rc->account_id ? rc->account_id : "000000000000");
+    for (size_t i = 0; i < n; i++) {
+        char d[40];
+        s3__iso8601(v[i].created_ms, d, sizeof(d));
+        ty_buf_puts(&b, "<Bucket><Name>");
+        s3__xml_esc(&b, v[i].name);
+        ty_buf_printf(&b, "</Name><CreationDate>%s</CreationDate></Bucket>", d);
+    }
+    ty_buf_puts(&b, "</Buckets></ListAllMyBucketsResult>");
+    free(v);
+    s3__xml_resp(req, resp, 200, &b);
+}
+
+static void s3__create_bucket(struct http_request *req, struct http_response *resp,
+                              struct objstore *os, const struct s3_req *r,
+                              const struct sigv4_auth *auth)
+{
+    struct ty_err err;
+    char region[64];
+    char loc[300];
+
+    ty_err_clear(&err);
+    snprintf(region, sizeof(region), "%s", auth->region[0] ? auth->region : "us-east-1");
+    if (!objstore_bucket_name_ok(r->bucket)) {
+        struct s3_errx x = {{"BucketName"}, {r->bucket}, 1};
+        s3__error(req, resp, "InvalidBucketName", "The specified bucket is not valid.", r, &x);
+        return;
+    }
+    if (req->body.len) {
+        const char *in, *in_end, *end = req->body.data + req->body.len;
+        if (!s3__xml_find(req->body.data, end, "CreateBucketConfiguration", &in, &in_end)) {
+            s3__malformed(req, resp, r);
+            return;
+        }
+        if (s3__xml_find(in, in_end, "LocationConstraint", &in, &in_end)) {
+            char *lc = s3__xml_text(in, in_end);
+            if (lc && *lc)
+                snprintf(region, sizeof(region), "%s", lc);
+            free(lc);
+        }
+    }
+    if (objstore_bucket_create(os, r->bucket, region, &err) != 0) {
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    snprintf(loc, sizeof(loc), "/%s", r->bucket);
+    s3__empty(req, resp, 200);
+    http_response_header(resp, "Location", loc);
+}
+
+/* ListObjects (v1) and ListObjectsV2. */
+static void s3__list_objects(struct http_request *req, struct http_response *resp,
+                             struct objstore *os, const struct s3_req *r, int v2)
+{
+    const char *prefix = s3__qget(r, "prefix"), *delim = s3__qget(r, "delimiter");
+    const char *token = v2 ? s3__qget(r, "continuation-token") : NULL;
+    const char *after = v2 ? s3__qget(r, "start-after") : s3__qget(r, "marker");
+    const char *mk = s3__qget(r, "max-keys"), *enc = s3__qget(r, "encoding-type");
+    int url = enc && strcmp(enc, "url") == 0, max = 1000;
+    struct objstore_listing l;
+    struct ty_err err;
+    struct ty_buf b;
+    size_t nkeys = 0;
+
+    ty_err_clear(&err);
+    if (enc && !url) {
+        s3__error(req, resp, "InvalidArgument", "Invalid Encoding Method specified in Request", r,
+                  NULL);
+        return;
+    }
+    if (mk) {
+        char *e;
+        long v = strtol(mk, &e, 10);
+        if (!*mk || *e || v < 0) {
+            s3__error(req, resp, "InvalidArgument",
+                      "Provided max-keys not an integer or within integer range", r, NULL);
+            return;
+        }
+        max = v > 1000 ? 1000 : (int)v;
+    }
+    if (delim && !*delim)
+        delim = NULL;
+    if (objstore_list(os, r->bucket, prefix, delim, token, after, max, &l, &err) != 0) {
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    ty_buf_init(&b, S3_XML_MAX);
+    ty_buf_puts(&b, S3_XML_HDR "<ListBucketResult xmlns=\"" S3_NS "\"><Name>");
+    s3__xml_esc(&b, r->bucket);
+    ty_buf_puts(&b, "</Name><Prefix>");
+    s3__list_esc(&b, prefix ? prefix : "", url);
+    ty_buf_puts(&b, "</Prefix>");
+    if (v2) {
+        if (token) {
+            ty_buf_puts(&b, "<ContinuationToken>");
+            s3__xml_esc(&b, token);
+            ty_buf_puts(&b, "</ContinuationToken>");
+        }
+        if (after) {
+            ty_buf_puts(&b, "<StartAfter>");
+            s3__list_esc(&b, after, url);
+            ty_buf_puts(&b, "</StartAfter>");
+        }
+        ty_buf_printf(&b, "<KeyCount>%zu</KeyCount>", l.n);
+    } else {
+        ty_buf_puts(&b, "<Marker>");
+        s3__list_esc(&b, after ? after : "", url);
+        ty_buf_puts(&b, "</Marker>");
+        if (l.truncated && delim && l.n) {
+            ty_buf_puts(&b, "<NextMarker>");
+            s3__list_esc(&b, l.e[l.n - 1].key, url);
+            ty_buf_puts(&b, "</NextMarker>");
+        }
+    }
+    ty_buf_printf(&b, "<MaxKeys>%d</MaxKeys>", max);
+    if (delim) {
+        ty_buf_puts(&b, "<Delimiter>");
+        s3__list_esc(&b, delim, url);
+        ty_buf_puts(&b, "</Delimiter>");
+    }
+    if (url)
+        ty_buf_puts(&b, "<EncodingType>url</EncodingType>");
+    ty_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", l.truncated ? "true" : "false");
+    if (v2 && l.truncated && l.next) {
+        ty_buf_puts(&b, "<NextContinuationToken>");
+        s3__xml_esc(&b, l.next);
+        ty_buf_puts(&b, "</NextContinuationToken>");
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        char d[40];
+        if (l.e[i].is_prefix)
+            continue;
+        nkeys++;
+        s3__iso8601(l.e[i].meta.mtime_ms, d, sizeof(d));
+        ty_buf_puts(&b, "<Contents><Key>");
+        s3__list_esc(&b, l.e[i].key, url);
+        ty_buf_printf(&b,
+                      "</Key><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
+                      "<Size>%llu</Size><StorageClass>STANDARD</StorageClass>",
+                      d, l.e[i].meta.etag, (unsigned long long)l.e[i].meta.size);
+        if (!v2)
+            ty_buf_puts(&b,
+                        "<Owner><ID>trainyard</ID><DisplayName>trainyard</DisplayName></Owner>");
+        ty_buf_puts(&b, "</Contents>");
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        if (!l.e[i].is_prefix)
+            continue;
+        ty_buf_puts(&b, "<CommonPrefixes><Prefix>");
+        s3__list_esc(&b, l.e[i].key, url);
+        ty_buf_puts(&b, "</Prefix></CommonPrefixes>");
+    }
+    (void)nkeys;
+    ty_buf_puts(&b, "</ListBucketResult>");
+    objstore_listing_cleanup(&l);
+    if (b.len >= S3_XML_MAX - 1) {
+        ty_buf_cleanup(&b);
+        s3__error(req, resp, "InternalError", "listing too large", r, NULL);
+        return;
+    }
+    s3__xml_resp(req, resp, 200, &b);
+}
+
+static void s3__list_uploads(struct http_request *req, struct http_response *resp,
+                             struct objstore *os, const struct s3_req *r)
+{
+    struct objstore_upload *u = NULL;
+    size_t n = 0;
+    int trunc = 0, max = 1000;
+    const char *mu = s3__qget(r, "max-uploads"), *prefix = s3__qget(r, "prefix");
+    struct ty_err err;
+    struct ty_buf b;
+
+    ty_err_clear(&err);
+    if (mu)
+        max = atoi(mu);
+    if (objstore_mpu_list(os, r->bucket, prefix, max, &u, &n, &trunc, &err) != 0) {
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    ty_buf_init(&b, S3_XML_MAX);
+    ty_buf_puts(&b, S3_XML_HDR "<ListMultipartUploadsResult xmlns=\"" S3_NS "\"><Bucket>");
+    s3__xml_esc(&b, r->bucket);
+    ty_buf_puts(&b, "</Bucket><KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker><Prefix>");
+    s3__xml_esc(&b, prefix ? prefix : "");
+    ty_buf_printf(&b, "</Prefix><MaxUploads>%d</MaxUploads><IsTruncated>%s</IsTruncated>",
+                  max < 1 || max > 1000 ? 1000 : max, trunc ? "true" : "false");
+    for (size_t i = 0; i < n; i++) {
+        char d[40];
+        s3__iso8601(u[i].initiated_ms, d, sizeof(d));
+        ty_buf_puts(&b, "<Upload><Key>");
+        s3__xml_esc(&b, u[i].key);
+        ty_buf_printf(&b,
+                      "</Key><UploadId>%s</UploadId><Initiator><ID>trainyard</ID></Initiator>"
+                      "<Owner><ID>trainyard</ID></Owner><StorageClass>STANDARD</StorageClass>"
+                      "<Initiated>%s</Initiated></Upload>",
+                      u[i].id, d);
+        free(u[i].key);
+    }
+    free(u);
+    ty_buf_puts(&b, "</ListMultipartUploadsResult>");
+    s3__xml_resp(req, resp, 200, &b);
+}
+
+static void s3__delete_objects(struct http_request *req, struct http_response *resp,
+                               struct objstore *os, const struct s3_req *r)
+{
+    const char *p, *end, *in, *in_end, *oin, *oend;
+    struct ty_buf b;
+    int quiet = 0, count = 0;
+    struct ty_err err;
+
+    ty_err_clear(&err);
+    if (req->too_big || !req->body.len) {
+        s3__malformed(req, resp, r);
+        return;
+    }
+    end = req->body.data + req->body.len;
+    if (!s3__xml_find(req->body.data, end, "Delete", &in, &in_end)) {
+        s3__malformed(req, resp, r);
+        return;
+    }
+    {
+        const char *qi, *qe;
+        if (s3__xml_find(in, in_end, "Quiet", &qi, &qe))
+            quiet = (size_t)(qe - qi) == 4 && strncmp(qi, "true", 4) == 0;
+    }
+    for (p = in; (p = s3__xml_find(p, in_end, "Object", &oin, &oend)) != NULL;)
+        count++;
+    if (count == 0 || count > S3_MAX_DELS) {
+        s3__malformed(req, resp, r);
+        return;
+    }
+    if (objstore_bucket_get(os, r->bucket, NULL, &err) != 0) {
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    ty_buf_init(&b, S3_XML_MAX);
+    ty_buf_puts(&b, S3_XML_HDR "<DeleteResult xmlns=\"" S3_NS "\">");
+    for (p = in; (p = s3__xml_find(p, in_end, "Object", &oin, &oend)) != NULL;) {
+        const char *ki, *ke;
+        char *key = NULL;
+        if (s3__xml_find(oin, oend, "Key", &ki, &ke))
+            key = s3__xml_text(ki, ke);
+        ty_err_clear(&err);
+        if (!key || !objstore_key_ok(key)) {
+            ty_buf_puts(&b, "<Error><Key>");
+            s3__xml_esc(&b, key ? key : "");
+            ty_buf_puts(&b, "</Key><Code>InvalidArgument</Code><Message>Invalid key</Message>"
+                            "</Error>");
+        } else if (objstore_delete(os, r->bucket, key, &err) != 0) {
+            ty_buf_puts(&b, "<Error><Key>");
+            s3__xml_esc(&b, key);
+            ty_buf_puts(&b, "</Key><Code>InternalError</Code><Message>");
+            s3__xml_esc(&b, err.msg);
+            ty_buf_puts(&b, "</Message></Error>");
+        } else if (!quiet) {
+            ty_buf_puts(&b, "<Deleted><Key>");
+            s3__xml_esc(&b, key);
+            ty_buf_puts(&b, "</Key></Deleted>");
+        }
+        free(key);
+    }
+    ty_buf_puts(&b, "</DeleteResult>");
+    s3__xml_resp(req, resp, 200, &b);
+}
+
+/* ---- operations: objects ------------------------------------------------------------------ */
+
+/* Finishes the request body; on failure writes the error. Returns the body or NULL. */
+static struct s3_body *s3__finish_body(struct http_request *req, struct http_response *resp,
+                                       struct objstore *os, const struct s3_req *r)
+{
+    struct ty_err err;
+    struct s3_body *b;
+
+    ty_err_clear(&err);
+    b = s3__body(req, os, &err);
+    if (!b || s3_body_finish(b, &err) != 0) {
+        s3__error_from(req, resp, &err, r);
+        return NULL;
+    }
+    if (req->sink_failed) {
+        s3__error(req, resp, "InternalError", "the upload could not be stored", r, NULL);
+        return NULL;
+    }
+    return b;
+}
+
+static void s3__checksum_header(struct http_response *resp, struct s3_body *b, json_t *hdrs)
+{
+    const char *v = NULL;
+    enum s3_ck ck = s3_body_checksum(b, &v);
+    char low[64];
+
+    if (ck == S3_CK_NONE || !v || !*v)
+        return;
+    snprintf(low, sizeof(low), "x-amz-checksum-%s", s3_ck_name(ck));
+    for (size_t i = 0; low[i]; i++)
+        low[i] = (char)tolower((unsigned char)low[i]);
+    http_response_header_dup(resp, low, v);
+    if (hdrs)
+        json_object_set_new(hdrs, low, json_string(v));
+}
+
+static void s3__echo_sse(struct http_request *req, struct http_response *resp, json_t *h)
+{
+    for (size_t i = 0; i < sizeof(s3_kept_headers) / sizeof(s3_kept_headers[0]); i++) {
+        const char *n = s3_kept_headers[i];
+        json_t *v;
+        if (strncmp(n, "x-amz-server-side-encryption", 28) != 0)
+            continue;
+        v = h ? json_object_get(h, n) : NULL;
+        if (json_is_string(v))
+            http_response_header(resp, n, json_string_value(v));
+    }
+    (void)req;
+}
+
+static void s3__put_object(struct http_request *req, struct http_response *resp,
+                           struct objstore *os, const struct s3_req *r)
+{
+    struct s3_body *b;
+    struct objstore_meta m;
+    struct ty_err err;
+    json_t *hdrs;
+    char etag[64];
+
+    ty_err_clear(&err);
+    if (objstore_bucket_get(os, r->bucket, NULL, &err) != 0) {
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    if (!(b = s3__finish_body(req, resp, os, r)))
+        return;
+    hdrs = s3__object_headers(req, 1);
+    s3__empty(req, resp, 200);
+    s3__checksum_header(resp, b, hdrs);
+    if (objstore_put_tmp(os, r->bucket, r->key, s3_body_path(b), s3_body_md5(b), s3_body_size(b), 0,
+                         hdrs, &m, &err) != 0) {
+        json_decref(hdrs);
+        for (int i = 0; i < resp->nhdr; i++) {
+            free(resp->hdr_value[i]);
+            free(resp->hdr_name_dyn[i]);
+            resp->hdr_name_dyn[i] = NULL;
+        }
+        resp->nhdr = 0;
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    s3_body_release(b);
+    snprintf(etag, sizeof(etag), "\"%s\"", m.etag);
+    http_response_header(resp, "ETag", etag);
+    s3__echo_sse(req, resp, hdrs);
+    json_decref(hdrs);
+}
+
+static void s3__upload_part(struct http_request *req, struct http_response *resp,
+                            struct objstore *os, const struct s3_req *r)
+{
+    const char *id = s3__qget(r, "uploadId"), *pn = s3__qget(r, "partNumber");
+    struct s3_body *b;
+    struct ty_err err;
+    char etag[64], *e;
+    long n;
+
+    ty_err_clear(&err);
+    n = pn ? strtol(pn, &e, 10) : 0;
+    if (!pn || !*pn || *e || n < 1 || n > OBJSTORE_MAX_PARTS) {
+        s3__error(req, resp, "InvalidArgument",
+                  "Part number must be an integer between 1 and 10000, inclusive", r, NULL);
+        return;
+    }
+    if (objstore_mpu_get(os, r->bucket, r->key, id, NULL, &err) != 0) {
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    if (!(b = s3__finish_body(req, resp, os, r)))
+        return;
+    if (objstore_mpu_put_part(os, r->bucket, r->key, id, (int)n, s3_body_path(b), s3_body_md5(b),
+                              s3_body_size(b), &err) != 0) {
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    s3_body_release(b);
+    s3__empty(req, resp, 200);
+    snprintf(etag, sizeof(etag), "\"%s\"", s3_body_md5(b));
+    http_response_header(resp, "ETag", etag);
+    s3__checksum_header(resp, b, NULL);
+}
+
+static void s3__copy_object(struct http_request *req, struct http_response *resp,
+                            struct objstore *os, const struct s3_req *r, const char *src)
+{
+    char sb[256];
+    char *dec, *sk, *q;
+    const char *dir = http_header(req, "x-amz-metadata-directive");
+    int replace = dir && strcasecmp(dir, "REPLACE") == 0;
+    struct objstore_meta m;
+    struct ty_err err;
+    struct ty_buf b;
+    json_t *hdrs = NULL;
+    char d[40];
+
+    ty_err_clear(&err);
+    dec = s3__pct_decode(src, strlen(src), 0);
+    if (!dec) {
+        s3__error(req, resp, "InvalidArgument",
+                  "Copy Source must mention the source bucket and key: sourcebucket/sourcekey", r,
+                  NULL);
+        return;
+    }
+    q = strstr(dec, "?versionId=");
+    if (q)
+        *q = '\0';
+    sk = dec[0] == '/' ? dec + 1 : dec;
+    {
+        char *slash = strchr(sk, '/');
+        if (!slash || slash == sk || (size_t)(slash - sk) >= sizeof(sb) || !slash[1]) {
+            free(dec);
+            s3__error(req, resp, "InvalidArgument",
+                      "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
+                      r, NULL);
+            return;
+        }
+        memcpy(sb, sk, (size_t)(slash - sk));
+        sb[slash - sk] = '\0';
+        sk = slash + 1;
+    }
+    if (!replace && strcmp(sb, r->bucket) == 0 && strcmp(sk, r->key) == 0) {
+        free(dec);
+        s3__error(req, resp, "InvalidRequest",
+                  "This copy request is illegal because it is trying to copy an object to itself "
+                  "without changing the object's metadata, storage class, website redirect "
+                  "location or encryption attributes.",
+                  r, NULL);
+        return;
+    }
+    if (replace)
+        hdrs = s3__object_headers(req, 1);
+    if (objstore_copy(os, sb, sk, r->bucket, r->key, hdrs, &m, &err) != 0) {
+        free(dec);
+        json_decref(hdrs);
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    free(dec);
+    json_decref(hdrs);
+    s3__iso8601(m.mtime_ms, d, sizeof(d));
+    ty_buf_init(&b, 4096);
+    ty_buf_printf(&b,
+                  S3_XML_HDR "<CopyObjectResult xmlns=\"" S3_NS "\"><LastModified>%s</LastModified>"
+                             "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>",
+                  d, m.etag);
+    s3__xml_resp(req, resp, 200, &b);
+}
+
+/* Parses a Range header against size. 0: whole object; 1: [*a, *b]; -1: unsatisfiable. */
+static int s3__range(const char *h, uint64_t size, uint64_t *a, uint64_t *b)
+{
+    const char *p;
+    char *e;
+    unsigned long long x, y;
+
+    if (!h || strncmp(h, "bytes=", 6) != 0 || strchr(h, ','))
+        return 0;
+    p = h + 6;
+    if (*p == '-') {
+        if (!isdigit((unsigned char)p[1]))
+            return 0;
+        errno = 0;
+        y = strtoull(p + 1, &e, 10);
+        if (errno || *e)
+            return 0;
+        if (y == 0 || size == 0)
+            return -1;
+        *a = y >= size ? 0 : size - y;
+        *b = size - 1;
+        return 1;
+    }
+    if (!isdigit((unsigned char)*p))
+        return 0;
+    errno = 0;
+    x = strtoull(p, &e, 10);
+    if (errno || *e != '-')
+        return 0;
+    p = e + 1;
+    if (*p == '\0') {
+        y = size ? size - 1 : 0;
+    } else {
+        if (!isdigit((unsigned char)*p))
+            return 0;
+        y = strtoull(p, &e, 10);
+        if (errno || *e || y < x)
+            return 0;
+        if (y >= size)
+            y = size ? size - 1 : 0;
+    }
+    if (x >= size)
+        return -1;
+    *a = x;
+    *b = y;
+    return 1;
+}
+
+static int s3__etag_match(const char *list, const char *etag)
+{
+    const char *p = list;
+    size_t el = strlen(etag);
+    while (p && *p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p == '*')
+            return 1;
+        if (*p == '"' && strncmp(p + 1, etag, el) == 0 && p[1 + el] == '"')
+            return 1;
+        if (strncmp(p, etag, el) == 0 && (p[el] == '\0' || p[el] == ',' || p[el] == ' '))
+            return 1;
+        p = strchr(p, ',');
+    }
+    return 0;
+}
+
+static void s3__get_object(struct http_request *req, struct http_response *resp,
+                           struct objstore *os, const struct s3_req *r, int head)
+{
+    struct objstore_meta m;
+    struct ty_err err;
+    const char *cm = http_header(req, "x-amz-checksum-mode");
+    const char *im = http_header(req, "If-Match"), *inm = http_header(req, "If-None-Match");
+    uint64_t a = 0, z = 0;
+    int fd, rg;
+
+    ty_err_clear(&err);
+    memset(&m, 0, sizeof(m));
+    fd = objstore_open_read(os, r->bucket, r->key, &m, &err);
+    if (fd < 0) {
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    if (im && !s3__etag_match(im, m.etag)) {
+        close(fd);
+        objstore_meta_cleanup(&m);
+        s3__error(req, resp, "PreconditionFailed",
+                  "At least one of the pre-conditions you specified did not hold", r, NULL);
+        return;
+    }
+    if (inm && s3__etag_match(inm, m.etag)) {
+        close(fd);
+        s3__empty(req, resp, 304);
+        s3__emit_object_headers(resp, &m, 0);
+        objstore_meta_cleanup(&m);
+        return;
+    }
+    rg = s3__range(http_header(req, "Range"), m.size, &a, &z);
+    if (rg < 0) {
+        char cr[64];
+        close(fd);
+        objstore_meta_cleanup(&m);
+        {
+            struct s3_errx x = {{"RangeRequested", "ActualObjectSize"}, {"", ""}, 2};
+            char sz[32];
+            snprintf(sz, sizeof(sz), "%llu", (unsigned long long)m.size);
+            x.value[0] = http_header(req, "Range");
+            x.value[1] = sz;
+            s3__error(req, resp, "InvalidRange", "The requested range is not satisfiable", r, &x);
+        }
+        snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)m.size);
+        http_response_header(resp, "Content-Range", cr);
+        return;
+    }
+    /* response-* query parameters (presigned downloads) override the stored headers */
+    {
+        static const char *const ov[][2] = {{"response-content-type", "Content-Type"},
+                                            {"response-content-disposition", "Content-Disposition"},
+                                            {"response-content-encoding", "Content-Encoding"},
+                                            {"response-content-language", "Content-Language"},
+                                            {"response-cache-control", "Cache-Control"},
+                                            {"response-expires", "Expires"}};
+        for (size_t i = 0; i < sizeof(ov) / sizeof(ov[0]); i++) {
+            const char *v = s3__qget(r, ov[i][0]);
+            if (!v)
+                continue;
+            if (!m.hdrs)
+                m.hdrs = json_object();
+            json_object_set_new(m.hdrs, ov[i][1], json_string(v));
+        }
+    }
+    s3__common_headers(req, resp);
+    s3__emit_object_headers(resp, &m, cm && strcasecmp(cm, "ENABLED") == 0 && rg == 0);
+    if (m.parts && s3__qget(r, "partNumber")) {
+        char pc[16];
+        snprintf(pc, sizeof(pc), "%d", m.parts);
+        http_response_header(resp, "x-amz-mp-parts-count", pc);
+    }
+    resp->has_file = 1;
+    resp->file_fd = fd;
+    if (rg > 0) {
+        char cr[96];
+        snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)a,
+                 (unsigned long long)z, (unsigned long long)m.size);
+        http_response_header(resp, "Content-Range", cr);
+        resp->status = 206;
+        resp->file_off = a;
+        resp->file_len = z - a + 1;
+    } else {
+        resp->status = 200;
+        resp->file_off = 0;
+        resp->file_len = m.size;
+    }
+    (void)head; /* MHD sends no body for HEAD, with the same Content-Length */
+    objstore_meta_cleanup(&m);
+}
+
+static void s3__delete_object(struct http_request *req, struct http_response *resp,
+                              struct objstore *os, const struct s3_req *r)
+{
+    struct ty_err err;
+    ty_err_clear(&err);
+    if (objstore_delete(os, r->bucket, r->key, &err) != 0) {
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    s3__empty(req, resp, 204);
+}
+
+static void s3__create_upload(struct http_request *req, struct http_response *resp,
+                              struct objstore *os, const struct s3_req *r)
+{
+    char id[OBJSTORE_UPLOAD_ID_SZ];
+    struct ty_err err;
+    struct ty_buf b;
+    json_t *hdrs = s3__object_headers(req, 1);
+    const char *algo = http_header(req, "x-amz-checksum-algorithm");
+
+    ty_err_clear(&err);
+    if (objstore_mpu_create(os, r->bucket, r->key, hdrs, id, &err) != 0) {
+        json_decref(hdrs);
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    ty_buf_init(&b, 8192);
+    ty_buf_puts(&b, S3_XML_HDR "<InitiateMultipartUploadResult xmlns=\"" S3_NS "\"><Bucket>");
+    s3__xml_esc(&b, r->bucket);
+    ty_buf_puts(&b, "</Bucket><Key>");
+    s3__xml_esc(&b, r->key);
+    ty_buf_printf(&b, "</Key><UploadId>%s</UploadId></InitiateMultipartUploadResult>", id);
+    s3__xml_resp(req, resp, 200, &b);
+    s3__echo_sse(req, resp, hdrs);
+    if (algo)
+        http_response_header(resp, "x-amz-checksum-algorithm", algo);
+    json_decref(hdrs);
+}
+
+static void s3__complete_upload(struct http_request *req, struct http_response *resp,
+                                struct objstore *os, const struct s3_req *r, const char *id)
+{
+    const char *in, *in_end, *p, *pi, *pe, *end;
+    struct objstore_part *parts = NULL;
+    struct objstore_meta m;
+    struct ty_err err;
+    struct ty_buf b;
+    size_t n = 0;
+    json_t *hdrs = NULL;
+
+    ty_err_clear(&err);
+    if (objstore_mpu_get(os, r->bucket, r->key, id, &hdrs, &err) != 0) {
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    if (req->too_big || !req->body.len) {
+        json_decref(hdrs);
+        s3__malformed(req, resp, r);
+        return;
+    }
+    end = req->body.data + req->body.len;
+    if (!s3__xml_find(req->body.data, end, "CompleteMultipartUpload", &in, &in_end)) {
+        json_decref(hdrs);
+        s3__malformed(req, resp, r);
+        return;
+    }
+    parts = calloc(OBJSTORE_MAX_PARTS, sizeof(*parts));
+    if (!parts) {
+        json_decref(hdrs);
+        s3__error(req, resp, "InternalError", "out of memory", r, NULL);
+        return;
+    }
+    for (p = in; (p = s3__xml_find(p, in_end, "Part", &pi, &pe)) != NULL;) {
+        const char *ni, *ne, *ei, *ee;
+        char num[16];
+        char *etag;
+        if (n == OBJSTORE_MAX_PARTS || !s3__xml_find(pi, pe, "PartNumber", &ni, &ne) ||
+            !s3__xml_find(pi, pe, "ETag", &ei, &ee) || (size_t)(ne - ni) >= sizeof(num) ||
+            ne == ni) {
+            n = 0;
+            break;
+        }
+        memcpy(num, ni, (size_t)(ne - ni));
+        num[ne - ni] = '\0';
+        parts[n].number = atoi(num);
+        etag = s3__xml_text(ei, ee);
+        if (!etag || strlen(etag) >= sizeof(parts[n].etag)) {
+            free(etag);
+            n = 0;
+            break;
+        }
+        snprintf(parts[n].etag, sizeof(parts[n].etag), "%s", etag);
+        free(etag);
+        n++;
+    }
+    if (n == 0) {
+        free(parts);
+        json_decref(hdrs);
+        s3__malformed(req, resp, r);
+        return;
+    }
+    if (objstore_mpu_complete(os, r->bucket, r->key, id, parts, n, &m, &err) != 0) {
+        free(parts);
+        json_decref(hdrs);
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    free(parts);
+    ty_buf_init(&b, 16384);
+    ty_buf_puts(&b, S3_XML_HDR "<CompleteMultipartUploadResult xmlns=\"" S3_NS "\"><Location>");
+    {
+        const char *host = http_header(req, "Host");
+        ty_buf_puts(&b, "http://");
+        s3__xml_esc(&b, host ? host : "localhost");
+        ty_buf_puts(&b, "/");
+        s3__xml_esc(&b, r->bucket);
+        ty_buf_puts(&b, "/");
+        s3__url_esc(&b, r->key);
+    }
+    ty_buf_puts(&b, "</Location><Bucket>");
+    s3__xml_esc(&b, r->bucket);
+    ty_buf_puts(&b, "</Bucket><Key>");
+    s3__xml_esc(&b, r->key);
+    ty_buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", m.etag);
+    s3__xml_resp(req, resp, 200, &b);
+    s3__echo_sse(req, resp, hdrs);
+    json_decref(hdrs);
+}
+
+static void s3__list_parts(struct http_request *req, struct http_response *resp,
+                           struct objstore *os, const struct s3_req *r, const char *id)
+{
+    struct objstore_part *parts = NULL;
+    size_t n = 0, shown = 0;
+    struct ty_err err;
+    struct ty_buf b;
+    const char *mp = s3__qget(r, "max-parts"), *pm = s3__qget(r, "part-number-marker");
+    int max = mp ? atoi(mp) : 1000, marker = pm ? atoi(pm) : 0, last = 0, trunc = 0;
+
+    ty_err_clear(&err);
+    if (max < 1 || max > 1000)
+        max = 1000;
+    if (objstore_mpu_get(os, r->bucket, r->key, id, NULL, &err) != 0 ||
+        objstore_mpu_parts(os, id, &parts, &n, &err) != 0) {
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    ty_buf_init(&b, S3_XML_MAX);
+    ty_buf_puts(&b, S3_XML_HDR "<ListPartsResult xmlns=\"" S3_NS "\"><Bucket>");
+    s3__xml_esc(&b, r->bucket);
+    ty_buf_puts(&b, "</Bucket><Key>");
+    s3__xml_esc(&b, r->key);
+    ty_buf_printf(&b, "</Key><UploadId>%s</UploadId><PartNumberMarker>%d</PartNumberMarker>", id,
+                  marker);
+    {
+        struct ty_buf pb;
+        ty_buf_init(&pb, S3_XML_MAX);
+        for (size_t i = 0; i < n; i++) {
+            char d[40];
+            if (parts[i].number <= marker)
+                continue;
+            if ((int)shown == max) {
+                trunc = 1;
+                break;
+            }
+            s3__iso8601(parts[i].mtime_ms, d, sizeof(d));
+            ty_buf_printf(&pb,
+                          "<Part><PartNumber>%d</PartNumber><LastModified>%s</LastModified>"
+                          "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size></Part>",
+                          parts[i].number, d, parts[i].etag, (unsigned long long)parts[i].size);
+            last = parts[i].number;
+            shown++;
+        }
+        ty_buf_printf(&b,
+                      "<NextPartNumberMarker>%d</NextPartNumberMarker><MaxParts>%d</MaxParts>"
+                      "<IsTruncated>%s</IsTruncated><StorageClass>STANDARD</StorageClass>",
+                      last, max, trunc ? "true" : "false");
+        if (pb.data)
+            ty_buf_append(&b, pb.data, pb.len);
+        ty_buf_cleanup(&pb);
+    }
+    ty_buf_puts(&b, "</ListPartsResult>");
+    free(parts);
+    s3__xml_resp(req, resp, 200, &b);
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------ */
+
+/* Sub-resources we do not serve: 501 NotImplemented rather than a wrong answer. */
+static const char *s3__unsupported(const struct s3_req *r)
+{
+    static const char *const sub[] = {"acl",
+                                      "policy",
+                                      "cors",
+                                      "lifecycle",
+                                      "website",
+                                      "tagging",
+                                      "replication",
+                                      "logging",
+                                      "notification",
+                                      "encryption",
+                                      "object-lock",
+                                      "retention",
+                                      "legal-hold",
+                                      "torrent",
+                                      "accelerate",
+                                      "analytics",
+                                      "inventory",
+                                      "metrics",
+                                      "ownershipControls",
+                                      "publicAccessBlock",
+                                      "requestPayment",
+                                      "restore",
+                                      "select",
+                                      "attributes",
+                                      "intelligent-tiering",
+                                      "versions",
+                                      "policyStatus",
+                                      "versionId"};
+    for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+        if (s3__has(r, sub[i]))
+            return sub[i];
+    }
+    return NULL;
+}
+
+void s3_route(struct http_request *req, struct http_response *resp, const struct route_ctx *rc)
+{
+    struct s3_req r;
+    struct sigv4_auth auth;
+    struct objstore *os;
+    struct ty_err err;
+    const char *m = req->method, *sub;
+    int streamed = req->sink.write == s3_body_write || req->sink.write == s3__discard;
+
+    ty_err_clear(&err);
+    s3__parse_target(req, &r);
+    if (s3__auth(req, resp, &r, rc, streamed, &auth) != 0)
+        goto out;
+    if (req->sink.write == s3__discard) { /* failed at header time, passes now: a race */
+        s3__error(req, resp, "InternalError", "We encountered an internal error. Please try again.",
+                  &r, NULL);
+        goto out;
+    }
+    os = s3__os;
+    if (r.bad_target) {
+        s3__error(req, resp, "InvalidURI", "Couldn't parse the specified URI.", &r, NULL);
+        goto out;
+    }
+    if (r.key[0] && !objstore_key_ok(r.key)) {
+        if (strlen(r.key) > OBJSTORE_MAX_KEY) {
+            char sz[24];
+            struct s3_errx x = {{"Size", "MaxSizeAllowed"}, {sz, "1024"}, 2};
+            snprintf(sz, sizeof(sz), "%zu", strlen(r.key));
+            s3__error(req, resp, "KeyTooLongError", "Your key is too long", &r, &x);
+        } else {
+            s3__error(req, resp, "InvalidArgument", "Object key is not valid UTF-8", &r, NULL);
+        }
+        goto out;
+    }
+    if (req->too_big && !streamed) {
+        s3__error(req, resp, "EntityTooLarge",
+                  "Your proposed upload exceeds the maximum allowed size", &r, NULL);
+        goto out;
+    }
+    if ((sub = s3__unsupported(&r)) != NULL && !(strcmp(sub, "versionId") == 0)) {
+        if (strcmp(m, "GET") == 0 && strcmp(sub, "tagging") == 0 && r.key[0]) {
+            struct ty_buf b;
+            ty_buf_init(&b, 1024);
+            ty_buf_puts(&b, S3_XML_HDR "<Tagging xmlns=\"" S3_NS "\"><TagSet></TagSet></Tagging>");
+            s3__xml_resp(req, resp, 200, &b);
+        } else {
+            char msg[128];
+            snprintf(msg, sizeof(msg), "The '%s' sub-resource is not implemented by trainyard",
+                     sub);
+            s3__error(req, resp, "NotImplemented", msg, &r, NULL);
+        }
+        goto out;
+    }
+    if (!r.bucket[0]) {
+        if (strcmp(m, "GET") == 0)
+            s3__list_buckets(req, resp, os, rc);
+        else
+            s3__error(req, resp, "MethodNotAllowed",
+                      "The specified method is not allowed against this resource.", &r, NULL);
+        goto out;
+    }
+    if (!r.key[0]) {
+        if (strcmp(m, "PUT") == 0 && !r.nqp) {
+            s3__create_bucket(req, resp, os, &r, &auth);
+        } else if (strcmp(m, "HEAD") == 0) {
+            struct objstore_bucket bk;
+            if (objstore_bucket_get(os, r.bucket, &bk, &err) != 0) {
+                s3__error_from(req, resp, &err, &r);
+            } else {
+                s3__empty(req, resp, 200);
+                http_response_header(resp, "x-amz-bucket-region", bk.region);
+            }
+        } else if (strcmp(m, "DELETE") == 0 && !r.nqp) {
+            if (objstore_bucket_delete(os, r.bucket, &err) != 0)
+                s3__error_from(req, resp, &err, &r);
+            else
+                s3__empty(req, resp, 204);
+        } else if (strcmp(m, "GET") == 0 && s3__has(&r, "location")) {
+            struct objstore_bucket bk;
+            if (objstore_bucket_get(os, r.bucket, &bk, &err) != 0) {
+                s3__error_from(req, resp, &err, &r);
+            } else {
+                struct ty_buf b;
+                ty_buf_init(&b, 1024);
+                ty_buf_printf(&b,
+                              S3_XML_HDR "<LocationConstraint xmlns=\"" S3_NS
+                                         "\">%s</LocationConstraint>",
+                              strcmp(bk.region, "us-east-1") == 0 ? "" : bk.region);
+                s3__xml_resp(req, resp, 200, &b);
+            }
+        } else if (strcmp(m, "GET") == 0 && s3__has(&r, "versioning")) {
+            if (objstore_bucket_get(os, r.bucket, NULL, &err) != 0) {
+                s3__error_from(req, resp, &err, &r);
+            } else {
+                struct ty_buf b;
+                ty_buf_init(&b, 1024);
+                ty_buf_puts(&b, S3_XML_HDR "<VersioningConfiguration xmlns=\"" S3_NS "\"/>");
+                s3__xml_resp(req, resp, 200, &b);
+            }
+        } else if (strcmp(m, "GET") == 0 && s3__has(&r, "uploads")) {
+            s3__list_uploads(req, resp, os, &r);
+        } else if (strcmp(m, "GET") == 0) {
+            const char *lt = s3__qget(&r, "list-type");
+            s3__list_objects(req, resp, os, &r, lt && strcmp(lt, "2") == 0);
+        } else if (strcmp(m, "POST") == 0 && s3__has(&r, "delete")) {
+            s3__delete_objects(req, resp, os, &r);
+        } else {
+            s3__error(req, resp, "MethodNotAllowed",
+                      "The specified method is not allowed against this resource.", &r, NULL);
+        }
+        goto out;
+    }
+    /* objects */
+    if (strcmp(m, "PUT") == 0) {
+        const char *cs = http_header(req, "x-amz-copy-source");
+        if (s3__has(&r, "uploadId")) {
+            if (cs)
+                s3__error(req, resp, "NotImplemented", "UploadPartCopy is not implemented", &r,
+                          NULL);
+            else
+                s3__upload_part(req, resp, os, &r);
+        } else if (cs) {
+            s3__copy_object(req, resp, os, &r, cs);
+        } else {
+            s3__put_object(req, resp, os, &r);
+        }
+    } else if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
+        const char *id = s3__qget(&r, "uploadId");
+        if (id && strcmp(m, "GET") == 0)
+            s3__list_parts(req, resp, os, &r, id);
+        else
+            s3__get_object(req, resp, os, &r, strcmp(m, "HEAD") == 0);
+    } else if (strcmp(m, "DELETE") == 0) {
+        const char *id = s3__qget(&r, "uploadId");
+        if (id) {
+            if (objstore_mpu_abort(os, r.bucket, r.key, id, &err) != 0)
+                s3__error_from(req, resp, &err, &r);
+            else
+                s3__empty(req, resp, 204);
+        } else {
+            s3__delete_object(req, resp, os, &r);
+        }
+    } else if (strcmp(m, "POST") == 0 && s3__has(&r, "uploads")) {
+        s3__create_upload(req, resp, os, &r);
+    } else if (strcmp(m, "POST") == 0 && s3__has(&r, "uploadId")) {
+        s3__complete_upload(req, resp, os, &r, s3__qget(&r, "uploadId"));
+    } else {
+        s3__error(req, resp, "MethodNotAllowed",
+                  "The specified method is not allowed against this resource.", &r, NULL);
+    }
+out:
+    ty_log(TY_LOG_DEBUG, "s3.request", "req=%s method=%s status=%d", req->request_id, m,
+           resp->status);
+    s3__req_cleanup(&r);
+}

@@ -1,0 +1,169 @@
+/*
+ * quota.c - account quotas counted in Redis (quota.h, lua/quota_count.lua).
+ */
+#include "quota.h"
+
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_iam.h"
+
+static struct quota_limits quota__limits = {QUOTA_DEFAULT_TRAINING_INSTANCES,
+                                            QUOTA_DEFAULT_PROFILES_PER_DOMAIN,
+                                            QUOTA_DEFAULT_APPS_PER_USER};
+
+void quota_configure(const struct quota_limits *l)
+{
+    if (l)
+        quota__limits = *l;
+}
+
+void quota_get(struct quota_limits *l)
+{
+    *l = quota__limits;
+}
+
+static int quota__exceeded(struct ty_err *err, const char *what, long limit, long used, long delta,
+                           const char *unit)
+{
+    return ty_err_set(err, TY_ELIMIT, NULL,
+                      "The account-level service limit '%s' is %ld %s, with current utilization "
+                      "of %ld %s and a request delta of %ld %s. Please use AWS Service Quotas to "
+                      "request an increase for this quota.",
+                      what, limit, unit, used, unit, delta, unit);
+}
+
+/* The "LIMIT <n>" error of quota_count.lua: 1 and *used, or 0. */
+static int quota__limit_reply(const redisReply *r, long *used)
+{
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "LIMIT ", 6) == 0) {
+        *used = strtol(r->str + 6, NULL, 10);
+        return 1;
+    }
+    return 0;
+}
+
+static int quota__key(char *buf, size_t n, const char *prefix, const char *id, struct ty_err *err)
+{
+    int w;
+    if (!id || !*id || strchr(id, ':') || strchr(id, ' '))
+        return ty_err_set(err, TY_EINVAL, NULL, "bad quota key");
+    w = snprintf(buf, n, "%s%s", prefix, id);
+    if (w < 0 || (size_t)w >= n)
+        return ty_err_set(err, TY_EINVAL, NULL, "quota key too long");
+    return 0;
+}
+
+int quota_training_reserve(struct store *s, const char *job_name, const char *instance_type,
+                           long instances, double now, struct ty_err *err)
+{
+    char key[256], snow[40], sn[24], slim[24], sttl[16], what[128];
+    const char *argv[8];
+    long used = 0, limit = quota__limits.training_instances_per_type;
+    redisReply *r;
+    int rc = 0;
+
+    if (limit <= 0)
+        return 0;
+    if (instances < 1)
+        instances = 1;
+    if (quota__key(key, sizeof(key), "ty:quota:jobs:", instance_type, err) < 0)
+        return -TY_EINVAL;
+    snprintf(what, sizeof(what), "%s for training job usage", instance_type);
+    if (instances > limit)
+        return quota__exceeded(err, what, limit, 0, instances, "Instances");
+    snprintf(snow, sizeof(snow), "%.3f", now);
+    snprintf(sn, sizeof(sn), "%ld", instances);
+    snprintf(slim, sizeof(slim), "%ld", limit);
+    snprintf(sttl, sizeof(sttl), "%d", QUOTA_RESERVATION_S);
+    argv[0] = "ty:idx:job:status:InProgress";
+    argv[1] = key;
+    argv[2] = "job_reserve";
+    argv[3] = snow;
+    argv[4] = job_name;
+    argv[5] = sn;
+    argv[6] = slim;
+    argv[7] = sttl;
+    r = store_iam__eval(s, STORE_IAM_LUA_QUOTA, 2, 8, argv, NULL, err);
+    if (!r)
+        return -err->code;
+    if (quota__limit_reply(r, &used))
+        rc = quota__exceeded(err, what, limit, used, instances, "Instances");
+    else if (r->type != REDIS_REPLY_INTEGER)
+        rc = ty_err_set(err, TY_EREDIS, NULL, "redis: quota_count.lua: %s",
+                        r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    freeReplyObject(r);
+    return rc;
+}
+
+void quota_training_release(struct store *s, const char *job_name, const char *instance_type)
+{
+    char key[256], snow[8] = "0";
+    const char *argv[5];
+    struct ty_err err;
+    redisReply *r;
+    if (quota__limits.training_instances_per_type <= 0 ||
+        quota__key(key, sizeof(key), "ty:quota:jobs:", instance_type, &err) < 0)
+        return;
+    argv[0] = "ty:idx:job:status:InProgress";
+    argv[1] = key;
+    argv[2] = "job_release";
+    argv[3] = snow;
+    argv[4] = job_name;
+    r = store_iam__eval(s, STORE_IAM_LUA_QUOTA, 2, 5, argv, NULL, &err);
+    if (r)
+        freeReplyObject(r);
+}
+
+static int quota__kids(struct store *s, const char *kids_key, const char *prefix, long limit,
+                       double now, const char *what, const char *unit, struct ty_err *err)
+{
+    char snow[40], slim[24];
+    const char *argv[5];
+    long used = 0;
+    redisReply *r;
+    int rc = 0;
+    snprintf(snow, sizeof(snow), "%.3f", now);
+    snprintf(slim, sizeof(slim), "%ld", limit);
+    argv[0] = kids_key;
+    argv[1] = "count_kids";
+    argv[2] = snow;
+    argv[3] = prefix;
+    argv[4] = slim;
+    r = store_iam__eval(s, STORE_IAM_LUA_QUOTA, 1, 5, argv, NULL, err);
+    if (!r)
+        return -err->code;
+    if (quota__limit_reply(r, &used))
+        rc = quota__exceeded(err, what, limit, used, 1, unit);
+    else if (r->type != REDIS_REPLY_INTEGER)
+        rc = ty_err_set(err, TY_EREDIS, NULL, "redis: quota_count.lua: %s",
+                        r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    freeReplyObject(r);
+    return rc;
+}
+
+int quota_check_profiles(struct store *s, const char *domain_id, double now, struct ty_err *err)
+{
+    char key[512];
+    long limit = quota__limits.profiles_per_domain;
+    if (limit <= 0)
+        return 0;
+    if (quota__key(key, sizeof(key), "ty:kids:domain:", domain_id, err) < 0)
+        return -TY_EINVAL;
+    return quota__kids(s, key, "ty:res:user-profile:", limit, now,
+                       "Maximum number of user profiles per domain", "UserProfiles", err);
+}
+
+int quota_check_apps(struct store *s, const char *profile_id, double now, struct ty_err *err)
+{
+    char key[512];
+    long limit = quota__limits.apps_per_user;
+    if (limit <= 0)
+        return 0;
+    if (quota__key(key, sizeof(key), "ty:kids:user-profile:", profile_id, err) < 0)
+        return -TY_EINVAL;
+    return quota__kids(s, key, "ty:res:app:", limit, now, "Maximum number of apps per user profile",
+                       "Apps", err);
+}

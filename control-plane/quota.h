@@ -1,0 +1,81 @@
+/*
+ * quota.h - per-account quotas (issue 4, item 5): concurrent training instances per instance
+ * type, user profiles per domain, apps per user profile. Over a limit an operation fails with
+ * ResourceLimitExceeded in AWS's wording:
+ *   "The account-level service limit 'ml.m5.large for training job usage' is 2 Instances, with
+ *    current utilization of 2 Instances and a request delta of 1 Instances. Please use AWS
+ *    Service Quotas to request an increase for this quota."
+ * Jobs within the limit but beyond the agents' capacity wait in the queue (queue.h).
+ *
+ * Owns: the limits (set once at start-up by trainyard-server's --max-* flags) and the
+ * counting, which runs in Redis (lua/quota_count.lua) so that a count and its reservation are
+ * one atomic step. Does not own the resources counted (store.c jobs, store_res.c studio).
+ *
+ * Counting:
+ *  - training: the InstanceCount of every InProgress job of the instance type (the
+ *    ty:idx:job:status:InProgress set and each job's ResourceConfig), plus reservations of
+ *    creates under way. quota_training_reserve records a reservation (30 s at most) and
+ *    quota_training_release drops it once the job exists (or failed to be created), so two
+ *    concurrent creates cannot both take the last instance.
+ *  - user profiles of a domain and apps of a user profile: the live children (status not
+ *    Deleting, Deleted or Failed) in res.lua's ty:kids: sets. The check and store_res_create
+ *    are two steps: two creates racing for the last slot may both pass (documented limit; the
+ *    studio operations are admin-paced).
+ * A limit of 0 means no limit (nothing is read from Redis).
+ * Defaults: AWS's per-account defaults vary by instance type and account (often 0 to 20
+ * training instances); trainyard's are generous (100 instances per type, 100 profiles per
+ * domain, 10 apps per profile) so that the agents' capacity, not the quota, is what makes
+ * jobs wait; trainyard-server's --max-* flags set real limits.
+ * Thread-safety: quota_configure before the server's threads start; the rest from any thread
+ * with that thread's store.
+ */
+#ifndef TY_CP_QUOTA_H
+#define TY_CP_QUOTA_H
+
+#include "store.h"
+#include "ty_err.h"
+
+/* Defaults (trainyard-server --help shows them). */
+#define QUOTA_DEFAULT_TRAINING_INSTANCES  100 /* per instance type (see above) */
+#define QUOTA_DEFAULT_PROFILES_PER_DOMAIN 100
+#define QUOTA_DEFAULT_APPS_PER_USER       10
+#define QUOTA_RESERVATION_S               30
+
+struct quota_limits {
+    long training_instances_per_type; /* concurrent InProgress instances per instance type */
+    long profiles_per_domain;
+    long apps_per_user;
+};
+
+/* Sets the limits (copied). Call once, before any request. Default: the QUOTA_DEFAULT_*. */
+void quota_configure(const struct quota_limits *l);
+/* The limits in force. OUT: *l. */
+void quota_get(struct quota_limits *l);
+
+/*
+ * Reserves instances instances of instance_type for job job_name (about to be created).
+ * Returns 0 (reserved; call quota_training_release after the create, whatever its outcome),
+ * -TY_ELIMIT with AWS's message, or a store error. Never fails when the limit is 0.
+ */
+int quota_training_reserve(struct store *s, const char *job_name, const char *instance_type,
+                           long instances, double now, struct ty_err *err);
+/* Drops job_name's reservation. Errors are ignored (the reservation expires anyway). */
+void quota_training_release(struct store *s, const char *job_name, const char *instance_type);
+
+/*
+ * For CreateUserProfile (ops/studio.c), before store_res_create: 0 when domain_id has fewer
+ * live user profiles than the limit, else -TY_ELIMIT ("The account-level service limit
+ * 'Maximum number of user profiles per domain' is N UserProfiles, with current utilization
+ * of N UserProfiles and a request delta of 1 UserProfiles. ..."), or a store error.
+ * domain_id is the store id of the domain (res.lua's ty:res:domain:<id>).
+ */
+int quota_check_profiles(struct store *s, const char *domain_id, double now, struct ty_err *err);
+
+/*
+ * For CreateApp, before store_res_create: as quota_check_profiles for the live apps of the
+ * user profile whose store id is profile_id (op_studio_profile_id: "<domain>/<profile
+ * lower-cased>"); limit name 'Maximum number of apps per user profile', unit Apps.
+ */
+int quota_check_apps(struct store *s, const char *profile_id, double now, struct ty_err *err);
+
+#endif

@@ -1,0 +1,144 @@
+/*
+ * store_iam.h - IAM users, their tags, inline policies and access keys in Redis.
+ *
+ * Owns: the keys (lname = the user name lower-cased: IAM names are unique case-insensitively)
+ *   ty:iam:user:<lname>    hash: name id path arn created ver
+ *   ty:iam:users           sorted set of lname, score 0 (lexical order for ListUsers)
+ *   ty:iam:utags:<lname>   hash: tag key -> value
+ *   ty:iam:upol:<lname>    hash: inline policy name -> document (the text as put)
+ *   ty:iam:upolsz:<lname>  hash: inline policy name -> size as IAM counts it
+ *   ty:iam:ukeys:<lname>   hash: access key id -> "<Status> <created epoch seconds>"
+ *   ty:iam:version         counter; each change that authorisation depends on (create, tags,
+ *                          policies) stores its next value in the user's `ver`, so a cache of
+ *                          a user's parsed policies is valid while `ver` (and `id`) are equal
+ * and running control-plane/lua/iam.lua (every write: check and write in one atomic step).
+ * The SigV4 side of an access key (ty:principal:<akid>) belongs to store.c: CreateAccessKey
+ * writes it with store_principal_put; DeleteAccessKey removes it inside iam.lua.
+ * Does not own: validation of names and documents (ops/iamapi.c, iam.h), any wire form.
+ * Built into ty_store (store.cmake), so ty_s3 (ops/sts.c) and the tests can use it.
+ * Thread-safety: as store.h (one struct store per thread); the script SHAs are process-wide.
+ */
+#ifndef TY_CP_STORE_IAM_H
+#define TY_CP_STORE_IAM_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "store.h"
+#include "ty_err.h"
+
+#define STORE_IAM_NAME_MAX  64  /* UserName */
+#define STORE_IAM_PATH_MAX  512 /* Path */
+#define STORE_IAM_ARN_MAX   640
+#define STORE_IAM_ID_MAX    32
+#define STORE_IAM_MAX_TAGS  50 /* tags per user */
+#define STORE_IAM_MAX_KEYS  2  /* access keys per user */
+#define STORE_IAM_MAX_USERS 5000
+
+struct store_iam_user {
+    char name[STORE_IAM_NAME_MAX + 1]; /* as created (case kept) */
+    char id[STORE_IAM_ID_MAX];         /* AIDA... */
+    char path[STORE_IAM_PATH_MAX + 1]; /* "/" or "/a/b/" */
+    char arn[STORE_IAM_ARN_MAX];       /* arn:aws:iam::<account>:user<path><name> */
+    double created;                    /* epoch seconds */
+    long long ver;                     /* policy-cache version (see ty:iam:version) */
+};
+
+/*
+ * Creates user u with tags (borrowed array of {"Key","Value"}, may be NULL). 0, -TY_EINUSE
+ * (a user with that name, any case, exists), -TY_ELIMIT (more than STORE_IAM_MAX_TAGS tags),
+ * -TY_EINVAL (bad name), -TY_EREDIS.
+ */
+int store_iam_user_create(struct store *s, const struct store_iam_user *u, json_t *tags,
+                          struct ty_err *err);
+
+/*
+ * Reads user name (any case). OUT: *u; *tags (may be NULL: not read) a new array of
+ * {"Key","Value"} sorted by key. 0, -TY_ENOTFOUND or -TY_EREDIS; out-params written only on 0.
+ */
+int store_iam_user_get(struct store *s, const char *name, struct store_iam_user *u, json_t **tags,
+                       struct ty_err *err);
+
+/*
+ * Every user, ordered by lower-cased name, as a new array of objects {"UserName", "UserId",
+ * "Path", "Arn", "CreateDate" (epoch seconds)} (at most STORE_IAM_MAX_USERS), or NULL with err.
+ */
+json_t *store_iam_user_list(struct store *s, struct ty_err *err);
+
+/* Deletes user name. 0, -TY_ENOTFOUND, -TY_ECONFLICT (msg "keys" or "policies": it still has
+   access keys or inline policies). */
+int store_iam_user_delete(struct store *s, const char *name, struct ty_err *err);
+
+/* Adds or overwrites tags (borrowed array of {"Key","Value"}). 0, -TY_ENOTFOUND, -TY_ELIMIT. */
+int store_iam_user_tag(struct store *s, const char *name, json_t *tags, struct ty_err *err);
+/* Removes tag keys (borrowed array of strings). 0 or -TY_ENOTFOUND. */
+int store_iam_user_untag(struct store *s, const char *name, json_t *keys, struct ty_err *err);
+
+/*
+ * Puts inline policy polname (doc: len bytes, already validated) whose size is size, when
+ * the sizes of the user's other inline policies plus size stay within limit. 0,
+ * -TY_ENOTFOUND (no such user), -TY_ELIMIT (msg "size").
+ */
+int store_iam_policy_put(struct store *s, const char *name, const char *polname, const char *doc,
+                         size_t len, size_t size, size_t limit, struct ty_err *err);
+/* new: the document (caller frees), or NULL with -TY_ENOTFOUND (msg "user" or "policy"). */
+char *store_iam_policy_get(struct store *s, const char *name, const char *polname,
+                           struct ty_err *err);
+/* new: sorted array of the user's inline policy names, or NULL with -TY_ENOTFOUND. */
+json_t *store_iam_policy_list(struct store *s, const char *name, struct ty_err *err);
+/* 0, or -TY_ENOTFOUND (msg "user" or "policy"). */
+int store_iam_policy_delete(struct store *s, const char *name, const char *polname,
+                            struct ty_err *err);
+
+/*
+ * Records access key akid (created: epoch seconds) for user name when it has fewer than max
+ * keys (0 = no limit). 0, -TY_ENOTFOUND, -TY_ELIMIT. The caller then stores the principal.
+ */
+int store_iam_key_create(struct store *s, const char *name, const char *akid, double created,
+                         int max, struct ty_err *err);
+/* new: array of {"AccessKeyId", "Status", "CreateDate" (epoch seconds)} sorted by id, or NULL
+   with -TY_ENOTFOUND. */
+json_t *store_iam_key_list(struct store *s, const char *name, struct ty_err *err);
+/* Removes the key from the user and its SigV4 principal. 0, -TY_ENOTFOUND (msg "user" or
+   "key"). */
+int store_iam_key_delete(struct store *s, const char *name, const char *akid, struct ty_err *err);
+
+/*
+ * The authorisation hot path. store_iam_head reads user name's id, arn and ver in one round
+ * trip; store_iam_load reads them with the inline policies (OUT: *policies, new object name ->
+ * document text) and tags (OUT: *tags, new object key -> value) in one pipeline. Both return
+ * 0 or -TY_ENOTFOUND (no such user) or -TY_EREDIS.
+ */
+int store_iam_head(struct store *s, const char *name, struct store_iam_user *u, struct ty_err *err);
+int store_iam_load(struct store *s, const char *name, struct store_iam_user *u, json_t **policies,
+                   json_t **tags, struct ty_err *err);
+
+/*
+ * The unique id (AIDA...) of the IAM user that principal_arn (arn:aws:iam::<account>:user
+ * [/path]/<name>) names, for STS GetCallerIdentity's UserId. OUT: id (size n, NUL-terminated),
+ * written only on success. 0, or -TY_ENOTFOUND when principal_arn is not a current IAM user
+ * (callers then answer with the access key id), or -TY_EREDIS.
+ */
+int store_iam_userid(struct store *s, const char *principal_arn, char *id, size_t n,
+                     struct ty_err *err);
+
+/*
+ * Makes the admin principal an IAM user: creates user "admin" (arn
+ * arn:aws:iam::<account>:user/admin) with the all-allowing inline policy
+ * "AdministratorAccess" when it does not exist, and records akid as one of its keys.
+ * Idempotent. 0 or error.
+ */
+int store_iam_bootstrap_admin(struct store *s, const char *account, const char *akid, double now,
+                              struct ty_err *err);
+
+/*
+ * Internal (quota.c): runs one of the compiled-in scripts of this module with EVALSHA, loading
+ * it on first use and again after NOSCRIPT. argv = keys then args. new: the reply (possibly an
+ * error reply: the caller checks), or NULL with err.
+ */
+enum store_iam_script { STORE_IAM_LUA_IAM, STORE_IAM_LUA_QUOTA, STORE_IAM_LUA_COUNT };
+struct redisReply;
+struct redisReply *store_iam__eval(struct store *s, enum store_iam_script sc, int nkeys, int nargs,
+                                   const char *const *argv, const size_t *lens, struct ty_err *err);
+
+#endif

@@ -1,0 +1,7 @@
+# Unit tests of ty_s3 (objstore.c, the aws-chunked receiver): a private redis-server each
+# (exit 77 = skipped when absent).
+ty_unit_test(test_objstore SOURCES ${TY_TESTS_DIR}/unit/test_objstore.c
+             ${TY_TESTS_DIR}/unit/redis_fixture.c LIBS ty_s3)
+if(TARGET test_objstore)
+  set_tests_properties(test_objstore PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+endif()

@@ -1,0 +1,511 @@
+/*
+ * test_authz.c - authz.c's operation table, resource ARNs and decisions; store_iam.c; quota.c.
+ *
+ * The table tests fail when an operation is added to route.c's route_ops[], api/sagemaker.json
+ * or api/logs.json without a row in authz.c (a call without a row is refused at run time).
+ * The decision, IAM store and quota tests run against a private redis-server (skipped when it
+ * is not installed).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "authz.h"
+#include "ops/iamapi.h"
+#include "quota.h"
+#include "redis_fixture.h"
+#include "route.h"
+#include "store.h"
+#include "store_iam.h"
+
+#ifndef TY_API_DIR
+#define TY_API_DIR "api"
+#endif
+
+static struct redis_fixture fx;
+static int have_redis;
+static struct store *st;
+
+/* ---- the table ---- */
+
+static void test_every_route_op_has_a_row(void **state)
+{
+    size_t n = route_op_count();
+    (void)state;
+    assert_true(n > 20);
+    for (size_t i = 0; i < n; i++) {
+        const char *service = NULL, *name = route_op_at(i, &service);
+        const struct authz_op *row;
+        char action[128];
+        assert_non_null(name);
+        row = authz_find(service, name);
+        if (!row)
+            fail_msg("route.c serves %s:%s but authz.c has no row for it", service, name);
+        snprintf(action, sizeof(action), "%s:%s", service, name);
+        assert_string_equal(row->action, action);
+    }
+    assert_null(route_op_at(n, &(const char *){NULL}));
+}
+
+static void check_api_file(const char *file, const char *service)
+{
+    char path[512];
+    json_error_t jerr;
+    json_t *doc, *ops, *v;
+    const char *name;
+    snprintf(path, sizeof(path), "%s/%s", TY_API_DIR, file);
+    doc = json_load_file(path, 0, &jerr);
+    if (!doc)
+        fail_msg("cannot read %s: %s", path, jerr.text);
+    ops = json_object_get(doc, "operations");
+    assert_true(json_object_size(ops) > 0);
+    json_object_foreach(ops, name, v)
+    {
+        if (!authz_find(service, name))
+            fail_msg("%s lists %s but authz.c has no row for %s:%s", file, name, service, name);
+    }
+    json_decref(doc);
+}
+
+static void test_every_api_op_has_a_row(void **state)
+{
+    (void)state;
+    check_api_file("sagemaker.json", "sagemaker");
+    check_api_file("logs.json", "logs");
+}
+
+static void test_table_is_consistent(void **state)
+{
+    const struct authz_op *rows;
+    size_t n = authz_table(&rows);
+    static const char *const iam_ops[] = {"CreateUser",     "GetUser",          "ListUsers",
+                                          "DeleteUser",     "TagUser",          "CreateAccessKey",
+                                          "ListAccessKeys", "DeleteAccessKey",  "PutUserPolicy",
+                                          "GetUserPolicy",  "ListUserPolicies", "DeleteUserPolicy"};
+    (void)state;
+    for (size_t i = 0; i < n; i++) {
+        size_t sl = strlen(rows[i].service);
+        assert_int_equal(strncmp(rows[i].action, rows[i].service, sl), 0);
+        assert_int_equal(rows[i].action[sl], ':');
+        assert_string_equal(rows[i].action + sl + 1, rows[i].op);
+        for (size_t j = i + 1; j < n; j++)
+            if (strcmp(rows[i].service, rows[j].service) == 0 &&
+                strcmp(rows[i].op, rows[j].op) == 0)
+                fail_msg("duplicate row %s:%s", rows[i].service, rows[i].op);
+        /* List operations act on "*"; no row reads resource tags of "*" */
+        if (strncmp(rows[i].op, "List", 4) == 0 && strcmp(rows[i].service, "sagemaker") == 0 &&
+            strcmp(rows[i].op, "ListTags") != 0)
+            assert_int_equal(rows[i].res, AUTHZ_RES_STAR);
+    }
+    for (size_t i = 0; i < sizeof(iam_ops) / sizeof(iam_ops[0]); i++)
+        assert_non_null(authz_find("iam", iam_ops[i]));
+    assert_null(authz_find("sagemaker", "NoSuchOperation"));
+    assert_null(authz_find(NULL, "CreateTrainingJob"));
+}
+
+static void resource_is(const char *service, const char *op, const char *in_json, const char *want)
+{
+    const struct authz_op *row = authz_find(service, op);
+    struct ty_err err;
+    char buf[1024];
+    json_t *in = json_loads(in_json, 0, NULL);
+    assert_non_null(row);
+    assert_non_null(in);
+    assert_int_equal(authz_resource(row, in, "us-west-2", "123456789012",
+                                    "arn:aws:iam::123456789012:user/alice", buf, sizeof(buf), &err),
+                     0);
+    assert_string_equal(buf, want);
+    json_decref(in);
+}
+
+static void test_resource_arns(void **state)
+{
+    (void)state;
+    resource_is("sagemaker", "CreateTrainingJob", "{\"TrainingJobName\":\"My-Job\"}",
+                "arn:aws:sagemaker:us-west-2:123456789012:training-job/my-job");
+    resource_is("sagemaker", "ListTrainingJobs", "{}", "*");
+    resource_is("sagemaker", "DescribeDomain", "{\"DomainId\":\"d-abc123\"}",
+                "arn:aws:sagemaker:us-west-2:123456789012:domain/d-abc123");
+    resource_is("sagemaker", "CreateDomain", "{\"DomainName\":\"x\"}",
+                "arn:aws:sagemaker:us-west-2:123456789012:domain/*");
+    resource_is("sagemaker", "CreateUserProfile",
+                "{\"DomainId\":\"d-abc123\",\"UserProfileName\":\"Alice\"}",
+                "arn:aws:sagemaker:us-west-2:123456789012:user-profile/d-abc123/alice");
+    resource_is("sagemaker", "CreatePresignedDomainUrl",
+                "{\"DomainId\":\"d-abc123\",\"UserProfileName\":\"alice\"}",
+                "arn:aws:sagemaker:us-west-2:123456789012:user-profile/d-abc123/alice");
+    resource_is("sagemaker", "CreateApp",
+                "{\"DomainId\":\"d-abc123\",\"UserProfileName\":\"Alice\",\"AppType\":"
+                "\"DetailedProfiler\",\"AppName\":\"Default\"}",
+                "arn:aws:sagemaker:us-west-2:123456789012:app/d-abc123/alice/detailedprofiler/"
+                "default");
+    resource_is("sagemaker", "DeleteApp",
+                "{\"DomainId\":\"d-1\",\"SpaceName\":\"s\",\"AppType\":\"JupyterLab\","
+                "\"AppName\":\"a\"}",
+                "arn:aws:sagemaker:us-west-2:123456789012:app/d-1/s/jupyterlab/a");
+    resource_is("sagemaker", "AddTags",
+                "{\"ResourceArn\":\"arn:aws:sagemaker:us-west-2:123456789012:training-job/x\"}",
+                "arn:aws:sagemaker:us-west-2:123456789012:training-job/x");
+    resource_is("logs", "DescribeLogStreams", "{\"logGroupName\":\"/aws/sagemaker/TrainingJobs\"}",
+                "arn:aws:logs:us-west-2:123456789012:log-group:/aws/sagemaker/TrainingJobs");
+    resource_is("logs", "GetLogEvents",
+                "{\"logGroupName\":\"/aws/sagemaker/TrainingJobs\",\"logStreamName\":"
+                "\"j/algo-1-1\"}",
+                "arn:aws:logs:us-west-2:123456789012:log-group:/aws/sagemaker/TrainingJobs:"
+                "log-stream:j/algo-1-1");
+    resource_is("iam", "CreateUser", "{\"UserName\":\"Bob\",\"Path\":\"/eng/\"}",
+                "arn:aws:iam::123456789012:user/eng/Bob");
+    resource_is("iam", "GetUser", "{}", "arn:aws:iam::123456789012:user/alice");
+    resource_is("iam", "ListUsers", "{}", "*");
+}
+
+static void test_resource_too_long(void **state)
+{
+    const struct authz_op *row = authz_find("sagemaker", "DescribeTrainingJob");
+    struct ty_err err;
+    char buf[64];
+    json_t *in = json_pack("{s:s}", "TrainingJobName", "a-rather-long-training-job-name-here");
+    (void)state;
+    assert_int_equal(
+        authz_resource(row, in, "us-east-1", "000000000000", "", buf, sizeof(buf), &err),
+        -TY_EINVAL);
+    json_decref(in);
+}
+
+static void test_form(void **state)
+{
+    struct ty_err err;
+    const char *f = "Action=CreateUser&Version=2010-05-08&UserName=a%2Bb&Path=%2Fx%2F&"
+                    "Tags.member.2.Key=k2&Tags.member.1.Key=k1&Tags.member.1.Value=v+1&"
+                    "Tags.member.2.Value=&TagKeys.member.1=z&Empty";
+    json_t *o;
+    (void)state;
+    o = op_iamapi_form(NULL, f, strlen(f), &err);
+    assert_non_null(o);
+    assert_string_equal(json_string_value(json_object_get(o, "UserName")), "a+b");
+    assert_string_equal(json_string_value(json_object_get(o, "Path")), "/x/");
+    assert_int_equal(json_array_size(json_object_get(o, "Tags")), 2);
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(o, "Tags"), 0), "Value")),
+        "v 1");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(o, "Tags"), 1), "Key")),
+        "k2");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(o, "TagKeys"), 0)), "z");
+    assert_string_equal(json_string_value(json_object_get(o, "Empty")), "");
+    json_decref(o);
+    /* hostile input: bad escapes, indexes out of range, a list and a scalar mixed, NUL in a key */
+    assert_null(op_iamapi_form(NULL, "A=%zz", 5, &err));
+    assert_int_equal(err.code, TY_EINVAL);
+    assert_null(op_iamapi_form(NULL, "Tags.member.0.Key=a", 19, &err));
+    assert_null(op_iamapi_form(NULL, "Tags.member.99999.Key=a", 23, &err));
+    assert_null(op_iamapi_form(NULL, "Tags.member.1=a&Tags.member.1.Key=b", 35, &err));
+    assert_null(op_iamapi_form(NULL, "A%00B=1", 7, &err));
+    assert_null(op_iamapi_form(NULL, "Tags=x&Tags.member.1.Key=y", 26, &err));
+    assert_null(op_iamapi_form(NULL, "Tags.member.101.Key=y", 21, &err));
+    assert_null(op_iamapi_form(NULL, "%ff.member.1=y", 14, &err));
+    assert_null(op_iamapi_form(NULL, "A=%ff", 5, &err)); /* not UTF-8 */
+    o = op_iamapi_form(NULL, "", 0, &err);
+    assert_non_null(o);
+    json_decref(o);
+}
+
+/* ---- decisions against Redis ---- */
+
+static int setup(void **state)
+{
+    struct ty_err err;
+    redisContext *c;
+    (void)state;
+    if (!have_redis)
+        return 0;
+    c = redis_fixture_raw(&fx);
+    if (c) {
+        freeReplyObject(redisCommand(c, "FLUSHALL"));
+        redisFree(c);
+    }
+    st = store_open(fx.url_unix, &err);
+    return st ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    store_close(st);
+    st = NULL;
+    return 0;
+}
+
+static void make_user(const char *name, const char *policy)
+{
+    struct store_iam_user u;
+    struct ty_err err;
+    json_t *tags = json_pack("[{s:s,s:s}]", "Key", "team", "Value", name);
+    memset(&u, 0, sizeof(u));
+    snprintf(u.name, sizeof(u.name), "%s", name);
+    snprintf(u.id, sizeof(u.id), "AIDATEST%s", name);
+    snprintf(u.path, sizeof(u.path), "/");
+    snprintf(u.arn, sizeof(u.arn), "arn:aws:iam::000000000000:user/%s", name);
+    u.created = 1.0;
+    assert_int_equal(store_iam_user_create(st, &u, tags, &err), 0);
+    json_decref(tags);
+    if (policy)
+        assert_int_equal(
+            store_iam_policy_put(st, name, "p", policy, strlen(policy), strlen(policy), 2048, &err),
+            0);
+}
+
+static int call(const char *user, const char *op, const char *in_json, struct ty_err *err)
+{
+    char arn[128];
+    json_t *in = json_loads(in_json, 0, NULL);
+    int rc;
+    assert_non_null(in);
+    snprintf(arn, sizeof(arn), "arn:aws:iam::000000000000:user/%s", user);
+    ty_err_clear(err);
+    rc = authz_request(st, "sagemaker", op, in, arn, "us-east-1", "000000000000", err);
+    json_decref(in);
+    return rc;
+}
+
+static const char *const POLICY =
+    "{\"Version\":\"2012-10-17\",\"Statement\":["
+    "{\"Effect\":\"Allow\",\"Action\":\"sagemaker:CreateTrainingJob\",\"Resource\":\"*\","
+    "\"Condition\":{\"StringEquals\":{\"aws:RequestTag/team\":\"${aws:username}\","
+    "\"sagemaker:InstanceTypes\":\"ml.m5.large\"}}},"
+    "{\"Effect\":\"Allow\",\"Action\":\"sagemaker:DescribeTrainingJob\",\"Resource\":\"*\","
+    "\"Condition\":{\"StringEquals\":{\"sagemaker:ResourceTag/team\":"
+    "\"${aws:PrincipalTag/team}\"}}},"
+    "{\"Effect\":\"Deny\",\"Action\":\"sagemaker:*\",\"Resource\":"
+    "\"arn:aws:sagemaker:*:*:training-job/secret-*\"}]}";
+
+#define JOB(name, itype, team)                                                                     \
+    "{\"TrainingJobName\":\"" name "\",\"ResourceConfig\":{\"InstanceType\":\"" itype              \
+    "\",\"InstanceCount\":1},\"Tags\":[{\"Key\":\"team\",\"Value\":\"" team "\"}]}"
+
+static void test_decisions(void **state)
+{
+    struct ty_err err;
+    json_t *tags;
+    (void)state;
+    if (!have_redis)
+        skip();
+    make_user("alice", POLICY);
+    make_user("carol", NULL);
+    assert_int_equal(call("alice", "CreateTrainingJob", JOB("j1", "ml.m5.large", "alice"), &err),
+                     0);
+    assert_int_equal(call("alice", "CreateTrainingJob", JOB("j1", "ml.m5.large", "bob"), &err),
+                     -TY_EDENIED);
+    assert_string_equal(err.msg, "User: arn:aws:iam::000000000000:user/alice is not authorized to "
+                                 "perform: sagemaker:CreateTrainingJob on resource: "
+                                 "arn:aws:sagemaker:us-east-1:000000000000:training-job/j1 "
+                                 "because no identity-based policy allows the "
+                                 "sagemaker:CreateTrainingJob action");
+    assert_int_equal(call("alice", "CreateTrainingJob", JOB("j1", "ml.p3.2xlarge", "alice"), &err),
+                     -TY_EDENIED);
+    assert_int_equal(
+        call("alice", "CreateTrainingJob", JOB("secret-1", "ml.m5.large", "alice"), &err),
+        -TY_EDENIED);
+    assert_non_null(strstr(err.msg, "with an explicit deny"));
+    /* resource tags: read from the store (the policy mentions ResourceTag) */
+    assert_int_equal(call("alice", "DescribeTrainingJob", "{\"TrainingJobName\":\"j1\"}", &err),
+                     -TY_EDENIED);
+    tags = json_pack("[{s:s,s:s}]", "Key", "team", "Value", "alice");
+    assert_int_equal(
+        store_tags_add(st, "arn:aws:sagemaker:us-east-1:000000000000:training-job/j1", tags, &err),
+        0);
+    json_decref(tags);
+    assert_int_equal(call("alice", "DescribeTrainingJob", "{\"TrainingJobName\":\"J1\"}", &err), 0);
+    /* no policy; unknown user; not an IAM user; unknown operation (fail closed) */
+    assert_int_equal(call("carol", "ListTrainingJobs", "{}", &err), -TY_EDENIED);
+    assert_int_equal(call("mallory", "ListTrainingJobs", "{}", &err), -TY_EDENIED);
+    {
+        json_t *in = json_object();
+        assert_int_equal(authz_request(st, "sagemaker", "ListTrainingJobs", in,
+                                       "arn:aws:sts::000000000000:assumed-role/r/s", "us-east-1",
+                                       "000000000000", &err),
+                         -TY_EDENIED);
+        assert_int_equal(authz_request(st, "sagemaker", "NoSuchOp", in,
+                                       "arn:aws:iam::000000000000:user/alice", "us-east-1",
+                                       "000000000000", &err),
+                         -TY_EINTERNAL);
+        json_decref(in);
+    }
+}
+
+static void test_cache_follows_changes(void **state)
+{
+    struct ty_err err;
+    const char *allow = "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\","
+                        "\"Action\":\"sagemaker:List*\",\"Resource\":\"*\"}]}";
+    struct store_iam_user u;
+    (void)state;
+    if (!have_redis)
+        skip();
+    make_user("dave", NULL);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(call("dave", "ListTrainingJobs", "{}", &err), -TY_EDENIED);
+    assert_int_equal(
+        store_iam_policy_put(st, "dave", "p", allow, strlen(allow), strlen(allow), 2048, &err), 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(call("dave", "ListTrainingJobs", "{}", &err), 0);
+    assert_int_equal(store_iam_policy_delete(st, "dave", "p", &err), 0);
+    assert_int_equal(call("dave", "ListTrainingJobs", "{}", &err), -TY_EDENIED);
+    assert_int_equal(
+        store_iam_policy_put(st, "dave", "p", allow, strlen(allow), strlen(allow), 2048, &err), 0);
+    assert_int_equal(call("dave", "ListTrainingJobs", "{}", &err), 0);
+    /* deleted and re-created without the policy: a new id, nothing cached applies */
+    assert_int_equal(store_iam_user_delete(st, "dave", &err), -TY_ECONFLICT);
+    assert_string_equal(err.msg, "policies");
+    assert_int_equal(store_iam_policy_delete(st, "dave", "p", &err), 0);
+    assert_int_equal(store_iam_user_delete(st, "dave", &err), 0);
+    assert_int_equal(store_iam_user_get(st, "dave", &u, NULL, &err), -TY_ENOTFOUND);
+    assert_int_equal(call("dave", "ListTrainingJobs", "{}", &err), -TY_EDENIED);
+}
+
+static void test_authz_check_hook(void **state)
+{
+    struct ty_err err;
+    const char *s3pol = "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\","
+                        "\"Action\":\"s3:ListBucket\",\"Resource\":\"arn:aws:s3:::b\","
+                        "\"Condition\":{\"StringLike\":{\"s3:prefix\":\"${aws:username}/*\"}}}]}";
+    struct iam_ctx_entry ctx[2] = {{"s3:prefix", NULL, 0, "erin/data"},
+                                   {"aws:username", NULL, 0, "someone-else"}};
+    (void)state;
+    if (!have_redis)
+        skip();
+    make_user("erin", s3pol);
+    assert_int_equal(authz_check(st, "arn:aws:iam::000000000000:user/erin", "s3:ListBucket",
+                                 "arn:aws:s3:::b", ctx, 2, &err),
+                     0);
+    ctx[0].value = "other/data";
+    assert_int_equal(authz_check(st, "arn:aws:iam::000000000000:user/erin", "s3:ListBucket",
+                                 "arn:aws:s3:::b", ctx, 1, &err),
+                     -TY_EDENIED);
+    assert_int_equal(err.code, TY_EDENIED);
+}
+
+static void test_store_iam(void **state)
+{
+    struct ty_err err;
+    struct store_iam_user u;
+    json_t *tags = NULL, *list, *keys;
+    char *doc;
+    (void)state;
+    if (!have_redis)
+        skip();
+    make_user("Frank", NULL);
+    memset(&u, 0, sizeof(u));
+    snprintf(u.name, sizeof(u.name), "FRANK");
+    snprintf(u.id, sizeof(u.id), "AIDAX");
+    assert_int_equal(store_iam_user_create(st, &u, NULL, &err), -TY_EINUSE);
+    assert_int_equal(store_iam_user_get(st, "frank", &u, &tags, &err), 0);
+    assert_string_equal(u.name, "Frank");
+    assert_int_equal(json_array_size(tags), 1);
+    json_decref(tags);
+    assert_int_equal(store_iam_policy_put(st, "frank", "a", "{}", 2, 1500, 2048, &err), 0);
+    assert_int_equal(store_iam_policy_put(st, "frank", "b", "{}", 2, 600, 2048, &err), -TY_ELIMIT);
+    assert_int_equal(store_iam_policy_put(st, "frank", "a", "{}", 2, 2000, 2048, &err), 0);
+    doc = store_iam_policy_get(st, "frank", "a", &err);
+    assert_string_equal(doc, "{}");
+    free(doc);
+    assert_null(store_iam_policy_get(st, "frank", "zz", &err));
+    assert_string_equal(err.msg, "policy");
+    list = store_iam_policy_list(st, "frank", &err);
+    assert_int_equal(json_array_size(list), 1);
+    json_decref(list);
+    assert_int_equal(store_iam_key_create(st, "frank", "AKIA1", 1.0, 2, &err), 0);
+    assert_int_equal(store_iam_key_create(st, "frank", "AKIA2", 1.0, 2, &err), 0);
+    assert_int_equal(store_iam_key_create(st, "frank", "AKIA3", 1.0, 2, &err), -TY_ELIMIT);
+    keys = store_iam_key_list(st, "frank", &err);
+    assert_int_equal(json_array_size(keys), 2);
+    json_decref(keys);
+    assert_int_equal(store_iam_key_delete(st, "frank", "AKIA9", &err), -TY_ENOTFOUND);
+    assert_string_equal(err.msg, "key");
+    assert_int_equal(store_iam_user_delete(st, "frank", &err), -TY_ECONFLICT);
+    assert_string_equal(err.msg, "keys");
+    /* hostile names never build a key */
+    assert_int_equal(store_iam_user_get(st, "a:b", &u, NULL, &err), -TY_ENOTFOUND);
+    assert_int_equal(store_iam_user_get(st, "", &u, NULL, &err), -TY_ENOTFOUND);
+    list = store_iam_user_list(st, &err);
+    assert_int_equal(json_array_size(list), 1);
+    json_decref(list);
+    /* the admin bootstrap is idempotent */
+    assert_int_equal(store_iam_bootstrap_admin(st, "000000000000", "AKIAADMIN", 1.0, &err), 0);
+    assert_int_equal(store_iam_bootstrap_admin(st, "000000000000", "AKIAADMIN", 2.0, &err), 0);
+    assert_int_equal(call("admin", "DeleteTrainingJob", "{\"TrainingJobName\":\"x\"}", &err), 0);
+}
+
+static void test_quota(void **state)
+{
+    struct ty_err err;
+    struct quota_limits l = {2, 1, 1}, old;
+    json_t *doc;
+    (void)state;
+    if (!have_redis)
+        skip();
+    quota_get(&old);
+    quota_configure(&l);
+    assert_int_equal(quota_training_reserve(st, "a", "ml.m5.large", 1, 10.0, &err), 0);
+    assert_int_equal(quota_training_reserve(st, "b", "ml.m5.large", 1, 10.0, &err), 0);
+    assert_int_equal(quota_training_reserve(st, "c", "ml.m5.large", 1, 10.0, &err), -TY_ELIMIT);
+    assert_string_equal(err.msg, "The account-level service limit 'ml.m5.large for training job "
+                                 "usage' is 2 Instances, with current utilization of 2 Instances "
+                                 "and a request delta of 1 Instances. Please use AWS Service "
+                                 "Quotas to request an increase for this quota.");
+    assert_int_equal(quota_training_reserve(st, "c", "ml.c5.xlarge", 2, 10.0, &err), 0);
+    assert_int_equal(quota_training_reserve(st, "d", "ml.c5.xlarge", 3, 10.0, &err), -TY_ELIMIT);
+    quota_training_release(st, "b", "ml.m5.large");
+    /* an InProgress job counts with its InstanceCount */
+    doc = json_pack("{s:s,s:s,s:{s:s,s:i}}", "TrainingJobName", "b", "TrainingJobStatus",
+                    "InProgress", "ResourceConfig", "InstanceType", "ml.m5.large", "InstanceCount",
+                    1);
+    assert_int_equal(store_job_create(st, "b", doc, 10.0, &err), 0);
+    json_decref(doc);
+    assert_int_equal(quota_training_reserve(st, "e", "ml.m5.large", 1, 10.0, &err), -TY_ELIMIT);
+    quota_training_release(st, "a", "ml.m5.large");
+    assert_int_equal(quota_training_reserve(st, "e", "ml.m5.large", 1, 10.0, &err), 0);
+    /* reservations expire */
+    assert_int_equal(quota_training_reserve(st, "f", "ml.m5.large", 1, 10.0 + 2 * 30, &err), 0);
+    /* studio counts: no children yet */
+    assert_int_equal(quota_check_profiles(st, "d-abc", 10.0, &err), 0);
+    assert_int_equal(quota_check_apps(st, "d-abc/alice", 10.0, &err), 0);
+    assert_int_equal(quota_check_apps(st, "bad:id", 10.0, &err), -TY_EINVAL);
+    quota_configure(&old);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_route_op_has_a_row),
+        cmocka_unit_test(test_every_api_op_has_a_row),
+        cmocka_unit_test(test_table_is_consistent),
+        cmocka_unit_test(test_resource_arns),
+        cmocka_unit_test(test_resource_too_long),
+        cmocka_unit_test(test_form),
+        cmocka_unit_test_setup_teardown(test_decisions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cache_follows_changes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_authz_check_hook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_iam, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_quota, setup, teardown),
+    };
+    int rc = redis_fixture_start(&fx);
+    if (rc == 0)
+        have_redis = 1;
+    else
+        fprintf(stderr, "redis-server unavailable: the Redis-backed tests are skipped\n");
+    signal(SIGPIPE, SIG_IGN);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    if (have_redis)
+        redis_fixture_stop(&fx);
+    return rc;
+}
