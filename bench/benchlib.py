@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""Helpers for bench/*.sh (Debian's python3-boto3): start requests, sign requests, read logs.
+
+  benchlib.py create URL CREDFILE NAME SCRIPT [MAX_RUNTIME]  CreateTrainingJob (runtime image)
+  benchlib.py wait URL CREDFILE NAME TIMEOUT                 waits for a terminal status, prints it
+  benchlib.py wrk-lua URL CREDFILE NAME OUT.lua              a wrk script sending one DescribeTrainingJob
+                                                             signed once (X-Amz-Date = now; valid 15 min)
+  benchlib.py ttr URL CREDFILE NAME                          CreateTrainingJob -> container running, seconds
+"""
+import configparser
+import json
+import sys
+import time
+
+import boto3
+import botocore.auth
+import botocore.awsrequest
+import botocore.config
+import botocore.credentials
+
+IMAGE = "trainyard/runtime:0.1.0"
+REGION = "us-east-1"
+
+
+def keys(credfile):
+    cp = configparser.ConfigParser()
+    cp.read(credfile)
+    return cp["default"]["aws_access_key_id"], cp["default"]["aws_secret_access_key"]
+
+
+def client(url, credfile, service="sagemaker"):
+    akid, secret = keys(credfile)
+    return boto3.session.Session().client(
+        service, endpoint_url=url, region_name=REGION, aws_access_key_id=akid,
+        aws_secret_access_key=secret, config=botocore.config.Config(retries={"max_attempts": 0}))
+
+
+def job(name, script, max_runtime=600):
+    return {
+        "TrainingJobName": name,
+        "AlgorithmSpecification": {"TrainingImage": IMAGE, "TrainingInputMode": "File",
+                                   "ContainerEntrypoint": ["sh", "-c", script]},
+        "RoleArn": "arn:aws:iam::000000000000:role/bench",
+        "OutputDataConfig": {"S3OutputPath": "s3://bench/out"},
+        "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1},
+        "StoppingCondition": {"MaxRuntimeInSeconds": max_runtime},
+        "HyperParameters": {"epochs": "3", "lr": "0.1"},
+        "Tags": [{"Key": "bench", "Value": "1"}],
+    }
+
+
+def wait(sm, name, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        d = sm.describe_training_job(TrainingJobName=name)
+        if d["TrainingJobStatus"] in ("Completed", "Failed", "Stopped"):
+            return d
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{name}: still {d['TrainingJobStatus']}/{d['SecondaryStatus']} after {timeout}s")
+        time.sleep(0.05)
+
+
+def uptime():
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0])
+
+
+def lua_quote(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def main(argv):
+    cmd = argv[1]
+    if cmd == "create":
+        url, cred, name, script = argv[2:6]
+        mr = int(argv[6]) if len(argv) > 6 else 600
+        print(client(url, cred).create_training_job(**job(name, script, mr))["TrainingJobArn"])
+    elif cmd == "wait":
+        url, cred, name, timeout = argv[2:6]
+        print(wait(client(url, cred), name, float(timeout))["TrainingJobStatus"])
+    elif cmd == "wrk-lua":
+        url, cred, name, out = argv[2:6]
+        akid, secret = keys(cred)
+        body = json.dumps({"TrainingJobName": name})
+        req = botocore.awsrequest.AWSRequest(
+            method="POST", url=url.rstrip("/") + "/", data=body.encode(),
+            headers={"Content-Type": "application/x-amz-json-1.1",
+                     "X-Amz-Target": "SageMaker.DescribeTrainingJob"})
+        botocore.auth.SigV4Auth(botocore.credentials.Credentials(akid, secret), "sagemaker",
+                                REGION).add_auth(req)
+        lines = ['wrk.method = "POST"', f"wrk.body = {lua_quote(body)}"]
+        for k in ("Content-Type", "X-Amz-Target", "X-Amz-Date", "Authorization"):
+            lines.append(f"wrk.headers[{lua_quote(k)}] = {lua_quote(req.headers[k])}")
+        lines.append("""
+done = function(summary, latency, requests)
+  io.write(string.format("LUA requests=%d duration_us=%d p50_us=%d p99_us=%d non2xx=%d errors=%d\\n",
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write
+      + summary.errors.timeout))
+end""")
+        with open(out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    elif cmd == "ttr":
+        # CreateTrainingJob -> the container's first instruction. The container reads the kernel's
+        # uptime clock (shared with the host: no time namespace) with shell builtins only, so the
+        # figure does not depend on log or engine timestamps.
+        url, cred, name = argv[2:5]
+        sm = client(url, cred)
+        logs = client(url, cred, "logs")
+        t0 = uptime()
+        sm.create_training_job(**job(name, 'read up _ < /proc/uptime; echo "RUNNING_AT $up"'))
+        d = wait(sm, name, 120)
+        if d["TrainingJobStatus"] != "Completed":
+            raise SystemExit(f"{name}: {d['TrainingJobStatus']} {d.get('FailureReason')}")
+        streams = logs.describe_log_streams(logGroupName="/aws/sagemaker/TrainingJobs",
+                                            logStreamNamePrefix=name + "/")["logStreams"]
+        ev = logs.get_log_events(logGroupName="/aws/sagemaker/TrainingJobs",
+                                 logStreamName=streams[0]["logStreamName"], startFromHead=True)
+        for e in ev["events"]:
+            if e["message"].startswith("RUNNING_AT "):
+                print(f"{float(e['message'].split()[1]) - t0:.3f}")
+                return
+        raise SystemExit(f"{name}: no RUNNING_AT line in {ev['events']}")
+    elif cmd == "uptime":
+        print(f"{uptime():.2f}")
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# create_to_running.sh - time from CreateTrainingJob to the container's first instruction,
+# next to a bare `podman run` of the same image and command; N runs each (default 5),
+# medians and their ratio. The container reads the kernel's uptime clock (shared with the
+# host) with shell builtins as its first action, so neither figure depends on log timestamps.
+#   bench/create_to_running.sh [N]       (needs the container engine: tests/engine.sh)
+source "$(dirname "$0")/lib.sh"
+N=${1:-5}
+engine_up || die "no container engine at $DOCKER_HOST_URL (run tests/engine.sh)"
+command -v podman >/dev/null || die "podman missing"
+
+ty_start 1 --stop-grace 2
+# the server imports the runtime image when missing; wait until it is there for podman too
+for _ in $(seq 1 300); do
+    podman --storage-driver vfs image exists trainyard/runtime:0.1.0 && break
+    sleep 0.2
+done
+podman --storage-driver vfs image exists trainyard/runtime:0.1.0 || die "runtime image not imported"
+
+# warm-up (first container start pays for one-time setup on both paths)
+$BENCHLIB ttr "$TY_URL" "$TY_CRED" "bench-warm-$$" >/dev/null
+podman --runtime "$(command -v runc)" --storage-driver vfs run --rm \
+    trainyard/runtime:0.1.0 sh -c 'true' >/dev/null
+
+ty=()
+for i in $(seq 1 "$N"); do
+    t=$($BENCHLIB ttr "$TY_URL" "$TY_CRED" "bench-ttr-$$-$i")
+    echo "trainyard run $i: $t s"
+    ty+=("$t")
+done
+pm=()
+for i in $(seq 1 "$N"); do
+    t0=$($BENCHLIB uptime)
+    up=$(podman --runtime "$(command -v runc)" --storage-driver vfs run --rm \
+        trainyard/runtime:0.1.0 sh -c 'read up _ < /proc/uptime; echo "RUNNING_AT $up"' |
+        awk '/^RUNNING_AT/ {print $2}')
+    t=$(awk -v a="$up" -v b="$t0" 'BEGIN {printf "%.3f", a - b}')
+    echo "podman run $i: $t s"
+    pm+=("$t")
+done
+ty_med=$(printf '%s\n' "${ty[@]}" | median)
+pm_med=$(printf '%s\n' "${pm[@]}" | median)
+awk -v a="$ty_med" -v b="$pm_med" -v n="$N" 'BEGIN {
+    printf "\nRESULT create_to_running (N=%d): trainyard median %.3f s | podman run median %.3f s | ratio %.2fx\n", n, a, b, a / b }'
+echo "(uptime clock resolution 10 ms; machine: $(nproc) CPUs)"

@@ -1,0 +1,97 @@
+"""Two trainyard-agent processes sharing one external Redis behind a pure API server; one agent
+is killed with SIGKILL while it holds a job and others wait in the queue."""
+import json
+import os
+
+import tyhelpers as H
+
+
+def _healthz_agents(s):
+    """Agents /healthz reports: embedded ones ("agents") and every agent with a live heartbeat
+    in Redis ("live_agents", where the server has that member)."""
+    status, body = s.healthz()
+    h = json.loads(body)
+    return list(h.get("agents", [])) + list(h.get("live_agents", []))
+
+
+def _held(agent):
+    jobs = agent.get("jobs")
+    if isinstance(jobs, list):
+        return [j if isinstance(j, str) else j.get("name") or j.get("TrainingJobName") for j in jobs]
+    return None
+
+
+def test_two_agents_one_killed(make_server, procs, workdir):
+    for b in (H.AGENT_BIN, H.SERVER_BIN):
+        assert os.access(b, os.X_OK), f"{b} missing"
+    d = os.path.join(workdir, "two-agents")
+    os.makedirs(d)
+    sock = os.path.join(d, "redis.sock")
+    procs([H.REDIS_SERVER, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
+           "--save", "", "--appendonly", "no", "--dir", d], log_path=os.path.join(d, "redis.log"))
+    H.wait_for(lambda: os.path.exists(sock), 20, "redis-server's socket")
+    redis_url = f"unix://{sock}"
+    s = make_server(agents=0, extra=["--redis", redis_url])
+    agents = {}
+    for aid in ("it-agent-a", "it-agent-b"):
+        ad = os.path.join(d, aid)
+        os.makedirs(ad)
+        agents[aid] = procs([H.AGENT_BIN, "--redis", redis_url, "--docker-host", H.DOCKER_HOST,
+                             "--data-dir", ad, "--id", aid, "--stop-grace", "2",
+                             "--slots", "1", "--heartbeat-ttl", "2",
+                             "--runtime-image-tar", H.RUNTIME_TAR],
+                            log_path=os.path.join(d, aid + ".log"))
+    H.wait_for(lambda: {a.get("id") for a in _healthz_agents(s)} >= set(agents), 90,
+               "both agents in /healthz")
+
+    sm = s.client()
+    names = [H.unique(f"two-{i}") for i in range(6)]
+    for n in names:
+        sm.create_training_job(**H.job_request(n, "echo started; sleep 3; echo done"))
+
+    def two_running():
+        ds = {n: sm.describe_training_job(TrainingJobName=n) for n in names}
+        running = [n for n, x in ds.items() if x["SecondaryStatus"] in ("Downloading", "Training")]
+        return ds if len(running) >= 2 else None
+
+    H.wait_for(two_running, 120, "two jobs running at once (one per agent)", interval=0.2)
+    held_by_a = None
+    for a in _healthz_agents(s):
+        if a.get("id") == "it-agent-a":
+            held_by_a = _held(a)
+    victim = agents["it-agent-a"]
+    victim.kill()  # SIGKILL: no clean shutdown, its heartbeat simply stops
+    assert victim.p.returncode == -9
+    # jobs still Starting now were at most claimed by the dead agent, never started by it
+    queued = [n for n in names
+              if sm.describe_training_job(TrainingJobName=n)["SecondaryStatus"] == "Starting"]
+    assert queued, "every job was taken before the kill; the test needs some queued"
+
+    # the dead agent drops out of /healthz once its heartbeat expires
+    H.wait_for(lambda: "it-agent-a" not in {a.get("id") for a in _healthz_agents(s)}, 60,
+               "the killed agent to leave /healthz")
+    final = {n: H.wait_job(sm, n, timeout=180) for n in names}
+    statuses = {n: x["TrainingJobStatus"] for n, x in final.items()}
+    assert all(st in H.TERMINAL for st in statuses.values()), statuses
+    # jobs that were still queued never ran on the dead agent: the survivor completes them
+    for n in queued:
+        assert statuses[n] == "Completed", (n, final[n].get("FailureReason"), statuses)
+    if held_by_a is not None:
+        for n in names:
+            if n not in held_by_a:
+                assert statuses[n] == "Completed", (n, final[n].get("FailureReason"), held_by_a)
+    assert agents["it-agent-b"].p.poll() is None, "the surviving agent died:\n" + agents["it-agent-b"].tail()
+    # the survivor is still healthy and takes new work
+    n = H.unique("two-after")
+    sm.create_training_job(**H.job_request(n, "true"))
+    assert H.wait_job(sm, n, timeout=120)["TrainingJobStatus"] == "Completed"
+
+
+def test_agent_bad_redis_fails_fast(workdir):
+    import subprocess
+    p = subprocess.run([H.AGENT_BIN, "--redis", f"redis://127.0.0.1:{H.free_port()}",
+                        "--docker-host", H.DOCKER_HOST, "--data-dir", os.path.join(workdir, "agent-x"),
+                        "--id", "x"], capture_output=True, text=True, timeout=30)
+    assert p.returncode != 0
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    assert lines and "redis" in lines[-1].lower(), lines
