@@ -184,6 +184,8 @@ struct run_reader {
     struct run_logs *l;
     struct store *s; /* the reader's own connection, may be NULL */
     char *line;      /* RUN_LINE_MAX + 1 bytes of scratch */
+    long seen;       /* lines the engine has delivered so far in this pass */
+    long kept;       /* lines already appended: a later pass skips that many */
 };
 
 static int run_logs_line(const char *line, size_t len, int64_t ts_ms, int is_stderr, void *ud)
@@ -193,6 +195,9 @@ static int run_logs_line(const char *line, size_t len, int64_t ts_ms, int is_std
     json_t *ev;
 
     (void)is_stderr;
+    if (rd->seen++ < rd->kept)
+        return atomic_load(&l->abandon) ? 1 : 0; /* delivered by an earlier pass */
+    rd->kept++;
     if (len > RUN_LINE_MAX)
         len = RUN_LINE_MAX;
     memcpy(rd->line, line, len);
@@ -236,9 +241,25 @@ static void *run_logs_thread(void *arg)
     rd.line = malloc(RUN_LINE_MAX + 1);
     d = docker_open(l->docker_host, &err);
     if (d && rd.line) {
-        if (docker_logs(d, l->container, 1, 0, run_logs_line, &rd, &err) != 0 &&
-            !atomic_load(&l->abandon))
-            ty_log(TY_LOG_WARN, "agent.logs.read_failed", "job=%s error='%s'", l->job, err.msg);
+        /* The engine may end a follow stream before it has sent every line (Podman does so
+           when the container exits while it reads): after each pass, read again from the
+           start, skipping the lines already kept, until the container has exited and a
+           non-following pass has delivered the rest. */
+        for (int pass = 0; pass < 50 && !atomic_load(&l->abandon); pass++) {
+            struct docker_state st;
+            int exited;
+            memset(&st, 0, sizeof(st));
+            exited = docker_inspect(d, l->container, &st, &err) != 0 || !st.running;
+            rd.seen = 0;
+            if (docker_logs(d, l->container, !exited, 0, run_logs_line, &rd, &err) != 0) {
+                if (!atomic_load(&l->abandon))
+                    ty_log(TY_LOG_WARN, "agent.logs.read_failed", "job=%s error='%s'", l->job,
+                           err.msg);
+                break;
+            }
+            if (exited)
+                break;
+        }
     } else {
         ty_log(TY_LOG_WARN, "agent.logs.engine", "job=%s error='%s'", l->job,
                d ? "out of memory" : err.msg);
