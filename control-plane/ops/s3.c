@@ -8,6 +8,7 @@
  */
 #include "s3.h"
 
+#include "authz.h"
 #include "objstore.h"
 #include "s3_int.h"
 #include "sigv4.h"
@@ -35,6 +36,7 @@
 #define S3_MAX_DELS 1000
 
 static __thread struct store *s3__store;
+static __thread char s3__principal[512]; /* the caller of the request being served */
 static __thread struct objstore *s3__os;
 
 struct s3_qp {
@@ -590,7 +592,55 @@ static int s3__auth(struct http_request *req, struct http_response *resp, const 
         return -1;
     }
     OPENSSL_cleanse(secret, sizeof(secret));
+    snprintf(s3__principal, sizeof(s3__principal), "%s", arn);
     return 0;
+}
+
+/*
+ * The IAM action and resource ARN of an S3 request, as S3's service authorization reference
+ * names them (bucket-level actions on arn:aws:s3:::bucket, object-level ones on
+ * arn:aws:s3:::bucket/key). OUT: action, resource.
+ */
+static void s3__iam_action(const char *m, const struct s3_req *r, char *action, size_t an,
+                           char *resource, size_t rn)
+{
+    const char *a;
+    if (!r->bucket[0]) {
+        snprintf(action, an, "s3:ListAllMyBuckets");
+        snprintf(resource, rn, "*");
+        return;
+    }
+    if (!r->key[0]) {
+        if (strcmp(m, "PUT") == 0)
+            a = "s3:CreateBucket";
+        else if (strcmp(m, "DELETE") == 0)
+            a = "s3:DeleteBucket";
+        else if (strcmp(m, "POST") == 0)
+            a = "s3:DeleteObject";
+        else if (s3__has(r, "location"))
+            a = "s3:GetBucketLocation";
+        else if (s3__has(r, "versioning"))
+            a = "s3:GetBucketVersioning";
+        else if (s3__has(r, "uploads"))
+            a = "s3:ListBucketMultipartUploads";
+        else
+            a = "s3:ListBucket";
+        snprintf(action, an, "%s", a);
+        if (strcmp(a, "s3:DeleteObject") == 0)
+            snprintf(resource, rn, "arn:aws:s3:::%s/*", r->bucket);
+        else
+            snprintf(resource, rn, "arn:aws:s3:::%s", r->bucket);
+        return;
+    }
+    if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
+        a = s3__has(r, "uploadId") && strcmp(m, "GET") == 0 ? "s3:ListMultipartUploadParts"
+                                                              : "s3:GetObject";
+    else if (strcmp(m, "DELETE") == 0)
+        a = s3__has(r, "uploadId") ? "s3:AbortMultipartUpload" : "s3:DeleteObject";
+    else
+        a = "s3:PutObject";
+    snprintf(action, an, "%s", a);
+    snprintf(resource, rn, "arn:aws:s3:::%s/%s", r->bucket, r->key);
 }
 
 /* ---- recognising S3 requests ---------------------------------------------------------------- */
@@ -1896,6 +1946,18 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
             s3__error(req, resp, "NotImplemented", msg, &r, NULL);
         }
         goto out;
+    }
+    {
+        /* IAM policies decide, as for every other service (authz.c) */
+        char action[64], resource[2200];
+        s3__iam_action(m, &r, action, sizeof(action), resource, sizeof(resource));
+        if (authz_check(s3__store, s3__principal, action, resource, NULL, 0, &err) != 0) {
+            if (err.code == TY_EDENIED)
+                s3__error(req, resp, "AccessDenied", "Access Denied", &r, NULL);
+            else
+                s3__error_from(req, resp, &err, &r);
+            goto out;
+        }
     }
     if (!r.bucket[0]) {
         if (strcmp(m, "GET") == 0)

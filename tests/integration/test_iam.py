@@ -512,3 +512,47 @@ def test_studio_quotas(iam_server):
                   AppName="default")
     sm.create_app(DomainId=dom, UserProfileName="u0", AppType="JupyterServer",
                   AppName="default")
+
+
+def test_s3_calls_are_authorized_by_policy(iam_server, admin_iam, users):
+    """S3 goes through the same policy evaluation: dave may read and write only under
+    shared/dave/, list the bucket, and nothing else; carol (no policy) may do nothing."""
+    s3cfg = {"s3": {"addressing_style": "path"}}
+    admin_s3 = iam_server.client("s3", **s3cfg)
+    admin_s3.create_bucket(Bucket="shared")
+    admin_s3.put_object(Bucket="shared", Key="dave/mine.txt", Body=b"mine")
+    admin_s3.put_object(Bucket="shared", Key="erin/theirs.txt", Body=b"theirs")
+    admin_iam.create_user(UserName="dave")
+    k = admin_iam.create_access_key(UserName="dave")["AccessKey"]
+    dave_keys = (k["AccessKeyId"], k["SecretAccessKey"])
+    admin_iam.put_user_policy(UserName="dave", PolicyName="own-prefix", PolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject"],
+             "Resource": "arn:aws:s3:::shared/${aws:username}/*"},
+            {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::shared"}]}))
+    dave = iam_server.client("s3", keys=dave_keys, **s3cfg)
+    carol = iam_server.client("s3", keys=users["carol"], **s3cfg)
+
+    assert dave.get_object(Bucket="shared", Key="dave/mine.txt")["Body"].read() == b"mine"
+    dave.put_object(Bucket="shared", Key="dave/new.txt", Body=b"new")
+    keys = [o["Key"] for o in dave.list_objects_v2(Bucket="shared")["Contents"]]
+    assert keys == ["dave/mine.txt", "dave/new.txt", "erin/theirs.txt"]
+
+    def refused(fn, **kw):
+        with pytest.raises(botocore.exceptions.ClientError) as e:
+            fn(**kw)
+        assert e.value.response["Error"]["Code"] == "AccessDenied", e.value.response
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+
+    refused(dave.get_object, Bucket="shared", Key="erin/theirs.txt")
+    refused(dave.put_object, Bucket="shared", Key="erin/overwrite.txt", Body=b"x")
+    refused(dave.delete_object, Bucket="shared", Key="dave/mine.txt")
+    refused(dave.list_buckets)
+    refused(dave.create_bucket, Bucket="daves-own")
+    refused(carol.list_objects_v2, Bucket="shared")
+    refused(carol.get_object, Bucket="shared", Key="dave/mine.txt")
+    # nothing a refused call sent was stored
+    keys = [o["Key"] for o in admin_s3.list_objects_v2(Bucket="shared")["Contents"]]
+    assert keys == ["dave/mine.txt", "dave/new.txt", "erin/theirs.txt"]
+    assert "daves-own" not in [b["Name"] for b in admin_s3.list_buckets()["Buckets"]]
