@@ -595,13 +595,16 @@ int objstore_bucket_get(struct objstore *os, const char *name, struct objstore_b
         int found = 0, rc;
         snprintf(val, sizeof(val), "{\"created\":%lld,\"region\":\"us-east-1\"}",
                  (long long)st.st_mtim.tv_sec * 1000);
+        /* index the files before the bucket is published: a concurrent lister that sees
+           the bucket must see all of it (a second adopter racing this one indexes the same
+           files again, which is harmless) */
+        rc = objstore__adopt_tree(os, name, p, "", 0, &found, err);
+        if (rc)
+            return rc;
         r = store__cmdv(os->st, err, "HSETNX", "ty:s3:buckets", name, val, NULL);
         if (!r)
             return -TY_EREDIS;
         freeReplyObject(r);
-        rc = objstore__adopt_tree(os, name, p, "", 0, &found, err);
-        if (rc)
-            return rc;
         ty_log(TY_LOG_INFO, "s3.bucket.adopted", "bucket=%s objects=%d", name, found);
         if (b)
             objstore__parse_bucket(name, val, b);
