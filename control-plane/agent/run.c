@@ -19,6 +19,7 @@
 #include "instances.h"
 #include "metrics.h"
 #include "objstore.h"
+#include "prof.h"
 #include "spec.h"
 #include "stage.h"
 #include "store.h"
@@ -110,7 +111,25 @@ struct run_ctx {
     int64_t last_log_ts;     /* timestamp of the agent's last own line in the stream */
     char ckpt_dir[PATH_MAX]; /* host side of CheckpointConfig.LocalPath */
     json_t *ckpt_seen;       /* owned: path -> signature of uploaded checkpoint files */
+    json_t *prof_cfg;        /* owned: ProfilerConfig as last written, NULL when none */
+    json_t *prof_rules;      /* owned: ProfilerRuleConfigurations, NULL when none */
+    int prof_on;             /* profilerconfig.json written at the start */
 };
+
+#define RUN_TYPROF "/usr/local/bin/typrof"
+
+/* 1 when the job's image is the runtime image, which ships typrof and libtyprof.so. */
+static int run_image_has_typrof(const struct run_ctx *r)
+{
+    const char *ri = r->a->cfg.runtime_image, *img = r->sp.image;
+
+    if (strncmp(img, "localhost/", 10) == 0)
+        img += 10;
+    if (ri && ri[0])
+        return strcmp(img, ri) == 0 ||
+               (strncmp(ri, "localhost/", 10) == 0 && strcmp(img, ri + 10) == 0);
+    return strncmp(img, "trainyard/runtime:", 18) == 0;
+}
 
 /* snprintf for text that may be cut short on purpose (reasons, names). */
 __attribute__((format(printf, 3, 4))) static int run_fmt(char *out, size_t n, const char *fmt, ...)
@@ -556,8 +575,14 @@ static int run_upload(struct run_ctx *r, json_t *set, int with_model, char *reas
     struct objstore *os;
 
     run_checkpoints_sync(r, 1);
-    if (with_model)
+    if (with_model) {
+        json_t *rs = prof_rules_eval(r->host_dir, r->prof_rules, run_now());
+        if (rs && set)
+            json_object_set_new(set, "ProfilerRuleEvaluationStatuses", rs);
+        else
+            json_decref(rs);
         run_profiler_upload(r);
+    }
     if (!r->sp.output_path[0])
         return 0; /* nothing to upload to; the server requires OutputDataConfig anyway */
     if (artifacts_s3_parse(r->sp.output_path, bucket, sizeof(bucket), prefix, sizeof(prefix))) {
@@ -627,6 +652,11 @@ static int run_finish_failed(struct run_ctx *r, const char *reason)
     json_object_set_new(set, "FailureReason", json_string(why));
     run_set_times(r, set);
     run_set_metrics(r, set);
+    if (r->t_start > 0) { /* the rules set InProgress at Training end too */
+        json_t *rs = prof_rules_eval(r->host_dir, r->prof_rules, run_now());
+        if (rs)
+            json_object_set_new(set, "ProfilerRuleEvaluationStatuses", rs);
+    }
     ty_log(TY_LOG_INFO, "agent.job.failed", "job=%s reason='%s'", r->job, why);
     rc = run_transition(r, "InProgress", "Failed", "Failed", MSG_FAILED, set);
     if (rc == 1 && strcmp(r->cur, "Stopping") == 0)
@@ -677,7 +707,7 @@ static int run_create(struct run_ctx *r, char *reason, size_t n)
     struct ty_err err;
     char bind[PATH_MAX + 16], bind2[2 * PATH_MAX + 16];
     const char *binds[3] = {bind, NULL, NULL};
-    char **env = NULL;
+    char **env = NULL, **prof_ep = NULL;
     json_t *labels = NULL;
     int rc = -1, ex;
 
@@ -728,6 +758,27 @@ static int run_create(struct run_ctx *r, char *reason, size_t n)
     } else {
         c.cmd = r->sp.arguments ? (const char *const *)r->sp.arguments : train_cmd;
     }
+    if (r->prof_on && run_image_has_typrof(r)) {
+        /* typrof run -- <entrypoint or the image's command>: system metrics, traces */
+        size_t ne = 0;
+        while (r->sp.entrypoint && r->sp.entrypoint[ne])
+            ne++;
+        if (!(prof_ep = calloc(ne + 4, sizeof(*prof_ep)))) {
+            run_fmt(reason, n, "InternalServerError: out of memory");
+            goto done;
+        }
+        prof_ep[0] = (char *)RUN_TYPROF;
+        prof_ep[1] = (char *)"run";
+        prof_ep[2] = (char *)"--";
+        for (size_t i = 0; i < ne; i++)
+            prof_ep[3 + i] = r->sp.entrypoint[i];
+        c.entrypoint = (const char *const *)prof_ep;
+    } else if (r->prof_on) {
+        ty_log(TY_LOG_WARN, "agent.profiler.no_typrof",
+               "job=%s image='%s' note='profiling needs typrof in the image (the runtime image "
+               "has it); the command runs unprofiled'",
+               r->job, r->sp.image);
+    }
     c.env = (const char *const *)env;
     c.binds = binds;
     c.labels = labels;
@@ -745,6 +796,7 @@ static int run_create(struct run_ctx *r, char *reason, size_t n)
            r->sp.image, lim.cpus, (long long)lim.memory_bytes, lim.gpus);
     rc = 0;
 done:
+    free(prof_ep);
     stage_env_free(env);
     json_decref(labels);
     return rc;
@@ -875,6 +927,22 @@ static int run_kill(struct run_ctx *r, struct docker_state *st)
     return 0;
 }
 
+/* UpdateTrainingJob changed ProfilerConfig (pc, borrowed): rewrites profilerconfig.json, which
+   typrof in the container re-reads when its mtime changes. */
+static void run_profiler_update(struct run_ctx *r, json_t *pc)
+{
+    if (!pc || !prof_config_changed(r->prof_cfg, pc))
+        return;
+    if (prof_write_config(r->host_dir, pc) != 0) {
+        ty_log(TY_LOG_WARN, "agent.profiler.config_failed", "job=%s", r->job);
+        return;
+    }
+    json_decref(r->prof_cfg);
+    r->prof_cfg = json_deep_copy(pc);
+    ty_log(TY_LOG_INFO, "agent.profiler.config_updated", "job=%s disabled=%d", r->job,
+           !prof_enabled(pc));
+}
+
 /* Watches the running container until it exits, is stopped, hits MaxRuntime, or the agent stops. */
 static enum run_outcome run_supervise(struct run_ctx *r, struct docker_state *st)
 {
@@ -904,6 +972,8 @@ static enum run_outcome run_supervise(struct run_ctx *r, struct docker_state *st
             json_t *doc = run_get(r, &gone);
             const char *status = run_status_of(doc);
             int stop = gone || strcmp(status, "Stopping") == 0 || strcmp(status, "Stopped") == 0;
+            if (doc && !stop && r->prof_on)
+                run_profiler_update(r, json_object_get(doc, "ProfilerConfig"));
             json_decref(doc);
             if (stop)
                 return RUN_STOPPED;
@@ -981,6 +1051,13 @@ static int run_container(struct run_ctx *r)
         return run_finish_failed(r, reason) < 0 ? -1 : 0;
     r->t_start = run_now();
     set = json_pack("{s:f}", "TrainingStartTime", r->t_start);
+    {
+        json_t *rs = prof_rules_in_progress(r->prof_rules, r->t_start);
+        if (rs && set)
+            json_object_set_new(set, "ProfilerRuleEvaluationStatuses", rs);
+        else
+            json_decref(rs);
+    }
     rc = run_transition(r, "InProgress", NULL, "Training", MSG_TRAINING, set);
     if (rc != 0)
         return rc < 0 ? -1 : (run_settle_conflict(r) < 0 ? -1 : 0);
@@ -1129,6 +1206,14 @@ static int run_job(struct run_ctx *r)
         return 0;
     }
     rc = spec_parse(doc, &r->sp, &err);
+    if (rc == 0) {
+        json_t *pc = json_object_get(doc, "ProfilerConfig");
+        json_t *rules = json_object_get(doc, "ProfilerRuleConfigurations");
+        if (prof_enabled(pc))
+            r->prof_cfg = json_deep_copy(pc);
+        if (json_is_array(rules) && json_array_size(rules) > 0)
+            r->prof_rules = json_deep_copy(rules);
+    }
     json_decref(doc);
     if (rc != 0)
         return run_finish_failed(r, err.msg) < 0 ? -1 : 0;
@@ -1162,6 +1247,12 @@ static int run_job(struct run_ctx *r)
     run_fmt(r->stream, sizeof(r->stream), "%s/%s-%lld", r->job, STAGE_HOST, (long long)run_now());
     if (stage_prepare(r->host_dir, &r->sp, NULL, &err) != 0)
         return run_finish_failed(r, err.msg) < 0 ? -1 : 0;
+    if (r->prof_cfg) {
+        if (prof_write_config(r->host_dir, r->prof_cfg) == 0)
+            r->prof_on = 1;
+        else
+            ty_log(TY_LOG_WARN, "agent.profiler.config_failed", "job=%s", r->job);
+    }
     if (run_stage_data(r, &err) != 0) {
         if (atomic_load(&r->a->stopping))
             return -1;
@@ -1252,6 +1343,8 @@ void *run_thread(void *arg)
     docker_close(r->d);
     run_objstore_reset(r);
     json_decref(r->ckpt_seen);
+    json_decref(r->prof_cfg);
+    json_decref(r->prof_rules);
     store_close(r->s);
     free(r);
 out:

@@ -207,6 +207,8 @@ int spec_parse(json_t *doc, struct spec *sp, struct ty_err *err)
     }
     if (json_is_true(json_object_get(v, "DisableProfiler")))
         sp->profiler_uri[0] = '\0';
+    else if (json_is_object(v) && !sp->profiler_uri[0])
+        snprintf(sp->profiler_uri, sizeof(sp->profiler_uri), "%s", sp->output_path);
     sp->network_isolation = json_is_true(json_object_get(doc, "EnableNetworkIsolation"));
 
     if (!(sp->hyperparameters = spec_strmap(json_object_get(doc, "HyperParameters")))) {

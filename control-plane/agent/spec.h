@@ -28,7 +28,8 @@ struct spec {
     int output_uncompressed;    /* OutputDataConfig.CompressionType NONE */
     char checkpoint_uri[1100];  /* CheckpointConfig.S3Uri, "" when absent */
     char checkpoint_local[512]; /* CheckpointConfig.LocalPath, "/opt/ml/checkpoints" default */
-    char profiler_uri[1100];    /* ProfilerConfig.S3OutputPath unless DisableProfiler, else "" */
+    char profiler_uri[1100];    /* ProfilerConfig.S3OutputPath (default: output_path) unless
+                                   DisableProfiler or no ProfilerConfig, else "" */
     int network_isolation;      /* EnableNetworkIsolation */
     char **entrypoint;          /* owned, NULL-terminated; NULL when not given */
     char **arguments;           /* owned, NULL-terminated; NULL when not given */

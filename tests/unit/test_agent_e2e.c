@@ -4,7 +4,8 @@
  * started by tests/engine.sh), the runtime image imported from its tarball when missing.
  * Covers: a job that completes (status path, logs in its stream, FinalMetricDataList, staged
  * config and channel data, model.tar.gz on disk, times), a failure with /opt/ml/output/failure,
- * a failure by exit code, a missing image, Stop, MaxRuntime, and a Stop before the start.
+ * a failure by exit code, a missing image, Stop, MaxRuntime, a Stop before the start, and a job
+ * profiled by typrof with a profiler rule.
  * Exits 77 when redis-server or the engine is absent.
  */
 #include <setjmp.h>
@@ -250,6 +251,49 @@ static void test_completes(void **state)
     assert_non_null(strstr(logs, "\"TrainingInputMode\":\"File\""));
     assert_non_null(strstr(logs, "to stderr"));
     free(logs);
+}
+
+/* ProfilerConfig and a ProfilerRuleConfiguration: the command runs under typrof, whose system
+   metrics are uploaded under profiler-output/, and the rule ends in a terminal status. */
+static void test_profiler(void **state)
+{
+    json_t *doc, *rs, *e;
+    char cmd[700], line[1024] = "", status[32];
+    FILE *f;
+    (void)state;
+
+    doc = wait_status("e2e-prof", "Completed,Failed,Stopped", TIMEOUT);
+    assert_string_equal(json_string_value(json_object_get(doc, "TrainingJobStatus")), "Completed");
+    rs = json_object_get(doc, "ProfilerRuleEvaluationStatuses");
+    assert_int_equal(json_array_size(rs), 1);
+    e = json_array_get(rs, 0);
+    assert_string_equal(json_string_value(json_object_get(e, "RuleConfigurationName")), "LowGPU");
+    assert_non_null(json_string_value(json_object_get(e, "RuleEvaluationStatus")));
+    snprintf(status, sizeof(status), "%s",
+             json_string_value(json_object_get(e, "RuleEvaluationStatus")));
+    assert_true(strcmp(status, "IssuesFound") == 0 || strcmp(status, "NoIssuesFound") == 0 ||
+                strcmp(status, "Error") == 0);
+    assert_true(json_number_value(json_object_get(e, "LastModifiedTime")) > 0);
+    json_decref(doc);
+
+    /* system/incremental/<hour>/<epoch>.algo-1.json: JSON lines */
+    snprintf(cmd, sizeof(cmd),
+             "cat $(find %s/" BUCKET "/out/e2e-prof/profiler-output/system/incremental -type f "
+             "-name '*.json') 2>/dev/null | head -n 1",
+             s3dir);
+    f = popen(cmd, "r");
+    assert_non_null(f);
+    if (!fgets(line, sizeof(line), f))
+        line[0] = '\0';
+    pclose(f);
+    assert_true(line[0] == '{');
+    assert_non_null(strstr(line, "\"Name\""));
+    snprintf(cmd, sizeof(cmd),
+             "%s/" BUCKET "/out/e2e-prof/profiler-output/rule-output/LowGPU/result.json", s3dir);
+    doc = json_load_file(cmd, 0, NULL);
+    assert_non_null(doc);
+    assert_string_equal(json_string_value(json_object_get(doc, "RuleEvaluationStatus")), status);
+    json_decref(doc);
 }
 
 static void test_fails_with_reason(void **state)
@@ -613,6 +657,7 @@ int main(void)
         struct CMUnitTest tests[] = {
             cmocka_unit_test(test_completes),
             cmocka_unit_test(test_fails_with_reason),
+            cmocka_unit_test(test_profiler),
             cmocka_unit_test(test_stop),
             cmocka_unit_test(test_maxruntime),
             cmocka_unit_test(test_reclaim),
@@ -626,6 +671,16 @@ int main(void)
                    "echo 'ValueError: bad learning rate' > /opt/ml/output/failure; exit 3", 600);
         create_job("e2e-exit", IMAGE, "echo bye; exit 4", 600);
         create_job("e2e-noimage", "trainyard/no-such-image:1", "true", 600);
+        doc = make_job("e2e-prof", IMAGE, "sleep 2; echo done", 600);
+        json_object_set_new(doc, "ProfilerConfig",
+                            json_pack("{s:i}", "ProfilingIntervalInMilliseconds", 200));
+        json_object_set_new(doc, "ProfilerRuleConfigurations",
+                            json_pack("[{s:s, s:s, s:{s:s}}]", "RuleConfigurationName", "LowGPU",
+                                      "RuleEvaluatorImage", "x", "RuleParameters", "rule_to_invoke",
+                                      "LowGPUUtilization"));
+        if (store_job_create(st, "e2e-prof", doc, now_s(), &err) != 0)
+            return 1;
+        json_decref(doc);
         rc = cmocka_run_group_tests(tests, NULL, NULL);
     }
     agent_stop(ag);
