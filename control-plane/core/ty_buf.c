@@ -91,6 +91,37 @@ int ty_buf_printf(struct ty_buf *b, const char *fmt, ...)
     return 0;
 }
 
+int ty_buf_put_xml(struct ty_buf *b, const char *s)
+{
+    int rc = 0;
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && !rc; p++) {
+        switch (*p) {
+        case '&':
+            rc = ty_buf_puts(b, "&amp;");
+            break;
+        case '<':
+            rc = ty_buf_puts(b, "&lt;");
+            break;
+        case '>':
+            rc = ty_buf_puts(b, "&gt;");
+            break;
+        case '"':
+            rc = ty_buf_puts(b, "&quot;");
+            break;
+        case '\'':
+            rc = ty_buf_puts(b, "&apos;");
+            break;
+        case '\r':
+            rc = ty_buf_puts(b, "&#13;");
+            break;
+        default:
+            if (*p >= 0x20 || *p == '\t' || *p == '\n')
+                rc = ty_buf_append(b, p, 1);
+        }
+    }
+    return rc;
+}
+
 char *ty_buf_steal(struct ty_buf *b)
 {
     char *p = b->data;

@@ -28,6 +28,9 @@ int ty_buf_append(struct ty_buf *b, const void *p, size_t n);
 int ty_buf_puts(struct ty_buf *b, const char *s);
 /* Appends formatted text; as ty_buf_append. */
 int ty_buf_printf(struct ty_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s (NULL = "") escaped for XML text and attributes; characters XML 1.0 cannot carry
+   are dropped and '\r' is kept as "&#13;". As ty_buf_append. */
+int ty_buf_put_xml(struct ty_buf *b, const char *s);
 /* Hands the data to the caller. new: caller frees with free(); the buffer is left empty. */
 char *ty_buf_steal(struct ty_buf *b);
 

@@ -205,36 +205,10 @@ fail:
 
 /* ---- XML ---- */
 
-/* Appends s XML-escaped; characters XML 1.0 cannot carry are dropped. */
+/* Appends s XML-escaped (ty_buf_put_xml). */
 static void xml__esc(struct ty_buf *b, const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        switch (*p) {
-        case '&':
-            ty_buf_puts(b, "&amp;");
-            break;
-        case '<':
-            ty_buf_puts(b, "&lt;");
-            break;
-        case '>':
-            ty_buf_puts(b, "&gt;");
-            break;
-        case '"':
-            ty_buf_puts(b, "&quot;");
-            break;
-        case '\'':
-            ty_buf_puts(b, "&apos;");
-            break;
-        default:
-            if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r')
-                break;
-            if (*p == '\r') {
-                ty_buf_puts(b, "&#13;");
-                break;
-            }
-            ty_buf_append(b, p, 1);
-        }
-    }
+    ty_buf_put_xml(b, s);
 }
 
 /* <tag>escaped value</tag> */

@@ -103,24 +103,7 @@ static int sts__param(const char *s, size_t n, const char *name, char *out, size
 
 static void sts__xml_esc(struct ty_buf *b, const char *s)
 {
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '&':
-            ty_buf_puts(b, "&amp;");
-            break;
-        case '<':
-            ty_buf_puts(b, "&lt;");
-            break;
-        case '>':
-            ty_buf_puts(b, "&gt;");
-            break;
-        case '"':
-            ty_buf_puts(b, "&quot;");
-            break;
-        default:
-            ty_buf_append(b, s, 1);
-        }
-    }
+    ty_buf_put_xml(b, s);
 }
 
 static void sts__error(struct http_request *req, struct http_response *resp, int status,

@@ -44,11 +44,26 @@ static void test_buf_ceiling(void **state)
     ty_buf_cleanup(&b);
 }
 
+static void test_buf_put_xml(void **state)
+{
+    struct ty_buf b;
+    (void)state;
+    ty_buf_init(&b, 256);
+    assert_int_equal(ty_buf_put_xml(&b, "a<b>&\"c'\r\t\n\x01z"), 0);
+    assert_string_equal(b.data, "a&lt;b&gt;&amp;&quot;c&apos;&#13;\t\nz");
+    assert_int_equal(ty_buf_put_xml(&b, NULL), 0);
+    ty_buf_cleanup(&b);
+    ty_buf_init(&b, 4);
+    assert_int_equal(ty_buf_put_xml(&b, "<<"), -TY_ETOOBIG);
+    ty_buf_cleanup(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_err_set_returns_negative_code),
         cmocka_unit_test(test_buf_ceiling),
+        cmocka_unit_test(test_buf_put_xml),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
