@@ -61,8 +61,7 @@ static int creds__read(const char *path, char *akid, size_t an, char *secret, si
     return got == 3 ? 0 : -1;
 }
 
-static int creds__write(const char *path, const char *akid, const char *secret,
-                        struct ty_err *err)
+static int creds__write(const char *path, const char *akid, const char *secret, struct ty_err *err)
 {
     char tmp[4200];
     int fd;

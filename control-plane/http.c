@@ -86,9 +86,9 @@ static void *http__uri_log(void *cls, const char *uri, struct MHD_Connection *co
     if (RAND_bytes(rnd, sizeof(rnd)) != 1)
         memset(rnd, 0, sizeof(rnd));
     snprintf(req->request_id, sizeof(req->request_id),
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", rnd[0],
-             rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7], rnd[8], rnd[9], rnd[10],
-             rnd[11], rnd[12], rnd[13], rnd[14], rnd[15]);
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
+             rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7], rnd[8], rnd[9], rnd[10], rnd[11],
+             rnd[12], rnd[13], rnd[14], rnd[15]);
     return req;
 }
 

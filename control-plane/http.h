@@ -32,14 +32,14 @@ struct http_sink {
 };
 
 struct http_request {
-    const char *method;  /* borrowed from MHD */
-    char *path;          /* raw path, percent-encoding kept */
-    char *query;         /* raw query without '?', "" when none */
+    const char *method; /* borrowed from MHD */
+    char *path;         /* raw path, percent-encoding kept */
+    char *query;        /* raw query without '?', "" when none */
     struct sigv4_header headers[HTTP_MAX_HEADERS];
     size_t nheaders;
     struct ty_buf body;
-    int too_big;         /* the body went over HTTP_MAX_BODY */
-    char request_id[40]; /* x-amzn-RequestId of this request */
+    int too_big;           /* the body went over HTTP_MAX_BODY */
+    char request_id[40];   /* x-amzn-RequestId of this request */
     struct http_sink sink; /* set by the prepare hook to stream the body; zero otherwise */
     int sink_failed;       /* sink.write returned non-zero */
 };

@@ -37,8 +37,7 @@ static int redis_child__connectable(const char *path)
     return ok;
 }
 
-int redis_child_start(const char *data_dir, char *url, size_t url_n, pid_t *pid,
-                      struct ty_err *err)
+int redis_child_start(const char *data_dir, char *url, size_t url_n, pid_t *pid, struct ty_err *err)
 {
     char dir[4096], sock[4200], logf[4200];
     struct sockaddr_un probe;
@@ -54,8 +53,7 @@ int redis_child_start(const char *data_dir, char *url, size_t url_n, pid_t *pid,
         return ty_err_set(err, TY_EREDIS, "data-dir",
                           "the data dir path is too long for a unix socket: %s", sock);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return ty_err_set(err, TY_EREDIS, "data-dir", "cannot create %s: %s", dir,
-                          strerror(errno));
+        return ty_err_set(err, TY_EREDIS, "data-dir", "cannot create %s: %s", dir, strerror(errno));
     /* a redis-server of a server that was just killed may still be saving its AOF after its
        PDEATHSIG: give it time to go before calling the data dir busy */
     for (int i = 0; i < 100 && redis_child__connectable(sock); i++) {

@@ -249,8 +249,7 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
     if (strncmp(req->path, "/sagemaker/", 11) == 0)
         ctype = "application/json";
     if (req->too_big) {
-        ty_err_set(&err, TY_ETOOBIG, NULL, "Request body is larger than %u bytes",
-                   HTTP_MAX_BODY);
+        ty_err_set(&err, TY_ETOOBIG, NULL, "Request body is larger than %u bytes", HTTP_MAX_BODY);
         goto fail;
     }
 
@@ -276,8 +275,8 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
         op_iamapi_route(&ic, resp);
         return;
     }
-    if (store_principal_get(s, auth.access_key, secret, sizeof(secret), arn, sizeof(arn),
-                            &err) != 0) {
+    if (store_principal_get(s, auth.access_key, secret, sizeof(secret), arn, sizeof(arn), &err) !=
+        0) {
         if (err.code == TY_ENOTFOUND)
             ty_err_set(&err, TY_EBADKEY, NULL,
                        "The security token included in the request is invalid.");

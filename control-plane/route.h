@@ -18,9 +18,9 @@ struct agent;
 struct route_ctx {
     const struct model *model; /* borrowed */
     const char *redis_url;
-    const char *docker_host;   /* NULL when the server runs no agents */
+    const char *docker_host; /* NULL when the server runs no agents */
     const char *account_id;
-    struct agent **agents;     /* embedded agents, for /healthz */
+    struct agent **agents; /* embedded agents, for /healthz */
     int nagents;
     const char *s3_dir; /* the embedded object store's directory (objstore.h) */
 };

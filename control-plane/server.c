@@ -83,8 +83,7 @@ static void server__usage(FILE *f)
 
 static int server__parse(int argc, char **argv, struct server_cfg *cfg)
 {
-#define CFG_DEFAULT(field, flag, env, def, help)                                                   \
-    cfg->field = getenv(env) ? getenv(env) : def;
+#define CFG_DEFAULT(field, flag, env, def, help) cfg->field = getenv(env) ? getenv(env) : def;
     SERVER_CFG(CFG_DEFAULT)
 #undef CFG_DEFAULT
     for (int i = 1; i < argc; i++) {
@@ -106,7 +105,7 @@ static int server__parse(int argc, char **argv, struct server_cfg *cfg)
         eq = strchr(a, '=');
         nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
 #define CFG_MATCH(field, flag, env, def, help)                                                     \
-    if (!matched && strlen(flag) == nl && strncmp(a + 2, flag, nl) == 0) {                        \
+    if (!matched && strlen(flag) == nl && strncmp(a + 2, flag, nl) == 0) {                         \
         matched = 1;                                                                               \
         if (eq)                                                                                    \
             val = eq + 1;                                                                          \
@@ -133,8 +132,8 @@ static int server__int(const char *name, const char *v, int lo, int hi, int *out
     char *end;
     long n = strtol(v, &end, 10);
     if (!*v || *end || n < lo || n > hi) {
-        fprintf(stderr, "trainyard-server: --%s must be an integer from %d to %d, not '%s'\n",
-                name, lo, hi, v);
+        fprintf(stderr, "trainyard-server: --%s must be an integer from %d to %d, not '%s'\n", name,
+                lo, hi, v);
         return -1;
     }
     *out = (int)n;
@@ -281,9 +280,9 @@ int main(int argc, char **argv)
         goto fail;
     http_set_prepare(http, s3_prepare);
     ty_log(TY_LOG_INFO, "server.ready",
-           "listen=%s port=%d data_dir=%s redis=%s agents=%d docker_host=%s version=%s",
-           cfg.listen, http_port(http), data_dir, cfg.redis[0] ? "external" : "private", nagents,
-           docker_host, TY_VERSION);
+           "listen=%s port=%d data_dir=%s redis=%s agents=%d docker_host=%s version=%s", cfg.listen,
+           http_port(http), data_dir, cfg.redis[0] ? "external" : "private", nagents, docker_host,
+           TY_VERSION);
 
     while (sigwait(&sigs, &sig) != 0)
         ;

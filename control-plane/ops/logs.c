@@ -55,9 +55,9 @@ int op_logs_describe_groups(struct op_ctx *ctx, json_t *in, json_t **out, struct
     if (!prefix || strncmp(TRAINING_GROUP, prefix, strlen(prefix)) == 0) {
         snprintf(arn, sizeof(arn), "arn:aws:logs:%s:%s:log-group:%s:*", ctx->region,
                  ctx->account_id, TRAINING_GROUP);
-        json_array_append_new(groups, json_pack("{s:s,s:i,s:i,s:s}", "logGroupName",
-                                                TRAINING_GROUP, "creationTime", 0,
-                                                "metricFilterCount", 0, "arn", arn));
+        json_array_append_new(groups,
+                              json_pack("{s:s,s:i,s:i,s:s}", "logGroupName", TRAINING_GROUP,
+                                        "creationTime", 0, "metricFilterCount", 0, "arn", arn));
     }
     *out = json_pack("{s:o}", "logGroups", groups);
     return 0;
@@ -133,9 +133,8 @@ static int lg__in_window(const struct lg_window *w, json_t *ev)
  * Reads up to limit events of one stream in [window] after (forward) or before (backward)
  * position pos ("" = the stream's start or end). Returns a new array in ascending order.
  */
-static json_t *lg__read(struct op_ctx *ctx, const char *group, const char *stream,
-                        const char *pos, int forward, long limit, const struct lg_window *w,
-                        struct ty_err *err)
+static json_t *lg__read(struct op_ctx *ctx, const char *group, const char *stream, const char *pos,
+                        int forward, long limit, const struct lg_window *w, struct ty_err *err)
 {
     json_t *res = json_array();
     char cursor[80];
@@ -221,11 +220,10 @@ int op_logs_get_events(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
     events = json_array();
     json_array_foreach(evs, i, ev)
     {
-        json_array_append_new(events,
-                              json_pack("{s:O,s:O,s:O}", "timestamp",
-                                        json_object_get(ev, "timestamp"), "message",
-                                        json_object_get(ev, "message"), "ingestionTime",
-                                        json_object_get(ev, "ingestionTime")));
+        json_array_append_new(events, json_pack("{s:O,s:O,s:O}", "timestamp",
+                                                json_object_get(ev, "timestamp"), "message",
+                                                json_object_get(ev, "message"), "ingestionTime",
+                                                json_object_get(ev, "ingestionTime")));
     }
     if (n > 0) {
         snprintf(fwd, sizeof(fwd), "f/%s",
@@ -383,8 +381,8 @@ int op_logs_filter_events(struct op_ctx *ctx, json_t *in, json_t **out, struct t
                                     (json_int_t)i, "_p", (json_int_t)j);
         }
         json_decref(evs);
-        json_array_append_new(searched, json_pack("{s:s,s:b}", "logStreamName", sname,
-                                                  "searchedCompletely", 1));
+        json_array_append_new(
+            searched, json_pack("{s:s,s:b}", "logStreamName", sname, "searchedCompletely", 1));
     }
     json_decref(streams);
     if (nall)

@@ -14,8 +14,8 @@
 #include "ty_err.h"
 
 struct op_ctx {
-    struct store *store;       /* borrowed: this thread's connection */
-    const char *region;        /* region of the request's SigV4 scope */
+    struct store *store; /* borrowed: this thread's connection */
+    const char *region;  /* region of the request's SigV4 scope */
     const char *account_id;
     const char *principal_arn; /* the caller */
     double now;                /* epoch seconds, millisecond resolution */
@@ -50,15 +50,12 @@ int op_studio_describe_domain(struct op_ctx *ctx, json_t *in, json_t **out, stru
 int op_studio_list_domains(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 int op_studio_update_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 int op_studio_delete_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
-int op_studio_create_user_profile(struct op_ctx *ctx, json_t *in, json_t **out,
-                                  struct ty_err *err);
+int op_studio_create_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 int op_studio_describe_user_profile(struct op_ctx *ctx, json_t *in, json_t **out,
                                     struct ty_err *err);
 int op_studio_list_user_profiles(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
-int op_studio_update_user_profile(struct op_ctx *ctx, json_t *in, json_t **out,
-                                  struct ty_err *err);
-int op_studio_delete_user_profile(struct op_ctx *ctx, json_t *in, json_t **out,
-                                  struct ty_err *err);
+int op_studio_update_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_studio_delete_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 int op_studio_create_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 int op_studio_describe_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 int op_studio_list_apps(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);

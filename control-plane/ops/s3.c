@@ -634,7 +634,7 @@ static void s3__iam_action(const char *m, const struct s3_req *r, char *action, 
     }
     if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
         a = s3__has(r, "uploadId") && strcmp(m, "GET") == 0 ? "s3:ListMultipartUploadParts"
-                                                              : "s3:GetObject";
+                                                            : "s3:GetObject";
     else if (strcmp(m, "DELETE") == 0)
         a = s3__has(r, "uploadId") ? "s3:AbortMultipartUpload" : "s3:DeleteObject";
     else

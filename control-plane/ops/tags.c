@@ -13,8 +13,8 @@
 int op_tags_add(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
     json_t *tags = json_object_get(in, "Tags");
-    int rc = store_tags_add(ctx->store, json_string_value(json_object_get(in, "ResourceArn")),
-                            tags, err);
+    int rc = store_tags_add(ctx->store, json_string_value(json_object_get(in, "ResourceArn")), tags,
+                            err);
     if (rc)
         return rc;
     *out = json_pack("{s:O}", "Tags", tags);

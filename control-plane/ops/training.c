@@ -115,12 +115,24 @@ static int op__check_channels(struct op_ctx *ctx, json_t *in, struct ty_err *err
 
 int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    static const char *const copied[] = {
-        "AlgorithmSpecification", "RoleArn", "HyperParameters", "InputDataConfig",
-        "VpcConfig", "CheckpointConfig", "DebugHookConfig", "DebugRuleConfigurations",
-        "TensorBoardOutputConfig", "ExperimentConfig", "ProfilerConfig",
-        "ProfilerRuleConfigurations", "Environment", "RetryStrategy", "RemoteDebugConfig",
-        "InfraCheckConfig", "SessionChainingConfig", NULL};
+    static const char *const copied[] = {"AlgorithmSpecification",
+                                         "RoleArn",
+                                         "HyperParameters",
+                                         "InputDataConfig",
+                                         "VpcConfig",
+                                         "CheckpointConfig",
+                                         "DebugHookConfig",
+                                         "DebugRuleConfigurations",
+                                         "TensorBoardOutputConfig",
+                                         "ExperimentConfig",
+                                         "ProfilerConfig",
+                                         "ProfilerRuleConfigurations",
+                                         "Environment",
+                                         "RetryStrategy",
+                                         "RemoteDebugConfig",
+                                         "InfraCheckConfig",
+                                         "SessionChainingConfig",
+                                         NULL};
     const char *name = op__str(in, "TrainingJobName"), *itype;
     char arn[512];
     json_t *doc, *v, *tr, *tags;
@@ -171,10 +183,9 @@ int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
     json_object_set_new(doc, "CreationTime", json_real(ctx->now));
     json_object_set_new(doc, "LastModifiedTime", json_real(ctx->now));
     if (json_object_get(in, "ProfilerConfig")) {
-        int disabled = json_is_true(
-            json_object_get(json_object_get(in, "ProfilerConfig"), "DisableProfiler"));
-        json_object_set_new(doc, "ProfilingStatus",
-                            json_string(disabled ? "Disabled" : "Enabled"));
+        int disabled =
+            json_is_true(json_object_get(json_object_get(in, "ProfilerConfig"), "DisableProfiler"));
+        json_object_set_new(doc, "ProfilingStatus", json_string(disabled ? "Disabled" : "Enabled"));
     }
 
     /* quota: concurrent instances per instance type, reserved atomically (quota.c) */
@@ -182,8 +193,8 @@ int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
     itype = json_string_value(json_object_get(v, "InstanceType"));
     if (itype) {
         json_int_t count = json_integer_value(json_object_get(v, "InstanceCount"));
-        rc = quota_training_reserve(ctx->store, name, itype, count > 0 ? (long)count : 1,
-                                    ctx->now, err);
+        rc = quota_training_reserve(ctx->store, name, itype, count > 0 ? (long)count : 1, ctx->now,
+                                    err);
         if (rc) {
             json_decref(doc);
             return rc;
@@ -233,8 +244,9 @@ static double op__time(json_t *in, const char *key)
 int op_training_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
     static const char *const summary_keys[] = {
-        "TrainingJobName", "TrainingJobArn", "CreationTime", "TrainingEndTime",
-        "LastModifiedTime", "TrainingJobStatus", "SecondaryStatus", "WarmPoolStatus", NULL};
+        "TrainingJobName", "TrainingJobArn",   "CreationTime",
+        "TrainingEndTime", "LastModifiedTime", "TrainingJobStatus",
+        "SecondaryStatus", "WarmPoolStatus",   NULL};
     struct store_job_query q;
     const char *order;
     char *next = NULL;

@@ -1172,8 +1172,7 @@ int main(void)
     struct ty_err err;
     int rc;
 
-    snprintf(test_image, sizeof(test_image), "trainyard/runtime-test:docker-%ld",
-             (long)getpid());
+    snprintf(test_image, sizeof(test_image), "trainyard/runtime-test:docker-%ld", (long)getpid());
     curl_global_init(CURL_GLOBAL_DEFAULT);
     rc = cmocka_run_group_tests_name("docker_offline", offline, NULL, NULL);
     if (rc)
