@@ -7,6 +7,8 @@
 #define _GNU_SOURCE /* copy_file_range */
 #include "objstore.h"
 
+#include "objstore_remote.h"
+
 #include "store_int.h"
 #include "ty_buf.h"
 #include "ty_log.h"
@@ -35,6 +37,7 @@
 struct objstore {
     char dir[PATH_MAX];
     struct store *st;
+    struct s3c *remote; /* the external store (--s3-endpoint), NULL for the local one */
 };
 
 static pthread_mutex_t objstore__locks[OBJSTORE_NLOCKS];
@@ -356,7 +359,34 @@ int objstore_sweep_tmp(const char *s3_dir, int max_age_s)
 
 void objstore_close(struct objstore *os)
 {
+    if (os)
+        s3c_free(os->remote);
     free(os);
+}
+
+int objstore_use_remote(struct objstore *os, const struct s3c_config *cfg, struct ty_err *err)
+{
+    struct s3c *c = s3c_new(cfg, err);
+    if (!c)
+        return -err->code;
+    s3c_free(os->remote);
+    os->remote = c;
+    return 0;
+}
+
+int objstore_is_remote(const struct objstore *os)
+{
+    return os->remote != NULL;
+}
+
+/* The operations an external store does not get through this module: the S3 API forwards
+   those requests whole (ops/s3_proxy.c). */
+static int objstore__local_only(const struct objstore *os, struct ty_err *err)
+{
+    if (!os->remote)
+        return 0;
+    return ty_err_set(err, TY_EINVAL, "NotImplemented",
+                      "this operation is forwarded to the external S3 store, not run locally");
 }
 
 const char *objstore_dir(const struct objstore *os)
@@ -524,6 +554,8 @@ static int objstore__adopt_tree(struct objstore *os, const char *bucket, const c
 int objstore_bucket_create(struct objstore *os, const char *name, const char *region,
                            struct ty_err *err)
 {
+    if (os->remote)
+        return objstore_remote_bucket_create(os->remote, name, region, err);
     char p[PATH_MAX], val[128];
     redisReply *r;
     long long added;
@@ -569,6 +601,8 @@ static int objstore__parse_bucket(const char *name, const char *json, struct obj
 int objstore_bucket_get(struct objstore *os, const char *name, struct objstore_bucket *b,
                         struct ty_err *err)
 {
+    if (os->remote)
+        return objstore_remote_bucket_get(os->remote, name, b, err);
     redisReply *r;
     char p[PATH_MAX];
     struct stat st;
@@ -647,6 +681,8 @@ static int objstore__rmtree(const char *path, int depth)
 
 int objstore_bucket_delete(struct objstore *os, const char *name, struct ty_err *err)
 {
+    if (os->remote)
+        return objstore_remote_bucket_delete(os->remote, name, err);
     char *zk;
     char p[PATH_MAX];
     redisReply *r;
@@ -696,6 +732,8 @@ static int objstore__bucket_cmp(const void *a, const void *b)
 int objstore_bucket_list(struct objstore *os, struct objstore_bucket **out, size_t *n,
                          struct ty_err *err)
 {
+    if (os->remote)
+        return objstore_remote_bucket_list(os->remote, out, n, err);
     DIR *d = opendir(os->dir);
     struct dirent *de;
     redisReply *r;
@@ -793,6 +831,8 @@ int objstore_put_tmp(struct objstore *os, const char *bucket, const char *key, c
                      const char *etag, uint64_t size, int parts, json_t *hdrs,
                      struct objstore_meta *meta, struct ty_err *err)
 {
+    if (objstore__local_only(os, err))
+        return -err->code;
     struct objstore_meta m, old;
     pthread_mutex_t *lk;
     int rc, had_old;
@@ -956,6 +996,8 @@ static int objstore__adopt_tree(struct objstore *os, const char *bucket, const c
 int objstore_put_file(struct objstore *os, const char *bucket, const char *key, const char *src,
                       const char *content_type, struct ty_err *err)
 {
+    if (os->remote)
+        return objstore_remote_put_file(os->remote, bucket, key, src, content_type, err);
     char tmp[PATH_MAX], md5[33], natural[PATH_MAX], rel[PATH_MAX];
     json_t *hdrs;
     uint64_t size = 0;
@@ -995,6 +1037,8 @@ int objstore_put_file(struct objstore *os, const char *bucket, const char *key, 
 int objstore_copy(struct objstore *os, const char *sb, const char *sk, const char *db,
                   const char *dk, json_t *hdrs, struct objstore_meta *meta, struct ty_err *err)
 {
+    if (objstore__local_only(os, err))
+        return -err->code;
     struct objstore_meta src;
     char tmp[PATH_MAX], md5[33];
     uint64_t size = 0;
@@ -1017,6 +1061,8 @@ int objstore_copy(struct objstore *os, const char *sb, const char *sk, const cha
 int objstore_head(struct objstore *os, const char *bucket, const char *key,
                   struct objstore_meta *meta, struct ty_err *err)
 {
+    if (os->remote)
+        return objstore_remote_head(os->remote, bucket, key, meta, err);
     char rel[PATH_MAX];
     int rc;
 
@@ -1050,6 +1096,21 @@ int objstore_open_read(struct objstore *os, const char *bucket, const char *key,
     char abs[PATH_MAX];
     int rc, fd;
 
+    if (os->remote) { /* downloaded whole into an unlinked temp file, read from its start */
+        char tmp[PATH_MAX];
+        fd = objstore_tmp_create(os, tmp, sizeof(tmp), err);
+        if (fd < 0)
+            return fd;
+        unlink(tmp);
+        rc = objstore_remote_get(os->remote, bucket, key, fd, meta, err);
+        if (rc == 0 && lseek(fd, 0, SEEK_SET) != 0)
+            rc = ty_err_set(err, TY_EIO, NULL, "seek: %s", strerror(errno));
+        if (rc != 0) {
+            close(fd);
+            return rc;
+        }
+        return fd;
+    }
     /* The metadata names the version (inode) it describes: a PUT that renames new bytes into
        place between the lookup and the open is seen here, and the lookup is done again. */
     for (int attempt = 0; attempt < 50; attempt++) {
@@ -1074,6 +1135,8 @@ int objstore_open_read(struct objstore *os, const char *bucket, const char *key,
 
 int objstore_delete(struct objstore *os, const char *bucket, const char *key, struct ty_err *err)
 {
+    if (os->remote)
+        return objstore_remote_delete(os->remote, bucket, key, err);
     struct objstore_meta m;
     char rel[PATH_MAX];
     pthread_mutex_t *lk;
@@ -1166,6 +1229,9 @@ int objstore_list(struct objstore *os, const char *bucket, const char *prefix, c
                   const char *token, const char *start_after, int max, struct objstore_listing *out,
                   struct ty_err *err)
 {
+    if (os->remote)
+        return objstore_remote_list(os->remote, bucket, prefix, delim, token, start_after, max,
+                                    out, err);
     struct objstore_listing l;
     size_t cap = 0, plen = prefix ? strlen(prefix) : 0, dlen = delim ? strlen(delim) : 0;
     char *zk = NULL, cursor[OBJSTORE_MAX_KEY + 8];
@@ -1373,6 +1439,8 @@ static int objstore__no_upload(struct ty_err *err)
 int objstore_mpu_create(struct objstore *os, const char *bucket, const char *key, json_t *hdrs,
                         char *upload_id, struct ty_err *err)
 {
+    if (objstore__local_only(os, err))
+        return -err->code;
     unsigned char rnd[16];
     char id[OBJSTORE_UPLOAD_ID_SZ], rk[64], dir[PATH_MAX], init[32];
     char *zk, *member, *hj;
@@ -1423,6 +1491,8 @@ out:
 int objstore_mpu_get(struct objstore *os, const char *bucket, const char *key, const char *id,
                      json_t **hdrs, struct ty_err *err)
 {
+    if (objstore__local_only(os, err))
+        return -err->code;
     char rk[64];
     redisReply *r;
     int ok;
@@ -1448,6 +1518,8 @@ int objstore_mpu_put_part(struct objstore *os, const char *bucket, const char *k
                           int number, const char *tmp_path, const char *etag, uint64_t size,
                           struct ty_err *err)
 {
+    if (objstore__local_only(os, err))
+        return -err->code;
     char dst[PATH_MAX], rk[64], num[16], val[96];
     redisReply *r;
     int rc;
@@ -1483,6 +1555,8 @@ static int objstore__part_cmp(const void *a, const void *b)
 int objstore_mpu_parts(struct objstore *os, const char *id, struct objstore_part **out, size_t *n,
                        struct ty_err *err)
 {
+    if (objstore__local_only(os, err))
+        return -err->code;
     char rk[64];
     redisReply *r;
     struct objstore_part *v;
@@ -1553,6 +1627,8 @@ static void objstore__mpu_drop(struct objstore *os, const char *bucket, const ch
 int objstore_mpu_abort(struct objstore *os, const char *bucket, const char *key, const char *id,
                        struct ty_err *err)
 {
+    if (objstore__local_only(os, err))
+        return -err->code;
     int rc;
     if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
         return rc;
@@ -1626,6 +1702,8 @@ int objstore_mpu_complete(struct objstore *os, const char *bucket, const char *k
                           const struct objstore_part *parts, size_t n, struct objstore_meta *meta,
                           struct ty_err *err)
 {
+    if (objstore__local_only(os, err))
+        return -err->code;
     struct objstore_part *have = NULL;
     size_t nh = 0;
     json_t *hdrs = NULL;
@@ -1737,6 +1815,8 @@ out:
 int objstore_mpu_list(struct objstore *os, const char *bucket, const char *prefix, int max,
                       struct objstore_upload **out, size_t *n, int *truncated, struct ty_err *err)
 {
+    if (objstore__local_only(os, err))
+        return -err->code;
     char *zk;
     char cursor[OBJSTORE_MAX_KEY + 8], lim[16];
     redisReply *r;

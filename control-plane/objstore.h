@@ -1,6 +1,7 @@
 /*
  * objstore.h - the embedded S3 object store: buckets and objects on the local disk, their
- * metadata and listing index in Redis.
+ * metadata and listing index in Redis; or, with objstore_use_remote, the same calls against an
+ * external S3-compatible store (objstore_remote.c).
  *
  * Owns: the layout under the s3 dir (<data-dir>/s3) and the ty:s3:* Redis keys:
  *   <s3>/<bucket>/<key>          an object's bytes, when the key is a safe relative path (every
@@ -37,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "s3client.h"
 #include "store.h"
 #include "ty_err.h"
 
@@ -88,6 +90,16 @@ struct objstore_part {
    borrowed and must outlive the handle. NULL with err on failure. */
 struct objstore *objstore_open(const char *s3_dir, struct store *st, struct ty_err *err);
 void objstore_close(struct objstore *os);
+/*
+ * Makes os use the external S3-compatible store cfg (--s3-endpoint; copied) instead of the
+ * local disk: buckets, head, open_read (the object is downloaded into an unlinked temp file
+ * under <s3>/.ty/tmp), put_file (multipart above 64 MiB), delete and list go to it; tmp_create
+ * stays local; put_tmp, copy and the mpu_* functions fail with NotImplemented (the S3 API
+ * forwards those requests whole). 0, or -TY_EINVAL for a bad config (nothing is contacted).
+ */
+int objstore_use_remote(struct objstore *os, const struct s3c_config *cfg, struct ty_err *err);
+/* 1 when os uses an external store. */
+int objstore_is_remote(const struct objstore *os);
 /* Removes temp files under <s3_dir>/.ty/tmp older than max_age_s (uploads cut short by a crash).
    Returns how many were removed. Needs no Redis; safe while uploads run (they are younger). */
 int objstore_sweep_tmp(const char *s3_dir, int max_age_s);

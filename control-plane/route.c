@@ -333,6 +333,7 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
     ctx.now = route__now();
     ctx.host = http_header(req, "Host");
     ctx.s3_dir = rc->s3_dir;
+    ctx.s3_remote = rc->s3_remote;
     if (op->fn(&ctx, in, &out, &err) != 0)
         goto fail;
     route__json(resp, 200, out, ctype);

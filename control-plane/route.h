@@ -14,6 +14,7 @@
 #include "model.h"
 
 struct agent;
+struct s3c_config;
 
 struct route_ctx {
     const struct model *model; /* borrowed */
@@ -23,6 +24,7 @@ struct route_ctx {
     struct agent **agents; /* embedded agents, for /healthz */
     int nagents;
     const char *s3_dir; /* the embedded object store's directory (objstore.h) */
+    const struct s3c_config *s3_remote; /* the external store (--s3-endpoint), NULL when none */
 };
 
 /* The operation table, for tests (every operation must have an authz.c row): the number of

@@ -4,8 +4,9 @@
 if(NOT TARGET PkgConfig::ZLIB)
   pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)
 endif()
-add_library(ty_s3 STATIC ${TY_CP_DIR}/objstore.c ${TY_CP_DIR}/ops/s3.c ${TY_CP_DIR}/ops/s3_body.c
+add_library(ty_s3 STATIC ${TY_CP_DIR}/objstore.c ${TY_CP_DIR}/objstore_remote.c
+  ${TY_CP_DIR}/s3client.c ${TY_CP_DIR}/ops/s3_proxy.c ${TY_CP_DIR}/ops/s3.c ${TY_CP_DIR}/ops/s3_body.c
   ${TY_CP_DIR}/ops/sts.c)
 target_include_directories(ty_s3 PUBLIC ${TY_CP_DIR})
 target_link_libraries(ty_s3 PUBLIC ty_store ty_sigv4 ty_core PkgConfig::CRYPTO PkgConfig::JANSSON
-  PkgConfig::HIREDIS PkgConfig::MHD PkgConfig::ZLIB Threads::Threads)
+  PkgConfig::HIREDIS PkgConfig::MHD PkgConfig::ZLIB PkgConfig::CURL Threads::Threads)

@@ -15,6 +15,7 @@
 #include "quota.h"
 #include "redis_child.h"
 #include "route.h"
+#include "s3client.h"
 #include "store.h"
 #include "ty_log.h"
 
@@ -58,7 +59,16 @@
     X(max_profiles, "max-user-profiles-per-domain", "TRAINYARD_MAX_USER_PROFILES", "100",          \
       "quota: live user profiles per domain; 0 = no limit")                                        \
     X(max_apps, "max-apps-per-user", "TRAINYARD_MAX_APPS_PER_USER", "10",                          \
-      "quota: live apps per user profile; 0 = no limit")
+      "quota: live apps per user profile; 0 = no limit")                                           \
+    X(s3_endpoint, "s3-endpoint", "TRAINYARD_S3_ENDPOINT", "",                                     \
+      "external S3-compatible store (http[s]://host[:port]) behind the S3 API, channels and "      \
+      "artifacts; empty: the embedded store under DATA_DIR/s3")                                    \
+    X(s3_access_key, "s3-access-key-id", "TRAINYARD_S3_ACCESS_KEY_ID", "",                         \
+      "access key for --s3-endpoint; empty: $AWS_ACCESS_KEY_ID")                                   \
+    X(s3_secret_key, "s3-secret-access-key", "TRAINYARD_S3_SECRET_ACCESS_KEY", "",                 \
+      "secret key for --s3-endpoint; empty: $AWS_SECRET_ACCESS_KEY (prefer a variable to a flag)") \
+    X(s3_region, "s3-region", "TRAINYARD_S3_REGION", "",                                           \
+      "region requests to --s3-endpoint are signed for; empty: --region")
 
 struct server_cfg {
 #define CFG_FIELD(field, flag, env, def, help) const char *field;
@@ -175,6 +185,7 @@ int main(int argc, char **argv)
     struct agent **agents = NULL;
     struct http_server *http = NULL;
     struct route_ctx rctx;
+    struct s3c_config s3_remote = {0};
     sigset_t sigs;
 
     ty_err_clear(&err);
@@ -242,6 +253,19 @@ int main(int argc, char **argv)
     else
         snprintf(endpoint, sizeof(endpoint), "http://%s", cfg.listen);
 
+    if (cfg.s3_endpoint[0]) {
+        struct s3c *probe;
+        const char *ak = cfg.s3_access_key[0] ? cfg.s3_access_key : getenv("AWS_ACCESS_KEY_ID");
+        const char *sk = cfg.s3_secret_key[0] ? cfg.s3_secret_key : getenv("AWS_SECRET_ACCESS_KEY");
+        s3_remote.endpoint = cfg.s3_endpoint;
+        s3_remote.access_key = ak;
+        s3_remote.secret_key = sk;
+        s3_remote.region = cfg.s3_region[0] ? cfg.s3_region : cfg.region;
+        if (!(probe = s3c_new(&s3_remote, &err)))
+            goto fail;
+        s3c_free(probe);
+    }
+
     agents = calloc((size_t)nagents + 1, sizeof(*agents));
     for (int i = 0; i < nagents; i++) {
         struct agent_config ac;
@@ -262,6 +286,7 @@ int main(int argc, char **argv)
         ac.slots = slots;
         ac.stop_grace_s = grace;
         ac.heartbeat_ttl_s = 10;
+        ac.s3_remote = cfg.s3_endpoint[0] ? &s3_remote : NULL;
         agents[i] = agent_start(&ac, &err);
         if (!agents[i])
             goto fail;
@@ -275,14 +300,15 @@ int main(int argc, char **argv)
     rctx.agents = agents;
     rctx.nagents = nagents;
     rctx.s3_dir = s3_dir;
+    rctx.s3_remote = cfg.s3_endpoint[0] ? &s3_remote : NULL;
     http = http_start(cfg.listen, threads, route_handle, &rctx, &err);
     if (!http)
         goto fail;
     http_set_prepare(http, s3_prepare);
     ty_log(TY_LOG_INFO, "server.ready",
-           "listen=%s port=%d data_dir=%s redis=%s agents=%d docker_host=%s version=%s", cfg.listen,
-           http_port(http), data_dir, cfg.redis[0] ? "external" : "private", nagents, docker_host,
-           TY_VERSION);
+           "listen=%s port=%d data_dir=%s redis=%s agents=%d docker_host=%s s3=%s version=%s",
+           cfg.listen, http_port(http), data_dir, cfg.redis[0] ? "external" : "private", nagents,
+           docker_host, cfg.s3_endpoint[0] ? cfg.s3_endpoint : "embedded", TY_VERSION);
 
     while (sigwait(&sigs, &sig) != 0)
         ;

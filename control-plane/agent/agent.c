@@ -333,6 +333,17 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
         agent_own(a, 5, cfg->runtime_image ? cfg->runtime_image : "trainyard/runtime:" TY_VERSION);
     a->cfg.endpoint_url = agent_own(a, 6, cfg->endpoint_url);
     a->cfg.region = agent_own(a, 7, cfg->region ? cfg->region : "us-east-1");
+    if (cfg->s3_remote) {
+        struct s3c *probe;
+        a->s3_remote.endpoint = agent_own(a, 10, cfg->s3_remote->endpoint);
+        a->s3_remote.access_key = agent_own(a, 11, cfg->s3_remote->access_key);
+        a->s3_remote.secret_key = agent_own(a, 12, cfg->s3_remote->secret_key);
+        a->s3_remote.region = agent_own(a, 13, cfg->s3_remote->region);
+        a->cfg.s3_remote = &a->s3_remote;
+        if (!(probe = s3c_new(&a->s3_remote, err))) /* the form is checked now, not per job */
+            goto fail;
+        s3c_free(probe);
+    }
     if (!a->cfg.redis_url || !a->cfg.docker_host || !a->cfg.data_dir || !a->cfg.s3_dir ||
         !a->cfg.runtime_image || !a->cfg.region) {
         ty_err_set(err, TY_ENOMEM, NULL, "out of memory");

@@ -16,6 +16,8 @@
 
 #include "ty_err.h"
 
+struct s3c_config;
+
 struct agent_config {
     const char *id;            /* unique agent id; NULL = "<hostname>-<pid>-<n>" */
     const char *redis_url;     /* as store_open() */
@@ -28,6 +30,8 @@ struct agent_config {
     const char *runtime_image; /* NULL = "trainyard/runtime:<version>" */
     const char *endpoint_url;  /* trainyard's URL as seen from containers (S3_ENDPOINT_URL) */
     const char *region;        /* AWS_REGION in containers; NULL = "us-east-1" */
+    const struct s3c_config *s3_remote; /* external S3 store (--s3-endpoint), copied; NULL =
+                                           the local store under s3_dir */
     int slots;                 /* jobs run at once by this agent (capacity), default 1 */
     int stop_grace_s;          /* SIGTERM -> SIGKILL grace, default 120 */
     int heartbeat_ttl_s;       /* default 10 */

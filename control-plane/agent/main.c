@@ -6,6 +6,7 @@
  * (SIGTERM/SIGINT -> agent_stop, exit 0). Errors at start-up: one line on stderr, exit 1.
  */
 #include "agent.h"
+#include "s3client.h"
 #include "ty_err.h"
 #include "ty_log.h"
 
@@ -44,6 +45,15 @@
     X(endpoint_url, "endpoint-url", "TRAINYARD_ENDPOINT_URL", NULL,                                \
       "trainyard's URL as containers see it (S3_ENDPOINT_URL)")                                    \
     X(region, "region", "TRAINYARD_REGION", "us-east-1", "AWS_REGION given to containers")         \
+    X(s3_endpoint, "s3-endpoint", "TRAINYARD_S3_ENDPOINT", NULL,                                   \
+      "external S3-compatible store for channels and artifacts (http[s]://host[:port]); unset: "   \
+      "the local store under --s3-dir")                                                            \
+    X(s3_access_key, "s3-access-key-id", "TRAINYARD_S3_ACCESS_KEY_ID", NULL,                       \
+      "access key for --s3-endpoint (default $AWS_ACCESS_KEY_ID)")                                 \
+    X(s3_secret_key, "s3-secret-access-key", "TRAINYARD_S3_SECRET_ACCESS_KEY", NULL,               \
+      "secret key for --s3-endpoint (default $AWS_SECRET_ACCESS_KEY; prefer the variable)")        \
+    X(s3_region, "s3-region", "TRAINYARD_S3_REGION", NULL,                                         \
+      "region requests to --s3-endpoint are signed for (default --region)")                        \
     X(log_level, "log-level", "TRAINYARD_LOG_LEVEL", "info", "debug, info, warn or error")
 
 struct main_cfg {
@@ -188,15 +198,23 @@ int main(int argc, char **argv)
     ac.runtime_image = c.runtime_image;
     ac.endpoint_url = c.endpoint_url;
     ac.region = c.region;
+    struct s3c_config s3r = {0};
+    if (c.s3_endpoint && *c.s3_endpoint) {
+        s3r.endpoint = c.s3_endpoint;
+        s3r.access_key = c.s3_access_key ? c.s3_access_key : getenv("AWS_ACCESS_KEY_ID");
+        s3r.secret_key = c.s3_secret_key ? c.s3_secret_key : getenv("AWS_SECRET_ACCESS_KEY");
+        s3r.region = c.s3_region ? c.s3_region : c.region;
+        ac.s3_remote = &s3r;
+    }
 
     main_mask_url(c.redis, masked, sizeof(masked));
     ty_log(TY_LOG_INFO, "agent.config",
            "redis='%s' docker_host='%s' data_dir='%s' s3_dir='%s' id='%s' slots=%d "
            "stop_grace_s=%d heartbeat_ttl_s=%d runtime_image='%s' runtime_tar='%s' "
-           "endpoint_url='%s' region='%s'",
+           "endpoint_url='%s' region='%s' s3_endpoint='%s'",
            masked, c.docker_host, c.data_dir, c.s3_dir ? c.s3_dir : "", c.id ? c.id : "", ac.slots,
            ac.stop_grace_s, ac.heartbeat_ttl_s, c.runtime_image, c.runtime_tar ? c.runtime_tar : "",
-           c.endpoint_url ? c.endpoint_url : "", c.region);
+           c.endpoint_url ? c.endpoint_url : "", c.region, c.s3_endpoint ? c.s3_endpoint : "");
 
     /* Every thread inherits the blocked set; main alone takes the signals with sigwait. */
     sigemptyset(&set);

@@ -453,6 +453,10 @@ static struct objstore *run_objstore(struct run_ctx *r, struct ty_err *err)
     if (!r->os_store && !(r->os_store = store_open(r->a->cfg.redis_url, err)))
         return NULL;
     r->os = objstore_open(r->a->cfg.s3_dir, r->os_store, err);
+    if (r->os && r->a->cfg.s3_remote && objstore_use_remote(r->os, r->a->cfg.s3_remote, err) != 0) {
+        objstore_close(r->os);
+        r->os = NULL;
+    }
     if (!r->os) {
         store_close(r->os_store);
         r->os_store = NULL;

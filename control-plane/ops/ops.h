@@ -13,6 +13,8 @@
 #include "store.h"
 #include "ty_err.h"
 
+struct s3c_config;
+
 struct op_ctx {
     struct store *store; /* borrowed: this thread's connection */
     const char *region;  /* region of the request's SigV4 scope */
@@ -21,6 +23,7 @@ struct op_ctx {
     double now;                /* epoch seconds, millisecond resolution */
     const char *host;          /* the request's Host header, NULL when absent (untrusted) */
     const char *s3_dir;        /* the embedded object store's directory, NULL when none */
+    const struct s3c_config *s3_remote; /* the external store (--s3-endpoint), NULL when none */
 };
 
 typedef int (*op_fn)(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);

@@ -15,6 +15,7 @@
 #include "store.h"
 #include "ty_buf.h"
 #include "ty_log.h"
+#include "ty_xml.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -418,6 +419,7 @@ static pthread_once_t s3__key_once = PTHREAD_ONCE_INIT;
 static void s3__thread_end(void *unused)
 {
     (void)unused;
+    s3_proxy_thread_end();
     objstore_close(s3__os);
     s3__os = NULL;
     store_close(s3__store);
@@ -907,123 +909,6 @@ static void s3__emit_object_headers(struct http_response *resp, const struct obj
         http_response_header(resp, "Content-Type", "binary/octet-stream");
 }
 
-/* ---- tiny XML reader (request bodies: Complete, Delete, CreateBucketConfiguration) ---------- */
-
-/* Finds <tag>...</tag> in [p, end) (tag without attributes or with them); OUT: the inner text
-   range. Returns the position after the closing tag, or NULL. */
-static const char *s3__xml_find(const char *p, const char *end, const char *tag, const char **in,
-                                const char **in_end)
-{
-    size_t tl = strlen(tag);
-    while (p && p < end) {
-        const char *lt = memchr(p, '<', (size_t)(end - p));
-        const char *gt, *close;
-        if (!lt || (size_t)(end - lt) < tl + 2)
-            return NULL;
-        if (strncmp(lt + 1, tag, tl) == 0 && (lt[1 + tl] == '>' || lt[1 + tl] == ' ')) {
-            gt = memchr(lt, '>', (size_t)(end - lt));
-            if (!gt)
-                return NULL;
-            if (gt[-1] == '/') { /* <Tag/> */
-                *in = *in_end = gt + 1;
-                return gt + 1;
-            }
-            for (close = gt + 1; close < end; close++) {
-                close = memchr(close, '<', (size_t)(end - close));
-                if (!close)
-                    return NULL;
-                if ((size_t)(end - close) >= tl + 3 && close[1] == '/' &&
-                    strncmp(close + 2, tag, tl) == 0 && close[2 + tl] == '>') {
-                    *in = gt + 1;
-                    *in_end = close;
-                    return close + tl + 3;
-                }
-            }
-            return NULL;
-        }
-        p = lt + 1;
-    }
-    return NULL;
-}
-
-static void s3__utf8(struct ty_buf *b, unsigned long cp)
-{
-    unsigned char o[4];
-    if (cp < 0x80) {
-        o[0] = (unsigned char)cp;
-        ty_buf_append(b, o, 1);
-    } else if (cp < 0x800) {
-        o[0] = (unsigned char)(0xc0 | (cp >> 6));
-        o[1] = (unsigned char)(0x80 | (cp & 0x3f));
-        ty_buf_append(b, o, 2);
-    } else if (cp < 0x10000) {
-        o[0] = (unsigned char)(0xe0 | (cp >> 12));
-        o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-        o[2] = (unsigned char)(0x80 | (cp & 0x3f));
-        ty_buf_append(b, o, 3);
-    } else if (cp < 0x110000) {
-        o[0] = (unsigned char)(0xf0 | (cp >> 18));
-        o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
-        o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-        o[3] = (unsigned char)(0x80 | (cp & 0x3f));
-        ty_buf_append(b, o, 4);
-    }
-}
-
-/* new: the unescaped text of [p, end), or NULL when it holds a bad entity or a NUL. */
-static char *s3__xml_text(const char *p, const char *end)
-{
-    struct ty_buf b;
-    ty_buf_init(&b, 64 * 1024);
-    ty_buf_append(&b, "", 0);
-    while (p < end) {
-        if (*p == '&') {
-            const char *semi = memchr(p, ';', (size_t)(end - p));
-            size_t n;
-            if (!semi)
-                goto bad;
-            n = (size_t)(semi - p - 1);
-            if (n == 2 && strncmp(p + 1, "lt", 2) == 0)
-                ty_buf_puts(&b, "<");
-            else if (n == 2 && strncmp(p + 1, "gt", 2) == 0)
-                ty_buf_puts(&b, ">");
-            else if (n == 3 && strncmp(p + 1, "amp", 3) == 0)
-                ty_buf_puts(&b, "&");
-            else if (n == 4 && strncmp(p + 1, "quot", 4) == 0)
-                ty_buf_puts(&b, "\"");
-            else if (n == 4 && strncmp(p + 1, "apos", 4) == 0)
-                ty_buf_puts(&b, "'");
-            else if (n >= 2 && p[1] == '#') {
-                char num[16];
-                unsigned long cp;
-                char *e;
-                int hex = p[2] == 'x' || p[2] == 'X';
-                size_t dl = n - 1 - (size_t)hex;
-                if (dl == 0 || dl >= sizeof(num))
-                    goto bad;
-                memcpy(num, p + 2 + hex, dl);
-                num[dl] = '\0';
-                cp = strtoul(num, &e, hex ? 16 : 10);
-                if (*e || cp == 0 || cp > 0x10ffff)
-                    goto bad;
-                s3__utf8(&b, cp);
-            } else {
-                goto bad;
-            }
-            p = semi + 1;
-        } else {
-            if (*p == '\0')
-                goto bad;
-            if (ty_buf_append(&b, p, 1) != 0)
-                goto bad;
-            p++;
-        }
-    }
-    return ty_buf_steal(&b);
-bad:
-    ty_buf_cleanup(&b);
-    return NULL;
-}
 
 static void s3__malformed(struct http_request *req, struct http_response *resp,
                           const struct s3_req *r)
@@ -1083,12 +968,12 @@ static void s3__create_bucket(struct http_request *req, struct http_response *re
     }
     if (req->body.len) {
         const char *in, *in_end, *end = req->body.data + req->body.len;
-        if (!s3__xml_find(req->body.data, end, "CreateBucketConfiguration", &in, &in_end)) {
+        if (!ty_xml_find(req->body.data, end, "CreateBucketConfiguration", &in, &in_end)) {
             s3__malformed(req, resp, r);
             return;
         }
-        if (s3__xml_find(in, in_end, "LocationConstraint", &in, &in_end)) {
-            char *lc = s3__xml_text(in, in_end);
+        if (ty_xml_find(in, in_end, "LocationConstraint", &in, &in_end)) {
+            char *lc = ty_xml_text(in, in_end);
             if (lc && *lc)
                 snprintf(region, sizeof(region), "%s", lc);
             free(lc);
@@ -1271,16 +1156,16 @@ static void s3__delete_objects(struct http_request *req, struct http_response *r
         return;
     }
     end = req->body.data + req->body.len;
-    if (!s3__xml_find(req->body.data, end, "Delete", &in, &in_end)) {
+    if (!ty_xml_find(req->body.data, end, "Delete", &in, &in_end)) {
         s3__malformed(req, resp, r);
         return;
     }
     {
         const char *qi, *qe;
-        if (s3__xml_find(in, in_end, "Quiet", &qi, &qe))
+        if (ty_xml_find(in, in_end, "Quiet", &qi, &qe))
             quiet = (size_t)(qe - qi) == 4 && strncmp(qi, "true", 4) == 0;
     }
-    for (p = in; (p = s3__xml_find(p, in_end, "Object", &oin, &oend)) != NULL;)
+    for (p = in; (p = ty_xml_find(p, in_end, "Object", &oin, &oend)) != NULL;)
         count++;
     if (count == 0 || count > S3_MAX_DELS) {
         s3__malformed(req, resp, r);
@@ -1292,11 +1177,11 @@ static void s3__delete_objects(struct http_request *req, struct http_response *r
     }
     ty_buf_init(&b, S3_XML_MAX);
     ty_buf_puts(&b, S3_XML_HDR "<DeleteResult xmlns=\"" S3_NS "\">");
-    for (p = in; (p = s3__xml_find(p, in_end, "Object", &oin, &oend)) != NULL;) {
+    for (p = in; (p = ty_xml_find(p, in_end, "Object", &oin, &oend)) != NULL;) {
         const char *ki, *ke;
         char *key = NULL;
-        if (s3__xml_find(oin, oend, "Key", &ki, &ke))
-            key = s3__xml_text(ki, ke);
+        if (ty_xml_find(oin, oend, "Key", &ki, &ke))
+            key = ty_xml_text(ki, ke);
         ty_err_clear(&err);
         if (!key || !objstore_key_ok(key)) {
             ty_buf_puts(&b, "<Error><Key>");
@@ -1729,7 +1614,7 @@ static void s3__complete_upload(struct http_request *req, struct http_response *
         return;
     }
     end = req->body.data + req->body.len;
-    if (!s3__xml_find(req->body.data, end, "CompleteMultipartUpload", &in, &in_end)) {
+    if (!ty_xml_find(req->body.data, end, "CompleteMultipartUpload", &in, &in_end)) {
         json_decref(hdrs);
         s3__malformed(req, resp, r);
         return;
@@ -1740,12 +1625,12 @@ static void s3__complete_upload(struct http_request *req, struct http_response *
         s3__error(req, resp, "InternalError", "out of memory", r, NULL);
         return;
     }
-    for (p = in; (p = s3__xml_find(p, in_end, "Part", &pi, &pe)) != NULL;) {
+    for (p = in; (p = ty_xml_find(p, in_end, "Part", &pi, &pe)) != NULL;) {
         const char *ni, *ne, *ei, *ee;
         char num[16];
         char *etag;
-        if (n == OBJSTORE_MAX_PARTS || !s3__xml_find(pi, pe, "PartNumber", &ni, &ne) ||
-            !s3__xml_find(pi, pe, "ETag", &ei, &ee) || (size_t)(ne - ni) >= sizeof(num) ||
+        if (n == OBJSTORE_MAX_PARTS || !ty_xml_find(pi, pe, "PartNumber", &ni, &ne) ||
+            !ty_xml_find(pi, pe, "ETag", &ei, &ee) || (size_t)(ne - ni) >= sizeof(num) ||
             ne == ni) {
             n = 0;
             break;
@@ -1753,7 +1638,7 @@ static void s3__complete_upload(struct http_request *req, struct http_response *
         memcpy(num, ni, (size_t)(ne - ni));
         num[ne - ni] = '\0';
         parts[n].number = atoi(num);
-        etag = s3__xml_text(ei, ee);
+        etag = ty_xml_text(ei, ee);
         if (!etag || strlen(etag) >= sizeof(parts[n].etag)) {
             free(etag);
             n = 0;
@@ -1894,6 +1779,28 @@ static const char *s3__unsupported(const struct s3_req *r)
     return NULL;
 }
 
+/* With an external store: the request goes to it whole (s3_proxy.c), after trainyard's own
+   checks; an upload's body is finished (decoded and verified) first. */
+static void s3__forward(struct http_request *req, struct http_response *resp,
+                        const struct route_ctx *rc, struct objstore *os, const struct s3_req *r)
+{
+    const char *pairs[2 * S3_MAX_QP];
+    struct s3_body *b = NULL;
+    struct ty_err err;
+
+    ty_err_clear(&err);
+    for (int i = 0; i < r->nqp; i++) {
+        pairs[2 * i] = r->qp[i].name;
+        pairs[2 * i + 1] = r->qp[i].value;
+    }
+    if (strcmp(req->method, "PUT") == 0 && r->key[0] && !http_header(req, "x-amz-copy-source") &&
+        !(b = s3__finish_body(req, resp, os, r)))
+        return;
+    if (s3_proxy(req, resp, rc->s3_remote, os, r->bucket, r->key, pairs, (size_t)r->nqp, b,
+                 &err) != 0)
+        s3__error_from(req, resp, &err, r);
+}
+
 void s3_route(struct http_request *req, struct http_response *resp, const struct route_ctx *rc)
 {
     struct s3_req r;
@@ -1933,7 +1840,7 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
                   "Your proposed upload exceeds the maximum allowed size", &r, NULL);
         goto out;
     }
-    if ((sub = s3__unsupported(&r)) != NULL && !(strcmp(sub, "versionId") == 0)) {
+    if (!rc->s3_remote && (sub = s3__unsupported(&r)) != NULL && strcmp(sub, "versionId") != 0) {
         if (strcmp(m, "GET") == 0 && strcmp(sub, "tagging") == 0 && r.key[0]) {
             struct ty_buf b;
             ty_buf_init(&b, 1024);
@@ -1958,6 +1865,10 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
                 s3__error_from(req, resp, &err, &r);
             goto out;
         }
+    }
+    if (rc->s3_remote) {
+        s3__forward(req, resp, rc, os, &r);
+        goto out;
     }
     if (!r.bucket[0]) {
         if (strcmp(m, "GET") == 0)

@@ -1,7 +1,7 @@
 /*
  * s3_int.h - internals shared by ops/s3.c and ops/s3_body.c; not an API.
  *
- * Owns: struct s3_body, the streaming receiver of an S3 upload body: it writes the payload to a
+ * Owns: the forwarding of requests to an external store (s3_proxy), and struct s3_body, the streaming receiver of an S3 upload body: it writes the payload to a
  * temp file in the object store (decoding aws-chunked framing on the way), computes the MD5
  * (ETag), the SHA-256 of the wire bytes (x-amz-content-sha256), the requested additional
  * checksum (CRC32, CRC32C, SHA1, SHA256; from a header or an aws-chunked trailer) and verifies
@@ -59,5 +59,25 @@ uint64_t s3_body_size(const struct s3_body *b);
 enum s3_ck s3_body_checksum(const struct s3_body *b, const char **b64);
 /* The file was committed elsewhere (renamed): do not unlink it. */
 void s3_body_release(struct s3_body *b);
+
+/* ---- ops/s3_proxy.c: forwarding to an external store (--s3-endpoint) ---- */
+
+struct s3c_config;
+struct objstore;
+
+/*
+ * Sends the request req (already authenticated and authorised) to the external store cfg,
+ * path-style as bucket/key (key "" for bucket operations, bucket "" for the service), with the
+ * decoded query pairs qpairs[2i]/[2i+1] (presigning's X-Amz-* are dropped), and puts the
+ * store's answer into resp. body: the finished upload body of a PUT (NULL otherwise; a POST's
+ * body is req->body). os gives temp files. Returns 0 when resp holds the store's answer (of any
+ * status), or a negative code with err (field: the S3 error code to answer with, e.g.
+ * ServiceUnavailable when the store could not be reached).
+ */
+int s3_proxy(struct http_request *req, struct http_response *resp, const struct s3c_config *cfg,
+             struct objstore *os, const char *bucket, const char *key, const char *const *qpairs,
+             size_t nq, struct s3_body *body, struct ty_err *err);
+/* Frees this thread's client of the external store (thread exit). */
+void s3_proxy_thread_end(void);
 
 #endif

@@ -87,6 +87,9 @@ static int op__check_channels(struct op_ctx *ctx, json_t *in, struct ty_err *err
             continue; /* the model's pattern let it through; the agent fails the job */
         if (!os && !(os = objstore_open(ctx->s3_dir, ctx->store, &e2)))
             return 0; /* no store to ask: the agent checks again */
+        if (ctx->s3_remote && !objstore_is_remote(os) &&
+            objstore_use_remote(os, ctx->s3_remote, &e2) != 0)
+            break;
         ty_err_clear(&e2);
         memset(&l, 0, sizeof(l));
         if (type && strcmp(type, "ManifestFile") == 0) {
@@ -98,8 +101,9 @@ static int op__check_channels(struct op_ctx *ctx, json_t *in, struct ty_err *err
             found = l.n > 0;
             objstore_listing_cleanup(&l);
         }
-        if (!found && e2.code == TY_EREDIS) {
-            rc = ty_err_set(err, TY_EREDIS, NULL, "%s", e2.msg);
+        if (!found && (e2.code == TY_EREDIS || e2.code == TY_EIO)) {
+            /* the store could not answer: not the same as "no objects" */
+            rc = ty_err_set(err, e2.code, NULL, "%s", e2.msg);
             break;
         }
         if (!found) {

@@ -29,14 +29,33 @@ MB = 1024 * 1024
 # ---------------------------------------------------------------------------------------------
 # fixtures and helpers (conftest.py belongs to another module: ours live here)
 
-@pytest.fixture(scope="module")
-def s3server(workdir):
+@pytest.fixture(scope="module", params=["embedded", "external"])
+def s3server(workdir, request):
     """A server of this module's own, API only: the shared one runs jobs whose agents write
-    artifacts through the store, and these tests count the store's temp files."""
-    s = H.Server(os.path.join(workdir, "s3-api"), agents=0)
+    artifacts through the store, and these tests count the store's temp files.
+
+    "embedded": the server keeps objects under its data dir. "external": the same tests go
+    through a server started with --s3-endpoint, in front of a second trainyard acting as the
+    external store (s.store): every request is checked by the first, forwarded signed with the
+    store's keys, and answered with the store's answer."""
+    if request.param == "embedded":
+        s = H.Server(os.path.join(workdir, "s3-api"), agents=0)
+        s.start()
+        s.store = None
+        yield s
+        assert s.stop(timeout=60) == 0, s.proc.tail()
+        return
+    store = H.Server(os.path.join(workdir, "s3-store"), agents=0)
+    store.start()
+    akid, secret = store.credentials()
+    s = H.Server(os.path.join(workdir, "s3-front"), agents=0,
+                 extra=["--s3-endpoint", store.url],
+                 env={"TRAINYARD_S3_ACCESS_KEY_ID": akid, "TRAINYARD_S3_SECRET_ACCESS_KEY": secret})
     s.start()
+    s.store = store
     yield s
     assert s.stop(timeout=60) == 0, s.proc.tail()
+    assert store.stop(timeout=60) == 0, store.proc.tail()
 
 
 @pytest.fixture(scope="module")
@@ -90,12 +109,17 @@ def bucket(s3):
 
 
 def s3_dir(s3server):
-    return os.path.join(s3server.data_dir, "s3")
+    """Where the objects are: the external store's dir when the server forwards to one."""
+    return os.path.join((s3server.store or s3server).data_dir, "s3")
 
 
 def tmp_files(s3server):
-    d = os.path.join(s3_dir(s3server), ".ty", "tmp")
-    return sorted(os.listdir(d)) if os.path.isdir(d) else []
+    """Temp files of uploads in flight, on the server and (external) on the store."""
+    out = []
+    for srv in (s3server, s3server.store):
+        d = os.path.join(srv.data_dir, "s3", ".ty", "tmp") if srv else None
+        out += sorted(os.listdir(d)) if d and os.path.isdir(d) else []
+    return out
 
 
 def upload_dirs(s3server):

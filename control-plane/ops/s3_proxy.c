@@ -1,0 +1,277 @@
+/*
+ * s3_proxy.c - the S3 API in front of an external store (--s3-endpoint): a request that passed
+ * trainyard's own checks (signature with trainyard's keys, IAM policies, key and body checks,
+ * aws-chunked decoding) is sent on to the store, signed with the store's keys, and the store's
+ * answer (status, the headers S3 clients read, body) goes back to the client as it came.
+ *
+ * Forwarded: the method, bucket and key (path-style), the query without presigning's
+ * X-Amz-* parameters, the object headers of s3_proxy_req_headers, the decoded body (a PUT's
+ * from the temp file s3_body wrote, with its checked additional checksum as a plain header; a
+ * POST's XML from memory). The answer's body is spooled into an unlinked temp file and served
+ * from it, so memory stays bounded; a HEAD gets the store's Content-Length.
+ * Thread-safety: one s3client handle per thread (its connections are kept).
+ */
+#include "s3_int.h"
+
+#include "objstore.h"
+#include "s3client.h"
+#include "ty_log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static __thread struct s3c *s3p__client;
+
+/* Request headers a store needs to do what the client asked (besides the body's). */
+static const char *const s3p_req_headers[] = {
+    "Content-Type",
+    "Content-MD5",
+    "Content-Disposition",
+    "Content-Language",
+    "Cache-Control",
+    "Expires",
+    "Range",
+    "If-Match",
+    "If-None-Match",
+    "If-Modified-Since",
+    "If-Unmodified-Since",
+    "x-amz-acl",
+    "x-amz-storage-class",
+    "x-amz-tagging",
+    "x-amz-tagging-directive",
+    "x-amz-website-redirect-location",
+    "x-amz-metadata-directive",
+    "x-amz-copy-source",
+    "x-amz-copy-source-range",
+    "x-amz-copy-source-if-match",
+    "x-amz-copy-source-if-none-match",
+    "x-amz-copy-source-if-modified-since",
+    "x-amz-copy-source-if-unmodified-since",
+    "x-amz-checksum-algorithm",
+    "x-amz-checksum-mode",
+};
+
+/* Answer headers S3 clients read. */
+static const char *const s3p_resp_headers[] = {
+    "ETag",
+    "Last-Modified",
+    "Content-Type",
+    "Content-Range",
+    "Content-Disposition",
+    "Content-Encoding",
+    "Content-Language",
+    "Cache-Control",
+    "Expires",
+    "Accept-Ranges",
+    "Location",
+    "x-amz-version-id",
+    "x-amz-delete-marker",
+    "x-amz-bucket-region",
+    "x-amz-storage-class",
+    "x-amz-mp-parts-count",
+    "x-amz-copy-source-version-id",
+    "x-amz-expiration",
+    "x-amz-restore",
+    "x-amz-tagging-count",
+    "x-amz-website-redirect-location",
+    "x-amz-missing-meta",
+    "x-amz-checksum-type",
+};
+
+void s3_proxy_thread_end(void)
+{
+    s3c_free(s3p__client);
+    s3p__client = NULL;
+}
+
+/* Content-Encoding without aws-chunked (which trainyard decoded). new, or NULL when empty. */
+static char *s3p__content_encoding(const char *v)
+{
+    char *out = calloc(1, strlen(v) + 1), *tok, *save = NULL, *copy = strdup(v);
+
+    if (!out || !copy) {
+        free(out);
+        free(copy);
+        return NULL;
+    }
+    for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ')
+            tok++;
+        for (size_t l = strlen(tok); l && tok[l - 1] == ' ';)
+            tok[--l] = '\0';
+        if (!*tok || strcasecmp(tok, "aws-chunked") == 0)
+            continue;
+        if (*out)
+            strcat(out, ",");
+        strcat(out, tok);
+    }
+    free(copy);
+    if (!*out) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+static int s3p__is_auth_param(const char *name)
+{
+    static const char *const auth[] = {"X-Amz-Algorithm", "X-Amz-Credential",
+                                       "X-Amz-Date",      "X-Amz-Expires",
+                                       "X-Amz-SignedHeaders", "X-Amz-Signature",
+                                       "X-Amz-Security-Token"};
+    for (size_t i = 0; i < sizeof(auth) / sizeof(auth[0]); i++)
+        if (strcmp(name, auth[i]) == 0)
+            return 1;
+    return 0;
+}
+
+int s3_proxy(struct http_request *req, struct http_response *resp, const struct s3c_config *cfg,
+             struct objstore *os, const char *bucket, const char *key, const char *const *qpairs, size_t nq,
+             struct s3_body *body, struct ty_err *err)
+{
+    struct s3c_hdr hdr[64];
+    const char **pairs = calloc(2 * nq + 2, sizeof(*pairs));
+    char *query = NULL, *enc = NULL, ckname[64];
+    struct s3c_req rq;
+    struct s3c_resp rs;
+    size_t np = 0;
+    int rc, in_fd = -1, out_fd = -1, is_head = strcmp(req->method, "HEAD") == 0;
+    const char *v, *name;
+    json_t *val;
+
+    memset(&rq, 0, sizeof(rq));
+    memset(&rs, 0, sizeof(rs));
+    if (!pairs)
+        return ty_err_set(err, TY_ENOMEM, "InternalError", "out of memory");
+    if (!s3p__client && !(s3p__client = s3c_new(cfg, err))) {
+        free(pairs);
+        return -err->code;
+    }
+    for (size_t i = 0; i < nq; i++) {
+        if (s3p__is_auth_param(qpairs[2 * i]))
+            continue;
+        pairs[2 * np] = qpairs[2 * i];
+        pairs[2 * np + 1] = qpairs[2 * i + 1];
+        np++;
+    }
+    query = s3c_query(pairs, np);
+    free(pairs);
+    if (!query)
+        return ty_err_set(err, TY_ENOMEM, "InternalError", "out of memory");
+
+    for (size_t i = 0; i < sizeof(s3p_req_headers) / sizeof(s3p_req_headers[0]); i++) {
+        if ((v = http_header(req, s3p_req_headers[i])) != NULL && *v && rq.nhdr < 48)
+            hdr[rq.nhdr++] = (struct s3c_hdr){s3p_req_headers[i], v};
+    }
+    for (size_t i = 0; i < req->nheaders && rq.nhdr < 60; i++) {
+        const char *n = req->headers[i].name;
+        if (strncasecmp(n, "x-amz-meta-", 11) == 0 ||
+            strncasecmp(n, "x-amz-server-side-encryption", 28) == 0)
+            hdr[rq.nhdr++] = (struct s3c_hdr){n, req->headers[i].value};
+    }
+    if ((v = http_header(req, "Content-Encoding")) != NULL && (enc = s3p__content_encoding(v)))
+        hdr[rq.nhdr++] = (struct s3c_hdr){"Content-Encoding", enc};
+    rq.method = req->method;
+    rq.bucket = bucket;
+    rq.key = key;
+    rq.query = query;
+    rq.hdr = hdr;
+    rq.body_fd = -1;
+    rq.out_fd = -1;
+    if (body) {
+        const char *ck = NULL;
+        enum s3_ck alg = s3_body_checksum(body, &ck);
+        if (alg != S3_CK_NONE && ck && *ck) {
+            snprintf(ckname, sizeof(ckname), "x-amz-checksum-%s", s3_ck_name(alg));
+            for (char *p = ckname; *p; p++)
+                *p = (char)tolower((unsigned char)*p);
+            hdr[rq.nhdr++] = (struct s3c_hdr){ckname, ck};
+        }
+        in_fd = open(s3_body_path(body), O_RDONLY | O_CLOEXEC);
+        if (in_fd < 0) {
+            rc = ty_err_set(err, TY_EIO, "InternalError", "the upload could not be read: %s",
+                            strerror(errno));
+            goto out;
+        }
+        rq.body_fd = in_fd;
+        rq.body_len = s3_body_size(body);
+    } else if (req->body.len || strcmp(req->method, "POST") == 0) {
+        rq.body = req->body.data ? req->body.data : "";
+        rq.body_n = req->body.len;
+    }
+    if (!is_head) { /* the answer's body: spooled, then served from the file */
+        char path[4096];
+        out_fd = objstore_tmp_create(os, path, sizeof(path), err);
+        if (out_fd < 0) {
+            rc = out_fd;
+            goto out;
+        }
+        unlink(path);
+        rq.out_fd = out_fd;
+        rq.max_mem_body = 4u * 1024 * 1024;
+    }
+    rc = s3c_do(s3p__client, &rq, &rs, err);
+    if (rc != 0) {
+        /* the store was not reached: clients retry a 503 */
+        snprintf(err->field, sizeof(err->field), "ServiceUnavailable");
+        goto out;
+    }
+    resp->status = (int)rs.status;
+    resp->content_type = NULL;
+    for (size_t i = 0; i < sizeof(s3p_resp_headers) / sizeof(s3p_resp_headers[0]); i++) {
+        char low[64];
+        size_t j;
+        for (j = 0; s3p_resp_headers[i][j] && j < sizeof(low) - 1; j++)
+            low[j] = (char)tolower((unsigned char)s3p_resp_headers[i][j]);
+        low[j] = '\0';
+        if ((v = s3c_resp_header(&rs, low)) != NULL)
+            http_response_header(resp, s3p_resp_headers[i], v);
+    }
+    json_object_foreach(rs.hdrs, name, val)
+    {
+        if (strncmp(name, "x-amz-meta-", 11) == 0 ||
+            strncmp(name, "x-amz-server-side-encryption", 28) == 0 ||
+            (strncmp(name, "x-amz-checksum-", 15) == 0 && strcmp(name, "x-amz-checksum-type")))
+            http_response_header_dup(resp, name, json_string_value(val));
+    }
+    if (rs.status >= 300 && rs.body.len) { /* error documents came into memory */
+        resp->body = ty_buf_steal(&rs.body);
+        resp->len = rs.body_bytes;
+        if (!s3c_resp_header(&rs, "content-type"))
+            http_response_header(resp, "Content-Type", "application/xml");
+    } else if (is_head) {
+        /* no body goes out for HEAD; MHD takes Content-Length from the response's size */
+        const char *cl = s3c_resp_header(&rs, "content-length");
+        int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (nul >= 0) {
+            resp->has_file = 1;
+            resp->file_fd = nul;
+            resp->file_off = 0;
+            resp->file_len = cl ? strtoull(cl, NULL, 10) : 0;
+        }
+    } else {
+        resp->has_file = 1;
+        resp->file_fd = out_fd;
+        resp->file_off = 0;
+        resp->file_len = rs.body_bytes;
+        out_fd = -1; /* http.c owns it now */
+    }
+    ty_log(TY_LOG_DEBUG, "s3.proxy", "req=%s method=%s bucket=%s status=%ld bytes=%llu",
+           req->request_id, req->method, bucket ? bucket : "", rs.status,
+           (unsigned long long)rs.body_bytes);
+out:
+    if (in_fd >= 0)
+        close(in_fd);
+    if (out_fd >= 0)
+        close(out_fd);
+    s3c_resp_cleanup(&rs);
+    free(query);
+    free(enc);
+    return rc;
+}
