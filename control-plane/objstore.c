@@ -1230,8 +1230,8 @@ int objstore_list(struct objstore *os, const char *bucket, const char *prefix, c
                   struct ty_err *err)
 {
     if (os->remote)
-        return objstore_remote_list(os->remote, bucket, prefix, delim, token, start_after, max,
-                                    out, err);
+        return objstore_remote_list(os->remote, bucket, prefix, delim, token, start_after, max, out,
+                                    err);
     struct objstore_listing l;
     size_t cap = 0, plen = prefix ? strlen(prefix) : 0, dlen = delim ? strlen(delim) : 0;
     char *zk = NULL, cursor[OBJSTORE_MAX_KEY + 8];

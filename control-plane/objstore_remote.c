@@ -27,7 +27,8 @@
 #define OBJR_MPU_THRESHOLD (64ull * 1024 * 1024)
 #define OBJR_PART          (16ull * 1024 * 1024)
 
-/* ---- answers ---------------------------------------------------------------------------------- */
+/* ---- answers ----------------------------------------------------------------------------------
+ */
 
 static int64_t objr__http_date_ms(const char *s)
 {
@@ -72,12 +73,9 @@ static int objr__etag(const char *v, char *out)
 static json_t *objr__hdrs(const struct s3c_resp *rs)
 {
     static const char *const std[][2] = {
-        {"content-type", "Content-Type"},
-        {"content-disposition", "Content-Disposition"},
-        {"content-encoding", "Content-Encoding"},
-        {"content-language", "Content-Language"},
-        {"cache-control", "Cache-Control"},
-        {"expires", "Expires"},
+        {"content-type", "Content-Type"},         {"content-disposition", "Content-Disposition"},
+        {"content-encoding", "Content-Encoding"}, {"content-language", "Content-Language"},
+        {"cache-control", "Cache-Control"},       {"expires", "Expires"},
     };
     json_t *h = json_object();
     const char *k;
@@ -90,7 +88,8 @@ static json_t *objr__hdrs(const struct s3c_resp *rs)
     }
     json_object_foreach(rs->hdrs, k, v)
     {
-        if (strncmp(k, "x-amz-meta-", 11) == 0 || strncmp(k, "x-amz-server-side-encryption", 28) == 0)
+        if (strncmp(k, "x-amz-meta-", 11) == 0 ||
+            strncmp(k, "x-amz-server-side-encryption", 28) == 0)
             json_object_set(h, k, v);
     }
     return h;
@@ -116,7 +115,8 @@ static int objr__call(struct s3c *c, const struct s3c_req *rq, struct s3c_resp *
     return rc;
 }
 
-/* ---- buckets ---------------------------------------------------------------------------------- */
+/* ---- buckets ----------------------------------------------------------------------------------
+ */
 
 int objstore_remote_bucket_create(struct s3c *c, const char *name, const char *region,
                                   struct ty_err *err)
@@ -215,13 +215,14 @@ int objstore_remote_bucket_list(struct s3c *c, struct objstore_bucket **out, siz
     return rc;
 }
 
-/* ---- objects ---------------------------------------------------------------------------------- */
+/* ---- objects ----------------------------------------------------------------------------------
+ */
 
 int objstore_remote_head(struct s3c *c, const char *bucket, const char *key,
                          struct objstore_meta *meta, struct ty_err *err)
 {
-    struct s3c_req rq = {.method = "HEAD", .bucket = bucket, .key = key, .body_fd = -1,
-                         .out_fd = -1};
+    struct s3c_req rq = {
+        .method = "HEAD", .bucket = bucket, .key = key, .body_fd = -1, .out_fd = -1};
     struct s3c_resp rs;
     int rc = objr__call(c, &rq, &rs, "NoSuchKey", err);
 
@@ -237,8 +238,8 @@ int objstore_remote_head(struct s3c *c, const char *bucket, const char *key,
 int objstore_remote_get(struct s3c *c, const char *bucket, const char *key, int fd,
                         struct objstore_meta *meta, struct ty_err *err)
 {
-    struct s3c_req rq = {.method = "GET", .bucket = bucket, .key = key, .body_fd = -1,
-                         .out_fd = fd};
+    struct s3c_req rq = {
+        .method = "GET", .bucket = bucket, .key = key, .body_fd = -1, .out_fd = fd};
     struct s3c_resp rs;
     int rc = objr__call(c, &rq, &rs, "NoSuchKey", err);
 
@@ -288,13 +289,18 @@ static int objr__md5(int fd, uint64_t off, uint64_t len, char b64[32])
 }
 
 /* PUT of len bytes of fd at off, as the object or as part number of upload id. OUT: etag. */
-static int objr__put_range(struct s3c *c, const char *bucket, const char *key, int fd,
-                           uint64_t off, uint64_t len, const char *content_type, const char *id,
-                           int number, char *etag, struct ty_err *err)
+static int objr__put_range(struct s3c *c, const char *bucket, const char *key, int fd, uint64_t off,
+                           uint64_t len, const char *content_type, const char *id, int number,
+                           char *etag, struct ty_err *err)
 {
     struct s3c_hdr h[2];
-    struct s3c_req rq = {.method = "PUT", .bucket = bucket, .key = key, .hdr = h,
-                         .body_fd = fd, .body_len = len, .out_fd = -1};
+    struct s3c_req rq = {.method = "PUT",
+                         .bucket = bucket,
+                         .key = key,
+                         .hdr = h,
+                         .body_fd = fd,
+                         .body_len = len,
+                         .out_fd = -1};
     struct s3c_resp rs;
     char md5[32], num[16], *q = NULL;
     int rc;
@@ -304,8 +310,8 @@ static int objr__put_range(struct s3c *c, const char *bucket, const char *key, i
                           strerror(rc ? -rc : errno));
     h[rq.nhdr++] = (struct s3c_hdr){"Content-MD5", md5};
     if (!id)
-        h[rq.nhdr++] = (struct s3c_hdr){"Content-Type",
-                                        content_type ? content_type : "binary/octet-stream"};
+        h[rq.nhdr++] =
+            (struct s3c_hdr){"Content-Type", content_type ? content_type : "binary/octet-stream"};
     if (id) {
         const char *pairs[4] = {"partNumber", num, "uploadId", id};
         snprintf(num, sizeof(num), "%d", number);
@@ -335,8 +341,13 @@ static int objr__multipart(struct s3c *c, const char *bucket, const char *key, i
 {
     struct s3c_hdr h[1] = {{"Content-Type", content_type ? content_type : "binary/octet-stream"}};
     const char *up[2] = {"uploads", ""};
-    struct s3c_req rq = {.method = "POST", .bucket = bucket, .key = key, .hdr = h, .nhdr = 1,
-                         .body_fd = -1, .out_fd = -1};
+    struct s3c_req rq = {.method = "POST",
+                         .bucket = bucket,
+                         .key = key,
+                         .hdr = h,
+                         .nhdr = 1,
+                         .body_fd = -1,
+                         .out_fd = -1};
     struct s3c_resp rs;
     struct ty_buf doc;
     uint64_t part = OBJR_PART, off = 0;
@@ -372,8 +383,14 @@ static int objr__multipart(struct s3c *c, const char *bucket, const char *key, i
         q = s3c_query(idq, 1);
     }
     if (rc == 0 && q) {
-        struct s3c_req cq = {.method = "POST", .bucket = bucket, .key = key, .query = q,
-                             .body = doc.data, .body_n = doc.len, .body_fd = -1, .out_fd = -1};
+        struct s3c_req cq = {.method = "POST",
+                             .bucket = bucket,
+                             .key = key,
+                             .query = q,
+                             .body = doc.data,
+                             .body_n = doc.len,
+                             .body_fd = -1,
+                             .out_fd = -1};
         rc = objr__call(c, &cq, &rs, "NoSuchUpload", err);
         /* S3 may answer 200 with an error document once the parts were joined */
         if (rc == 0 && rs.body.data && strstr(rs.body.data, "<Error>"))
@@ -381,8 +398,12 @@ static int objr__multipart(struct s3c *c, const char *bucket, const char *key, i
         s3c_resp_cleanup(&rs);
     }
     if (rc != 0 && q) { /* leave nothing behind */
-        struct s3c_req aq = {.method = "DELETE", .bucket = bucket, .key = key, .query = q,
-                             .body_fd = -1, .out_fd = -1};
+        struct s3c_req aq = {.method = "DELETE",
+                             .bucket = bucket,
+                             .key = key,
+                             .query = q,
+                             .body_fd = -1,
+                             .out_fd = -1};
         struct ty_err e2;
         ty_err_clear(&e2);
         if (s3c_do(c, &aq, &rs, &e2) == 0)
@@ -419,8 +440,8 @@ int objstore_remote_put_file(struct s3c *c, const char *bucket, const char *key,
 
 int objstore_remote_delete(struct s3c *c, const char *bucket, const char *key, struct ty_err *err)
 {
-    struct s3c_req rq = {.method = "DELETE", .bucket = bucket, .key = key, .body_fd = -1,
-                         .out_fd = -1};
+    struct s3c_req rq = {
+        .method = "DELETE", .bucket = bucket, .key = key, .body_fd = -1, .out_fd = -1};
     struct s3c_resp rs;
     int rc = objr__call(c, &rq, &rs, "NoSuchBucket", err);
     s3c_resp_cleanup(&rs);
@@ -458,7 +479,10 @@ int objstore_remote_list(struct s3c *c, const char *bucket, const char *prefix, 
     const char *pairs[12];
     char maxs[16];
     size_t np = 0, cap = 0;
-    struct s3c_req rq = {.method = "GET", .bucket = bucket, .body_fd = -1, .out_fd = -1,
+    struct s3c_req rq = {.method = "GET",
+                         .bucket = bucket,
+                         .body_fd = -1,
+                         .out_fd = -1,
                          .max_mem_body = 64u * 1024 * 1024};
     struct s3c_resp rs;
     const char *p, *end, *in, *ie;

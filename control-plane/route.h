@@ -23,7 +23,7 @@ struct route_ctx {
     const char *account_id;
     struct agent **agents; /* embedded agents, for /healthz */
     int nagents;
-    const char *s3_dir; /* the embedded object store's directory (objstore.h) */
+    const char *s3_dir;                 /* the embedded object store's directory (objstore.h) */
     const struct s3c_config *s3_remote; /* the external store (--s3-endpoint), NULL when none */
 };
 

@@ -24,8 +24,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define S3C_MEM_MAX  (16u * 1024u * 1024u)
-#define S3C_URL_MAX  (8u * 1024u)
+#define S3C_MEM_MAX   (16u * 1024u * 1024u)
+#define S3C_URL_MAX   (8u * 1024u)
 #define S3C_EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 struct s3c {
@@ -51,8 +51,7 @@ struct s3c *s3c_new(const struct s3c_config *cfg, struct ty_err *err)
 
     if (!ep || (strncmp(ep, "http://", 7) != 0 && strncmp(ep, "https://", 8) != 0)) {
         ty_err_set(err, TY_EINVAL, "s3-endpoint",
-                   "--s3-endpoint must be an http:// or https:// URL, got '%.200s'",
-                   ep ? ep : "");
+                   "--s3-endpoint must be an http:// or https:// URL, got '%.200s'", ep ? ep : "");
         return NULL;
     }
     host = strstr(ep, "://") + 3;
@@ -129,7 +128,7 @@ static int s3c__enc(struct ty_buf *b, const char *s, int keep_slash)
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
         int rc = s3c__unreserved(*p) || (keep_slash && *p == '/') ? ty_buf_append(b, p, 1)
-                                                                   : ty_buf_append(b, e, 3);
+                                                                  : ty_buf_append(b, e, 3);
         if (rc != 0)
             return rc;
     }
@@ -172,7 +171,7 @@ char *s3c_query(const char *const *pairs, size_t n)
             goto fail_one;
         p[i].enc = ty_buf_steal(&e);
         continue;
-    fail_one:
+fail_one:
         ty_buf_cleanup(&e);
         goto fail;
     }
@@ -195,7 +194,8 @@ fail:
     return NULL;
 }
 
-/* ---- one request ------------------------------------------------------------------------------ */
+/* ---- one request ------------------------------------------------------------------------------
+ */
 
 struct s3c__io {
     const struct s3c_req *rq;
@@ -336,8 +336,7 @@ int s3c_do(struct s3c *c, const struct s3c_req *rq, struct s3c_resp *rs, struct 
     }
     if (!url.data || url.len >= url.max) {
         ty_buf_cleanup(&url);
-        return ty_err_set(err, TY_EINVAL, "key", "the request URL for %s is too long",
-                          c->endpoint);
+        return ty_err_set(err, TY_EINVAL, "key", "the request URL for %s is too long", c->endpoint);
     }
 
     curl_easy_reset(c->curl);
@@ -404,15 +403,14 @@ int s3c_do(struct s3c *c, const struct s3c_req *rq, struct s3c_resp *rs, struct 
     curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &rs->status);
     if (cc != CURLE_OK) {
         if (io.write_failed)
-            rc = ty_err_set(err, TY_EIO, NULL, "writing an object from %s failed: %s",
-                            c->endpoint, strerror(io.write_failed));
+            rc = ty_err_set(err, TY_EIO, NULL, "writing an object from %s failed: %s", c->endpoint,
+                            strerror(io.write_failed));
         else if (io.body_too_big)
-            rc = ty_err_set(err, TY_EIO, NULL, "the answer of %s to %s is too large",
-                            c->endpoint, m);
+            rc = ty_err_set(err, TY_EIO, NULL, "the answer of %s to %s is too large", c->endpoint,
+                            m);
         else
-            rc = ty_err_set(err, TY_EIO, NULL, "S3 endpoint %s: %s %s failed: %s", c->endpoint,
-                            m, rq->bucket && *rq->bucket ? rq->bucket : "/",
-                            curl_easy_strerror(cc));
+            rc = ty_err_set(err, TY_EIO, NULL, "S3 endpoint %s: %s %s failed: %s", c->endpoint, m,
+                            rq->bucket && *rq->bucket ? rq->bucket : "/", curl_easy_strerror(cc));
         ty_log(TY_LOG_WARN, "s3client.failed", "endpoint=%s method=%s status=%ld curl=%d",
                c->endpoint, m, rs->status, (int)cc);
     }
@@ -469,7 +467,8 @@ int s3c_fail(const struct s3c *c, const struct s3c_resp *rs, const char *missing
         ty = TY_ENOTFOUND;
     else if (rs->status == 403)
         ty = TY_EDENIED;
-    else if (strcmp(code, "BucketAlreadyOwnedByYou") == 0 || strcmp(code, "BucketAlreadyExists") == 0)
+    else if (strcmp(code, "BucketAlreadyOwnedByYou") == 0 ||
+             strcmp(code, "BucketAlreadyExists") == 0)
         ty = TY_EINUSE;
     else if (strcmp(code, "BucketNotEmpty") == 0)
         ty = TY_ECONFLICT;

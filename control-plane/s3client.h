@@ -48,17 +48,17 @@ struct s3c_req {
     const char *query;         /* canonical query from s3c_query (may be NULL) */
     const struct s3c_hdr *hdr; /* extra headers (may be NULL) */
     size_t nhdr;
-    int body_fd;          /* -1: none, else body_len bytes from its current offset (unsigned) */
-    uint64_t body_len;    /* with body_fd */
-    const char *body;     /* in-memory body (signed), when body_fd is -1; may be NULL */
-    size_t body_n;        /* with body */
-    int out_fd;           /* -1: the answer's body into resp->body, else written to out_fd */
-    size_t max_mem_body;  /* cap on resp->body; 0 = 16 MiB */
+    int body_fd;         /* -1: none, else body_len bytes from its current offset (unsigned) */
+    uint64_t body_len;   /* with body_fd */
+    const char *body;    /* in-memory body (signed), when body_fd is -1; may be NULL */
+    size_t body_n;       /* with body */
+    int out_fd;          /* -1: the answer's body into resp->body, else written to out_fd */
+    size_t max_mem_body; /* cap on resp->body; 0 = 16 MiB */
 };
 
 struct s3c_resp {
-    long status;      /* HTTP status of the final answer (0 when none came) */
-    json_t *hdrs;     /* new: lower-case header name -> value */
+    long status;        /* HTTP status of the final answer (0 when none came) */
+    json_t *hdrs;       /* new: lower-case header name -> value */
     struct ty_buf body; /* the body when out_fd was -1 (always NUL-terminated) */
     uint64_t body_bytes;
 };

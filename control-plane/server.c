@@ -213,6 +213,21 @@ int main(int argc, char **argv)
         quota_configure(&ql);
     }
 
+    if (cfg.s3_endpoint[0]) {
+        struct s3c *probe;
+        const char *ak = cfg.s3_access_key[0] ? cfg.s3_access_key : getenv("AWS_ACCESS_KEY_ID");
+        const char *sk = cfg.s3_secret_key[0] ? cfg.s3_secret_key : getenv("AWS_SECRET_ACCESS_KEY");
+        s3_remote.endpoint = cfg.s3_endpoint;
+        s3_remote.access_key = ak;
+        s3_remote.secret_key = sk;
+        s3_remote.region = cfg.s3_region[0] ? cfg.s3_region : cfg.region;
+        if (!(probe = s3c_new(&s3_remote, &err))) {
+            server__die(&err);
+            return 1;
+        }
+        s3c_free(probe);
+    }
+
     /* signals are taken by sigwait below; every thread inherits the mask */
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
@@ -252,19 +267,6 @@ int main(int argc, char **argv)
         snprintf(endpoint, sizeof(endpoint), "%s", cfg.endpoint_url);
     else
         snprintf(endpoint, sizeof(endpoint), "http://%s", cfg.listen);
-
-    if (cfg.s3_endpoint[0]) {
-        struct s3c *probe;
-        const char *ak = cfg.s3_access_key[0] ? cfg.s3_access_key : getenv("AWS_ACCESS_KEY_ID");
-        const char *sk = cfg.s3_secret_key[0] ? cfg.s3_secret_key : getenv("AWS_SECRET_ACCESS_KEY");
-        s3_remote.endpoint = cfg.s3_endpoint;
-        s3_remote.access_key = ak;
-        s3_remote.secret_key = sk;
-        s3_remote.region = cfg.s3_region[0] ? cfg.s3_region : cfg.region;
-        if (!(probe = s3c_new(&s3_remote, &err)))
-            goto fail;
-        s3c_free(probe);
-    }
 
     agents = calloc((size_t)nagents + 1, sizeof(*agents));
     for (int i = 0; i < nagents; i++) {

@@ -32,9 +32,9 @@ struct agent_config {
     const char *region;        /* AWS_REGION in containers; NULL = "us-east-1" */
     const struct s3c_config *s3_remote; /* external S3 store (--s3-endpoint), copied; NULL =
                                            the local store under s3_dir */
-    int slots;                 /* jobs run at once by this agent (capacity), default 1 */
-    int stop_grace_s;          /* SIGTERM -> SIGKILL grace, default 120 */
-    int heartbeat_ttl_s;       /* default 10 */
+    int slots;                          /* jobs run at once by this agent (capacity), default 1 */
+    int stop_grace_s;                   /* SIGTERM -> SIGKILL grace, default 120 */
+    int heartbeat_ttl_s;                /* default 10 */
 };
 
 struct agent;

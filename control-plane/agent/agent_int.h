@@ -31,11 +31,11 @@ struct agent_run {
 struct agent {
     struct agent_config cfg; /* its strings point into the owned copies below */
     char id[128];
-    char *owned[14];     /* owned copies of the config strings */
+    char *owned[14];             /* owned copies of the config strings */
     struct s3c_config s3_remote; /* cfg.s3_remote points here when set; strings in owned */
-    int host_cpus;       /* online CPUs of this host */
-    int64_t host_memory; /* physical memory of this host, bytes */
-    int host_gpus;       /* NVIDIA GPUs seen in /dev */
+    int host_cpus;               /* online CPUs of this host */
+    int64_t host_memory;         /* physical memory of this host, bytes */
+    int host_gpus;               /* NVIDIA GPUs seen in /dev */
     atomic_int stopping;
     pthread_mutex_t mu;
     pthread_cond_t cv;      /* signalled on stop and when a runner finishes */

@@ -19,7 +19,8 @@ const char *ty_xml_find(const char *p, const char *end, const char *tag, const c
         const char *gt, *close;
         if (!lt || (size_t)(end - lt) < tl + 2)
             return NULL;
-        if (strncmp(lt + 1, tag, tl) == 0 && (lt[1 + tl] == '>' || lt[1 + tl] == ' ')) {
+        if (strncmp(lt + 1, tag, tl) == 0 &&
+            (lt[1 + tl] == '>' || lt[1 + tl] == ' ' || lt[1 + tl] == '/')) {
             gt = memchr(lt, '>', (size_t)(end - lt));
             if (!gt)
                 return NULL;

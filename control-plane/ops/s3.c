@@ -909,7 +909,6 @@ static void s3__emit_object_headers(struct http_response *resp, const struct obj
         http_response_header(resp, "Content-Type", "binary/octet-stream");
 }
 
-
 static void s3__malformed(struct http_request *req, struct http_response *resp,
                           const struct s3_req *r)
 {
@@ -1796,8 +1795,8 @@ static void s3__forward(struct http_request *req, struct http_response *resp,
     if (strcmp(req->method, "PUT") == 0 && r->key[0] && !http_header(req, "x-amz-copy-source") &&
         !(b = s3__finish_body(req, resp, os, r)))
         return;
-    if (s3_proxy(req, resp, rc->s3_remote, os, r->bucket, r->key, pairs, (size_t)r->nqp, b,
-                 &err) != 0)
+    if (s3_proxy(req, resp, rc->s3_remote, os, r->bucket, r->key, pairs, (size_t)r->nqp, b, &err) !=
+        0)
         s3__error_from(req, resp, &err, r);
 }
 
@@ -1968,6 +1967,13 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
                   "The specified method is not allowed against this resource.", &r, NULL);
     }
 out:
+    /* an upload's temp file that was not committed goes now, before the answer leaves, so that
+       a client that saw the answer never sees the file */
+    if (req->sink.write == s3_body_write && req->sink.free) {
+        req->sink.free(req->sink.ctx);
+        req->sink.free = NULL;
+        req->sink.ctx = NULL;
+    }
     ty_log(TY_LOG_DEBUG, "s3.request", "req=%s method=%s status=%d", req->request_id, m,
            resp->status);
     s3__req_cleanup(&r);

@@ -1,12 +1,13 @@
 /*
  * s3_int.h - internals shared by ops/s3.c and ops/s3_body.c; not an API.
  *
- * Owns: the forwarding of requests to an external store (s3_proxy), and struct s3_body, the streaming receiver of an S3 upload body: it writes the payload to a
- * temp file in the object store (decoding aws-chunked framing on the way), computes the MD5
- * (ETag), the SHA-256 of the wire bytes (x-amz-content-sha256), the requested additional
- * checksum (CRC32, CRC32C, SHA1, SHA256; from a header or an aws-chunked trailer) and verifies
- * STREAMING-AWS4-HMAC-SHA256-PAYLOAD chunk signatures. Memory use is bounded (a line buffer);
- * the body itself never stays in memory. One body per request; not thread-safe.
+ * Owns: the forwarding of requests to an external store (s3_proxy), and struct s3_body, the
+ * streaming receiver of an S3 upload body: it writes the payload to a temp file in the object store
+ * (decoding aws-chunked framing on the way), computes the MD5 (ETag), the SHA-256 of the wire bytes
+ * (x-amz-content-sha256), the requested additional checksum (CRC32, CRC32C, SHA1, SHA256; from a
+ * header or an aws-chunked trailer) and verifies STREAMING-AWS4-HMAC-SHA256-PAYLOAD chunk
+ * signatures. Memory use is bounded (a line buffer); the body itself never stays in memory. One
+ * body per request; not thread-safe.
  */
 #ifndef TY_CP_OPS_S3_INT_H
 #define TY_CP_OPS_S3_INT_H

@@ -121,10 +121,9 @@ static char *s3p__content_encoding(const char *v)
 
 static int s3p__is_auth_param(const char *name)
 {
-    static const char *const auth[] = {"X-Amz-Algorithm", "X-Amz-Credential",
-                                       "X-Amz-Date",      "X-Amz-Expires",
-                                       "X-Amz-SignedHeaders", "X-Amz-Signature",
-                                       "X-Amz-Security-Token"};
+    static const char *const auth[] = {
+        "X-Amz-Algorithm",     "X-Amz-Credential", "X-Amz-Date",          "X-Amz-Expires",
+        "X-Amz-SignedHeaders", "X-Amz-Signature",  "X-Amz-Security-Token"};
     for (size_t i = 0; i < sizeof(auth) / sizeof(auth[0]); i++)
         if (strcmp(name, auth[i]) == 0)
             return 1;
@@ -132,8 +131,8 @@ static int s3p__is_auth_param(const char *name)
 }
 
 int s3_proxy(struct http_request *req, struct http_response *resp, const struct s3c_config *cfg,
-             struct objstore *os, const char *bucket, const char *key, const char *const *qpairs, size_t nq,
-             struct s3_body *body, struct ty_err *err)
+             struct objstore *os, const char *bucket, const char *key, const char *const *qpairs,
+             size_t nq, struct s3_body *body, struct ty_err *err)
 {
     struct s3c_hdr hdr[64];
     const char **pairs = calloc(2 * nq + 2, sizeof(*pairs));

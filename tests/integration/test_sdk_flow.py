@@ -94,8 +94,43 @@ def sourcedir_targz(files):
     return buf.getvalue()
 
 
+@pytest.fixture(scope="module", params=["embedded", "external"])
+def flow_server(request, server, make_server_module):
+    """The server the flow runs against. "embedded": the shared one, objects under its data
+    dir. "external": a server started with --s3-endpoint in front of a second trainyard (API
+    only) acting as the external store: the SDK's uploads, the channels the agent downloads, the
+    model and checkpoints it uploads all live in the store (flow_server.store)."""
+    if request.param == "embedded":
+        server.store = None
+        return server
+    store = make_server_module("s3-store", agents=0)
+    akid, secret = store.credentials()
+    front = make_server_module("s3-front", agents=1, extra=["--s3-endpoint", store.url],
+                               env={"TRAINYARD_S3_ACCESS_KEY_ID": akid,
+                                    "TRAINYARD_S3_SECRET_ACCESS_KEY": secret})
+    front.store = store
+    return front
+
+
 @pytest.fixture(scope="module")
-def clients(server):
+def make_server_module(workdir):
+    """Servers of this module's own, stopped (SIGTERM, must exit 0) when the module ends."""
+    made = []
+
+    def make(name, **kw):
+        s = H.Server(os.path.join(workdir, f"{name}-{os.getpid()}-{len(made)}"), **kw)
+        s.start()
+        made.append(s)
+        return s
+
+    yield make
+    for s in reversed(made):
+        assert s.stop(timeout=60) == 0, s.proc.tail()
+
+
+@pytest.fixture(scope="module")
+def clients(flow_server):
+    server = flow_server
     # (The SDK's logs client retries up to 15 times; here no client retries, so that any
     # error the SDK would paper over shows.)
     return {
@@ -221,7 +256,8 @@ def _check_describe_fields(d, req):
     assert "FailureReason" not in d
 
 
-def test_sdk_estimator_script_mode_flow(server, clients):
+def test_sdk_estimator_script_mode_flow(flow_server, clients):
+    server = flow_server
     s3, sm, logs = clients["s3"], clients["sm"], clients["logs"]
     bucket = _bucket_name("sdkflow")
     job = H.unique("sdkflow")
@@ -338,6 +374,14 @@ def test_sdk_estimator_script_mode_flow(server, clients):
     out = s3.get_object(Bucket=bucket, Key=f"{job}/output/output.tar.gz")["Body"].read()
     with tarfile.open(fileobj=io.BytesIO(out), mode="r:gz") as tf:
         assert tf.extractfile("metrics.txt").read() == b"metrics\n"
+
+    if server.store:  # --s3-endpoint: every byte lives in the external store, none locally
+        direct = server.store.client("s3")
+        assert direct.get_object(Bucket=bucket, Key=key)["Body"].read() == body
+        listed_direct = {o["Key"] for o in
+                         direct.list_objects_v2(Bucket=bucket, Prefix=f"{job}/")["Contents"]}
+        assert listed_direct == listed
+        assert not os.path.exists(os.path.join(server.data_dir, "s3", bucket))
 
 
 def test_sdk_sts_get_caller_identity(clients):
@@ -461,7 +505,8 @@ def test_channels_sharded_manifest_and_failures(clients, data_bucket):
     assert not os.path.exists("/escape.sh")
 
 
-def test_output_uncompressed_checkpoints_profiler(server, clients, data_bucket):
+def test_output_uncompressed_checkpoints_profiler(flow_server, clients, data_bucket):
+    server = flow_server
     """OutputDataConfig.CompressionType NONE (files under output/model/ and output/data/),
     CheckpointConfig restore before start and upload while running and at the end."""
     s3, sm = clients["s3"], clients["sm"]
