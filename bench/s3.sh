@@ -3,7 +3,10 @@
 # copy of the same bytes on the same disk, measured in the same run.
 #
 # usage: bench/s3.sh
-# env:   TY_BUILD_DIR (default build; use a release build), TY_KEEP=1 keeps the data dir and log,
+# env:   TY_S3_EXTERNAL=1 puts a second trainyard behind the first as its --s3-endpoint store,
+#        so that every request is checked, forwarded and answered through the external-store
+#        path (compare its ratios with a plain run to see what forwarding costs),
+#        TY_BUILD_DIR (default build; use a release build), TY_KEEP=1 keeps the data dir and log,
 #        BENCH_DIR where the server's data dir and the baseline files live (default: a new dir
 #        under ${TMPDIR:-/tmp}), N1 (default 50) 1 MiB objects, N64 (default 5) 64 MiB objects
 #
@@ -23,19 +26,37 @@ command -v curl >/dev/null || { echo "s3.sh: curl is required" >&2; exit 1; }
 work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/ty-bench-s3.XXXXXX")}
 mkdir -p "$work"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+wait_up() { # port credentials-file
+    for _ in $(seq 100); do
+        [ -f "$2" ] && curl -s -o /dev/null "http://127.0.0.1:$1/healthz" && return 0
+        sleep 0.1
+    done
+    echo "s3.sh: no server on port $1 (see $work/*.log)" >&2
+    exit 1
+}
+spid=
+extra=()
+if [ -n "${TY_S3_EXTERNAL:-}" ]; then
+    sport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    "$bin" --listen "127.0.0.1:$sport" --data-dir "$work/store" --agents 0 --log-level warn \
+        >"$work/store.log" 2>&1 &
+    spid=$!
+    wait_up "$sport" "$work/store/credentials"
+    export TRAINYARD_S3_ACCESS_KEY_ID TRAINYARD_S3_SECRET_ACCESS_KEY
+    TRAINYARD_S3_ACCESS_KEY_ID=$(awk -F' = ' '/aws_access_key_id/{print $2}' "$work/store/credentials")
+    TRAINYARD_S3_SECRET_ACCESS_KEY=$(awk -F' = ' '/aws_secret_access_key/{print $2}' "$work/store/credentials")
+    extra=(--s3-endpoint "http://127.0.0.1:$sport")
+fi
 "$bin" --listen "127.0.0.1:$port" --data-dir "$work/data" --agents 0 --log-level warn \
-    >"$work/server.log" 2>&1 &
+    "${extra[@]}" >"$work/server.log" 2>&1 &
 pid=$!
 cleanup() {
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    kill "$pid" $spid 2>/dev/null || true
+    wait "$pid" $spid 2>/dev/null || true
     if [ -n "${TY_KEEP:-}" ]; then echo "kept: $work" >&2; elif [ -z "${BENCH_DIR:-}" ]; then rm -rf "$work"; fi
 }
 trap cleanup EXIT
-for _ in $(seq 100); do
-    [ -f "$work/data/credentials" ] && curl -s -o /dev/null "http://127.0.0.1:$port/healthz" && break
-    sleep 0.1
-done
+wait_up "$port" "$work/data/credentials"
 ak=$(awk -F' = ' '/aws_access_key_id/{print $2}' "$work/data/credentials")
 sk=$(awk -F' = ' '/aws_secret_access_key/{print $2}' "$work/data/credentials")
 url="http://127.0.0.1:$port"
@@ -83,6 +104,6 @@ print(f"{mb:>3} MiB x {n:<3} GET {rate(get):8.1f} MiB/s   cp       {rate(cpget):
 EOF
 }
 
-echo "trainyard S3 bench: $bin, data on $(df -P "$work" | awk 'NR==2{print $1}') ($work)"
+echo "trainyard S3 bench: $bin${spid:+ (through --s3-endpoint to a second trainyard)}, data on $(df -P "$work" | awk 'NR==2{print $1}') ($work)"
 run 1 "$n1"
 run 64 "$n64"
