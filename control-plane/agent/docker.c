@@ -870,8 +870,15 @@ static json_t *create_body(const struct docker_create *c, struct ty_err *err)
         rc |= json_object_set_new(hc, "NanoCpus", json_integer(c->nano_cpus));
     if (c->network_none)
         rc |= json_object_set_new(hc, "NetworkMode", json_string("none"));
-    else if (c->network)
+    else if (c->network) {
+        json_t *ep = json_object(), *al = json_array();
         rc |= json_object_set_new(hc, "NetworkMode", json_string(c->network));
+        for (size_t i = 0; c->aliases && c->aliases[i]; i++)
+            rc |= json_array_append_new(al, json_string(c->aliases[i]));
+        rc |= json_object_set_new(ep, "Aliases", al);
+        rc |= json_object_set_new(o, "NetworkingConfig",
+                                  json_pack("{s:{s:o}}", "EndpointsConfig", c->network, ep));
+    }
     if (c->gpus) {
         json_t *dr = json_pack("[{s:s, s:I, s:[[s]]}]", "Driver", "nvidia", "Count",
                                (json_int_t)(c->gpus < 0 ? -1 : c->gpus), "Capabilities", "gpu");
@@ -1090,6 +1097,107 @@ int docker_remove(struct docker *d, const char *id, int force, struct ty_err *er
         return rc;
     snprintf(path, sizeof(path), "/containers/%s?v=1%s", id, force ? "&force=1" : "");
     rc = call(d, "DELETE", path, NULL, TY_DOCKER_LONG_S, "container remove", &status, NULL, err);
+    if (rc == -TY_ENOTFOUND) {
+        ty_err_clear(err);
+        return 0;
+    }
+    return rc;
+}
+
+int docker_image_tag(struct docker *d, const char *src, const char *repo_tag, struct ty_err *err)
+{
+    char repo[256], tag[128];
+    struct ty_buf q;
+    long status = 0;
+    int rc = check_name(src, "image tag", err);
+
+    if (!rc)
+        rc = check_name(repo_tag, "image tag", err);
+    if (rc)
+        return rc;
+    split_repo_tag(repo_tag, repo, sizeof(repo), tag, sizeof(tag));
+    ty_buf_init(&q, TY_DOCKER_MAX_URL - 64);
+    rc = ty_buf_printf(&q, "/images/%s/tag", src);
+    if (!rc)
+        rc = query_add(d->curl, &q, "repo", repo);
+    if (!rc)
+        rc = query_add(d->curl, &q, "tag", tag);
+    if (rc)
+        rc = ty_err_set(err, -rc, NULL, "image tag: query too long");
+    else
+        rc = call(d, "POST", q.data, NULL, TY_DOCKER_SHORT_S, "image tag", &status, NULL, err);
+    ty_buf_cleanup(&q);
+    return rc;
+}
+
+int docker_image_remove(struct docker *d, const char *image, struct ty_err *err)
+{
+    char path[400];
+    long status = 0;
+    int rc = check_name(image, "image remove", err);
+
+    if (rc)
+        return rc;
+    snprintf(path, sizeof(path), "/images/%s", image);
+    rc = call(d, "DELETE", path, NULL, TY_DOCKER_LONG_S, "image remove", &status, NULL, err);
+    if (rc == -TY_ENOTFOUND) {
+        ty_err_clear(err);
+        return 0;
+    }
+    return rc;
+}
+
+json_t *docker_image_list(struct docker *d, struct ty_err *err)
+{
+    json_t *resp = NULL;
+    long status = 0;
+
+    if (call(d, "GET", "/images/json", NULL, TY_DOCKER_SHORT_S, "image list", &status, &resp,
+             err) != 0)
+        return NULL;
+    if (!json_is_array(resp)) {
+        json_decref(resp);
+        ty_err_set(err, TY_EENGINE, NULL, "image list: the engine's answer is not a list");
+        return NULL;
+    }
+    return resp;
+}
+
+int docker_network_create(struct docker *d, const char *name, json_t *labels, struct ty_err *err)
+{
+    json_t *body;
+    char *json;
+    long status = 0;
+    int rc = check_name(name, "network create", err);
+
+    if (rc)
+        return rc;
+    body = json_pack("{s:s, s:s, s:b, s:O*}", "Name", name, "Driver", "bridge", "CheckDuplicate", 1,
+                     "Labels", labels);
+    json = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!json)
+        return ty_err_set(err, TY_ENOMEM, NULL, "network create: out of memory");
+    rc = call(d, "POST", "/networks/create", json, TY_DOCKER_LONG_S, "network create", &status,
+              NULL, err);
+    free(json);
+    if (rc && status == 409) { /* already there: a job restarted on this engine */
+        ty_err_clear(err);
+        return 0;
+    }
+    return rc;
+}
+
+int docker_network_remove(struct docker *d, const char *name, struct ty_err *err)
+{
+    char path[400];
+    long status = 0;
+    int rc = check_name(name, "network remove", err);
+
+    if (rc)
+        return rc;
+    snprintf(path, sizeof(path), "/networks/%s", name);
+    rc = call(d, "DELETE", path, NULL, TY_DOCKER_LONG_S, "network remove", &status, NULL, err);
     if (rc == -TY_ENOTFOUND) {
         ty_err_clear(err);
         return 0;

@@ -54,6 +54,7 @@ struct docker_create {
     int64_t nano_cpus;             /* 0 = no limit */
     int network_none;              /* NetworkMode "none" */
     const char *network;           /* NetworkMode name when not none, may be NULL */
+    const char *const *aliases;    /* NULL-terminated DNS names on network, may be NULL */
     int gpus;                      /* DeviceRequests count for nvidia GPUs, 0 = none, -1 = all */
     const char *working_dir;       /* may be NULL */
 };
@@ -98,6 +99,20 @@ int docker_logs(struct docker *d, const char *id, int follow, int64_t since_s, d
 
 /* Removes a container (force kills a running one). Unknown containers are not an error. */
 int docker_remove(struct docker *d, const char *id, int force, struct ty_err *err);
+
+/* Tags image src (name or id) as repo_tag. 0 or error. */
+int docker_image_tag(struct docker *d, const char *src, const char *repo_tag, struct ty_err *err);
+/* Removes the name image (a tag: the image goes with its last tag); a missing one is not an
+   error (0); one a container uses is (-TY_EENGINE). */
+int docker_image_remove(struct docker *d, const char *image, struct ty_err *err);
+/* new: the engine's images (GET /images/json: Id, RepoTags, ...), NULL with err. */
+json_t *docker_image_list(struct docker *d, struct ty_err *err);
+
+/* Creates a bridge network name with DNS between its containers (labels borrowed, may be
+   NULL). An existing network of that name is not an error (0). */
+int docker_network_create(struct docker *d, const char *name, json_t *labels, struct ty_err *err);
+/* Removes network name; a missing one is not an error (0). */
+int docker_network_remove(struct docker *d, const char *name, struct ty_err *err);
 
 /* new: array of container summaries (Id, Names, Labels, State) with label filter "k=v"
    (NULL = all), including stopped ones. */

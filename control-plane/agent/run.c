@@ -84,7 +84,26 @@ struct run_logs {
     int64_t last_ts; /* timestamp of the last event: a stream's timestamps never go back */
 };
 
-enum run_outcome { RUN_EXITED, RUN_STOPPED, RUN_MAXRUNTIME, RUN_ABANDON };
+/* RUN_HOST_FAILED: one host of several exited non-zero while others still run. */
+enum run_outcome { RUN_EXITED, RUN_STOPPED, RUN_MAXRUNTIME, RUN_ABANDON, RUN_HOST_FAILED };
+
+/* One host of the job (InstanceCount N -> algo-1..algo-N): its /opt/ml, container and logs. */
+struct run_host {
+    int index;             /* 0-based */
+    char name[16];         /* algo-<index + 1> */
+    char dir[PATH_MAX];    /* <job dir>/<name>, bind-mounted at /opt/ml */
+    char cname[200];       /* trainyard-<job>-<name> */
+    char cid[72];          /* container id, "" before create */
+    char stream[128];      /* <job>/<name>-<epoch>: its log stream, named when staging starts */
+    struct run_logs *logs; /* one ref held by the runner */
+    pthread_t log_thr;
+    int log_started;
+    int64_t last_log_ts;     /* timestamp of the agent's last own line in the stream */
+    char ckpt_dir[PATH_MAX]; /* host side of CheckpointConfig.LocalPath */
+    json_t *ckpt_seen;       /* owned: path -> signature of uploaded checkpoint files */
+    struct docker_state st;  /* its end, once exited */
+    int exited;
+};
 
 struct run_ctx {
     struct agent *a;
@@ -93,27 +112,21 @@ struct run_ctx {
     struct docker *d; /* owned */
     struct spec sp;
     char job[128];
-    char dir[PATH_MAX];      /* <data_dir>/jobs/<job> */
-    char host_dir[PATH_MAX]; /* <dir>/algo-1, bind-mounted at /opt/ml */
-    char cname[200];         /* trainyard-<job>-algo-1 */
-    char cid[72];            /* container id, "" before create */
-    struct run_logs *logs;   /* one ref held by the runner */
-    pthread_t log_thr;
-    int log_started;
-    double t_start, t_end;   /* container start and end, epoch seconds */
-    char cur[64];            /* current TrainingJobStatus after a conflict */
-    char region[32];         /* of the job (from its ARN), else the agent's */
-    char account[32];        /* of the job (from its ARN), "" when unknown */
-    int store_down;          /* the last store call failed on Redis */
-    char stream[128];        /* <job>/algo-1-<epoch>: the log stream, named when staging starts */
-    struct store *os_store;  /* owned: the objstore's own connection */
-    struct objstore *os;     /* owned, NULL until first used */
-    int64_t last_log_ts;     /* timestamp of the agent's last own line in the stream */
-    char ckpt_dir[PATH_MAX]; /* host side of CheckpointConfig.LocalPath */
-    json_t *ckpt_seen;       /* owned: path -> signature of uploaded checkpoint files */
-    json_t *prof_cfg;        /* owned: ProfilerConfig as last written, NULL when none */
-    json_t *prof_rules;      /* owned: ProfilerRuleConfigurations, NULL when none */
-    int prof_on;             /* profilerconfig.json written at the start */
+    char dir[PATH_MAX]; /* <data_dir>/jobs/<job> */
+    struct run_host h[STAGE_MAX_HOSTS];
+    int nh;                 /* hosts in use: InstanceCount once the job is read, 1 before */
+    int log_host;           /* host whose stream gets the agent's own lines (staging) */
+    char net[200];          /* the job's network (several hosts), "" when none */
+    double t_start, t_end;  /* container start and end, epoch seconds */
+    char cur[64];           /* current TrainingJobStatus after a conflict */
+    char region[32];        /* of the job (from its ARN), else the agent's */
+    char account[32];       /* of the job (from its ARN), "" when unknown */
+    int store_down;         /* the last store call failed on Redis */
+    struct store *os_store; /* owned: the objstore's own connection */
+    struct objstore *os;    /* owned, NULL until first used */
+    json_t *prof_cfg;       /* owned: ProfilerConfig as last written, NULL when none */
+    json_t *prof_rules;     /* owned: ProfilerRuleConfigurations, NULL when none */
+    int prof_on;            /* profilerconfig.json written at the start */
 };
 
 #define RUN_TYPROF "/usr/local/bin/typrof"
@@ -437,9 +450,10 @@ static void run_set_metrics(struct run_ctx *r, json_t *set)
 {
     json_t *m;
 
-    if (!r->logs || metrics_count(r->logs->metrics) == 0)
+    /* FinalMetricDataList comes from algo-1's log, the host SageMaker's metrics follow */
+    if (!r->h[0].logs || metrics_count(r->h[0].logs->metrics) == 0)
         return;
-    m = metrics_final(r->logs->metrics, NULL);
+    m = metrics_final(r->h[0].logs->metrics, NULL);
     if (m)
         json_object_set_new(set, "FinalMetricDataList", m);
 }
@@ -477,18 +491,19 @@ static void run_objstore_reset(struct run_ctx *r)
 static void run_log_line(void *ud, const char *line)
 {
     struct run_ctx *r = ud;
+    struct run_host *h = &r->h[r->log_host];
     struct ty_err err;
     json_t *ev;
 
-    ty_log(TY_LOG_INFO, "agent.job.progress", "job=%s line='%s'", r->job, line);
+    ty_log(TY_LOG_INFO, "agent.job.progress", "job=%s host=%s line='%s'", r->job, h->name, line);
     if (!r->s)
         run_store_reopen(r);
-    if (run_now_ms() > r->last_log_ts)
-        r->last_log_ts = run_now_ms();
-    ev = json_pack("[{s:I, s:s}]", "timestamp", (json_int_t)r->last_log_ts, "message", line);
-    if (r->s && ev && store_log_append(r->s, RUN_LOG_GROUP, r->stream, ev, &err) != 0)
+    if (run_now_ms() > h->last_log_ts)
+        h->last_log_ts = run_now_ms();
+    ev = json_pack("[{s:I, s:s}]", "timestamp", (json_int_t)h->last_log_ts, "message", line);
+    if (r->s && ev && store_log_append(r->s, RUN_LOG_GROUP, h->stream, ev, &err) != 0)
         ty_log(TY_LOG_WARN, "agent.logs.append_failed", "job=%s stream='%s' error='%s'", r->job,
-               r->stream, err.msg);
+               h->stream, err.msg);
     json_decref(ev);
 }
 
@@ -510,7 +525,7 @@ static void run_checkpoints_sync(struct run_ctx *r, int final)
     struct objstore *os;
     int count = 0;
 
-    if (!r->sp.checkpoint_uri[0] || !r->ckpt_seen)
+    if (!r->sp.checkpoint_uri[0] || !r->h[0].ckpt_seen)
         return;
     if (!(os = run_objstore(r, &err))) {
         ty_log(TY_LOG_WARN, "agent.checkpoints.store", "job=%s error='%s'", r->job, err.msg);
@@ -518,12 +533,21 @@ static void run_checkpoints_sync(struct run_ctx *r, int final)
     }
     run_transfer_init(r, &t, os);
     t.log = NULL;
-    if (transfer_upload_tree(&t, r->ckpt_dir, r->sp.checkpoint_uri, r->ckpt_seen, 0, &count,
-                             &err) != 0) {
-        ty_log(TY_LOG_WARN, "agent.checkpoints.upload_failed", "job=%s error='%s'", r->job,
-               err.msg);
-        if (err.code == TY_EREDIS || err.code == TY_EIO)
-            run_objstore_reset(r);
+    /* every host syncs to the same S3 URI, as on SageMaker */
+    for (int i = 0; i < r->nh; i++) {
+        int c = 0;
+        if (!r->h[i].ckpt_seen)
+            continue;
+        if (transfer_upload_tree(&t, r->h[i].ckpt_dir, r->sp.checkpoint_uri, r->h[i].ckpt_seen, 0,
+                                 &c, &err) != 0) {
+            ty_log(TY_LOG_WARN, "agent.checkpoints.upload_failed", "job=%s host=%s error='%s'",
+                   r->job, r->h[i].name, err.msg);
+            if (err.code == TY_EREDIS || err.code == TY_EIO) {
+                run_objstore_reset(r);
+                break;
+            }
+        }
+        count += c;
     }
     if (count > 0 || final)
         ty_log(TY_LOG_INFO, "agent.checkpoints.uploaded", "job=%s files=%d final=%d", r->job, count,
@@ -545,7 +569,7 @@ static void run_profiler_upload(struct run_ctx *r)
 
     if (!r->sp.profiler_uri[0])
         return;
-    run_fmt(src, sizeof(src), "%s/output/profiler", r->host_dir);
+    run_fmt(src, sizeof(src), "%s/output/profiler", r->h[0].dir);
     if (access(src, F_OK) != 0)
         return;
     ul = strlen(r->sp.profiler_uri);
@@ -580,7 +604,7 @@ static int run_upload(struct run_ctx *r, json_t *set, int with_model, char *reas
 
     run_checkpoints_sync(r, 1);
     if (with_model) {
-        json_t *rs = prof_rules_eval(r->host_dir, r->prof_rules, run_now());
+        json_t *rs = prof_rules_eval(r->h[0].dir, r->prof_rules, run_now());
         if (rs && set)
             json_object_set_new(set, "ProfilerRuleEvaluationStatuses", rs);
         else
@@ -607,7 +631,8 @@ static int run_upload(struct run_ctx *r, json_t *set, int with_model, char *reas
             run_fmt(reason, n, "ClientError: S3OutputPath too long");
             return -1;
         }
-        run_fmt(src, sizeof(src), "%s/%s", r->host_dir, i == 0 ? "model" : "output/data");
+        /* algo-1's model and output data, as SageMaker keeps them for a multi-host job */
+        run_fmt(src, sizeof(src), "%s/%s", r->h[0].dir, i == 0 ? "model" : "output/data");
         run_fmt(uri, sizeof(uri), "s3://%s/%s", bucket, key);
         if (r->sp.output_uncompressed) {
             int count = 0;
@@ -657,7 +682,7 @@ static int run_finish_failed(struct run_ctx *r, const char *reason)
     run_set_times(r, set);
     run_set_metrics(r, set);
     if (r->t_start > 0) { /* the rules set InProgress at Training end too */
-        json_t *rs = prof_rules_eval(r->host_dir, r->prof_rules, run_now());
+        json_t *rs = prof_rules_eval(r->h[0].dir, r->prof_rules, run_now());
         if (rs)
             json_object_set_new(set, "ProfilerRuleEvaluationStatuses", rs);
     }
@@ -678,10 +703,11 @@ static int run_settle_conflict(struct run_ctx *r)
 
 /* ---- container ---- */
 
-/* Removes containers of this job left by a previous (dead) agent on this engine. */
+/* Removes containers (and the network) of this job left by a previous (dead) agent on this
+   engine. */
 static void run_remove_leftovers(struct run_ctx *r)
 {
-    char filter[200];
+    char filter[200], net[200];
     struct ty_err err;
     json_t *list, *c;
     size_t i;
@@ -697,12 +723,16 @@ static void run_remove_leftovers(struct run_ctx *r)
         docker_remove(r->d, id, 1, &err);
     }
     json_decref(list);
-    docker_remove(r->d, r->cname, 1, &err);
+    for (int h = 0; h < r->nh; h++)
+        docker_remove(r->d, r->h[h].cname, 1, &err);
+    run_fmt(net, sizeof(net), "trainyard-%s", r->job);
+    docker_network_remove(r->d, net, &err);
 }
 
-/* Creates the container. 0, or -1 with reason filled. */
-static int run_create(struct run_ctx *r, char *reason, size_t n)
+/* Creates host h's container. 0, or -1 with reason filled. */
+static int run_create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
 {
+    const char *aliases[2] = {h->name, NULL};
     static const char *const train_cmd[] = {"train", NULL};
     static const char *const no_args[] = {NULL};
     struct instances_limits lim;
@@ -741,12 +771,13 @@ static int run_create(struct run_ctx *r, char *reason, size_t n)
     eo.gpus = lim.gpus;
     eo.region = r->a->cfg.region;
     eo.endpoint_url = r->a->cfg.endpoint_url;
+    eo.host = h->index;
     env = stage_env(&r->sp, &eo);
     labels = json_pack("{s:s, s:s, s:s}", "trainyard.job", r->job, "trainyard.agent", r->a->id,
-                       "trainyard.host", STAGE_HOST);
-    run_fmt(bind, sizeof(bind), "%s:/opt/ml", r->host_dir);
+                       "trainyard.host", h->name);
+    run_fmt(bind, sizeof(bind), "%s:/opt/ml", h->dir);
     if (r->sp.checkpoint_uri[0] && strncmp(r->sp.checkpoint_local, "/opt/ml/", 8) != 0) {
-        run_fmt(bind2, sizeof(bind2), "%s:%s", r->ckpt_dir, r->sp.checkpoint_local);
+        run_fmt(bind2, sizeof(bind2), "%s:%s", h->ckpt_dir, r->sp.checkpoint_local);
         binds[1] = bind2;
     }
     if (!env || !labels) {
@@ -754,8 +785,8 @@ static int run_create(struct run_ctx *r, char *reason, size_t n)
         goto done;
     }
     c.image = r->sp.image;
-    c.name = r->cname;
-    c.hostname = STAGE_HOST;
+    c.name = h->cname;
+    c.hostname = h->name;
     if (r->sp.entrypoint) {
         c.entrypoint = (const char *const *)r->sp.entrypoint;
         c.cmd = r->sp.arguments ? (const char *const *)r->sp.arguments : no_args;
@@ -789,15 +820,19 @@ static int run_create(struct run_ctx *r, char *reason, size_t n)
     c.memory_bytes = lim.memory_bytes;
     c.nano_cpus = lim.nano_cpus;
     c.network_none = r->sp.network_isolation;
+    if (!c.network_none && r->net[0]) { /* the hosts find each other by name */
+        c.network = r->net;
+        c.aliases = aliases;
+    }
     c.gpus = lim.gpus;
-    if (docker_create(r->d, &c, r->cid, sizeof(r->cid), &err) != 0) {
-        r->cid[0] = '\0';
+    if (docker_create(r->d, &c, h->cid, sizeof(h->cid), &err) != 0) {
+        h->cid[0] = '\0';
         run_fmt(reason, n, "ClientError: cannot create the training container: %s", err.msg);
         goto done;
     }
     ty_log(TY_LOG_INFO, "agent.job.container_created",
-           "job=%s container=%.12s image='%s' cpus=%d memory_bytes=%lld gpus=%d", r->job, r->cid,
-           r->sp.image, lim.cpus, (long long)lim.memory_bytes, lim.gpus);
+           "job=%s host=%s container=%.12s image='%s' cpus=%d memory_bytes=%lld gpus=%d", r->job,
+           h->name, h->cid, r->sp.image, lim.cpus, (long long)lim.memory_bytes, lim.gpus);
     rc = 0;
 done:
     free(prof_ep);
@@ -806,8 +841,8 @@ done:
     return rc;
 }
 
-/* Starts the log reader for the running container. 0 or -1. */
-static int run_start_logs(struct run_ctx *r)
+/* Starts the log reader for host h's running container. 0 or -1. */
+static int run_start_logs(struct run_ctx *r, struct run_host *h)
 {
     struct run_logs *l = calloc(1, sizeof(*l));
 
@@ -821,38 +856,53 @@ static int run_start_logs(struct run_ctx *r)
     l->docker_host = strdup(r->a->cfg.docker_host);
     l->batch = json_array();
     l->metrics = metrics_new(r->sp.metric_defs);
-    run_fmt(l->container, sizeof(l->container), "%s", r->cid);
+    run_fmt(l->container, sizeof(l->container), "%s", h->cid);
     run_fmt(l->job, sizeof(l->job), "%s", r->job);
     run_fmt(l->region, sizeof(l->region), "%s", r->region);
     run_fmt(l->account, sizeof(l->account), "%s", r->account);
-    run_fmt(l->stream, sizeof(l->stream), "%s", r->stream);
-    l->last_ts = r->last_log_ts;
-    r->logs = l;
+    run_fmt(l->stream, sizeof(l->stream), "%s", h->stream);
+    l->last_ts = h->last_log_ts;
+    h->logs = l;
     if (!l->redis_url || !l->docker_host || !l->batch || !l->metrics)
         return -1;
     atomic_fetch_add(&l->refs, 1);
-    if (pthread_create(&r->log_thr, NULL, run_logs_thread, l) != 0) {
+    if (pthread_create(&h->log_thr, NULL, run_logs_thread, l) != 0) {
         atomic_fetch_sub(&l->refs, 1);
         return -1;
     }
-    r->log_started = 1;
+    h->log_started = 1;
     return 0;
 }
 
-/* 1 when the container is not running any more (or gone), 0 while it runs, -1 unknown. */
-static int run_exited(struct run_ctx *r, struct docker_state *st)
+/* 1 when host h's container is not running any more (or gone; h->st then holds its end and
+   h->exited is set), 0 while it runs, -1 unknown. */
+static int run_exited(struct run_ctx *r, struct run_host *h)
 {
     struct ty_err err;
-    int rc = docker_inspect(r->d, r->cid, st, &err);
+    int rc;
 
+    if (h->exited)
+        return 1;
+    rc = docker_inspect(r->d, h->cid, &h->st, &err);
     if (rc == -TY_ENOTFOUND) {
-        memset(st, 0, sizeof(*st));
-        st->exit_code = 137;
+        memset(&h->st, 0, sizeof(h->st));
+        h->st.exit_code = 137;
+        h->exited = 1;
         return 1;
     }
     if (rc != 0)
         return -1;
-    return st->running ? 0 : 1;
+    h->exited = !h->st.running;
+    return h->exited;
+}
+
+/* 1 when every host's container has exited. */
+static int run_all_exited(struct run_ctx *r)
+{
+    int all = 1;
+    for (int i = 0; i < r->nh; i++)
+        all &= run_exited(r, &r->h[i]) == 1;
+    return all;
 }
 
 /* Waits until the reader is done, at most ms. Returns 1 when done. */
@@ -889,45 +939,65 @@ static int run_logs_done(struct run_logs *l)
     return done;
 }
 
-/* One tick: waits for the reader (which ends when the container does) or RUN_TICK_MS. */
+/* One tick: waits for a reader still reading (it ends when its container does) or
+   RUN_TICK_MS. */
 static void run_tick(struct run_ctx *r)
 {
-    if (r->logs && r->log_started && !run_logs_done(r->logs))
-        run_logs_wait(r->logs, RUN_TICK_MS);
-    else
-        agent__sleep(r->a, RUN_TICK_MS);
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        if (h->logs && h->log_started && !run_logs_done(h->logs)) {
+            run_logs_wait(h->logs, RUN_TICK_MS);
+            return;
+        }
+    }
+    agent__sleep(r->a, RUN_TICK_MS);
 }
 
-/* SIGTERM, up to stop_grace_s for the exit, SIGKILL, then wait for it to be gone. Returns 0, or
-   -1 when the agent began stopping meanwhile (the container is left to a reclaim). */
-static int run_kill(struct run_ctx *r, struct docker_state *st)
+/* Signals every host's container that has not exited. */
+static void run_signal_all(struct run_ctx *r, const char *sig)
+{
+    struct ty_err err;
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        if (h->cid[0] && !h->exited && docker_kill(r->d, h->cid, sig, &err) != 0)
+            ty_log(TY_LOG_WARN, "agent.job.kill_failed", "job=%s host=%s signal=%s error='%s'",
+                   r->job, h->name, sig, err.msg);
+    }
+}
+
+/* SIGTERM to every host still running, up to stop_grace_s for them to exit, SIGKILL, then wait
+   for them to be gone. Returns 0, or -1 when the agent began stopping meanwhile (the containers
+   are left to a reclaim). */
+static int run_kill(struct run_ctx *r)
 {
     struct ty_err err;
     double deadline;
 
-    if (docker_kill(r->d, r->cid, "SIGTERM", &err) != 0)
-        ty_log(TY_LOG_WARN, "agent.job.kill_failed", "job=%s signal=SIGTERM error='%s'", r->job,
-               err.msg);
+    run_signal_all(r, "SIGTERM");
     deadline = run_now() + r->a->cfg.stop_grace_s;
     while (run_now() < deadline) {
-        if (run_exited(r, st) == 1)
+        if (run_all_exited(r))
             return 0;
         if (atomic_load(&r->a->stopping))
             return -1;
         run_tick(r);
     }
     ty_log(TY_LOG_INFO, "agent.job.sigkill", "job=%s grace_s=%d", r->job, r->a->cfg.stop_grace_s);
-    if (docker_kill(r->d, r->cid, "SIGKILL", &err) != 0)
-        ty_log(TY_LOG_WARN, "agent.job.kill_failed", "job=%s signal=SIGKILL error='%s'", r->job,
-               err.msg);
+    run_signal_all(r, "SIGKILL");
     deadline = run_now() + RUN_KILL_WAIT_S;
     while (run_now() < deadline) {
-        if (run_exited(r, st) == 1)
+        if (run_all_exited(r))
             return 0;
         run_tick(r);
     }
-    /* Still there: force-remove it; the job ends either way. */
-    docker_remove(r->d, r->cid, 1, &err);
+    /* Still there: force-remove them; the job ends either way. */
+    for (int i = 0; i < r->nh; i++) {
+        if (r->h[i].cid[0] && !r->h[i].exited) {
+            docker_remove(r->d, r->h[i].cid, 1, &err);
+            r->h[i].exited = 1;
+            r->h[i].st.exit_code = 137;
+        }
+    }
     return 0;
 }
 
@@ -937,9 +1007,12 @@ static void run_profiler_update(struct run_ctx *r, json_t *pc)
 {
     if (!pc || !prof_config_changed(r->prof_cfg, pc))
         return;
-    if (prof_write_config(r->host_dir, pc) != 0) {
-        ty_log(TY_LOG_WARN, "agent.profiler.config_failed", "job=%s", r->job);
-        return;
+    for (int i = 0; i < r->nh; i++) {
+        if (prof_write_config(r->h[i].dir, pc) != 0) {
+            ty_log(TY_LOG_WARN, "agent.profiler.config_failed", "job=%s host=%s", r->job,
+                   r->h[i].name);
+            return;
+        }
     }
     json_decref(r->prof_cfg);
     r->prof_cfg = json_deep_copy(pc);
@@ -947,8 +1020,15 @@ static void run_profiler_update(struct run_ctx *r, json_t *pc)
            !prof_enabled(pc));
 }
 
-/* Watches the running container until it exits, is stopped, hits MaxRuntime, or the agent stops. */
-static enum run_outcome run_supervise(struct run_ctx *r, struct docker_state *st)
+/* 1 when host h exited with a non-zero code. */
+static int run_host_failed(const struct run_host *h)
+{
+    return h->exited && h->st.exit_code != 0;
+}
+
+/* Watches the running containers until all exited (or one failed while others run), the job is
+   stopped, hits MaxRuntime, or the agent stops. */
+static enum run_outcome run_supervise(struct run_ctx *r)
 {
     double next_poll = 0, next_metrics = run_now() + RUN_METRICS_MS / 1000.0;
     double next_ckpt = run_now() + RUN_CKPT_MS / 1000.0;
@@ -960,14 +1040,22 @@ static enum run_outcome run_supervise(struct run_ctx *r, struct docker_state *st
         run_tick(r);
         if (atomic_load(&r->a->stopping))
             return RUN_ABANDON;
-        if (r->logs)
-            run_logs_flush(r->logs, r->s);
+        for (int i = 0; i < r->nh; i++)
+            if (r->h[i].logs)
+                run_logs_flush(r->h[i].logs, r->s);
         now = run_now();
-        if ((r->logs && r->log_started && run_logs_done(r->logs)) || now >= next_poll) {
-            ex = run_exited(r, st);
-            if (ex == 1)
-                return RUN_EXITED;
+        ex = 1;
+        for (int i = 0; i < r->nh; i++) {
+            struct run_host *h = &r->h[i];
+            if (!h->exited &&
+                ((h->logs && h->log_started && run_logs_done(h->logs)) || now >= next_poll))
+                run_exited(r, h);
+            if (run_host_failed(h) && r->nh > 1)
+                return RUN_HOST_FAILED; /* one host failed: the job fails, the rest are stopped */
+            ex &= h->exited;
         }
+        if (ex)
+            return RUN_EXITED;
         if (now < next_poll)
             continue;
         next_poll = now + RUN_POLL_MS / 1000.0;
@@ -988,9 +1076,9 @@ static enum run_outcome run_supervise(struct run_ctx *r, struct docker_state *st
             run_checkpoints_sync(r, 0);
             next_ckpt = run_now() + RUN_CKPT_MS / 1000.0;
         }
-        if (now >= next_metrics && r->logs) {
+        if (now >= next_metrics && r->h[0].logs) {
             int changed = 0;
-            json_t *m = metrics_final(r->logs->metrics, &changed);
+            json_t *m = metrics_final(r->h[0].logs->metrics, &changed);
             next_metrics = now + RUN_METRICS_MS / 1000.0;
             if (changed && m && json_array_size(m) > 0) {
                 json_t *set = json_pack("{s:O}", "FinalMetricDataList", m);
@@ -1001,43 +1089,78 @@ static enum run_outcome run_supervise(struct run_ctx *r, struct docker_state *st
     }
 }
 
-/* After the container is gone: lets the reader drain, then flushes what is left. */
+/* After the containers are gone: lets the readers drain, then flushes what is left. */
 static void run_drain_logs(struct run_ctx *r)
 {
-    if (!r->logs)
-        return;
-    if (r->log_started) {
-        if (run_logs_wait(r->logs, RUN_LOGS_DRAIN_S * 1000)) {
-            pthread_join(r->log_thr, NULL);
-        } else {
-            atomic_store(&r->logs->abandon, 1);
-            pthread_detach(r->log_thr);
-            ty_log(TY_LOG_WARN, "agent.logs.detached", "job=%s", r->job);
+    double deadline = run_now() + RUN_LOGS_DRAIN_S;
+
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        if (!h->logs)
+            continue;
+        if (h->log_started) {
+            int left_ms = (int)((deadline - run_now()) * 1000.0);
+            if (run_logs_wait(h->logs, left_ms > 0 ? left_ms : 0)) {
+                pthread_join(h->log_thr, NULL);
+            } else {
+                atomic_store(&h->logs->abandon, 1);
+                pthread_detach(h->log_thr);
+                ty_log(TY_LOG_WARN, "agent.logs.detached", "job=%s host=%s", r->job, h->name);
+            }
+            h->log_started = 0;
         }
-        r->log_started = 0;
+        run_logs_flush(h->logs, r->s);
+        if (h->logs->dropped)
+            ty_log(TY_LOG_WARN, "agent.logs.dropped", "job=%s host=%s events=%ld", r->job, h->name,
+                   h->logs->dropped);
     }
-    run_logs_flush(r->logs, r->s);
-    if (r->logs->dropped)
-        ty_log(TY_LOG_WARN, "agent.logs.dropped", "job=%s events=%ld", r->job, r->logs->dropped);
 }
 
-/* The failure reason of a container that exited with a non-zero code. */
-static void run_failure_reason(struct run_ctx *r, const struct docker_state *st, char *reason,
-                               size_t n)
+/* The failure reason of a job one of whose hosts exited with a non-zero code: the first such
+   host that wrote /opt/ml/output/failure, else the first that failed. */
+static void run_failure_reason(struct run_ctx *r, char *reason, size_t n)
 {
-    if (stage_read_failure(r->host_dir, reason, n))
-        return;
-    if (st->oom_killed)
+    const struct run_host *f = NULL;
+
+    for (int i = 0; i < r->nh; i++) {
+        if (!run_host_failed(&r->h[i]))
+            continue;
+        if (!f)
+            f = &r->h[i];
+        if (stage_read_failure(r->h[i].dir, reason, n))
+            return;
+    }
+    if (!f)
+        f = &r->h[0];
+    if (f->st.oom_killed)
         run_fmt(reason, n,
                 "OutOfMemoryError: the training container ran out of memory (instance type %s, "
                 "exit code %d). Use an instance type with more memory or reduce the memory "
                 "the training uses.",
-                r->sp.instance_type[0] ? r->sp.instance_type : "unknown", st->exit_code);
+                r->sp.instance_type[0] ? r->sp.instance_type : "unknown", f->st.exit_code);
+    else if (r->nh > 1)
+        run_fmt(reason, n,
+                "AlgorithmError: the training container of host %s exited with exit code %d. "
+                "See the job logs for more information.",
+                f->name, f->st.exit_code);
     else
         run_fmt(reason, n,
                 "AlgorithmError: the training container exited with exit code %d. See the job "
                 "logs for more information.",
-                st->exit_code);
+                f->st.exit_code);
+}
+
+/* Removes every host's container (after its logs were read) and the job's network. */
+static void run_remove_containers(struct run_ctx *r)
+{
+    struct ty_err err;
+
+    for (int i = 0; i < r->nh; i++)
+        if (r->h[i].cid[0] && docker_remove(r->d, r->h[i].cid, 1, &err) == 0)
+            r->h[i].cid[0] = '\0';
+    if (r->net[0] && docker_network_remove(r->d, r->net, &err) != 0)
+        ty_log(TY_LOG_WARN, "agent.job.network_remove_failed", "job=%s network=%s error='%s'",
+               r->job, r->net, err.msg);
 }
 
 /* Runs the container phase: from Training to the final status. Returns 0 when the job reached a
@@ -1045,14 +1168,30 @@ static void run_failure_reason(struct run_ctx *r, const struct docker_state *st,
 static int run_container(struct run_ctx *r)
 {
     char reason[RUN_REASON_MAX + 1] = "";
-    struct docker_state st = {0};
     struct ty_err err;
     enum run_outcome out;
     json_t *set;
-    int rc;
+    int rc, failed = 0;
 
-    if (run_create(r, reason, sizeof(reason)) != 0)
-        return run_finish_failed(r, reason) < 0 ? -1 : 0;
+    if (r->nh > 1 && !r->sp.network_isolation) {
+        json_t *labels = json_pack("{s:s}", "trainyard.job", r->job);
+        run_fmt(r->net, sizeof(r->net), "trainyard-%s", r->job);
+        rc = docker_network_create(r->d, r->net, labels, &err);
+        json_decref(labels);
+        if (rc != 0) {
+            r->net[0] = '\0';
+            run_fmt(reason, sizeof(reason),
+                    "InternalServerError: cannot create the network of the job's %d hosts: %s",
+                    r->nh, err.msg);
+            return run_finish_failed(r, reason) < 0 ? -1 : 0;
+        }
+    }
+    for (int i = 0; i < r->nh; i++) {
+        if (run_create(r, &r->h[i], reason, sizeof(reason)) != 0) {
+            run_remove_containers(r);
+            return run_finish_failed(r, reason) < 0 ? -1 : 0;
+        }
+    }
     r->t_start = run_now();
     set = json_pack("{s:f}", "TrainingStartTime", r->t_start);
     {
@@ -1065,17 +1204,25 @@ static int run_container(struct run_ctx *r)
     rc = run_transition(r, "InProgress", NULL, "Training", MSG_TRAINING, set);
     if (rc != 0)
         return rc < 0 ? -1 : (run_settle_conflict(r) < 0 ? -1 : 0);
-    if (docker_start(r->d, r->cid, &err) != 0) {
-        run_fmt(reason, sizeof(reason), "ClientError: cannot start the training container: %s",
-                err.msg);
-        r->t_end = run_now();
-        return run_finish_failed(r, reason) < 0 ? -1 : 0;
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        if (docker_start(r->d, h->cid, &err) != 0) {
+            run_fmt(reason, sizeof(reason), "ClientError: cannot start the training container: %s",
+                    err.msg);
+            r->t_end = run_now();
+            if (run_kill(r) != 0)
+                return -1;
+            run_drain_logs(r);
+            run_remove_containers(r);
+            return run_finish_failed(r, reason) < 0 ? -1 : 0;
+        }
+        ty_log(TY_LOG_INFO, "agent.job.started", "job=%s host=%s container=%.12s", r->job, h->name,
+               h->cid);
+        if (run_start_logs(r, h) != 0)
+            ty_log(TY_LOG_ERROR, "agent.logs.start_failed", "job=%s host=%s", r->job, h->name);
     }
-    ty_log(TY_LOG_INFO, "agent.job.started", "job=%s container=%.12s", r->job, r->cid);
-    if (run_start_logs(r) != 0)
-        ty_log(TY_LOG_ERROR, "agent.logs.start_failed", "job=%s", r->job);
 
-    out = run_supervise(r, &st);
+    out = run_supervise(r);
     if (out == RUN_ABANDON)
         return -1;
     if (out == RUN_MAXRUNTIME) {
@@ -1088,16 +1235,20 @@ static int run_container(struct run_ctx *r)
         if (rc == 1)
             out = RUN_STOPPED;
     }
-    if (out != RUN_EXITED && run_kill(r, &st) != 0)
+    if (out != RUN_EXITED && run_kill(r) != 0)
         return -1;
+    if (out == RUN_HOST_FAILED)
+        out = RUN_EXITED;
     r->t_end = run_now();
     run_drain_logs(r);
-    ty_log(TY_LOG_INFO, "agent.job.exited", "job=%s exit_code=%d oom=%d outcome=%d", r->job,
-           st.exit_code, st.oom_killed, (int)out);
-    /* Exited and its logs read: gone before the job turns terminal, so that nothing is left
+    for (int i = 0; i < r->nh; i++) {
+        failed |= run_host_failed(&r->h[i]);
+        ty_log(TY_LOG_INFO, "agent.job.exited", "job=%s host=%s exit_code=%d oom=%d outcome=%d",
+               r->job, r->h[i].name, r->h[i].st.exit_code, r->h[i].st.oom_killed, (int)out);
+    }
+    /* Exited and their logs read: gone before the job turns terminal, so that nothing is left
        behind should this process die between the final transition and the ack. */
-    if (docker_remove(r->d, r->cid, 1, &err) == 0)
-        r->cid[0] = '\0';
+    run_remove_containers(r);
 
     if (out != RUN_EXITED) {
         set = json_object();
@@ -1106,9 +1257,9 @@ static int run_container(struct run_ctx *r)
                    reason);
         return run_finish_stopped(r, out == RUN_MAXRUNTIME, set) < 0 ? -1 : 0;
     }
-    if (st.exit_code != 0) {
+    if (failed) {
         char ignored[RUN_REASON_MAX + 1];
-        run_failure_reason(r, &st, reason, sizeof(reason));
+        run_failure_reason(r, reason, sizeof(reason));
         run_upload(r, NULL, 0, ignored, sizeof(ignored)); /* output.tar.gz, best effort */
         return run_finish_failed(r, reason) < 0 ? -1 : 0;
     }
@@ -1135,47 +1286,65 @@ static int run_container(struct run_ctx *r)
 }
 
 /*
- * Stages the job's data through the object store: channels, script-mode code, checkpoints.
- * The checkpoint directory is <host_dir>/<LocalPath under /opt/ml>, or <dir>/checkpoints bound
- * at LocalPath. Returns 0 or a negative code with err->msg a FailureReason.
+ * Stages host h's data through the object store: its channels (its share of ShardedByS3Key
+ * ones), script-mode code, checkpoints. The checkpoint directory is <h->dir>/<LocalPath under
+ * /opt/ml>, or <dir>/checkpoints (checkpoints-<host> with several hosts) bound at LocalPath.
+ * Returns 0 or a negative code with err->msg a FailureReason.
  */
-static int run_stage_data(struct run_ctx *r, struct ty_err *err)
+static int run_stage_data(struct run_ctx *r, struct run_host *h, struct ty_err *err)
 {
     struct transfer t;
     struct objstore *os;
     int rc, count = 0;
 
     if (strncmp(r->sp.checkpoint_local, "/opt/ml/", 8) == 0)
-        run_fmt(r->ckpt_dir, sizeof(r->ckpt_dir), "%s/%s", r->host_dir, r->sp.checkpoint_local + 8);
+        run_fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/%s", h->dir, r->sp.checkpoint_local + 8);
+    else if (r->nh > 1)
+        run_fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/checkpoints-%s", r->dir, h->name);
     else
-        run_fmt(r->ckpt_dir, sizeof(r->ckpt_dir), "%s/checkpoints", r->dir);
+        run_fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/checkpoints", r->dir);
     if (json_array_size(r->sp.channels) == 0 && !r->sp.checkpoint_uri[0] &&
         !json_object_get(r->sp.hyperparameters, "sagemaker_submit_directory"))
         return 0;
     if (!(os = run_objstore(r, err)))
         return ty_err_set(err, TY_EIO, NULL, "InternalServerError: object store: %s", err->msg);
+    r->log_host = h->index;
     run_transfer_init(r, &t, os);
-    rc = transfer_channels(&t, &r->sp, r->host_dir, r->dir, 0, 1, err);
+    rc = transfer_channels(&t, &r->sp, h->dir, r->dir, h->index, r->nh, err);
     if (rc == 0)
-        rc = transfer_code(&t, &r->sp, r->host_dir, err);
+        rc = transfer_code(&t, &r->sp, h->dir, err);
     if (rc == 0 && r->sp.checkpoint_uri[0]) {
-        if ((rc = artifacts_mkdirs(r->ckpt_dir, 0777)) != 0 || chmod(r->ckpt_dir, 0777) != 0)
+        if ((rc = artifacts_mkdirs(h->ckpt_dir, 0777)) != 0 || chmod(h->ckpt_dir, 0777) != 0) {
+            r->log_host = 0;
             return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot create '%s'",
-                              r->ckpt_dir);
-        rc = transfer_download_prefix(&t, r->sp.checkpoint_uri, r->ckpt_dir, &count, err);
+                              h->ckpt_dir);
+        }
+        rc = transfer_download_prefix(&t, r->sp.checkpoint_uri, h->ckpt_dir, &count, err);
         if (rc == 0 && count > 0) {
             char line[1300];
             run_fmt(line, sizeof(line), "Restored %d checkpoint files from %s into %s", count,
                     r->sp.checkpoint_uri, r->sp.checkpoint_local);
             run_log_line(r, line);
         }
-        if (rc == 0 && (r->ckpt_seen = json_object()) != NULL)
-            transfer_upload_tree(&t, r->ckpt_dir, r->sp.checkpoint_uri, r->ckpt_seen, 1, NULL, err);
+        if (rc == 0 && (h->ckpt_seen = json_object()) != NULL)
+            transfer_upload_tree(&t, h->ckpt_dir, r->sp.checkpoint_uri, h->ckpt_seen, 1, NULL, err);
         ty_err_clear(err);
     }
+    r->log_host = 0;
     if (rc != 0 && (err->code == TY_EREDIS || err->code == TY_EIO))
         run_objstore_reset(r);
     return rc;
+}
+
+/* Names host i of the job: algo-<i+1>, its staging dir and container name. */
+static void run_host_init(struct run_ctx *r, int i)
+{
+    struct run_host *h = &r->h[i];
+
+    h->index = i;
+    stage_host_name(i, h->name, sizeof(h->name));
+    run_fmt(h->dir, sizeof(h->dir), "%s/%s", r->dir, h->name);
+    run_fmt(h->cname, sizeof(h->cname), "trainyard-%s-%s", r->job, h->name);
 }
 
 /* Everything from the claimed entry to a terminal job. Returns 0 to ack, -1 to leave pending. */
@@ -1222,9 +1391,16 @@ static int run_job(struct run_ctx *r)
     if (rc != 0)
         return run_finish_failed(r, err.msg) < 0 ? -1 : 0;
     run_arn_identity(r);
-    if (r->sp.instance_count > 1)
-        ty_log(TY_LOG_WARN, "agent.job.single_host", "job=%s instance_count=%d hosts=1", r->job,
-               r->sp.instance_count);
+    if (r->sp.instance_count > STAGE_MAX_HOSTS) {
+        run_fmt(reason, sizeof(reason),
+                "ClientError: InstanceCount %d is more than one trainyard agent runs for a job "
+                "(%d)",
+                r->sp.instance_count, STAGE_MAX_HOSTS);
+        return run_finish_failed(r, reason) < 0 ? -1 : 0;
+    }
+    r->nh = r->sp.instance_count > 1 ? r->sp.instance_count : 1;
+    for (int i = 1; i < r->nh; i++)
+        run_host_init(r, i);
 
     if (!r->d)
         r->d = docker_open(r->a->cfg.docker_host, &err);
@@ -1240,28 +1416,38 @@ static int run_job(struct run_ctx *r)
         if (rc != 0)
             return rc < 0 ? -1 : (run_settle_conflict(r) < 0 ? -1 : 0);
     } else {
-        docker_remove(r->d, r->cname, 1, &err); /* a stale one with our name */
+        for (int i = 0; i < r->nh; i++) /* stale ones with our names */
+            docker_remove(r->d, r->h[i].cname, 1, &err);
     }
 
     rc = run_transition(r, "InProgress", NULL, "Downloading", MSG_DOWNLOAD, NULL);
     if (rc != 0)
         return rc < 0 ? -1 : (run_settle_conflict(r) < 0 ? -1 : 0);
-    /* The log stream is named now, so that download progress lands in the stream the
+    /* The log streams are named now, so that download progress lands in the stream the
        container's output continues. */
-    run_fmt(r->stream, sizeof(r->stream), "%s/%s-%lld", r->job, STAGE_HOST, (long long)run_now());
-    if (stage_prepare(r->host_dir, &r->sp, NULL, &err) != 0)
-        return run_finish_failed(r, err.msg) < 0 ? -1 : 0;
-    if (r->prof_cfg) {
-        if (prof_write_config(r->host_dir, r->prof_cfg) == 0)
-            r->prof_on = 1;
-        else
-            ty_log(TY_LOG_WARN, "agent.profiler.config_failed", "job=%s", r->job);
-    }
-    if (run_stage_data(r, &err) != 0) {
+    for (int i = 0; i < r->nh; i++)
+        run_fmt(r->h[i].stream, sizeof(r->h[i].stream), "%s/%s-%lld", r->job, r->h[i].name,
+                (long long)run_now());
+    if (r->prof_cfg)
+        r->prof_on = 1;
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        if (stage_prepare(h->dir, &r->sp, i, NULL, &err) != 0)
+            return run_finish_failed(r, err.msg) < 0 ? -1 : 0;
+        if (r->prof_cfg && prof_write_config(h->dir, r->prof_cfg) != 0) {
+            ty_log(TY_LOG_WARN, "agent.profiler.config_failed", "job=%s host=%s", r->job, h->name);
+            r->prof_on = 0;
+        }
+        if (run_stage_data(r, h, &err) != 0) {
+            if (atomic_load(&r->a->stopping))
+                return -1;
+            r->log_host = i;
+            run_log_line(r, err.msg);
+            r->log_host = 0;
+            return run_finish_failed(r, err.msg) < 0 ? -1 : 0;
+        }
         if (atomic_load(&r->a->stopping))
             return -1;
-        run_log_line(r, err.msg);
-        return run_finish_failed(r, err.msg) < 0 ? -1 : 0;
     }
     if (atomic_load(&r->a->stopping))
         return -1;
@@ -1298,8 +1484,8 @@ void *run_thread(void *arg)
     r->run = run;
     run_fmt(r->job, sizeof(r->job), "%s", run->item.job);
     run_fmt(r->dir, sizeof(r->dir), "%s/jobs/%s", a->cfg.data_dir, r->job);
-    run_fmt(r->host_dir, sizeof(r->host_dir), "%s/%s", r->dir, STAGE_HOST);
-    run_fmt(r->cname, sizeof(r->cname), "trainyard-%s-%s", r->job, STAGE_HOST);
+    r->nh = 1;
+    run_host_init(r, 0);
     run_fmt(r->region, sizeof(r->region), "%s", a->cfg.region);
     ty_log(TY_LOG_INFO, "agent.job.claimed", "job=%s entry=%s reclaimed=%d", r->job,
            run->item.entry_id, run->reclaimed);
@@ -1314,8 +1500,11 @@ void *run_thread(void *arg)
     }
 
     if (rc == 0) {
-        if (r->cid[0] && r->d)
-            docker_remove(r->d, r->cid, 1, &err);
+        for (int i = 0; i < r->nh && r->d; i++)
+            if (r->h[i].cid[0])
+                docker_remove(r->d, r->h[i].cid, 1, &err);
+        if (r->net[0] && r->d)
+            docker_network_remove(r->d, r->net, &err);
         if (r->dir[0])
             stage_remove(r->dir);
         for (int i = 0; i < RUN_STORE_RETRIES; i++) {
@@ -1335,18 +1524,21 @@ void *run_thread(void *arg)
         ty_log(TY_LOG_INFO, "agent.job.left_pending", "job=%s stopping=%d", r->job,
                atomic_load(&a->stopping));
     }
-    if (r->logs) {
-        if (r->log_started) {
-            /* Abandoned while the container runs: the reader stops at its next line. */
-            atomic_store(&r->logs->abandon, 1);
-            pthread_detach(r->log_thr);
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        if (h->logs) {
+            if (h->log_started) {
+                /* Abandoned while the container runs: the reader stops at its next line. */
+                atomic_store(&h->logs->abandon, 1);
+                pthread_detach(h->log_thr);
+            }
+            run_logs_unref(h->logs);
         }
-        run_logs_unref(r->logs);
+        json_decref(h->ckpt_seen);
     }
     spec_cleanup(&r->sp);
     docker_close(r->d);
     run_objstore_reset(r);
-    json_decref(r->ckpt_seen);
     json_decref(r->prof_cfg);
     json_decref(r->prof_rules);
     store_close(r->s);

@@ -33,12 +33,29 @@ json_t *stage_hyperparameters_json(const struct spec *sp)
     return json_deep_copy(sp->hyperparameters);
 }
 
-static json_t *stage_hosts(void)
+void stage_host_name(int i, char *out, size_t n)
+{
+    char buf[32];
+    snprintf(buf, sizeof(buf), "algo-%d", (i < 0 ? 0 : i % 100000) + 1);
+    snprintf(out, n, "%.*s", n > 0 ? (int)n - 1 : 0, buf);
+}
+
+static int stage_nhosts(const struct spec *sp)
+{
+    return sp->instance_count < 1 ? 1 : sp->instance_count;
+}
+
+/* new: ["algo-1", ..., "algo-<InstanceCount>"]. */
+static json_t *stage_hosts(const struct spec *sp)
 {
     json_t *h = json_array();
-    if (h && json_array_append_new(h, json_string(STAGE_HOST))) {
-        json_decref(h);
-        return NULL;
+    for (int i = 0; h && i < stage_nhosts(sp); i++) {
+        char name[16];
+        stage_host_name(i, name, sizeof(name));
+        if (json_array_append_new(h, json_string(name))) {
+            json_decref(h);
+            return NULL;
+        }
     }
     return h;
 }
@@ -48,17 +65,20 @@ static const char *stage_instance_type(const struct spec *sp)
     return sp->instance_type[0] ? sp->instance_type : "local";
 }
 
-json_t *stage_resourceconfig_json(const struct spec *sp)
+json_t *stage_resourceconfig_json(const struct spec *sp, int host)
 {
+    char name[16];
     json_t *groups = json_array();
     json_t *grp = json_pack("{s:s, s:s, s:o*}", "instance_group_name", "homogeneousCluster",
-                            "instance_type", stage_instance_type(sp), "hosts", stage_hosts());
+                            "instance_type", stage_instance_type(sp), "hosts", stage_hosts(sp));
+
+    stage_host_name(host, name, sizeof(name));
     if (!groups || !grp || json_array_append_new(groups, grp)) {
         json_decref(groups);
         return NULL;
     }
-    return json_pack("{s:s, s:o*, s:s, s:s, s:s, s:o}", "current_host", STAGE_HOST, "hosts",
-                     stage_hosts(), "network_interface_name", "eth0", "current_instance_type",
+    return json_pack("{s:s, s:o*, s:s, s:s, s:s, s:o}", "current_host", name, "hosts",
+                     stage_hosts(sp), "network_interface_name", "eth0", "current_instance_type",
                      stage_instance_type(sp), "current_group_name", "homogeneousCluster",
                      "instance_groups", groups);
 }
@@ -296,7 +316,8 @@ static int stage_copy_channel(const char *s3_dir, const char *uri, const char *c
     return rc;
 }
 
-int stage_prepare(const char *dir, const struct spec *sp, const char *s3_dir, struct ty_err *err)
+int stage_prepare(const char *dir, const struct spec *sp, int host, const char *s3_dir,
+                  struct ty_err *err)
 {
     static const char *const subdirs[] = {"input/config", "input/data",          "model",
                                           "output/data",  "output/intermediate", "code",
@@ -329,8 +350,8 @@ int stage_prepare(const char *dir, const struct spec *sp, const char *s3_dir, st
         return ty_err_set(err, TY_EIO, NULL, "InternalServerError: path too long");
     if ((rc = stage_write_json(path, "hyperparameters.json", stage_hyperparameters_json(sp),
                                err)) != 0 ||
-        (rc = stage_write_json(path, "resourceconfig.json", stage_resourceconfig_json(sp), err)) !=
-            0 ||
+        (rc = stage_write_json(path, "resourceconfig.json", stage_resourceconfig_json(sp, host),
+                               err)) != 0 ||
         (rc = stage_write_json(path, "inputdataconfig.json", stage_inputdataconfig_json(sp),
                                err)) != 0)
         return rc;
@@ -504,14 +525,16 @@ char **stage_env(const struct spec *sp, const struct stage_env_opts *o)
     json_t *v;
     size_t i = 0;
     int bad = !env;
+    char host[16];
 
-    bad = bad || stage_env_set(env, "SM_CURRENT_HOST", STAGE_HOST);
-    bad = bad || stage_env_set(env, "CURRENT_HOST", STAGE_HOST);
-    bad = bad || stage_env_set_json(env, "SM_HOSTS", stage_hosts());
+    stage_host_name(o->host, host, sizeof(host));
+    bad = bad || stage_env_set(env, "SM_CURRENT_HOST", host);
+    bad = bad || stage_env_set(env, "CURRENT_HOST", host);
+    bad = bad || stage_env_set_json(env, "SM_HOSTS", stage_hosts(sp));
     bad = bad || stage_env_set(env, "SM_NETWORK_INTERFACE_NAME", "eth0");
     bad = bad || stage_env_set(env, "SM_CURRENT_INSTANCE_TYPE", stage_instance_type(sp));
     bad = bad || stage_env_set(env, "SM_CURRENT_INSTANCE_GROUP", "homogeneousCluster");
-    bad = bad || stage_env_set_json(env, "SM_CURRENT_INSTANCE_GROUP_HOSTS", stage_hosts());
+    bad = bad || stage_env_set_json(env, "SM_CURRENT_INSTANCE_GROUP_HOSTS", stage_hosts(sp));
     bad = bad || stage_env_set(env, "SM_INSTANCE_GROUPS", "[\"homogeneousCluster\"]");
     bad = bad || stage_env_set(env, "SM_IS_HETERO", "false");
     bad = bad || stage_env_set(env, "SM_INPUT_DIR", "/opt/ml/input");
@@ -523,7 +546,8 @@ char **stage_env(const struct spec *sp, const struct stage_env_opts *o)
     bad = bad || stage_env_setf(env, "SM_NUM_CPUS", o->cpus);
     bad = bad || stage_env_setf(env, "SM_NUM_GPUS", o->gpus);
     bad = bad || stage_env_set(env, "SM_LOG_LEVEL", "20");
-    bad = bad || stage_env_set_json(env, "SM_RESOURCE_CONFIG", stage_resourceconfig_json(sp));
+    bad = bad ||
+          stage_env_set_json(env, "SM_RESOURCE_CONFIG", stage_resourceconfig_json(sp, o->host));
     bad = bad || stage_env_set_json(env, "SM_INPUT_DATA_CONFIG", stage_inputdataconfig_json(sp));
     bad = bad || stage_env_channels(env, sp);
     bad = bad || stage_env_hps(env, sp);

@@ -17,17 +17,21 @@
 #include "spec.h"
 #include "ty_err.h"
 
-#define STAGE_HOST "algo-1" /* the one host a job runs on today */
+#define STAGE_MAX_HOSTS 32 /* containers one job may ask of one agent (InstanceCount) */
+
+/* The name of host index i (0-based) of a job: "algo-<i+1>". OUT: out (size n). */
+void stage_host_name(int i, char *out, size_t n);
 
 /* new: hyperparameters.json, string -> string. */
 json_t *stage_hyperparameters_json(const struct spec *sp);
-/* new: resourceconfig.json for STAGE_HOST. */
-json_t *stage_resourceconfig_json(const struct spec *sp);
+/* new: resourceconfig.json of host index host (0-based) of sp's InstanceCount hosts. */
+json_t *stage_resourceconfig_json(const struct spec *sp, int host);
 /* new: inputdataconfig.json ({} when no channels). */
 json_t *stage_inputdataconfig_json(const struct spec *sp);
 
 /*
- * Creates the tree under dir (removing what a previous run left there), writes the config
+ * Creates the tree of host index host under dir (removing what a previous run left there),
+ * writes the config
  * files and creates each channel's directory. The agent passes s3_dir NULL and stages the data
  * itself through the object store (transfer.h: sharding, manifests, gzip, progress). With an
  * s3_dir (tools and tests without Redis), each channel whose S3Uri is s3://bucket/prefix gets a
@@ -36,13 +40,15 @@ json_t *stage_inputdataconfig_json(const struct spec *sp);
  * leaves the channel directory empty. Directories are world-writable so that any container
  * user can write. Returns 0, or a negative code with err->msg a FailureReason.
  */
-int stage_prepare(const char *dir, const struct spec *sp, const char *s3_dir, struct ty_err *err);
+int stage_prepare(const char *dir, const struct spec *sp, int host, const char *s3_dir,
+                  struct ty_err *err);
 
 struct stage_env_opts {
     int cpus;                 /* SM_NUM_CPUS */
     int gpus;                 /* SM_NUM_GPUS */
     const char *region;       /* AWS_REGION, may be NULL */
     const char *endpoint_url; /* S3_ENDPOINT_URL, may be NULL */
+    int host;                 /* this container's host index, 0-based (SM_CURRENT_HOST) */
 };
 
 /*

@@ -231,7 +231,7 @@ static void test_stage_json(void **state)
     assert_string_equal(json_string_value(json_object_get(j, "epochs")), "3");
     json_decref(j);
 
-    j = stage_resourceconfig_json(&sp);
+    j = stage_resourceconfig_json(&sp, 0);
     s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
     assert_string_equal(s, "{\"current_group_name\":\"homogeneousCluster\","
                            "\"current_host\":\"algo-1\",\"current_instance_type\":\"ml.m5.xlarge\","
@@ -241,6 +241,16 @@ static void test_stage_json(void **state)
                            "\"network_interface_name\":\"eth0\"}");
     free(s);
     json_decref(j);
+
+    /* InstanceCount 3: every host lists all three, each names itself */
+    sp.instance_count = 3;
+    j = stage_resourceconfig_json(&sp, 1);
+    s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_non_null(strstr(s, "\"current_host\":\"algo-2\""));
+    assert_non_null(strstr(s, "\"hosts\":[\"algo-1\",\"algo-2\",\"algo-3\"]"));
+    free(s);
+    json_decref(j);
+    sp.instance_count = 1;
 
     j = stage_inputdataconfig_json(&sp);
     c = json_object_get(j, "train");
@@ -298,6 +308,17 @@ static void test_stage_env(void **state)
     assert_string_equal(env_get(env, "TRAINING_JOB_ARN"),
                         "arn:aws:sagemaker:us-east-1:000000000000:training-job/job-1");
     assert_string_equal(env_get(env, "AWS_REGION"), "eu-west-1");
+    {
+        char **env2;
+        sp.instance_count = 2;
+        o.host = 1;
+        env2 = stage_env(&sp, &o);
+        assert_string_equal(env_get(env2, "SM_CURRENT_HOST"), "algo-2");
+        assert_string_equal(env_get(env2, "SM_HOSTS"), "[\"algo-1\",\"algo-2\"]");
+        stage_env_free(env2);
+        sp.instance_count = 1;
+        o.host = 0;
+    }
     assert_string_equal(env_get(env, "S3_ENDPOINT_URL"), "http://h:8080");
     assert_string_equal(env_get(env, "K"), "v");
     /* the job's Environment wins, and appears once */
@@ -477,7 +498,7 @@ static void test_stage_prepare(void **state)
     write_file(p, "old");
 
     parse_ok(&sp);
-    assert_int_equal(stage_prepare(dir, &sp, s3, &err), 0);
+    assert_int_equal(stage_prepare(dir, &sp, 0, s3, &err), 0);
     assert_false(exists(p));
     snprintf(p, sizeof(p), "%s/model", dir);
     assert_int_equal(stat(p, &st), 0);
@@ -517,7 +538,7 @@ static void test_stage_prepare(void **state)
     /* a channel with no local data is left empty */
     snprintf(p, sizeof(p), "%s/b", s3);
     assert_int_equal(stage_remove(p), 0);
-    assert_int_equal(stage_prepare(dir, &sp, s3, &err), 0);
+    assert_int_equal(stage_prepare(dir, &sp, 0, s3, &err), 0);
     snprintf(p, sizeof(p), "%s/input/data/train/x.csv", dir);
     assert_false(exists(p));
     snprintf(p, sizeof(p), "%s/input/data/train", dir);
