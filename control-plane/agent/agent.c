@@ -239,6 +239,41 @@ static void agent_free(struct agent *a)
     free(a);
 }
 
+/* Removes the runtime image's earlier builds ("<image>-r<other fingerprint>" tags), which the
+   public name no longer points to. Best effort: one a container still uses stays. */
+static void agent_runtime_image_prune(struct agent *a, struct docker *d, const char *fp_tag)
+{
+    char prefix[300];
+    struct ty_err err;
+    json_t *list = docker_image_list(d, &err), *img, *tags, *t;
+    size_t i, j, pl;
+
+    snprintf(prefix, sizeof(prefix), "%s-r", a->cfg.runtime_image);
+    pl = strlen(prefix);
+    json_array_foreach(list, i, img)
+    {
+        tags = json_object_get(img, "RepoTags");
+        json_array_foreach(tags, j, t)
+        {
+            const char *tag = json_string_value(t), *bare = tag;
+            if (!tag)
+                continue;
+            if (strncmp(bare, "docker.io/", 10) == 0)
+                bare += 10;
+            else if (strncmp(bare, "localhost/", 10) == 0)
+                bare += 10;
+            if (strncmp(bare, prefix, pl) != 0 || strcmp(bare, fp_tag) == 0)
+                continue;
+            if (docker_image_remove(d, tag, &err) == 0)
+                ty_log(TY_LOG_INFO, "agent.runtime_image.pruned", "tag=%s", tag);
+            else
+                ty_log(TY_LOG_DEBUG, "agent.runtime_image.prune_skipped", "tag=%s error='%s'", tag,
+                       err.msg);
+        }
+    }
+    json_decref(list);
+}
+
 /*
  * Imports the runtime image from its tarball when the engine lacks it or holds an older
  * build: each import is also tagged "<image>-r<fingerprint of the tarball>", so a rebuilt
@@ -278,9 +313,11 @@ static int agent_runtime_image(struct agent *a, struct docker *d, struct ty_err 
     ty_log(TY_LOG_INFO, "agent.runtime_image.import", "image=%s tar='%s'", a->cfg.runtime_image,
            a->cfg.runtime_tar);
     rc = docker_image_import(d, a->cfg.runtime_tar, fp_tag, changes, err);
-    if (rc)
-        return rc;
-    return docker_image_import(d, a->cfg.runtime_tar, a->cfg.runtime_image, changes, err);
+    if (rc == 0)
+        rc = docker_image_tag(d, fp_tag, a->cfg.runtime_image, err);
+    if (rc == 0)
+        agent_runtime_image_prune(a, d, fp_tag);
+    return rc;
 }
 
 struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
