@@ -869,8 +869,18 @@ out:
 }
 
 /* Copies fd into a new temp file while hashing. OUT: tmp path, md5 hex, size. */
+/* Copies at most limit bytes of in (from its offset) into a new temp file. */
+static int objstore__copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, char *tmp,
+                                   size_t tn, char *md5, uint64_t *size, struct ty_err *err);
+
 static int objstore__copy_to_tmp(struct objstore *os, int in, char *tmp, size_t tn, char *md5,
                                  uint64_t *size, struct ty_err *err)
+{
+    return objstore__copy_to_tmp_n(os, in, UINT64_MAX, tmp, tn, md5, size, err);
+}
+
+static int objstore__copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, char *tmp,
+                                   size_t tn, char *md5, uint64_t *size, struct ty_err *err)
 {
     EVP_MD_CTX *c = EVP_MD_CTX_new();
     unsigned char md[16];
@@ -889,7 +899,9 @@ static int objstore__copy_to_tmp(struct objstore *os, int in, char *tmp, size_t 
         rc = out;
         goto done;
     }
-    while ((r = read(in, buf, OBJSTORE_CHUNK)) > 0) {
+    while (total < limit && (r = read(in, buf,
+                                      limit - total < OBJSTORE_CHUNK ? (size_t)(limit - total)
+                                                                     : OBJSTORE_CHUNK)) > 0) {
         EVP_DigestUpdate(c, buf, (size_t)r);
         for (ssize_t off = 0; off < r;) {
             ssize_t w = write(out, buf + off, (size_t)(r - off));
@@ -1545,6 +1557,52 @@ int objstore_mpu_put_part(struct objstore *os, const char *bucket, const char *k
         return -TY_EREDIS;
     freeReplyObject(r);
     return 0;
+}
+
+int objstore_mpu_copy_part(struct objstore *os, const char *bucket, const char *key, const char *id,
+                           int number, const char *sb, const char *sk, uint64_t first,
+                           uint64_t last, struct objstore_part *out, struct ty_err *err)
+{
+    struct objstore_meta src;
+    char tmp[PATH_MAX];
+    uint64_t size = 0;
+    int fd, rc;
+
+    if (objstore__local_only(os, err))
+        return -err->code;
+    if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
+        return rc;
+    if (number < 1 || number > OBJSTORE_MAX_PARTS)
+        return ty_err_set(err, TY_EINVAL, "InvalidArgument",
+                          "Part number must be an integer between 1 and 10000, inclusive");
+    fd = objstore_open_read(os, sb, sk, &src, err);
+    if (fd < 0)
+        return fd;
+    if (last == UINT64_MAX && first == 0) {
+        last = src.size ? src.size - 1 : 0;
+    } else if (first >= src.size || last >= src.size) {
+        rc = ty_err_set(err, TY_EINVAL, "InvalidArgument",
+                        "Range specified is not valid for source object of size: %llu",
+                        (unsigned long long)src.size);
+        goto out;
+    }
+    if (lseek(fd, (off_t)first, SEEK_SET) < 0) {
+        rc = ty_err_set(err, TY_EIO, NULL, "seek: %s", strerror(errno));
+        goto out;
+    }
+    memset(out, 0, sizeof(*out));
+    rc = objstore__copy_to_tmp_n(os, fd, src.size ? last - first + 1 : 0, tmp, sizeof(tmp),
+                                 out->etag, &size, err);
+    if (rc == 0 &&
+        (rc = objstore_mpu_put_part(os, bucket, key, id, number, tmp, out->etag, size, err)) != 0)
+        unlink(tmp);
+    out->number = number;
+    out->size = size;
+    out->mtime_ms = objstore__now_ms();
+out:
+    close(fd);
+    objstore_meta_cleanup(&src);
+    return rc;
 }
 
 static int objstore__part_cmp(const void *a, const void *b)

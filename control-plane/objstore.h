@@ -188,6 +188,14 @@ int objstore_mpu_get(struct objstore *os, const char *bucket, const char *key, c
 int objstore_mpu_put_part(struct objstore *os, const char *bucket, const char *key, const char *id,
                           int number, const char *tmp_path, const char *etag, uint64_t size,
                           struct ty_err *err);
+/*
+ * UploadPartCopy: bytes first..last (inclusive; 0 and UINT64_MAX for the whole object) of
+ * object sk in bucket sb become part number of upload id (copied, streamed, hashed). OUT: out
+ * (number, etag, size, mtime). A range outside the source is InvalidArgument.
+ */
+int objstore_mpu_copy_part(struct objstore *os, const char *bucket, const char *key, const char *id,
+                           int number, const char *sb, const char *sk, uint64_t first,
+                           uint64_t last, struct objstore_part *out, struct ty_err *err);
 /* The parts uploaded so far, by number. OUT: *out (new, free()), *n. */
 int objstore_mpu_parts(struct objstore *os, const char *id, struct objstore_part **out, size_t *n,
                        struct ty_err *err);

@@ -1294,6 +1294,90 @@ static void s3__put_object(struct http_request *req, struct http_response *resp,
     json_decref(hdrs);
 }
 
+#define S3_BAD_COPY_SOURCE                                                                         \
+    "Copy Source must mention the source bucket and key: sourcebucket/sourcekey"
+
+/* Splits x-amz-copy-source ("[/]bucket/key[?versionId=...]", percent-encoded) into the bucket
+   sb (size sbn) and the decoded key. new (*dec, free()): the decoded copy *sk points into.
+   0, or -1 when it names no bucket and key. */
+static int s3__copy_source(const char *src, char *sb, size_t sbn, char **dec, char **sk)
+{
+    char *q, *k, *slash;
+
+    *dec = s3__pct_decode(src, strlen(src), 0);
+    if (!*dec)
+        return -1;
+    if ((q = strstr(*dec, "?versionId=")) != NULL)
+        *q = '\0';
+    k = (*dec)[0] == '/' ? *dec + 1 : *dec;
+    slash = strchr(k, '/');
+    if (!slash || slash == k || (size_t)(slash - k) >= sbn || !slash[1]) {
+        free(*dec);
+        *dec = NULL;
+        return -1;
+    }
+    memcpy(sb, k, (size_t)(slash - k));
+    sb[slash - k] = '\0';
+    *sk = slash + 1;
+    return 0;
+}
+
+/* UploadPartCopy: part partNumber of the upload is bytes of the source object (all of it, or
+   x-amz-copy-source-range: bytes=first-last). */
+static void s3__upload_part_copy(struct http_request *req, struct http_response *resp,
+                                 struct objstore *os, const struct s3_req *r, const char *src)
+{
+    const char *id = s3__qget(r, "uploadId"), *pn = s3__qget(r, "partNumber");
+    const char *range = http_header(req, "x-amz-copy-source-range");
+    char sb[256], d[40], *dec = NULL, *sk, *e;
+    struct objstore_part part;
+    struct ty_err err;
+    struct ty_buf b;
+    uint64_t first = 0, last = UINT64_MAX;
+    long n;
+
+    ty_err_clear(&err);
+    n = pn ? strtol(pn, &e, 10) : 0;
+    if (!pn || !*pn || *e || n < 1 || n > OBJSTORE_MAX_PARTS) {
+        s3__error(req, resp, "InvalidArgument",
+                  "Part number must be an integer between 1 and 10000, inclusive", r, NULL);
+        return;
+    }
+    if (s3__copy_source(src, sb, sizeof(sb), &dec, &sk) != 0) {
+        s3__error(req, resp, "InvalidArgument", S3_BAD_COPY_SOURCE, r, NULL);
+        return;
+    }
+    if (range) {
+        unsigned long long a, z;
+        char tail;
+        if (sscanf(range, "bytes=%llu-%llu%c", &a, &z, &tail) != 2 || a > z) {
+            free(dec);
+            s3__error(req, resp, "InvalidArgument",
+                      "The x-amz-copy-source-range value must be of the form bytes=first-last "
+                      "where first and last are the zero-based offsets of the first and last "
+                      "bytes to copy",
+                      r, NULL);
+            return;
+        }
+        first = a;
+        last = z;
+    }
+    if (objstore_mpu_copy_part(os, r->bucket, r->key, id, (int)n, sb, sk, first, last, &part,
+                               &err) != 0) {
+        free(dec);
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    free(dec);
+    s3__iso8601(part.mtime_ms, d, sizeof(d));
+    ty_buf_init(&b, 4096);
+    ty_buf_printf(&b,
+                  S3_XML_HDR "<CopyPartResult xmlns=\"" S3_NS "\"><LastModified>%s</LastModified>"
+                             "<ETag>&quot;%s&quot;</ETag></CopyPartResult>",
+                  d, part.etag);
+    s3__xml_resp(req, resp, 200, &b);
+}
+
 static void s3__upload_part(struct http_request *req, struct http_response *resp,
                             struct objstore *os, const struct s3_req *r)
 {
@@ -1332,7 +1416,7 @@ static void s3__copy_object(struct http_request *req, struct http_response *resp
                             struct objstore *os, const struct s3_req *r, const char *src)
 {
     char sb[256];
-    char *dec, *sk, *q;
+    char *dec, *sk;
     const char *dir = http_header(req, "x-amz-metadata-directive");
     int replace = dir && strcasecmp(dir, "REPLACE") == 0;
     struct objstore_meta m;
@@ -1342,29 +1426,9 @@ static void s3__copy_object(struct http_request *req, struct http_response *resp
     char d[40];
 
     ty_err_clear(&err);
-    dec = s3__pct_decode(src, strlen(src), 0);
-    if (!dec) {
-        s3__error(req, resp, "InvalidArgument",
-                  "Copy Source must mention the source bucket and key: sourcebucket/sourcekey", r,
-                  NULL);
+    if (s3__copy_source(src, sb, sizeof(sb), &dec, &sk) != 0) {
+        s3__error(req, resp, "InvalidArgument", S3_BAD_COPY_SOURCE, r, NULL);
         return;
-    }
-    q = strstr(dec, "?versionId=");
-    if (q)
-        *q = '\0';
-    sk = dec[0] == '/' ? dec + 1 : dec;
-    {
-        char *slash = strchr(sk, '/');
-        if (!slash || slash == sk || (size_t)(slash - sk) >= sizeof(sb) || !slash[1]) {
-            free(dec);
-            s3__error(req, resp, "InvalidArgument",
-                      "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
-                      r, NULL);
-            return;
-        }
-        memcpy(sb, sk, (size_t)(slash - sk));
-        sb[slash - sk] = '\0';
-        sk = slash + 1;
     }
     if (!replace && strcmp(sb, r->bucket) == 0 && strcmp(sk, r->key) == 0) {
         free(dec);
@@ -1865,6 +1929,23 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
             goto out;
         }
     }
+    if (strcmp(m, "PUT") == 0 && r.key[0] && http_header(req, "x-amz-copy-source")) {
+        /* a copy reads its source: the caller needs s3:GetObject on it too, as on S3 */
+        char sb[256], resource[2200], *dec, *sk;
+        if (s3__copy_source(http_header(req, "x-amz-copy-source"), sb, sizeof(sb), &dec, &sk)) {
+            s3__error(req, resp, "InvalidArgument", S3_BAD_COPY_SOURCE, &r, NULL);
+            goto out;
+        }
+        snprintf(resource, sizeof(resource), "arn:aws:s3:::%s/%s", sb, sk);
+        free(dec);
+        if (authz_check(s3__store, s3__principal, "s3:GetObject", resource, NULL, 0, &err) != 0) {
+            if (err.code == TY_EDENIED)
+                s3__error(req, resp, "AccessDenied", "Access Denied", &r, NULL);
+            else
+                s3__error_from(req, resp, &err, &r);
+            goto out;
+        }
+    }
     if (rc->s3_remote) {
         s3__forward(req, resp, rc, os, &r);
         goto out;
@@ -1933,8 +2014,7 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
         const char *cs = http_header(req, "x-amz-copy-source");
         if (s3__has(&r, "uploadId")) {
             if (cs)
-                s3__error(req, resp, "NotImplemented", "UploadPartCopy is not implemented", &r,
-                          NULL);
+                s3__upload_part_copy(req, resp, os, &r, cs);
             else
                 s3__upload_part(req, resp, os, &r);
         } else if (cs) {

@@ -552,7 +552,17 @@ def test_s3_calls_are_authorized_by_policy(iam_server, admin_iam, users):
     refused(dave.create_bucket, Bucket="daves-own")
     refused(carol.list_objects_v2, Bucket="shared")
     refused(carol.get_object, Bucket="shared", Key="dave/mine.txt")
+    # a copy reads its source: dave may write under dave/ but not read erin's object that way
+    refused(dave.copy_object, Bucket="shared", Key="dave/stolen.txt",
+            CopySource={"Bucket": "shared", "Key": "erin/theirs.txt"})
+    mpu = dave.create_multipart_upload(Bucket="shared", Key="dave/stolen-part.txt")
+    refused(dave.upload_part_copy, Bucket="shared", Key="dave/stolen-part.txt", PartNumber=1,
+            UploadId=mpu["UploadId"], CopySource={"Bucket": "shared", "Key": "erin/theirs.txt"})
+    admin_s3.abort_multipart_upload(Bucket="shared", Key="dave/stolen-part.txt",
+                                    UploadId=mpu["UploadId"])
+    dave.copy_object(Bucket="shared", Key="dave/copy.txt",
+                     CopySource={"Bucket": "shared", "Key": "dave/mine.txt"})
     # nothing a refused call sent was stored
     keys = [o["Key"] for o in admin_s3.list_objects_v2(Bucket="shared")["Contents"]]
-    assert keys == ["dave/mine.txt", "dave/new.txt", "erin/theirs.txt"]
+    assert keys == ["dave/copy.txt", "dave/mine.txt", "dave/new.txt", "erin/theirs.txt"]
     assert "daves-own" not in [b["Name"] for b in admin_s3.list_buckets()["Buckets"]]

@@ -388,6 +388,46 @@ def test_multipart_50mb_and_ranged_download(s3, bucket, s3server, tmp_path):
     assert upload_dirs(s3server) == [] and tmp_files(s3server) == []
 
 
+def test_upload_part_copy_and_managed_copy(s3, bucket, s3server):
+    """UploadPartCopy (whole source and byte ranges), as boto3's managed copy and `aws s3 cp`
+    between S3 URIs use it above 8 MB."""
+    src = os.urandom(12 * MB + 123)
+    s3.put_object(Bucket=bucket, Key="src.bin", Body=src)
+    mpu = s3.create_multipart_upload(Bucket=bucket, Key="joined.bin")
+    uid = mpu["UploadId"]
+    p1 = s3.upload_part_copy(Bucket=bucket, Key="joined.bin", UploadId=uid, PartNumber=1,
+                             CopySource={"Bucket": bucket, "Key": "src.bin"},
+                             CopySourceRange=f"bytes=0-{6 * MB - 1}")
+    p2 = s3.upload_part_copy(Bucket=bucket, Key="joined.bin", UploadId=uid, PartNumber=2,
+                             CopySource={"Bucket": bucket, "Key": "src.bin"},
+                             CopySourceRange=f"bytes={6 * MB}-{len(src) - 1}")
+    assert p1["CopyPartResult"]["ETag"].strip('"') == hashlib.md5(src[:6 * MB]).hexdigest()
+    p3 = s3.upload_part_copy(Bucket=bucket, Key="joined.bin", UploadId=uid, PartNumber=3,
+                             CopySource=f"{bucket}/src.bin")  # whole object, string form
+    for bad in ("bytes=5-2", "bytes=0", f"bytes=0-{len(src)}"):
+        with pytest.raises(ClientError) as e:
+            s3.upload_part_copy(Bucket=bucket, Key="joined.bin", UploadId=uid, PartNumber=4,
+                                CopySource={"Bucket": bucket, "Key": "src.bin"},
+                                CopySourceRange=bad)
+        assert code_of(e) == "InvalidArgument", bad
+    with pytest.raises(ClientError) as e:
+        s3.upload_part_copy(Bucket=bucket, Key="joined.bin", UploadId=uid, PartNumber=4,
+                            CopySource={"Bucket": bucket, "Key": "no-such-source"})
+    assert code_of(e) == "NoSuchKey"
+    parts = [{"PartNumber": i + 1, "ETag": p["CopyPartResult"]["ETag"]}
+             for i, p in enumerate((p1, p2, p3))]
+    s3.complete_multipart_upload(Bucket=bucket, Key="joined.bin", UploadId=uid,
+                                 MultipartUpload={"Parts": parts})
+    got = s3.get_object(Bucket=bucket, Key="joined.bin")["Body"].read()
+    assert got == src + src
+    # boto3's managed copy: multipart with UploadPartCopy above its 8 MB threshold
+    s3.copy({"Bucket": bucket, "Key": "src.bin"}, bucket, "managed.bin")
+    h = s3.head_object(Bucket=bucket, Key="managed.bin")
+    assert h["ETag"].strip('"').endswith("-2"), h["ETag"]
+    assert s3.get_object(Bucket=bucket, Key="managed.bin")["Body"].read() == src
+    assert upload_dirs(s3server) == [] and tmp_files(s3server) == []
+
+
 def test_multipart_errors_leave_nothing(s3, bucket, s3server):
     key = "mp/bad"
     up = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
