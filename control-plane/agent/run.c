@@ -592,7 +592,8 @@ static void run_profiler_upload(struct run_ctx *r)
  * /opt/ml/model (when with_model) and /opt/ml/output/data as model.tar.gz and output.tar.gz,
  * or, with OutputDataConfig.CompressionType NONE, file by file under output/model/ and
  * output/data/ (as SageMaker's uncompressed upload mode does); for the model, adds
- * ModelArtifacts to set. Then the final checkpoint sync and the profiler output.
+ * ModelArtifacts to set. First the final checkpoint sync and the profiler output (also for a
+ * job that failed or was stopped).
  * Returns 0, or -1 with reason (size n) filled.
  */
 static int run_upload(struct run_ctx *r, json_t *set, int with_model, char *reason, size_t n)
@@ -609,8 +610,8 @@ static int run_upload(struct run_ctx *r, json_t *set, int with_model, char *reas
             json_object_set_new(set, "ProfilerRuleEvaluationStatuses", rs);
         else
             json_decref(rs);
-        run_profiler_upload(r);
     }
+    run_profiler_upload(r); /* a failed job's profile is the one most worth reading */
     if (!r->sp.output_path[0])
         return 0; /* nothing to upload to; the server requires OutputDataConfig anyway */
     if (artifacts_s3_parse(r->sp.output_path, bucket, sizeof(bucket), prefix, sizeof(prefix))) {

@@ -548,3 +548,19 @@ def test_output_uncompressed_checkpoints_profiler(flow_server, clients, data_buc
     assert ck["ckpt/deep/step-0.ckpt"] == b"restored-0"
     assert ck["ckpt/step-2.ckpt"] == b"new-2"
     assert ck["ckpt/step-3.ckpt"] == b"new-3"  # the final upload
+
+
+def test_failed_job_still_uploads_its_profiler_output(clients, data_bucket):
+    """The profile of a job that failed is the one most worth reading: it is uploaded too."""
+    sm, s3 = clients["sm"], clients["s3"]
+    b = data_bucket
+    name = H.unique("proffail")
+    script = ("mkdir -p /opt/ml/output/profiler/system && echo '{\"cpu\": 99}' > "
+              "/opt/ml/output/profiler/system/last.json && echo boom > /opt/ml/output/failure "
+              "&& exit 1")
+    req = _job(b, name, script, ProfilerConfig={"S3OutputPath": f"s3://{b}/prof"})
+    sm.create_training_job(**req)
+    d = H.wait_job(sm, name, timeout=120)
+    assert d["TrainingJobStatus"] == "Failed" and d["FailureReason"] == "boom"
+    body = s3.get_object(Bucket=b, Key=f"prof/{name}/profiler-output/system/last.json")
+    assert json.loads(body["Body"].read()) == {"cpu": 99}
