@@ -1102,6 +1102,37 @@ int objstore_head(struct objstore *os, const char *bucket, const char *key,
     return ty_err_set(err, TY_ENOTFOUND, "NoSuchKey", "The specified key does not exist.");
 }
 
+/*
+ * The file at abs is not the version the index names (meta, as read without the lock). Under the
+ * key's lock no commit of this process is in flight, so a mismatch that is still there is an
+ * index that missed a commit (a crash, or a Redis error, between the rename and the index
+ * write): the file is indexed again as it is, keeping the headers the index had.
+ */
+static void objstore__repair(struct objstore *os, const char *bucket, const char *key,
+                             const char *abs, const struct objstore_meta *meta)
+{
+    pthread_mutex_t *lk = objstore__lock_for(bucket, key);
+    struct objstore_meta now;
+    struct ty_err err;
+    struct stat st;
+
+    ty_err_clear(&err);
+    memset(&now, 0, sizeof(now));
+    pthread_mutex_lock(lk);
+    if (objstore__meta_load(os, bucket, key, &now, 1, &err) == 0 &&
+        strcmp(now.path, meta->path) == 0 && now.ino && stat(abs, &st) == 0 &&
+        (uint64_t)st.st_ino != now.ino) {
+        if (objstore__adopt_file(os, bucket, key, now.path, now.hdrs, &err) == 0)
+            ty_log(TY_LOG_WARN, "s3.index.repaired",
+                   "bucket=%s key_len=%zu note='the index missed a commit; reindexed the file'",
+                   bucket, strlen(key));
+        else
+            ty_log(TY_LOG_WARN, "s3.index.repair_failed", "bucket=%s error='%s'", bucket, err.msg);
+    }
+    objstore_meta_cleanup(&now);
+    pthread_mutex_unlock(lk);
+}
+
 int objstore_open_read(struct objstore *os, const char *bucket, const char *key,
                        struct objstore_meta *meta, struct ty_err *err)
 {
@@ -1136,8 +1167,10 @@ int objstore_open_read(struct objstore *os, const char *bucket, const char *key,
             meta->size = (uint64_t)st.st_size;
             return fd;
         }
-        if (fd >= 0)
+        if (fd >= 0) {
             close(fd);
+            objstore__repair(os, bucket, key, abs, meta);
+        }
         objstore_meta_cleanup(meta);
         if (attempt > 2)
             usleep(1000);

@@ -23,7 +23,9 @@
  *   ty:s3:mpus:<bucket>          sorted set "<key>\n<id>", score 0
  * Invariants: bytes reach their final name only by rename(2) of an fsync'ed temp file, and the
  * index is written after the rename, under a per-key lock, so a crash leaves either the old or
- * the new object, never a torn one. A file found at <s3>/<bucket>/<key> that the index lacks
+ * the new object, never a torn one. An index that missed a commit (a crash or a Redis error
+ * between the rename and the index write) is repaired by the next read of the key, which finds
+ * the file is not the indexed version and indexes it again. A file found at <s3>/<bucket>/<key> that the index lacks
  * (written by the agent or copied by hand) is adopted on first access (HEAD/GET, or a bucket
  * directory seen for the first time), or at once through objstore_put_file.
  * Errors: ty_err codes, with err->field set to S3's error code (NoSuchBucket, NoSuchKey,

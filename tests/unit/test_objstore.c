@@ -280,6 +280,38 @@ static void test_adoption(void **state)
     objstore_meta_cleanup(&m);
 }
 
+/* A commit whose index write never happened (a crash or a Redis error between the rename and
+   the index write): the next read finds the file is not the indexed version and reindexes it,
+   instead of answering NoSuchKey for an object whose bytes are there. */
+static void test_missed_index_write_is_repaired(void **state)
+{
+    struct env *e = *state;
+    struct ty_err err;
+    struct objstore_meta m;
+    char p[PATH_MAX], q[PATH_MAX];
+    size_t n;
+    char *got;
+
+    assert_int_equal(objstore_bucket_create(e->os, "repair", NULL, &err), 0);
+    put_bytes(e, "repair", "data/obj.txt", "version one", 11, 0);
+    assert_int_equal(objstore_head(e->os, "repair", "data/obj.txt", &m, &err), 0);
+    snprintf(p, sizeof(p), "%s/%s", e->dir, m.path);
+    objstore_meta_cleanup(&m);
+    /* the second version's bytes reach the object's path by rename; the index is not told */
+    snprintf(q, sizeof(q), "%s/.ty/tmp/up.repair-test", e->dir);
+    write_file(q, "version two!");
+    assert_int_equal(rename(q, p), 0);
+    got = read_obj(e, "repair", "data/obj.txt", &n);
+    assert_non_null(got);
+    assert_int_equal(n, 12);
+    assert_memory_equal(got, "version two!", 12);
+    free(got);
+    assert_int_equal(objstore_head(e->os, "repair", "data/obj.txt", &m, &err), 0);
+    assert_int_equal(m.size, 12);
+    assert_string_equal(m.etag, "4454c37d477892c28c0f3a87a373d526"); /* md5("version two!") */
+    objstore_meta_cleanup(&m);
+}
+
 static void test_listing(void **state)
 {
     struct env *e = *state;
@@ -577,6 +609,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test_setup_teardown(test_buckets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_objects_layout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missed_index_write_is_repaired, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adoption, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listing_many, setup, teardown),
