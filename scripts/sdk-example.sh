@@ -85,4 +85,4 @@ assert text == "model of algo-1, args --epochs 3 --lr 0.1\n", text
 print(f"model.tar.gz ok: {text.strip()}")
 PY
 grep -q "args: --epochs 3 --lr 0.1" example.log || { echo "sdk-example.sh: the job's log did not reach fit(logs='All')" >&2; exit 1; }
-echo "sdk-example.sh: README Estimator example passed in $("$py" -c "print(f'{$t1 - $t0:.1f}')") s ($("$py" -c 'import sagemaker, boto3; print(f"sagemaker {sagemaker.__version__}, boto3 {boto3.__version__}")' 2>/dev/null))${extra:+, through --s3-endpoint}"
+echo "sdk-example.sh: README Estimator example passed in $("$py" -c "print(f'{$t1 - $t0:.1f}')") s ($("$py" -c 'import logging; logging.disable(logging.CRITICAL); import sagemaker, boto3; print(f"sagemaker {sagemaker.__version__}, boto3 {boto3.__version__}")' 2>/dev/null))${extra:+, through --s3-endpoint}"
