@@ -264,6 +264,8 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
     if (sigv4_parse(&sreq, &auth, &err) != 0) {
         if (err.code == TY_ENOAUTH)
             ty_err_set(&err, TY_ENOAUTH, NULL, "Missing Authentication Token");
+        else if (err.code == TY_EINVAL) /* a malformed signature: AWS's JSON services say so */
+            err.code = TY_EINCOMPLETESIG;
         goto fail;
     }
     s = route__thread_store(rc, &err);

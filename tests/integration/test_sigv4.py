@@ -28,6 +28,27 @@ def test_no_auth(server):
     assert r.error_type == "MissingAuthenticationTokenException", r
 
 
+def test_malformed_authorization_is_incomplete_signature(server):
+    """A SigV4 header missing its parts is IncompleteSignatureException (400), with AWS's
+    message naming each missing parameter, as SageMaker answers it."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        conn.request("POST", "/", body=json.dumps(DESCRIBE), headers={
+            "X-Amz-Target": "SageMaker.DescribeTrainingJob",
+            "Content-Type": "application/x-amz-json-1.1",
+            "X-Amz-Date": datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ"),
+            "Authorization": "AWS4-HMAC-SHA256 Credential=AKIAEXAMPLE/20260101/us-east-1/sagemaker/aws4_request"})
+        r = conn.getresponse()
+        body = json.loads(r.read())
+    finally:
+        conn.close()
+    assert r.status == 400, body
+    assert body["__type"].split("#")[-1] == "IncompleteSignatureException", body
+    assert "Authorization header requires 'Signature' parameter." in body["message"], body
+    assert "Authorization header requires 'SignedHeaders' parameter." in body["message"], body
+
+
 def test_unknown_access_key(server):
     r = H.raw_call(server.url, "DescribeTrainingJob", DESCRIBE,
                    keys=("AKIAUNKNOWNUNKNOWN00", "whatever-secret"))
