@@ -25,7 +25,8 @@ command -v curl >/dev/null || { echo "s3.sh: curl is required" >&2; exit 1; }
 
 work=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/ty-bench-s3.XXXXXX")}
 mkdir -p "$work"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(free_port)
 wait_up() { # port credentials-file
     for _ in $(seq 100); do
         [ -f "$2" ] && curl -s -o /dev/null "http://127.0.0.1:$1/healthz" && return 0
@@ -37,7 +38,7 @@ wait_up() { # port credentials-file
 spid=
 extra=()
 if [ -n "${TY_S3_EXTERNAL:-}" ]; then
-    sport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    sport=$(free_port)
     "$bin" --listen "127.0.0.1:$sport" --data-dir "$work/store" --agents 0 --log-level warn \
         >"$work/store.log" 2>&1 &
     spid=$!

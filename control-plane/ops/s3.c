@@ -1322,27 +1322,39 @@ static int s3__copy_source(const char *src, char *sb, size_t sbn, char **dec, ch
     return 0;
 }
 
+/* The partNumber of an UploadPart(Copy): 1..10000, or -1 after answering InvalidArgument. */
+static int s3__part_number(struct http_request *req, struct http_response *resp,
+                           const struct s3_req *r)
+{
+    const char *pn = s3__qget(r, "partNumber");
+    char *e;
+    long n = pn ? strtol(pn, &e, 10) : 0;
+
+    if (!pn || !*pn || *e || n < 1 || n > OBJSTORE_MAX_PARTS) {
+        s3__error(req, resp, "InvalidArgument",
+                  "Part number must be an integer between 1 and 10000, inclusive", r, NULL);
+        return -1;
+    }
+    return (int)n;
+}
+
 /* UploadPartCopy: part partNumber of the upload is bytes of the source object (all of it, or
    x-amz-copy-source-range: bytes=first-last). */
 static void s3__upload_part_copy(struct http_request *req, struct http_response *resp,
                                  struct objstore *os, const struct s3_req *r, const char *src)
 {
-    const char *id = s3__qget(r, "uploadId"), *pn = s3__qget(r, "partNumber");
+    const char *id = s3__qget(r, "uploadId");
     const char *range = http_header(req, "x-amz-copy-source-range");
-    char sb[256], d[40], *dec = NULL, *sk, *e;
+    char sb[256], d[40], *dec = NULL, *sk;
     struct objstore_part part;
     struct ty_err err;
     struct ty_buf b;
     uint64_t first = 0, last = UINT64_MAX;
-    long n;
+    int n;
 
     ty_err_clear(&err);
-    n = pn ? strtol(pn, &e, 10) : 0;
-    if (!pn || !*pn || *e || n < 1 || n > OBJSTORE_MAX_PARTS) {
-        s3__error(req, resp, "InvalidArgument",
-                  "Part number must be an integer between 1 and 10000, inclusive", r, NULL);
+    if ((n = s3__part_number(req, resp, r)) < 0)
         return;
-    }
     if (s3__copy_source(src, sb, sizeof(sb), &dec, &sk) != 0) {
         s3__error(req, resp, "InvalidArgument", S3_BAD_COPY_SOURCE, r, NULL);
         return;
@@ -1362,8 +1374,8 @@ static void s3__upload_part_copy(struct http_request *req, struct http_response 
         first = a;
         last = z;
     }
-    if (objstore_mpu_copy_part(os, r->bucket, r->key, id, (int)n, sb, sk, first, last, &part,
-                               &err) != 0) {
+    if (objstore_mpu_copy_part(os, r->bucket, r->key, id, n, sb, sk, first, last, &part, &err) !=
+        0) {
         free(dec);
         s3__error_from(req, resp, &err, r);
         return;
@@ -1381,26 +1393,22 @@ static void s3__upload_part_copy(struct http_request *req, struct http_response 
 static void s3__upload_part(struct http_request *req, struct http_response *resp,
                             struct objstore *os, const struct s3_req *r)
 {
-    const char *id = s3__qget(r, "uploadId"), *pn = s3__qget(r, "partNumber");
+    const char *id = s3__qget(r, "uploadId");
     struct s3_body *b;
     struct ty_err err;
-    char etag[64], *e;
-    long n;
+    char etag[64];
+    int n;
 
     ty_err_clear(&err);
-    n = pn ? strtol(pn, &e, 10) : 0;
-    if (!pn || !*pn || *e || n < 1 || n > OBJSTORE_MAX_PARTS) {
-        s3__error(req, resp, "InvalidArgument",
-                  "Part number must be an integer between 1 and 10000, inclusive", r, NULL);
+    if ((n = s3__part_number(req, resp, r)) < 0)
         return;
-    }
     if (objstore_mpu_get(os, r->bucket, r->key, id, NULL, &err) != 0) {
         s3__error_from(req, resp, &err, r);
         return;
     }
     if (!(b = s3__finish_body(req, resp, os, r)))
         return;
-    if (objstore_mpu_put_part(os, r->bucket, r->key, id, (int)n, s3_body_path(b), s3_body_md5(b),
+    if (objstore_mpu_put_part(os, r->bucket, r->key, id, n, s3_body_path(b), s3_body_md5(b),
                               s3_body_size(b), &err) != 0) {
         s3__error_from(req, resp, &err, r);
         return;
