@@ -242,6 +242,54 @@ int queue_reclaim(struct store *s, const char *agent_id, long min_idle_ms, struc
     }
 }
 
+int queue_own_pending(struct store *s, const char *agent_id, const char *after,
+                      struct queue_item *item, struct ty_err *err)
+{
+    char start[QUEUE_ID_MAX + 2] = "-";
+    redisReply *r;
+    int rc = 0;
+
+    if (queue_agent_ok(agent_id, err) < 0)
+        return -TY_EINVAL;
+    if (after && *after) {
+        if (strlen(after) > QUEUE_ID_MAX)
+            return ty_err_set(err, TY_EINVAL, NULL, "entry id too long");
+        snprintf(start, sizeof(start), "(%s", after);
+    }
+    for (;;) {
+        const redisReply *p;
+        r = store__cmdv(s, err, "XPENDING", QUEUE_KEY, QUEUE_GROUP, start, "+", "1", agent_id,
+                        NULL);
+        if (!r)
+            return -TY_EREDIS;
+        if (queue_is_nogroup(r)) {
+            freeReplyObject(r);
+            return 0;
+        }
+        if (r->type != REDIS_REPLY_ARRAY) {
+            rc = store__reply_err(r, "XPENDING", err);
+            freeReplyObject(r);
+            return rc;
+        }
+        if (r->elements == 0) {
+            freeReplyObject(r);
+            return 0;
+        }
+        p = r->element[0];
+        if (p->type != REDIS_REPLY_ARRAY || p->elements < 1 ||
+            p->element[0]->type != REDIS_REPLY_STRING) {
+            freeReplyObject(r);
+            return ty_err_set(err, TY_EREDIS, NULL, "XPENDING: unexpected reply");
+        }
+        snprintf(start, sizeof(start), "(%s", p->element[0]->str);
+        rc = queue_claim_one(s, agent_id, "0", p->element[0]->str, item, err);
+        freeReplyObject(r);
+        if (rc != 0)
+            return rc; /* 1: found; < 0: error */
+        /* 0: the entry's message is gone (XCLAIM dropped it): look further */
+    }
+}
+
 int queue_heartbeat(struct store *s, const char *agent_id, json_t *capacity, int ttl_s,
                     struct ty_err *err)
 {

@@ -42,6 +42,16 @@ int queue_ack(struct store *s, const char *entry_id, struct ty_err *err);
 int queue_reclaim(struct store *s, const char *agent_id, long min_idle_ms, struct queue_item *item,
                   struct ty_err *err);
 
+/*
+ * The first entry pending for agent_id itself after entry id `after` ("" = from the start):
+ * one an earlier run of an agent with the same id claimed and never acknowledged (the agent was
+ * restarted; its heartbeat key outlived it, so queue_reclaim leaves the entry alone). It is
+ * claimed again (its idle time reset). Returns 1 with OUT: item, 0 when there is none, or a
+ * negative error. An agent calls it at start, before it runs anything.
+ */
+int queue_own_pending(struct store *s, const char *agent_id, const char *after,
+                      struct queue_item *item, struct ty_err *err);
+
 /* Writes ty:agent:<id> = capacity (borrowed JSON object) with a TTL of ttl_s seconds. */
 int queue_heartbeat(struct store *s, const char *agent_id, json_t *capacity, int ttl_s,
                     struct ty_err *err);

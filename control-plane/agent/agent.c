@@ -167,7 +167,8 @@ static void *agent_claim_thread(void *arg)
     struct store *s = NULL;
     struct ty_err err;
     long min_idle_ms = (long)a->cfg.heartbeat_ttl_s * 3 * 1000;
-    int backoff_ms = 500;
+    int backoff_ms = 500, own_done = 0;
+    char own_after[64] = "";
 
     while (!atomic_load(&a->stopping)) {
         struct queue_item item;
@@ -188,7 +189,23 @@ static void *agent_claim_thread(void *arg)
             continue;
         }
         memset(&item, 0, sizeof(item));
-        rc = queue_reclaim(s, a->id, min_idle_ms, &item, &err);
+        rc = 0;
+        if (!own_done) {
+            /* first, what an earlier run under this same id claimed and left unfinished */
+            rc = queue_own_pending(s, a->id, own_after, &item, &err);
+            if (rc == 1) {
+                snprintf(own_after, sizeof(own_after), "%s", item.entry_id);
+                ty_log(TY_LOG_INFO, "agent.claim.own_pending", "agent=%s job=%s entry=%s", a->id,
+                       item.job, item.entry_id);
+                if (agent_spawn(a, &item, 1) != 0)
+                    agent__sleep(a, 1000);
+                continue;
+            }
+            if (rc == 0)
+                own_done = 1;
+        }
+        if (rc >= 0)
+            rc = queue_reclaim(s, a->id, min_idle_ms, &item, &err);
         if (rc == 1) {
             ty_log(TY_LOG_INFO, "agent.claim.reclaimed", "agent=%s job=%s entry=%s", a->id,
                    item.job, item.entry_id);

@@ -87,6 +87,34 @@ def test_two_agents_one_killed(make_server, procs, workdir):
     assert H.wait_job(sm, n, timeout=120)["TrainingJobStatus"] == "Completed"
 
 
+def test_agent_restarted_under_same_id_resumes_its_job(make_server, procs, workdir):
+    """An agent killed and started again at once under the same --id: its heartbeat key is still
+    alive (TTL 60 s), so no other agent would reclaim the job for minutes; the agent itself takes
+    back what its earlier run claimed, and the job restarts and completes."""
+    d = os.path.join(workdir, "same-id")
+    os.makedirs(d)
+    sock = os.path.join(d, "redis.sock")
+    procs([H.REDIS_SERVER, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
+           "--save", "", "--appendonly", "no", "--dir", d], log_path=os.path.join(d, "redis.log"))
+    H.wait_for(lambda: os.path.exists(sock), 20, "redis-server's socket")
+    redis_url = f"unix://{sock}"
+    s = make_server(agents=0, extra=["--redis", redis_url])
+    argv = [H.AGENT_BIN, "--redis", redis_url, "--docker-host", H.DOCKER_HOST,
+            "--data-dir", os.path.join(d, "agent"), "--id", "it-same-id", "--stop-grace", "2",
+            "--slots", "1", "--heartbeat-ttl", "60", "--runtime-image-tar", H.RUNTIME_TAR]
+    first = procs(argv, log_path=os.path.join(d, "agent-1.log"))
+    sm = s.client()
+    name = H.unique("sameid")
+    sm.create_training_job(**H.job_request(name, "echo started; sleep 4; echo done"))
+    H.wait_job(sm, name, statuses=("InProgress",), secondary=("Training",), timeout=120)
+    first.kill()
+    second = procs(argv, log_path=os.path.join(d, "agent-2.log"))
+    d2 = H.wait_job(sm, name, timeout=90)
+    assert d2["TrainingJobStatus"] == "Completed", d2.get("FailureReason")
+    assert "Restarting" in [t["Status"] for t in d2["SecondaryStatusTransitions"]]
+    assert second.p.poll() is None, second.tail()
+
+
 def test_agent_bad_redis_fails_fast(workdir):
     import subprocess
     p = subprocess.run([H.AGENT_BIN, "--redis", f"redis://127.0.0.1:{H.free_port()}",

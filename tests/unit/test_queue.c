@@ -127,6 +127,31 @@ static void test_two_consumers(void **state)
     assert_int_equal(queue_depth(t->a, &err), 3);
 }
 
+/* A restarted agent with the same id finds what its earlier run claimed: its heartbeat key
+   may still be alive, so queue_reclaim (for others' entries) never gives them back. */
+static void test_own_pending_after_restart(void **state)
+{
+    struct two *t = *state;
+    struct ty_err err;
+    struct queue_item i1, i2, got;
+    assert_int_equal(queue_init(t->a, &err), 0);
+    create_job(t->a, "j1");
+    create_job(t->a, "j2");
+    create_job(t->a, "j3");
+    assert_int_equal(queue_claim(t->a, "agent-x", 0, &i1, &err), 1);
+    assert_int_equal(queue_claim(t->a, "agent-x", 0, &i2, &err), 1);
+    assert_int_equal(queue_claim(t->b, "agent-y", 0, &got, &err), 1); /* j3: another agent's */
+    assert_int_equal(queue_ack(t->a, i1.entry_id, &err), 0);          /* j1 finished */
+    /* "restart": agent-x looks for its own entries, then past the last one it got */
+    memset(&got, 0, sizeof(got));
+    assert_int_equal(queue_own_pending(t->b, "agent-x", "", &got, &err), 1);
+    assert_string_equal(got.job, "j2");
+    assert_string_equal(got.entry_id, i2.entry_id);
+    assert_int_equal(queue_own_pending(t->b, "agent-x", got.entry_id, &got, &err), 0);
+    assert_int_equal(queue_own_pending(t->b, "agent-z", "", &got, &err), 0);
+    assert_int_equal(queue_own_pending(t->b, "", "", &got, &err), -TY_EINVAL);
+}
+
 static void test_reclaim_dead_not_live(void **state)
 {
     struct two *t = *state;
@@ -248,6 +273,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_claim_ack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_consumers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_own_pending_after_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim_dead_not_live, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim_many_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_ttl, setup, teardown),
