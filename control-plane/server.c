@@ -18,6 +18,7 @@
 #include "s3client.h"
 #include "store.h"
 #include "ty_log.h"
+#include "ty_opts.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -76,78 +77,34 @@ struct server_cfg {
 #undef CFG_FIELD
 };
 
-static void server__usage(FILE *f)
-{
-    fprintf(f, "usage: trainyard-server [options]\n\n"
-               "A SageMaker-compatible training control plane. Each option may also be set\n"
-               "through its environment variable; flags win over variables.\n\n");
-#define CFG_HELP(field, flag, env, def, help)                                                      \
-    fprintf(f, "  --%-18s %s\n  %-20s (%s; default: '%s')\n", flag, help, "", env, def);
-    SERVER_CFG(CFG_HELP)
-#undef CFG_HELP
-    fprintf(f, "\n  --help               this text\n  --version            the version\n\n"
-               "Admin keys: TRAINYARD_ADMIN_ACCESS_KEY_ID and TRAINYARD_ADMIN_SECRET_ACCESS_KEY\n"
-               "set them; otherwise they are generated at first start and written to\n"
-               "<data-dir>/credentials.\n");
-}
+static const struct ty_opt server_opts[] = {
+#define CFG_OPT(field, flag, env, def, help) {flag, env, def, help},
+    SERVER_CFG(CFG_OPT)
+#undef CFG_OPT
+};
+#define SERVER_NOPTS (sizeof(server_opts) / sizeof(server_opts[0]))
+
+static const struct ty_opts_prog server_prog = {
+    "trainyard-server", TY_VERSION, "A SageMaker-compatible training control plane.",
+    "Admin keys: TRAINYARD_ADMIN_ACCESS_KEY_ID and TRAINYARD_ADMIN_SECRET_ACCESS_KEY set them;\n"
+    "otherwise they are generated at first start and written to <data-dir>/credentials."};
 
 static int server__parse(int argc, char **argv, struct server_cfg *cfg)
 {
-#define CFG_DEFAULT(field, flag, env, def, help) cfg->field = getenv(env) ? getenv(env) : def;
-    SERVER_CFG(CFG_DEFAULT)
-#undef CFG_DEFAULT
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = NULL, *eq;
-        size_t nl;
-        int matched = 0;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            server__usage(stdout);
-            exit(0);
-        }
-        if (strcmp(a, "--version") == 0) {
-            printf("trainyard-server %s\n", TY_VERSION);
-            exit(0);
-        }
-        if (strncmp(a, "--", 2) != 0) {
-            fprintf(stderr, "trainyard-server: unexpected argument '%s' (see --help)\n", a);
-            return -1;
-        }
-        eq = strchr(a, '=');
-        nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-#define CFG_MATCH(field, flag, env, def, help)                                                     \
-    if (!matched && strlen(flag) == nl && strncmp(a + 2, flag, nl) == 0) {                         \
-        matched = 1;                                                                               \
-        if (eq)                                                                                    \
-            val = eq + 1;                                                                          \
-        else if (i + 1 < argc)                                                                     \
-            val = argv[++i];                                                                       \
-        else {                                                                                     \
-            fprintf(stderr, "trainyard-server: --%s needs a value\n", flag);                       \
-            return -1;                                                                             \
-        }                                                                                          \
-        cfg->field = val;                                                                          \
-    }
-        SERVER_CFG(CFG_MATCH)
-#undef CFG_MATCH
-        if (!matched) {
-            fprintf(stderr, "trainyard-server: unknown option '%s' (see --help)\n", a);
-            return -1;
-        }
-    }
+    const char *v[SERVER_NOPTS];
+    size_t i = 0;
+
+    if (ty_opts_parse(&server_prog, server_opts, SERVER_NOPTS, v, argc, argv) != 0)
+        return -1;
+#define CFG_SET(field, flag, env, def, help) cfg->field = v[i++];
+    SERVER_CFG(CFG_SET)
+#undef CFG_SET
     return 0;
 }
 
 static int server__int(const char *name, const char *v, int lo, int hi, int *out)
 {
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (!*v || *end || n < lo || n > hi) {
-        fprintf(stderr, "trainyard-server: --%s must be an integer from %d to %d, not '%s'\n", name,
-                lo, hi, v);
-        return -1;
-    }
-    *out = (int)n;
-    return 0;
+    return ty_opts_int(&server_prog, name, v, lo, hi, out);
 }
 
 static int server__mkdirs(const char *path)

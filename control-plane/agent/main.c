@@ -9,6 +9,7 @@
 #include "s3client.h"
 #include "ty_err.h"
 #include "ty_log.h"
+#include "ty_opts.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -62,88 +63,30 @@ struct main_cfg {
 #undef MAIN__FIELD
 };
 
-static void main_usage(FILE *f)
-{
-    fprintf(f, "usage: trainyard-agent [options]\n\n"
-               "Takes training jobs from trainyard's Redis queue and runs them in containers.\n\n"
-               "options (each also read from its environment variable; flags win):\n");
-#define MAIN__HELP(field, flag, env, def, help)                                                    \
-    fprintf(f, "  --%-24s %s\n  %-26s env %s%s%s%s\n", flag " VALUE", help, "", env,               \
-            def ? ", default '" : "", def ? (const char *)def : "", def ? "'" : "");
-    MAIN_FLAGS(MAIN__HELP)
-#undef MAIN__HELP
-    fprintf(f, "  --%-24s %s\n  --%-24s %s\n", "help", "show this help and exit", "version",
-            "print the version and exit");
-}
+static const struct ty_opt main_opts[] = {
+#define MAIN__OPT(field, flag, env, def, help) {flag, env, def, help},
+    MAIN_FLAGS(MAIN__OPT)
+#undef MAIN__OPT
+};
+#define MAIN_NOPTS (sizeof(main_opts) / sizeof(main_opts[0]))
 
-/* 0 and OUT: *out, or -1 when s is not an integer in [lo, hi]. */
-static int main_int(const char *s, long lo, long hi, int *out)
-{
-    char *end;
-    long v;
-
-    if (!s || !*s)
-        return -1;
-    v = strtol(s, &end, 10);
-    if (*end || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
+static const struct ty_opts_prog main_prog = {
+    "trainyard-agent", TY_VERSION,
+    "Takes training jobs from trainyard's Redis queue and runs them in containers.", NULL};
 
 static int main_parse(int argc, char **argv, struct main_cfg *c)
 {
-    const char *v;
+    const char *v[MAIN_NOPTS], *dh;
+    size_t i = 0;
 
-#define MAIN__DEF(field, flag, env, def, help)                                                     \
-    c->field = def;                                                                                \
-    if ((v = getenv(env)) != NULL && *v)                                                           \
-        c->field = v;
-    MAIN_FLAGS(MAIN__DEF)
-#undef MAIN__DEF
+    if (ty_opts_parse(&main_prog, main_opts, MAIN_NOPTS, v, argc, argv) != 0)
+        return -1;
+#define MAIN__SET(field, flag, env, def, help) c->field = v[i++];
+    MAIN_FLAGS(MAIN__SET)
+#undef MAIN__SET
     if (!c->docker_host) {
-        v = getenv("DOCKER_HOST");
-        c->docker_host = v && *v ? v : "unix:///var/run/docker.sock";
-    }
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *val = NULL, *eq;
-        size_t nl;
-        int matched = 0;
-
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            main_usage(stdout);
-            exit(0);
-        }
-        if (strcmp(arg, "--version") == 0) {
-            printf("trainyard-agent %s\n", TY_VERSION);
-            exit(0);
-        }
-        if (strncmp(arg, "--", 2) != 0) {
-            fprintf(stderr, "trainyard-agent: unexpected argument '%s' (see --help)\n", arg);
-            return -1;
-        }
-        eq = strchr(arg, '=');
-        nl = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
-#define MAIN__FLAG(field, flag, env, def, help)                                                    \
-    if (!matched && strlen(flag) == nl && strncmp(arg + 2, flag, nl) == 0) {                       \
-        matched = 1;                                                                               \
-        if (eq)                                                                                    \
-            val = eq + 1;                                                                          \
-        else if (i + 1 < argc)                                                                     \
-            val = argv[++i];                                                                       \
-        else {                                                                                     \
-            fprintf(stderr, "trainyard-agent: option '--%s' needs a value\n", flag);               \
-            return -1;                                                                             \
-        }                                                                                          \
-        c->field = val;                                                                            \
-    }
-        MAIN_FLAGS(MAIN__FLAG)
-#undef MAIN__FLAG
-        if (!matched) {
-            fprintf(stderr, "trainyard-agent: unknown option '%.*s' (see --help)\n",
-                    (int)(nl + 2 < 200 ? nl + 2 : 200), arg);
-            return -1;
-        }
+        dh = getenv("DOCKER_HOST");
+        c->docker_host = dh && *dh ? dh : "unix:///var/run/docker.sock";
     }
     return 0;
 }
@@ -175,20 +118,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "trainyard-agent: invalid --log-level '%s'\n", c.log_level);
         return 1;
     }
-    if (main_int(c.slots, 1, 1024, &ac.slots) != 0) {
-        fprintf(stderr, "trainyard-agent: invalid --slots '%s' (1..1024)\n", c.slots);
+    if (ty_opts_int(&main_prog, "slots", c.slots, 1, 1024, &ac.slots) != 0 ||
+        ty_opts_int(&main_prog, "stop-grace", c.stop_grace, 1, 86400, &ac.stop_grace_s) != 0 ||
+        ty_opts_int(&main_prog, "heartbeat-ttl", c.heartbeat_ttl, 1, 3600, &ac.heartbeat_ttl_s) !=
+            0)
         return 1;
-    }
-    if (main_int(c.stop_grace, 1, 86400, &ac.stop_grace_s) != 0) {
-        fprintf(stderr, "trainyard-agent: invalid --stop-grace '%s' (1..86400 seconds)\n",
-                c.stop_grace);
-        return 1;
-    }
-    if (main_int(c.heartbeat_ttl, 1, 3600, &ac.heartbeat_ttl_s) != 0) {
-        fprintf(stderr, "trainyard-agent: invalid --heartbeat-ttl '%s' (1..3600 seconds)\n",
-                c.heartbeat_ttl);
-        return 1;
-    }
     ac.id = c.id;
     ac.redis_url = c.redis;
     ac.docker_host = c.docker_host;

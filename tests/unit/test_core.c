@@ -12,6 +12,7 @@
 
 #include "ty_buf.h"
 #include "ty_err.h"
+#include "ty_opts.h"
 
 static void test_err_set_returns_negative_code(void **state)
 {
@@ -58,10 +59,54 @@ static void test_buf_put_xml(void **state)
     ty_buf_cleanup(&b);
 }
 
+static void test_opts_precedence_and_errors(void **state)
+{
+    static const struct ty_opt opts[] = {
+        {"listen", "TY_TEST_LISTEN", "127.0.0.1:8080", "where"},
+        {"data-dir", "TY_TEST_DATA", NULL, "state"},
+        {"slots", "TY_TEST_SLOTS", "4", "jobs"},
+    };
+    static const struct ty_opts_prog prog = {"ty-test", "0", NULL, NULL};
+    const char *v[3];
+    char *argv1[] = {"p", "--listen", "0.0.0.0:1", "--slots=9", NULL};
+    char *argv2[] = {"p", "--data-dir", NULL};
+    char *argv3[] = {"p", "--nope", "x", NULL};
+    char *argv4[] = {"p", "stray", NULL};
+    char *argv5[] = {"p", NULL};
+    int n = 0;
+    (void)state;
+
+    setenv("TY_TEST_DATA", "/from/env", 1);
+    setenv("TY_TEST_SLOTS", "", 1); /* empty: unset */
+    assert_int_equal(ty_opts_parse(&prog, opts, 3, v, 4, argv1), 0);
+    assert_string_equal(v[0], "0.0.0.0:1");
+    assert_string_equal(v[1], "/from/env");
+    assert_string_equal(v[2], "9");
+    setenv("TY_TEST_LISTEN", "10.0.0.1:2", 1);
+    assert_int_equal(ty_opts_parse(&prog, opts, 3, v, 1, argv5), 0);
+    assert_string_equal(v[0], "10.0.0.1:2"); /* the variable beats the default */
+    assert_string_equal(v[2], "4");
+    unsetenv("TY_TEST_DATA");
+    assert_int_equal(ty_opts_parse(&prog, opts, 3, v, 1, argv5), 0);
+    assert_null(v[1]);
+    assert_int_equal(ty_opts_parse(&prog, opts, 3, v, 2, argv2), -1); /* needs a value */
+    assert_int_equal(ty_opts_parse(&prog, opts, 3, v, 3, argv3), -1); /* unknown */
+    assert_int_equal(ty_opts_parse(&prog, opts, 3, v, 2, argv4), -1); /* stray argument */
+    assert_int_equal(ty_opts_int(&prog, "slots", "12", 1, 16, &n), 0);
+    assert_int_equal(n, 12);
+    assert_int_equal(ty_opts_int(&prog, "slots", "17", 1, 16, &n), -1);
+    assert_int_equal(ty_opts_int(&prog, "slots", "1x", 1, 16, &n), -1);
+    assert_int_equal(ty_opts_int(&prog, "slots", "", 1, 16, &n), -1);
+    assert_int_equal(ty_opts_int(&prog, "slots", NULL, 1, 16, &n), -1);
+    unsetenv("TY_TEST_LISTEN");
+    unsetenv("TY_TEST_SLOTS");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_err_set_returns_negative_code),
+        cmocka_unit_test(test_opts_precedence_and_errors),
         cmocka_unit_test(test_buf_ceiling),
         cmocka_unit_test(test_buf_put_xml),
     };
