@@ -127,12 +127,61 @@ static enum MHD_Result http__collect_header(void *cls, enum MHD_ValueKind kind, 
     return MHD_YES;
 }
 
+struct http__stream {
+    long (*read)(void *ctx, char *buf, size_t max);
+    void (*free)(void *ctx);
+    void *ctx;
+    unsigned long long len, done;
+};
+
+static ssize_t http__stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct http__stream *st = cls;
+    long n;
+
+    (void)pos;
+    if (st->done >= st->len)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    if (max > st->len - st->done)
+        max = (size_t)(st->len - st->done);
+    n = st->read(st->ctx, buf, max);
+    if (n == 0 && st->len == MHD_SIZE_UNKNOWN)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    if (n <= 0) /* an error, or the body ended before its Content-Length */
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    st->done += (unsigned long long)n;
+    return (ssize_t)n;
+}
+
+static void http__stream_free(void *cls)
+{
+    struct http__stream *st = cls;
+    if (st->free)
+        st->free(st->ctx);
+    free(st);
+}
+
 static enum MHD_Result http__send(struct MHD_Connection *conn, struct http_response *resp)
 {
     struct MHD_Response *r;
     enum MHD_Result ret;
 
-    if (resp->has_file) {
+    if (resp->stream_read) {
+        struct http__stream *st = calloc(1, sizeof(*st));
+        r = NULL;
+        if (st) {
+            st->read = resp->stream_read;
+            st->free = resp->stream_free;
+            st->ctx = resp->stream_ctx;
+            st->len = resp->stream_len;
+            r = MHD_create_response_from_callback(resp->stream_len, 64 * 1024, http__stream_read,
+                                                  st, http__stream_free);
+            if (!r)
+                free(st);
+        }
+        if (!r && resp->stream_free)
+            resp->stream_free(resp->stream_ctx);
+    } else if (resp->has_file) {
         r = MHD_create_response_from_fd_at_offset64(resp->file_len, resp->file_fd, resp->file_off);
         if (!r)
             close(resp->file_fd); /* MHD closes it once it took it */

@@ -58,6 +58,13 @@ struct http_response {
     int file_fd;
     unsigned long long file_off, file_len;
     char *hdr_name_dyn[HTTP_MAX_RESP_HEADERS]; /* new: names added by http_response_header_dup */
+    /* Or a body produced by a reader: stream_len bytes, read in turn by stream_read (bytes
+       read, 0 at the end, -1 on error; it may block). http.c calls stream_free(stream_ctx) once
+       the response is done with (sent, or the client went away). */
+    long (*stream_read)(void *ctx, char *buf, size_t max);
+    void (*stream_free)(void *ctx);
+    void *stream_ctx;
+    unsigned long long stream_len;
 };
 
 struct http_server;

@@ -274,6 +274,11 @@ static size_t s3c__header(char *data, size_t size, size_t nitems, void *ud)
         io->rs->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         return n;
     }
+    if ((n == 2 && data[0] == '\r') || (n == 1 && data[0] == '\n')) { /* end of the headers */
+        if (io->rs->status >= 200 && io->rq->on_headers)
+            io->rq->on_headers(io->rq->ud, io->rs);
+        return n;
+    }
     colon = memchr(data, ':', n);
     if (!colon || (nl = (size_t)(colon - data)) == 0 || nl >= sizeof(name))
         return n;

@@ -41,6 +41,8 @@ struct s3c_hdr {
     const char *name, *value;
 };
 
+struct s3c_resp;
+
 struct s3c_req {
     const char *method;        /* GET, HEAD, PUT, POST, DELETE */
     const char *bucket;        /* NULL or "" for the service (ListBuckets) */
@@ -54,6 +56,10 @@ struct s3c_req {
     size_t body_n;       /* with body */
     int out_fd;          /* -1: the answer's body into resp->body, else written to out_fd */
     size_t max_mem_body; /* cap on resp->body; 0 = 16 MiB */
+    /* called (from s3c_do's thread) once the final answer's headers are in, before its body;
+       may be NULL */
+    void (*on_headers)(void *ud, const struct s3c_resp *rs);
+    void *ud;
 };
 
 struct s3c_resp {

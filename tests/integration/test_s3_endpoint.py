@@ -126,3 +126,43 @@ def test_large_model_goes_up_in_parts(make_server):
         weights = tf.extractfile("weights.bin").read()
         want = tf.extractfile("weights.md5").read().decode().strip()
     assert len(weights) == 70 * MB and hashlib.md5(weights).hexdigest() == want
+
+
+def test_downloads_stream_and_abandoned_ones_end(make_server):
+    """GetObject streams through the front as the store sends it; a client that leaves halfway
+    ends the transfer (no thread or descriptor left behind) and the server keeps serving."""
+    import socket
+    import urllib.parse
+
+    store = make_server(agents=0)
+    front = _front(make_server, store)
+    s3 = front.client("s3", signature_version="s3v4")
+    s3.create_bucket(Bucket="stream")
+    body = os.urandom(24 * MB)
+    s3.put_object(Bucket="stream", Key="big.bin", Body=body)
+    assert s3.get_object(Bucket="stream", Key="big.bin")["Body"].read() == body
+    r = s3.get_object(Bucket="stream", Key="big.bin", Range="bytes=100-199")
+    assert r["ContentLength"] == 100 and r["Body"].read() == body[100:200]
+
+    def pipes_and_threads():
+        """The stream's own resources: the pipe between its thread and the client, the thread."""
+        d = f"/proc/{front.proc.pid}"
+        pipes = 0
+        for fd in os.listdir(f"{d}/fd"):
+            try:
+                pipes += os.readlink(f"{d}/fd/{fd}").startswith("pipe:")
+            except OSError:
+                pass
+        return pipes, len(os.listdir(f"{d}/task"))
+
+    url = urllib.parse.urlsplit(s3.generate_presigned_url(
+        "get_object", Params={"Bucket": "stream", "Key": "big.bin"}, ExpiresIn=300))
+    before = pipes_and_threads()
+    for _ in range(5):
+        with socket.create_connection(("127.0.0.1", front.port), timeout=10) as c:
+            c.sendall(f"GET {url.path}?{url.query} HTTP/1.1\r\nHost: {url.netloc}\r\n\r\n".encode())
+            got = c.recv(65536)
+            assert got.startswith(b"HTTP/1.1 200"), got[:200]
+        # closed after the first bytes of 24 MiB
+    H.wait_for(lambda: pipes_and_threads() == before, 30, "the abandoned transfers to end")
+    assert s3.get_object(Bucket="stream", Key="big.bin")["Body"].read() == body
