@@ -117,22 +117,34 @@ void quota_training_release(struct store *s, const char *job_name, const char *i
         freeReplyObject(r);
 }
 
-static int quota__kids(struct store *s, const char *kids_key, const char *prefix, long limit,
-                       double now, const char *what, const char *unit, struct ty_err *err)
+/* Reserves child (a resource key) among kind/id's children: see kids_reserve. */
+static int quota__kids(struct store *s, const char *kind, const char *id, const char *prefix,
+                       const char *child_id, long limit, double now, const char *what,
+                       const char *unit, struct ty_err *err)
 {
-    char snow[40], slim[24];
-    const char *argv[5];
+    char kids[512], resv[512], child[512], snow[40], slim[24], sttl[16];
+    const char *argv[8];
     long used = 0;
     redisReply *r;
     int rc = 0;
+
+    if (quota__key(kids, sizeof(kids), kind, id, err) < 0 ||
+        snprintf(resv, sizeof(resv), "ty:quota:kids:%s", kids + strlen("ty:kids:")) >=
+            (int)sizeof(resv) ||
+        snprintf(child, sizeof(child), "%s%s", prefix, child_id) >= (int)sizeof(child))
+        return ty_err_set(err, TY_EINVAL, NULL, "invalid resource id");
     snprintf(snow, sizeof(snow), "%.3f", now);
     snprintf(slim, sizeof(slim), "%ld", limit);
-    argv[0] = kids_key;
-    argv[1] = "count_kids";
-    argv[2] = snow;
-    argv[3] = prefix;
-    argv[4] = slim;
-    r = store_iam__eval(s, STORE_IAM_LUA_QUOTA, 1, 5, argv, NULL, err);
+    snprintf(sttl, sizeof(sttl), "%d", QUOTA_RESERVATION_S);
+    argv[0] = kids;
+    argv[1] = resv;
+    argv[2] = "kids_reserve";
+    argv[3] = snow;
+    argv[4] = prefix;
+    argv[5] = slim;
+    argv[6] = child;
+    argv[7] = sttl;
+    r = store_iam__eval(s, STORE_IAM_LUA_QUOTA, 2, 8, argv, NULL, err);
     if (!r)
         return -err->code;
     if (quota__limit_reply(r, &used))
@@ -144,26 +156,57 @@ static int quota__kids(struct store *s, const char *kids_key, const char *prefix
     return rc;
 }
 
-int quota_check_profiles(struct store *s, const char *domain_id, double now, struct ty_err *err)
+static void quota__kids_release(struct store *s, const char *kind, const char *id,
+                                const char *prefix, const char *child_id)
 {
-    char key[512];
+    char kids[512], resv[512], child[512];
+    const char *argv[5];
+    struct ty_err err;
+    redisReply *r;
+
+    if (quota__key(kids, sizeof(kids), kind, id, &err) < 0 ||
+        snprintf(resv, sizeof(resv), "ty:quota:kids:%s", kids + strlen("ty:kids:")) >=
+            (int)sizeof(resv) ||
+        snprintf(child, sizeof(child), "%s%s", prefix, child_id) >= (int)sizeof(child))
+        return;
+    argv[0] = kids;
+    argv[1] = resv;
+    argv[2] = "kids_release";
+    argv[3] = "0";
+    argv[4] = child;
+    r = store_iam__eval(s, STORE_IAM_LUA_QUOTA, 2, 5, argv, NULL, &err);
+    if (r)
+        freeReplyObject(r);
+}
+
+int quota_reserve_profile(struct store *s, const char *domain_id, const char *profile_id,
+                          double now, struct ty_err *err)
+{
     long limit = quota__limits.profiles_per_domain;
     if (limit <= 0)
         return 0;
-    if (quota__key(key, sizeof(key), "ty:kids:domain:", domain_id, err) < 0)
-        return -TY_EINVAL;
-    return quota__kids(s, key, "ty:res:user-profile:", limit, now,
-                       "Maximum number of user profiles per domain", "UserProfiles", err);
+    return quota__kids(s, "ty:kids:domain:", domain_id, "ty:res:user-profile:", profile_id, limit,
+                       now, "Maximum number of user profiles per domain", "UserProfiles", err);
 }
 
-int quota_check_apps(struct store *s, const char *profile_id, double now, struct ty_err *err)
+void quota_release_profile(struct store *s, const char *domain_id, const char *profile_id)
 {
-    char key[512];
+    if (quota__limits.profiles_per_domain > 0)
+        quota__kids_release(s, "ty:kids:domain:", domain_id, "ty:res:user-profile:", profile_id);
+}
+
+int quota_reserve_app(struct store *s, const char *profile_id, const char *app_id, double now,
+                      struct ty_err *err)
+{
     long limit = quota__limits.apps_per_user;
     if (limit <= 0)
         return 0;
-    if (quota__key(key, sizeof(key), "ty:kids:user-profile:", profile_id, err) < 0)
-        return -TY_EINVAL;
-    return quota__kids(s, key, "ty:res:app:", limit, now, "Maximum number of apps per user profile",
-                       "Apps", err);
+    return quota__kids(s, "ty:kids:user-profile:", profile_id, "ty:res:app:", app_id, limit, now,
+                       "Maximum number of apps per user profile", "Apps", err);
+}
+
+void quota_release_app(struct store *s, const char *profile_id, const char *app_id)
+{
+    if (quota__limits.apps_per_user > 0)
+        quota__kids_release(s, "ty:kids:user-profile:", profile_id, "ty:res:app:", app_id);
 }

@@ -18,9 +18,8 @@
  *    quota_training_release drops it once the job exists (or failed to be created), so two
  *    concurrent creates cannot both take the last instance.
  *  - user profiles of a domain and apps of a user profile: the live children (status not
- *    Deleting, Deleted or Failed) in res.lua's ty:kids: sets. The check and store_res_create
- *    are two steps: two creates racing for the last slot may both pass (documented limit; the
- *    studio operations are admin-paced).
+ *    Deleting, Deleted or Failed) in res.lua's ty:kids: sets, plus reservations of creates
+ *    under way (ty:quota:kids:*), as for training.
  * A limit of 0 means no limit (nothing is read from Redis).
  * Defaults: AWS's per-account defaults vary by instance type and account (often 0 to 20
  * training instances); trainyard's are generous (100 instances per type, 100 profiles per
@@ -63,19 +62,26 @@ int quota_training_reserve(struct store *s, const char *job_name, const char *in
 void quota_training_release(struct store *s, const char *job_name, const char *instance_type);
 
 /*
- * For CreateUserProfile (ops/studio.c), before store_res_create: 0 when domain_id has fewer
- * live user profiles than the limit, else -TY_ELIMIT ("The account-level service limit
- * 'Maximum number of user profiles per domain' is N UserProfiles, with current utilization
- * of N UserProfiles and a request delta of 1 UserProfiles. ..."), or a store error.
- * domain_id is the store id of the domain (res.lua's ty:res:domain:<id>).
+ * For CreateUserProfile (ops/studio.c), before store_res_create: reserves a slot for the
+ * profile whose store id is profile_id in domain_id (res.lua's ty:res:domain:<id>) when the
+ * domain's live user profiles plus other creates under way are fewer than the limit; else
+ * -TY_ELIMIT ("The account-level service limit 'Maximum number of user profiles per domain' is
+ * N UserProfiles, with current utilization of N UserProfiles and a request delta of 1
+ * UserProfiles. ..."), or a store error. The count and the reservation are one step, so two
+ * creates cannot both take the last slot. Call quota_release_profile after the create, whatever
+ * its outcome (a reservation lives QUOTA_RESERVATION_S at most).
  */
-int quota_check_profiles(struct store *s, const char *domain_id, double now, struct ty_err *err);
+int quota_reserve_profile(struct store *s, const char *domain_id, const char *profile_id,
+                          double now, struct ty_err *err);
+void quota_release_profile(struct store *s, const char *domain_id, const char *profile_id);
 
 /*
- * For CreateApp, before store_res_create: as quota_check_profiles for the live apps of the
- * user profile whose store id is profile_id (op_studio_profile_id: "<domain>/<profile
- * lower-cased>"); limit name 'Maximum number of apps per user profile', unit Apps.
+ * For CreateApp: as quota_reserve_profile for the live apps of the user profile whose store id
+ * is profile_id (op_studio_profile_id: "<domain>/<profile lower-cased>"); app_id is the app's
+ * store id; limit name 'Maximum number of apps per user profile', unit Apps.
  */
-int quota_check_apps(struct store *s, const char *profile_id, double now, struct ty_err *err);
+int quota_reserve_app(struct store *s, const char *profile_id, const char *app_id, double now,
+                      struct ty_err *err);
+void quota_release_app(struct store *s, const char *profile_id, const char *app_id);
 
 #endif

@@ -10,10 +10,13 @@
 --   the set. Over the limit: error "LIMIT <usage>"; otherwise the reservation is recorded
 --   (it lives until released or ttl seconds) and the usage is returned.
 -- job_release: KEYS[2] as above; ARGV: verb now name. Drops the reservation.
--- count_kids: KEYS[1] ty:kids:<kind>:<id> (set of child resource keys, res.lua's)
---   ARGV: verb now prefix limit. Counts the children whose key starts with prefix and whose
---   status is live (not Deleting, Deleted or Failed); error "LIMIT <count>" when the count has
---   reached the limit, else the count.
+-- kids_reserve: KEYS[1] ty:kids:<kind>:<id> (set of child resource keys, res.lua's)
+--              KEYS[2] ty:quota:kids:<kind>:<id> (hash: child key -> expiry, creates under way)
+--   ARGV: verb now prefix limit child ttl. Counts the children whose key starts with prefix and
+--   whose status is live (not Deleting, Deleted or Failed), plus live reservations of other
+--   children not yet in the set; error "LIMIT <count>" when the count has reached the limit,
+--   else records child's reservation and returns the count.
+-- kids_release: KEYS[2] as above; ARGV: verb now child. Drops the reservation.
 local verb = ARGV[1]
 local now = tonumber(ARGV[2])
 
@@ -49,10 +52,12 @@ if verb == 'job_reserve' then
 elseif verb == 'job_release' then
     redis.call('HDEL', KEYS[2], ARGV[3])
     return 0
-elseif verb == 'count_kids' then
-    local prefix, limit = ARGV[3], tonumber(ARGV[4])
+elseif verb == 'kids_reserve' then
+    local prefix, limit, child, ttl = ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
     local n = 0
+    local present = {}
     for _, key in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+        present[key] = true
         if string.sub(key, 1, string.len(prefix)) == prefix then
             local st = redis.call('HGET', key, 'status')
             if st and st ~= 'Deleting' and st ~= 'Deleted' and st ~= 'Failed' then
@@ -60,9 +65,22 @@ elseif verb == 'count_kids' then
             end
         end
     end
+    local resv = redis.call('HGETALL', KEYS[2])
+    for i = 1, #resv, 2 do
+        if tonumber(resv[i + 1]) < now then
+            redis.call('HDEL', KEYS[2], resv[i])
+        elseif resv[i] ~= child and not present[resv[i]] then
+            n = n + 1
+        end
+    end
     if n >= limit then
         return redis.error_reply('LIMIT ' .. n)
     end
+    redis.call('HSET', KEYS[2], child, string.format('%.3f', now + ttl))
+    redis.call('EXPIRE', KEYS[2], ttl * 2)
     return n
+elseif verb == 'kids_release' then
+    redis.call('HDEL', KEYS[2], ARGV[3])
+    return 0
 end
 return redis.error_reply('ERR quota_count.lua: unknown verb ' .. tostring(verb))

@@ -666,11 +666,13 @@ int op_studio_create_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, 
     if (op_studio_profile_id(domain, name, id, sizeof(id)) != 0)
         return ty_err_set(err, TY_EINVAL, "UserProfileName", "Invalid user profile name");
     op_studio__profile_arn(ctx, id, arn, sizeof(arn));
-    if (quota_check_profiles(ctx->store, domain, ctx->now, err) != 0) /* quota.h */
+    if (quota_reserve_profile(ctx->store, domain, id, ctx->now, err) != 0) /* quota.h */
         return -err->code;
     snprintf(key, sizeof(key), "uid:%s", domain);
-    if (store_res_counter(ctx->store, key, &seq, err) != 0)
+    if (store_res_counter(ctx->store, key, &seq, err) != 0) {
+        quota_release_profile(ctx->store, domain, id);
         return -err->code;
+    }
     snprintf(uid, sizeof(uid), "%lld", 200000 + seq);
     doc = json_object();
     json_object_set_new(doc, "DomainId", json_string(domain));
@@ -691,6 +693,7 @@ int op_studio_create_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, 
     n.parent_blocked = LIVE_FOR_CHILDREN;
     n.tags_arn = arn;
     rec = store_res_create(ctx->store, &n, ctx->now, op_studio_timing(), err);
+    quota_release_profile(ctx->store, domain, id);
     json_decref(doc);
     if (!rec) {
         if (err->code == TY_EINUSE)
@@ -892,7 +895,7 @@ int op_studio_create_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty
     }
     if (op_studio_profile_id(domain, profile, pid, sizeof(pid)) != 0)
         return op_studio__profile_missing(ctx, domain, profile, err);
-    if (quota_check_apps(ctx->store, pid, ctx->now, err) != 0) /* quota.h */
+    if (quota_reserve_app(ctx->store, pid, id, ctx->now, err) != 0) /* quota.h */
         return -err->code;
     doc = json_object();
     json_object_set_new(doc, "AppArn", json_string(arn));
@@ -925,6 +928,7 @@ int op_studio_create_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty
     n.parent_blocked = LIVE_FOR_CHILDREN;
     n.tags_arn = arn;
     rec = store_res_create(ctx->store, &n, ctx->now, op_studio_timing(), err);
+    quota_release_app(ctx->store, pid, id);
     json_decref(doc);
     if (!rec) {
         if (err->code == TY_EINUSE)

@@ -476,10 +476,20 @@ static void test_quota(void **state)
     assert_int_equal(quota_training_reserve(st, "e", "ml.m5.large", 1, 10.0, &err), 0);
     /* reservations expire */
     assert_int_equal(quota_training_reserve(st, "f", "ml.m5.large", 1, 10.0 + 2 * 30, &err), 0);
-    /* studio counts: no children yet */
-    assert_int_equal(quota_check_profiles(st, "d-abc", 10.0, &err), 0);
-    assert_int_equal(quota_check_apps(st, "d-abc/alice", 10.0, &err), 0);
-    assert_int_equal(quota_check_apps(st, "bad:id", 10.0, &err), -TY_EINVAL);
+    /* studio counts: reservations of creates under way count until released or expired, so
+       two creates cannot both take the last slot (one app per profile here) */
+    assert_int_equal(quota_reserve_profile(st, "d-abc", "d-abc/alice", 10.0, &err), 0);
+    assert_int_equal(quota_reserve_profile(st, "d-abc", "d-abc/bob", 10.0, &err), -TY_ELIMIT);
+    quota_release_profile(st, "d-abc", "d-abc/alice");
+    assert_int_equal(quota_reserve_profile(st, "d-abc", "d-abc/bob", 10.0, &err), 0);
+    assert_int_equal(quota_reserve_app(st, "d-abc/alice", "app-1", 10.0, &err), 0);
+    assert_int_equal(quota_reserve_app(st, "d-abc/alice", "app-1", 10.0, &err), 0); /* itself */
+    assert_int_equal(quota_reserve_app(st, "d-abc/alice", "app-2", 10.0, &err), -TY_ELIMIT);
+    assert_non_null(strstr(err.msg, "'Maximum number of apps per user profile' is 1 Apps"));
+    quota_release_app(st, "d-abc/alice", "app-1");
+    assert_int_equal(quota_reserve_app(st, "d-abc/alice", "app-2", 10.0, &err), 0);
+    assert_int_equal(quota_reserve_app(st, "d-abc/alice", "app-3", 10.0 + 2 * 30, &err), 0);
+    assert_int_equal(quota_reserve_app(st, "bad:id", "app-1", 10.0, &err), -TY_EINVAL);
     quota_configure(&old);
 }
 
