@@ -88,6 +88,9 @@ static void test_low_gpu(void **state)
     assert_int_equal(eval("LowGPUUtilization", &m, NULL, 0), TYPROF_ISSUES);
     const char *p[] = {"threshold_p95=10"};
     assert_int_equal(eval("LowGPUUtilization", &m, p, 1), TYPROF_NO_ISSUES);
+    /* smdebug_rulesconfig's scheduling parameters are accepted and change nothing */
+    const char *sched[] = {"threshold_p95=10", "scan_interval_us=60000000", "mode=TRAIN"};
+    assert_int_equal(eval("LowGPUUtilization", &m, sched, 3), TYPROF_NO_ISSUES);
     const char *bad[] = {"nope=1"};
     assert_int_equal(eval("LowGPUUtilization", &m, bad, 1), TYPROF_RULE_ERROR);
     const char *bad2[] = {"window=abc"};
