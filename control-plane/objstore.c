@@ -1070,38 +1070,6 @@ int objstore_copy(struct objstore *os, const char *sb, const char *sk, const cha
     return rc;
 }
 
-int objstore_head(struct objstore *os, const char *bucket, const char *key,
-                  struct objstore_meta *meta, struct ty_err *err)
-{
-    if (os->remote)
-        return objstore_remote_head(os->remote, bucket, key, meta, err);
-    char rel[PATH_MAX];
-    int rc;
-
-    if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
-        return rc;
-    rc = objstore__meta_load(os, bucket, key, meta, 1, err);
-    if (rc != -TY_ENOTFOUND)
-        return rc;
-    /* not indexed: a file the agent (or someone) put at the object's natural path */
-    if (objstore__natural_rel(bucket, key, rel, sizeof(rel)) == 0) {
-        pthread_mutex_t *lk = objstore__lock_for(bucket, key);
-        json_t *h = json_pack("{s:s}", "Content-Type", "binary/octet-stream");
-        pthread_mutex_lock(lk);
-        rc = objstore__meta_load(os, bucket, key, meta, 1, err);
-        if (rc == -TY_ENOTFOUND) {
-            rc = objstore__adopt_file(os, bucket, key, rel, h, err);
-            if (rc == 0)
-                rc = objstore__meta_load(os, bucket, key, meta, 1, err);
-        }
-        pthread_mutex_unlock(lk);
-        json_decref(h);
-        if (rc == 0)
-            return 0;
-    }
-    return ty_err_set(err, TY_ENOTFOUND, "NoSuchKey", "The specified key does not exist.");
-}
-
 /*
  * The file at abs is not the version the index names (meta, as read without the lock). Under the
  * key's lock no commit of this process is in flight, so a mismatch that is still there is an
@@ -1131,6 +1099,48 @@ static void objstore__repair(struct objstore *os, const char *bucket, const char
     }
     objstore_meta_cleanup(&now);
     pthread_mutex_unlock(lk);
+}
+
+int objstore_head(struct objstore *os, const char *bucket, const char *key,
+                  struct objstore_meta *meta, struct ty_err *err)
+{
+    if (os->remote)
+        return objstore_remote_head(os->remote, bucket, key, meta, err);
+    char rel[PATH_MAX];
+    int rc;
+
+    if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
+        return rc;
+    rc = objstore__meta_load(os, bucket, key, meta, 1, err);
+    if (rc == 0 && meta->ino) { /* the indexed version is the file there (else: repair) */
+        char abs[PATH_MAX];
+        struct stat st;
+        if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, meta->path) == 0 &&
+            stat(abs, &st) == 0 && (uint64_t)st.st_ino != meta->ino) {
+            objstore__repair(os, bucket, key, abs, meta);
+            objstore_meta_cleanup(meta);
+            rc = objstore__meta_load(os, bucket, key, meta, 1, err);
+        }
+    }
+    if (rc != -TY_ENOTFOUND)
+        return rc;
+    /* not indexed: a file the agent (or someone) put at the object's natural path */
+    if (objstore__natural_rel(bucket, key, rel, sizeof(rel)) == 0) {
+        pthread_mutex_t *lk = objstore__lock_for(bucket, key);
+        json_t *h = json_pack("{s:s}", "Content-Type", "binary/octet-stream");
+        pthread_mutex_lock(lk);
+        rc = objstore__meta_load(os, bucket, key, meta, 1, err);
+        if (rc == -TY_ENOTFOUND) {
+            rc = objstore__adopt_file(os, bucket, key, rel, h, err);
+            if (rc == 0)
+                rc = objstore__meta_load(os, bucket, key, meta, 1, err);
+        }
+        pthread_mutex_unlock(lk);
+        json_decref(h);
+        if (rc == 0)
+            return 0;
+    }
+    return ty_err_set(err, TY_ENOTFOUND, "NoSuchKey", "The specified key does not exist.");
 }
 
 int objstore_open_read(struct objstore *os, const char *bucket, const char *key,

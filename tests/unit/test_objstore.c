@@ -301,6 +301,10 @@ static void test_missed_index_write_is_repaired(void **state)
     snprintf(q, sizeof(q), "%s/.ty/tmp/up.repair-test", e->dir);
     write_file(q, "version two!");
     assert_int_equal(rename(q, p), 0);
+    /* HEAD sees the repair too: size and ETag of the bytes that are there */
+    assert_int_equal(objstore_head(e->os, "repair", "data/obj.txt", &m, &err), 0);
+    assert_int_equal(m.size, 12);
+    objstore_meta_cleanup(&m);
     got = read_obj(e, "repair", "data/obj.txt", &n);
     assert_non_null(got);
     assert_int_equal(n, 12);
