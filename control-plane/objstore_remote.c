@@ -549,7 +549,7 @@ int objstore_remote_list(struct s3c *c, const char *bucket, const char *prefix, 
         if (ty_xml_find(in, ie, "Prefix", &a, &b) && objr__push(out, &cap, ty_xml_text(a, b), 1))
             rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     }
-    if (rc == 0) /* S3 orders objects and common prefixes together, by key */
+    if (rc == 0 && out->n > 1) /* S3 orders objects and common prefixes together, by key */
         qsort(out->e, out->n, sizeof(*out->e), objr__entry_cmp);
     if (rc == 0 && (t = objr__body_text(&rs, "IsTruncated")) != NULL) {
         out->truncated = strcmp(t, "true") == 0;
