@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: installs missing packages, starts the container engine, builds,
-# runs every ctest (unit, integration), then the unit tests again under ASan+UBSan.
+# Runs the whole test suite: installs missing packages, starts the container engine, builds a
+# release and an ASan+UBSan build, runs the unit tests and the integration suite under the
+# sanitizers (servers and agents built with them), then every ctest of the release build.
 # Exits non-zero when any test fails; ctest's summary lines are the last thing printed.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,12 +14,13 @@ build() { # dir: builds quietly, shows the log's tail when the build fails
   cmake --build "$1" -j"$jobs" >"$1/build.log" 2>&1 || { tail -n 60 "$1/build.log"; echo "test.sh: build failed in $1" >&2; exit 1; }
 }
 build "$top/build"
-cmake -S "$top" -B "$top/build-asan" -DCMAKE_BUILD_TYPE=Debug -DTY_SANITIZE=ON >/dev/null || exit 1
+cmake -S "$top" -B "$top/build-asan" -DCMAKE_BUILD_TYPE=Debug -DTY_SANITIZE=ON \
+  -DTY_SANITIZED_RUNTIME_TAR="$top/build/runtime-image/trainyard-runtime.tar" >/dev/null || exit 1
 build "$top/build-asan"
 status=0
-echo "== unit tests under ASan+UBSan =="
+echo "== unit tests and the integration suite under ASan+UBSan =="
 (cd "$top/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest -L unit --output-on-failure -j"$jobs") || status=1
+  ctest -L 'unit|sanitized' --output-on-failure -j"$jobs") || status=1
 echo "== all tests =="
 (cd "$top/build" && ctest --output-on-failure) || status=1
 exit $status
