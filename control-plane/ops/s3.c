@@ -1294,6 +1294,22 @@ static void s3__put_object(struct http_request *req, struct http_response *resp,
     json_decref(hdrs);
 }
 
+/* The answer of a copy: <elem> (CopyObjectResult, CopyPartResult) with LastModified, ETag. */
+static void s3__copy_result(struct http_request *req, struct http_response *resp, const char *elem,
+                            int64_t mtime_ms, const char *etag)
+{
+    struct ty_buf b;
+    char d[40];
+
+    s3__iso8601(mtime_ms, d, sizeof(d));
+    ty_buf_init(&b, 4096);
+    ty_buf_printf(&b,
+                  S3_XML_HDR "<%s xmlns=\"" S3_NS "\"><LastModified>%s</LastModified>"
+                             "<ETag>&quot;%s&quot;</ETag></%s>",
+                  elem, d, etag, elem);
+    s3__xml_resp(req, resp, 200, &b);
+}
+
 #define S3_BAD_COPY_SOURCE                                                                         \
     "Copy Source must mention the source bucket and key: sourcebucket/sourcekey"
 
@@ -1345,10 +1361,9 @@ static void s3__upload_part_copy(struct http_request *req, struct http_response 
 {
     const char *id = s3__qget(r, "uploadId");
     const char *range = http_header(req, "x-amz-copy-source-range");
-    char sb[256], d[40], *dec = NULL, *sk;
+    char sb[256], *dec = NULL, *sk;
     struct objstore_part part;
     struct ty_err err;
-    struct ty_buf b;
     uint64_t first = 0, last = UINT64_MAX;
     int n;
 
@@ -1381,13 +1396,7 @@ static void s3__upload_part_copy(struct http_request *req, struct http_response 
         return;
     }
     free(dec);
-    s3__iso8601(part.mtime_ms, d, sizeof(d));
-    ty_buf_init(&b, 4096);
-    ty_buf_printf(&b,
-                  S3_XML_HDR "<CopyPartResult xmlns=\"" S3_NS "\"><LastModified>%s</LastModified>"
-                             "<ETag>&quot;%s&quot;</ETag></CopyPartResult>",
-                  d, part.etag);
-    s3__xml_resp(req, resp, 200, &b);
+    s3__copy_result(req, resp, "CopyPartResult", part.mtime_ms, part.etag);
 }
 
 static void s3__upload_part(struct http_request *req, struct http_response *resp,
@@ -1429,9 +1438,7 @@ static void s3__copy_object(struct http_request *req, struct http_response *resp
     int replace = dir && strcasecmp(dir, "REPLACE") == 0;
     struct objstore_meta m;
     struct ty_err err;
-    struct ty_buf b;
     json_t *hdrs = NULL;
-    char d[40];
 
     ty_err_clear(&err);
     if (s3__copy_source(src, sb, sizeof(sb), &dec, &sk) != 0) {
@@ -1457,13 +1464,7 @@ static void s3__copy_object(struct http_request *req, struct http_response *resp
     }
     free(dec);
     json_decref(hdrs);
-    s3__iso8601(m.mtime_ms, d, sizeof(d));
-    ty_buf_init(&b, 4096);
-    ty_buf_printf(&b,
-                  S3_XML_HDR "<CopyObjectResult xmlns=\"" S3_NS "\"><LastModified>%s</LastModified>"
-                             "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>",
-                  d, m.etag);
-    s3__xml_resp(req, resp, 200, &b);
+    s3__copy_result(req, resp, "CopyObjectResult", m.mtime_ms, m.etag);
 }
 
 /* Parses a Range header against size. 0: whole object; 1: [*a, *b]; -1: unsatisfiable. */

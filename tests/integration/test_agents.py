@@ -21,16 +21,21 @@ def _held(agent):
     return None
 
 
-def test_two_agents_one_killed(make_server, procs, workdir):
-    for b in (H.AGENT_BIN, H.SERVER_BIN):
-        assert os.access(b, os.X_OK), f"{b} missing"
-    d = os.path.join(workdir, "two-agents")
+def _private_redis(procs, d):
+    """A redis-server of the test's own on a unix socket in d (created). Returns its URL."""
     os.makedirs(d)
     sock = os.path.join(d, "redis.sock")
     procs([H.REDIS_SERVER, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
            "--save", "", "--appendonly", "no", "--dir", d], log_path=os.path.join(d, "redis.log"))
     H.wait_for(lambda: os.path.exists(sock), 20, "redis-server's socket")
-    redis_url = f"unix://{sock}"
+    return f"unix://{sock}"
+
+
+def test_two_agents_one_killed(make_server, procs, workdir):
+    for b in (H.AGENT_BIN, H.SERVER_BIN):
+        assert os.access(b, os.X_OK), f"{b} missing"
+    d = os.path.join(workdir, "two-agents")
+    redis_url = _private_redis(procs, d)
     s = make_server(agents=0, extra=["--redis", redis_url])
     agents = {}
     for aid in ("it-agent-a", "it-agent-b"):
@@ -92,12 +97,7 @@ def test_agent_restarted_under_same_id_resumes_its_job(make_server, procs, workd
     alive (TTL 60 s), so no other agent would reclaim the job for minutes; the agent itself takes
     back what its earlier run claimed, and the job restarts and completes."""
     d = os.path.join(workdir, "same-id")
-    os.makedirs(d)
-    sock = os.path.join(d, "redis.sock")
-    procs([H.REDIS_SERVER, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
-           "--save", "", "--appendonly", "no", "--dir", d], log_path=os.path.join(d, "redis.log"))
-    H.wait_for(lambda: os.path.exists(sock), 20, "redis-server's socket")
-    redis_url = f"unix://{sock}"
+    redis_url = _private_redis(procs, d)
     s = make_server(agents=0, extra=["--redis", redis_url])
     argv = [H.AGENT_BIN, "--redis", redis_url, "--docker-host", H.DOCKER_HOST,
             "--data-dir", os.path.join(d, "agent"), "--id", "it-same-id", "--stop-grace", "2",
