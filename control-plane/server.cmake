@@ -2,7 +2,7 @@
 if(TARGET ty_sigv4 AND TARGET ty_model AND TARGET ty_store AND TARGET ty_docker AND TARGET ty_agent)
   add_library(ty_server STATIC
     ${TY_CP_DIR}/http.c ${TY_CP_DIR}/route.c ${TY_CP_DIR}/creds.c ${TY_CP_DIR}/redis_child.c
-    ${TY_CP_DIR}/ops/training.c ${TY_CP_DIR}/ops/tags.c ${TY_CP_DIR}/ops/logs.c
+    ${TY_CP_DIR}/ops/training.c ${TY_CP_DIR}/ops/doc.c ${TY_CP_DIR}/ops/tags.c ${TY_CP_DIR}/ops/logs.c
     ${TY_CP_DIR}/store_res.c ${TY_CP_DIR}/ops/studio.c ${TY_CP_DIR}/console.c
     ${TY_CP_DIR}/authz.c ${TY_CP_DIR}/quota.c ${TY_CP_DIR}/ops/iamapi.c)
   target_include_directories(ty_server PUBLIC ${TY_CP_DIR})

@@ -26,6 +26,13 @@ struct op_ctx {
     const struct s3c_config *s3_remote; /* the external store (--s3-endpoint), NULL when none */
 };
 
+/* ops/doc.c: borrowed string member of in, or NULL. */
+const char *op_str(json_t *in, const char *key);
+/* ops/doc.c: copies src[key] into dst when present. */
+void op_copy(json_t *dst, json_t *src, const char *key);
+/* ops/doc.c: removes the bookkeeping members (names starting with '_'); returns doc. */
+json_t *op_public(json_t *doc);
+
 typedef int (*op_fn)(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 
 /* ops/training.c */

@@ -298,32 +298,6 @@ json_t *op_studio_page(json_t *records, const char *sort_key, int ascending, int
 
 /* ---- shared pieces of the operations ---- */
 
-static const char *op_studio__str(json_t *in, const char *key)
-{
-    return json_string_value(json_object_get(in, key));
-}
-
-static void op_studio__copy(json_t *dst, json_t *src, const char *key)
-{
-    json_t *v = json_object_get(src, key);
-    if (v)
-        json_object_set(dst, key, v);
-}
-
-/* Removes the bookkeeping members; returns doc. */
-static json_t *op_studio__public(json_t *doc)
-{
-    const char *key;
-    json_t *v;
-    void *tmp;
-    json_object_foreach_safe(doc, tmp, key, v)
-    {
-        if (key[0] == '_')
-            json_object_del(doc, key);
-    }
-    return doc;
-}
-
 static void op_studio__domain_arn(const struct op_ctx *ctx, const char *domain, char *buf, size_t n)
 {
     op_studio_arn(ctx->region, ctx->account_id, "domain", domain, buf, n);
@@ -361,7 +335,7 @@ static int op_studio__profile_missing(const struct op_ctx *ctx, const char *doma
 static const char *op_studio__domain_arg(struct op_ctx *ctx, json_t *in, const char *key,
                                          struct ty_err *err)
 {
-    const char *d = op_studio__str(in, key);
+    const char *d = op_str(in, key);
     if (!d)
         return NULL;
     if (!op_studio_domain_id_ok(d)) {
@@ -375,7 +349,7 @@ static int op_studio__page_args(json_t *in, int *max, const char **token)
 {
     json_t *mr = json_object_get(in, "MaxResults");
     *max = mr ? (int)json_integer_value(mr) : 10;
-    *token = op_studio__str(in, "NextToken");
+    *token = op_str(in, "NextToken");
     return 0;
 }
 
@@ -402,7 +376,7 @@ static int op_studio__list_out(json_t *records, json_t *in, const char *sort_key
     {
         json_t *s = json_object();
         for (int k = 0; keys[k]; k++)
-            op_studio__copy(s, r, keys[k]);
+            op_copy(s, r, keys[k]);
         json_array_append_new(list, s);
     }
     json_decref(page);
@@ -445,11 +419,11 @@ int op_studio_create_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct
 
     doc = json_object();
     for (int i = 0; copied[i]; i++)
-        op_studio__copy(doc, in, copied[i]);
+        op_copy(doc, in, copied[i]);
     if (!json_object_get(doc, "AppNetworkAccessType"))
         json_object_set_new(doc, "AppNetworkAccessType",
-                            json_string(op_studio__str(in, "AppNetworkAccessType")
-                                            ? op_studio__str(in, "AppNetworkAccessType")
+                            json_string(op_str(in, "AppNetworkAccessType")
+                                            ? op_str(in, "AppNetworkAccessType")
                                             : "PublicInternetOnly"));
     memcpy(fs, "fs-", 3);
     if (op_studio_random_hex(fs + 3, 17) != 0) {
@@ -509,7 +483,7 @@ int op_studio_describe_domain(struct op_ctx *ctx, json_t *in, json_t **out, stru
         return -err->code;
     op_studio__url(ctx, domain, url, sizeof(url));
     json_object_set_new(rec, "Url", json_string(url));
-    *out = op_studio__public(rec);
+    *out = op_public(rec);
     return 0;
 }
 
@@ -620,8 +594,7 @@ int op_studio_update_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct
 int op_studio_delete_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
     const char *domain = op_studio__domain_arg(ctx, in, "DomainId", err);
-    const char *retain =
-        op_studio__str(json_object_get(in, "RetentionPolicy"), "HomeEfsFileSystem");
+    const char *retain = op_str(json_object_get(in, "RetentionPolicy"), "HomeEfsFileSystem");
     int rc;
     if (!domain)
         return -err->code;
@@ -655,7 +628,7 @@ int op_studio_delete_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct
 int op_studio_create_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
     const char *domain = op_studio__domain_arg(ctx, in, "DomainId", err);
-    const char *name = op_studio__str(in, "UserProfileName");
+    const char *name = op_str(in, "UserProfileName");
     char id[256], arn[512], uid[24], key[64];
     struct store_res_new n;
     long long seq = 0;
@@ -680,9 +653,9 @@ int op_studio_create_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, 
     json_object_set_new(doc, "UserProfileName", json_string(name));
     json_object_set_new(doc, "HomeEfsFileSystemUid", json_string(uid));
     json_object_set_new(doc, "CreationTime", json_real(ctx->now));
-    op_studio__copy(doc, in, "UserSettings");
-    op_studio__copy(doc, in, "SingleSignOnUserIdentifier");
-    op_studio__copy(doc, in, "SingleSignOnUserValue");
+    op_copy(doc, in, "UserSettings");
+    op_copy(doc, in, "SingleSignOnUserIdentifier");
+    op_copy(doc, in, "SingleSignOnUserValue");
     memset(&n, 0, sizeof(n));
     n.kind = OP_STUDIO_KIND_PROFILE;
     n.id = id;
@@ -720,8 +693,8 @@ int op_studio_create_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, 
 int op_studio_describe_user_profile(struct op_ctx *ctx, json_t *in, json_t **out,
                                     struct ty_err *err)
 {
-    const char *domain = op_studio__str(in, "DomainId");
-    const char *name = op_studio__str(in, "UserProfileName");
+    const char *domain = op_str(in, "DomainId");
+    const char *name = op_str(in, "UserProfileName");
     char id[256];
     json_t *rec;
     if (op_studio_profile_id(domain, name, id, sizeof(id)) != 0)
@@ -732,7 +705,7 @@ int op_studio_describe_user_profile(struct op_ctx *ctx, json_t *in, json_t **out
             return op_studio__profile_missing(ctx, domain, name, err);
         return -err->code;
     }
-    *out = op_studio__public(rec);
+    *out = op_public(rec);
     return 0;
 }
 
@@ -753,10 +726,10 @@ int op_studio_list_user_profiles(struct op_ctx *ctx, json_t *in, json_t **out, s
 {
     static const char *const keys[] = {"DomainId",     "UserProfileName",  "Status",
                                        "CreationTime", "LastModifiedTime", NULL};
-    const char *domain = op_studio__str(in, "DomainIdEquals");
-    const char *contains = op_studio__str(in, "UserProfileNameContains");
-    const char *sort = op_studio__str(in, "SortBy");
-    const char *order = op_studio__str(in, "SortOrder");
+    const char *domain = op_str(in, "DomainIdEquals");
+    const char *contains = op_str(in, "UserProfileNameContains");
+    const char *sort = op_str(in, "SortBy");
+    const char *order = op_str(in, "SortOrder");
     json_t *all, *r;
     size_t i;
 
@@ -792,8 +765,8 @@ static void op_studio__edit_profile(json_t *doc, json_t *in)
 
 int op_studio_update_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *domain = op_studio__str(in, "DomainId");
-    const char *name = op_studio__str(in, "UserProfileName");
+    const char *domain = op_str(in, "DomainId");
+    const char *name = op_str(in, "UserProfileName");
     char id[256];
     json_t *rec;
     if (op_studio_profile_id(domain, name, id, sizeof(id)) != 0)
@@ -817,8 +790,8 @@ int op_studio_update_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, 
 
 int op_studio_delete_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *domain = op_studio__str(in, "DomainId");
-    const char *name = op_studio__str(in, "UserProfileName");
+    const char *domain = op_str(in, "DomainId");
+    const char *name = op_str(in, "UserProfileName");
     char id[256];
     int rc;
     if (op_studio_profile_id(domain, name, id, sizeof(id)) != 0)
@@ -855,11 +828,11 @@ int op_studio_delete_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, 
 static int op_studio__app_ids(struct op_ctx *ctx, json_t *in, char *id, size_t idn, char *arn,
                               size_t arnn, struct ty_err *err)
 {
-    const char *domain = op_studio__str(in, "DomainId");
-    const char *profile = op_studio__str(in, "UserProfileName");
-    const char *space = op_studio__str(in, "SpaceName");
-    const char *type = op_studio__str(in, "AppType");
-    const char *name = op_studio__str(in, "AppName");
+    const char *domain = op_str(in, "DomainId");
+    const char *profile = op_str(in, "UserProfileName");
+    const char *space = op_str(in, "SpaceName");
+    const char *type = op_str(in, "AppType");
+    const char *name = op_str(in, "AppName");
     if (profile && space)
         return ty_err_set(err, TY_EINVAL, "SpaceName",
                           "Only one of UserProfileName and SpaceName may be specified.");
@@ -880,9 +853,9 @@ static int op_studio__app_ids(struct op_ctx *ctx, json_t *in, char *id, size_t i
 
 int op_studio_create_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *domain = op_studio__str(in, "DomainId");
-    const char *profile = op_studio__str(in, "UserProfileName");
-    const char *type = op_studio__str(in, "AppType");
+    const char *domain = op_str(in, "DomainId");
+    const char *profile = op_str(in, "UserProfileName");
+    const char *type = op_str(in, "AppType");
     char id[512], arn[768], pid[256];
     struct store_res_new n;
     json_t *doc, *rec, *spec;
@@ -900,7 +873,7 @@ int op_studio_create_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty
     doc = json_object();
     json_object_set_new(doc, "AppArn", json_string(arn));
     json_object_set_new(doc, "AppType", json_string(type));
-    json_object_set_new(doc, "AppName", json_string(op_studio__str(in, "AppName")));
+    json_object_set_new(doc, "AppName", json_string(op_str(in, "AppName")));
     json_object_set_new(doc, "DomainId", json_string(domain));
     json_object_set_new(doc, "UserProfileName", json_string(profile));
     json_object_set_new(doc, "CreationTime", json_real(ctx->now));
@@ -963,7 +936,7 @@ int op_studio_describe_app(struct op_ctx *ctx, json_t *in, json_t **out, struct 
             return ty_err_set(err, TY_ENOTFOUND, "AppName", "App %s does not exist.", arn);
         return -err->code;
     }
-    *out = op_studio__public(rec);
+    *out = op_public(rec);
     return 0;
 }
 
@@ -971,14 +944,14 @@ int op_studio_list_apps(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_
 {
     static const char *const keys[] = {"DomainId", "UserProfileName", "SpaceName",    "AppType",
                                        "AppName",  "Status",          "CreationTime", NULL};
-    const char *domain = op_studio__str(in, "DomainIdEquals");
-    const char *profile = op_studio__str(in, "UserProfileNameEquals");
-    const char *order = op_studio__str(in, "SortOrder");
+    const char *domain = op_str(in, "DomainIdEquals");
+    const char *profile = op_str(in, "UserProfileNameEquals");
+    const char *order = op_str(in, "SortOrder");
     char pid[256];
     json_t *all, *r, *kept;
     size_t i;
 
-    if (op_studio__str(in, "SpaceNameEquals"))
+    if (op_str(in, "SpaceNameEquals"))
         all = json_array(); /* no spaces, so no space apps */
     else if (domain && profile) {
         if (op_studio_profile_id(domain, profile, pid, sizeof(pid)) != 0)
@@ -1010,7 +983,7 @@ int op_studio_list_apps(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_
 
 int op_studio_delete_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *type = op_studio__str(in, "AppType");
+    const char *type = op_str(in, "AppType");
     char id[512], arn[768], pid[256];
     int rc;
     if (op_studio__app_ids(ctx, in, id, sizeof(id), arn, sizeof(arn), err) != 0)
@@ -1028,8 +1001,8 @@ int op_studio_delete_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty
     if (rc)
         return rc;
     if (strcmp(type, "DetailedProfiler") == 0 &&
-        op_studio_profile_id(op_studio__str(in, "DomainId"), op_studio__str(in, "UserProfileName"),
-                             pid, sizeof(pid)) == 0) {
+        op_studio_profile_id(op_str(in, "DomainId"), op_str(in, "UserProfileName"), pid,
+                             sizeof(pid)) == 0) {
         long long n = 0;
         if (store_res_session_revoke(ctx->store, pid, &n, err) != 0)
             ty_log(TY_LOG_WARN, "studio.revoke_failed", "profile=%s err='%s'", pid, err->msg);
@@ -1045,8 +1018,8 @@ int op_studio_delete_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty
 
 int op_studio_create_presigned_url(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *domain = op_studio__str(in, "DomainId");
-    const char *profile = op_studio__str(in, "UserProfileName");
+    const char *domain = op_str(in, "DomainId");
+    const char *profile = op_str(in, "UserProfileName");
     json_t *ev = json_object_get(in, "ExpiresInSeconds");
     json_t *sv = json_object_get(in, "SessionExpirationDurationInSeconds");
     int expires = ev ? (int)json_integer_value(ev) : 300;
@@ -1056,10 +1029,10 @@ int op_studio_create_presigned_url(struct op_ctx *ctx, json_t *in, json_t **out,
     const char *st;
     int rc;
 
-    if (op_studio__str(in, "SpaceName"))
+    if (op_str(in, "SpaceName"))
         return ty_err_set(err, TY_ENOTFOUND, "SpaceName", "Space %s does not exist.",
-                          op_studio__str(in, "SpaceName"));
-    if (op_studio_landing(op_studio__str(in, "LandingUri"), landing, sizeof(landing), err) != 0)
+                          op_str(in, "SpaceName"));
+    if (op_studio_landing(op_str(in, "LandingUri"), landing, sizeof(landing), err) != 0)
         return -err->code;
     if (op_studio_profile_id(domain, profile, id, sizeof(id)) != 0)
         return op_studio__profile_missing(ctx, domain, profile, err);

@@ -32,32 +32,6 @@ void op_arn(const struct op_ctx *ctx, const char *type, const char *name, char *
     buf[off] = '\0';
 }
 
-static const char *op__str(json_t *in, const char *key)
-{
-    return json_string_value(json_object_get(in, key));
-}
-
-/* Copies in[key] into doc when present. */
-static void op__copy(json_t *doc, json_t *in, const char *key)
-{
-    json_t *v = json_object_get(in, key);
-    if (v)
-        json_object_set(doc, key, v);
-}
-
-static json_t *op__public(json_t *doc)
-{
-    const char *key;
-    json_t *v;
-    void *tmp;
-    json_object_foreach_safe(doc, tmp, key, v)
-    {
-        if (key[0] == '_')
-            json_object_del(doc, key);
-    }
-    return doc;
-}
-
 /*
  * AWS rejects a channel whose S3Uri has no object under it (S3Prefix) or names no object
  * (ManifestFile), with its "No S3 objects found under S3 URL" message. Checked against the
@@ -75,7 +49,7 @@ static int op__check_channels(struct op_ctx *ctx, json_t *in, struct ty_err *err
     json_array_foreach(chans, i, ch)
     {
         json_t *s3 = json_object_get(json_object_get(ch, "DataSource"), "S3DataSource");
-        const char *uri = op__str(s3, "S3Uri"), *type = op__str(s3, "S3DataType");
+        const char *uri = op_str(s3, "S3Uri"), *type = op_str(s3, "S3DataType");
         struct objstore_listing l;
         struct ty_err e2;
         char bucket[256], key[1100], msg[900];
@@ -107,7 +81,7 @@ static int op__check_channels(struct op_ctx *ctx, json_t *in, struct ty_err *err
             break;
         }
         if (!found) {
-            transfer_no_objects_msg(msg, sizeof(msg), uri, ctx->region, op__str(in, "RoleArn"),
+            transfer_no_objects_msg(msg, sizeof(msg), uri, ctx->region, op_str(in, "RoleArn"),
                                     bucket);
             rc = ty_err_set(err, TY_EINVAL, "InputDataConfig", "%s", msg);
             break;
@@ -137,7 +111,7 @@ int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
                                          "InfraCheckConfig",
                                          "SessionChainingConfig",
                                          NULL};
-    const char *name = op__str(in, "TrainingJobName"), *itype;
+    const char *name = op_str(in, "TrainingJobName"), *itype;
     char arn[512];
     json_t *doc, *v, *tr, *tags;
     int rc;
@@ -149,7 +123,7 @@ int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
     json_object_set_new(doc, "TrainingJobName", json_string(name));
     json_object_set_new(doc, "TrainingJobArn", json_string(arn));
     for (int i = 0; copied[i]; i++)
-        op__copy(doc, in, copied[i]);
+        op_copy(doc, in, copied[i]);
     if (!json_object_get(doc, "HyperParameters"))
         json_object_set_new(doc, "HyperParameters", json_object());
 
@@ -222,7 +196,7 @@ int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
 
 static json_t *op__get_job(struct op_ctx *ctx, json_t *in, struct ty_err *err)
 {
-    json_t *doc = store_job_get(ctx->store, op__str(in, "TrainingJobName"), err);
+    json_t *doc = store_job_get(ctx->store, op_str(in, "TrainingJobName"), err);
     if (!doc && err->code == TY_ENOTFOUND)
         ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
     return doc;
@@ -233,7 +207,7 @@ int op_training_describe(struct op_ctx *ctx, json_t *in, json_t **out, struct ty
     json_t *doc = op__get_job(ctx, in, err);
     if (!doc)
         return -err->code;
-    *out = op__public(doc);
+    *out = op_public(doc);
     return 0;
 }
 
@@ -258,19 +232,19 @@ int op_training_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
     size_t i;
 
     memset(&q, 0, sizeof(q));
-    q.name_contains = op__str(in, "NameContains");
-    q.status_equals = op__str(in, "StatusEquals");
+    q.name_contains = op_str(in, "NameContains");
+    q.status_equals = op_str(in, "StatusEquals");
     q.created_after = op__time(in, "CreationTimeAfter");
     q.created_before = op__time(in, "CreationTimeBefore");
     q.modified_after = op__time(in, "LastModifiedTimeAfter");
     q.modified_before = op__time(in, "LastModifiedTimeBefore");
-    q.sort_by = op__str(in, "SortBy");
-    order = op__str(in, "SortOrder");
+    q.sort_by = op_str(in, "SortBy");
+    order = op_str(in, "SortOrder");
     q.ascending = order && strcmp(order, "Ascending") == 0;
     q.max_results = json_object_get(in, "MaxResults")
                         ? (int)json_integer_value(json_object_get(in, "MaxResults"))
                         : 10;
-    q.next_token = op__str(in, "NextToken");
+    q.next_token = op_str(in, "NextToken");
     jobs = store_job_list(ctx->store, &q, &next, err);
     if (!jobs)
         return -err->code;
@@ -279,7 +253,7 @@ int op_training_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
     {
         json_t *s = json_object();
         for (int k = 0; summary_keys[k]; k++)
-            op__copy(s, job, summary_keys[k]);
+            op_copy(s, job, summary_keys[k]);
         json_array_append_new(summaries, s);
     }
     json_decref(jobs);
@@ -303,7 +277,7 @@ static int op__conflict(struct ty_err *err, const char *name, const char *what)
 
 int op_training_stop(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *name = op__str(in, "TrainingJobName");
+    const char *name = op_str(in, "TrainingJobName");
     struct store_transition t;
     json_t *doc;
 
@@ -342,7 +316,7 @@ int op_training_stop(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
 
 int op_training_update(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *name = op__str(in, "TrainingJobName");
+    const char *name = op_str(in, "TrainingJobName");
     struct store_transition t;
     json_t *set, *doc, *cur, *v;
 
@@ -396,7 +370,7 @@ int op_training_update(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
 
 int op_training_delete(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *name = op__str(in, "TrainingJobName");
+    const char *name = op_str(in, "TrainingJobName");
     char arn[512];
     int rc;
 
