@@ -120,39 +120,6 @@ int console_query_param(const char *query, const char *name, char *out, size_t n
     return -1;
 }
 
-int console_html(struct ty_buf *b, const char *s)
-{
-    int rc = 0;
-    if (!s)
-        return 0;
-    for (const char *p = s; *p && rc == 0; p++) {
-        unsigned char c = (unsigned char)*p;
-        switch (c) {
-        case '&':
-            rc = ty_buf_puts(b, "&amp;");
-            break;
-        case '<':
-            rc = ty_buf_puts(b, "&lt;");
-            break;
-        case '>':
-            rc = ty_buf_puts(b, "&gt;");
-            break;
-        case '"':
-            rc = ty_buf_puts(b, "&quot;");
-            break;
-        case '\'':
-            rc = ty_buf_puts(b, "&#39;");
-            break;
-        default:
-            if (c < 0x20 || c == 0x7f)
-                rc = ty_buf_printf(b, "&#%u;", c == '\n' || c == '\t' ? c : 0xfffdu);
-            else
-                rc = ty_buf_append(b, p, 1);
-        }
-    }
-    return rc;
-}
-
 /* ---- responses ---- */
 
 static void console__headers(struct http_request *req, struct http_response *resp)
@@ -168,11 +135,11 @@ static void console__headers(struct http_request *req, struct http_response *res
 static void console__page_start(struct ty_buf *b, const char *title)
 {
     ty_buf_puts(b, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>");
-    console_html(b, title);
+    ty_buf_put_html(b, title);
     ty_buf_puts(b, "</title><style>body{font-family:sans-serif;margin:2em}"
                    "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;"
                    "text-align:left}</style></head><body>\n<h1>");
-    console_html(b, title);
+    ty_buf_put_html(b, title);
     ty_buf_puts(b, "</h1>\n");
 }
 
@@ -201,7 +168,7 @@ static void console__message(struct http_request *req, struct http_response *res
     ty_buf_init(&b, CONSOLE_PAGE_MAX);
     console__page_start(&b, title);
     ty_buf_puts(&b, "<p>");
-    console_html(&b, text);
+    ty_buf_put_html(&b, text);
     ty_buf_puts(&b, "</p>\n");
     console__send(req, resp, status, &b);
 }
@@ -213,7 +180,7 @@ static void console__redirect(struct http_request *req, struct http_response *re
     ty_buf_init(&b, CONSOLE_PAGE_MAX);
     console__page_start(&b, "Redirecting");
     ty_buf_puts(&b, "<p><a href=\"");
-    console_html(&b, location);
+    ty_buf_put_html(&b, location);
     ty_buf_puts(&b, "\">Continue</a></p>\n");
     console__send(req, resp, 302, &b);
     http_response_header(resp, "Location", location);
@@ -394,7 +361,7 @@ static void console__time(struct ty_buf *b, json_t *v)
     t = (time_t)json_number_value(v);
     gmtime_r(&t, &tm);
     strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm);
-    console_html(b, buf);
+    ty_buf_put_html(b, buf);
 }
 
 /* The S3 prefix of a job's profiler output, or "" when profiling is not enabled. OUT: buf. */
@@ -433,9 +400,9 @@ static void console__jobs(struct http_request *req, struct http_response *resp, 
     snprintf(title, sizeof(title), "Profiler - %s", u->name);
     console__page_start(&b, title);
     ty_buf_puts(&b, "<p>Domain <code>");
-    console_html(&b, u->domain);
+    ty_buf_put_html(&b, u->domain);
     ty_buf_puts(&b, "</code>, user profile <code>");
-    console_html(&b, u->arn);
+    ty_buf_put_html(&b, u->arn);
     ty_buf_puts(&b, "</code>. Training jobs tagged <code>" CONSOLE_TAG_OWNER
                     "</code> with this user profile's ARN:</p>\n"
                     "<table><tr><th>Training job</th><th>Status</th><th>Created</th>"
@@ -464,17 +431,17 @@ static void console__jobs(struct http_request *req, struct http_response *resp, 
             shown++;
             console__profiler_uri(j, uri, sizeof(uri));
             ty_buf_puts(&b, "<tr><td><a href=\"/console/profiler/jobs/");
-            console_html(&b, name);
+            ty_buf_put_html(&b, name);
             ty_buf_puts(&b, "\">");
-            console_html(&b, name);
+            ty_buf_put_html(&b, name);
             ty_buf_puts(&b, "</a></td><td>");
-            console_html(&b, json_string_value(json_object_get(j, "TrainingJobStatus")));
+            ty_buf_put_html(&b, json_string_value(json_object_get(j, "TrainingJobStatus")));
             ty_buf_puts(&b, "</td><td>");
             console__time(&b, json_object_get(j, "CreationTime"));
             ty_buf_puts(&b, "</td><td>");
-            console_html(&b, prof ? prof : "Disabled");
+            ty_buf_put_html(&b, prof ? prof : "Disabled");
             ty_buf_puts(&b, "</td><td>");
-            console_html(&b, uri[0] ? uri : "-");
+            ty_buf_put_html(&b, uri[0] ? uri : "-");
             ty_buf_puts(&b, "</td></tr>\n");
         }
         json_decref(jobs);
@@ -509,19 +476,19 @@ static void console__job(struct http_request *req, struct http_response *resp, s
     console__page_start(&b, title);
     console__profiler_uri(job, uri, sizeof(uri));
     ty_buf_puts(&b, "<table><tr><th>ARN</th><td>");
-    console_html(&b, arn);
+    ty_buf_put_html(&b, arn);
     ty_buf_puts(&b, "</td></tr><tr><th>Status</th><td>");
-    console_html(&b, json_string_value(json_object_get(job, "TrainingJobStatus")));
+    ty_buf_put_html(&b, json_string_value(json_object_get(job, "TrainingJobStatus")));
     ty_buf_puts(&b, " / ");
-    console_html(&b, json_string_value(json_object_get(job, "SecondaryStatus")));
+    ty_buf_put_html(&b, json_string_value(json_object_get(job, "SecondaryStatus")));
     ty_buf_puts(&b, "</td></tr><tr><th>Created</th><td>");
     console__time(&b, json_object_get(job, "CreationTime"));
     ty_buf_puts(&b, "</td></tr><tr><th>Profiling</th><td>");
-    console_html(&b, json_string_value(json_object_get(job, "ProfilingStatus"))
-                         ? json_string_value(json_object_get(job, "ProfilingStatus"))
-                         : "Disabled");
+    ty_buf_put_html(&b, json_string_value(json_object_get(job, "ProfilingStatus"))
+                            ? json_string_value(json_object_get(job, "ProfilingStatus"))
+                            : "Disabled");
     ty_buf_puts(&b, "</td></tr><tr><th>Profiler output</th><td>");
-    console_html(&b, uri[0] ? uri : "-");
+    ty_buf_put_html(&b, uri[0] ? uri : "-");
     ty_buf_puts(&b, "</td></tr></table>\n<p><a href=\"/console/profiler\">All jobs</a></p>\n");
     json_decref(job);
     console__send(req, resp, 200, &b);

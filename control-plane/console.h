@@ -42,7 +42,4 @@ int console_cookie(const char *header, const char *name, char *out, size_t n);
  */
 int console_query_param(const char *query, const char *name, char *out, size_t n);
 
-/* Appends s HTML-escaped (& < > " ' and control characters). 0 or ty_buf's error. */
-int console_html(struct ty_buf *b, const char *s);
-
 #endif

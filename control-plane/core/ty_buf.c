@@ -91,7 +91,10 @@ int ty_buf_printf(struct ty_buf *b, const char *fmt, ...)
     return 0;
 }
 
-int ty_buf_put_xml(struct ty_buf *b, const char *s)
+/* XML text (html 0): characters XML 1.0 cannot carry are dropped, '\r' kept as "&#13;".
+   HTML text (html 1): "&#39;" for the apostrophe, control characters but '\t' and '\n' as
+   U+FFFD (what a browser would show for them). */
+static int ty_buf__escape(struct ty_buf *b, const char *s, int html)
 {
     int rc = 0;
     for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && !rc; p++) {
@@ -109,17 +112,28 @@ int ty_buf_put_xml(struct ty_buf *b, const char *s)
             rc = ty_buf_puts(b, "&quot;");
             break;
         case '\'':
-            rc = ty_buf_puts(b, "&apos;");
-            break;
-        case '\r':
-            rc = ty_buf_puts(b, "&#13;");
+            rc = ty_buf_puts(b, html ? "&#39;" : "&apos;");
             break;
         default:
-            if (*p >= 0x20 || *p == '\t' || *p == '\n')
+            if (*p == '\t' || *p == '\n' || (*p >= 0x20 && *p != 0x7f) || (!html && *p == 0x7f))
                 rc = ty_buf_append(b, p, 1);
+            else if (html)
+                rc = ty_buf_puts(b, "&#65533;");
+            else if (*p == '\r')
+                rc = ty_buf_puts(b, "&#13;");
         }
     }
     return rc;
+}
+
+int ty_buf_put_xml(struct ty_buf *b, const char *s)
+{
+    return ty_buf__escape(b, s, 0);
+}
+
+int ty_buf_put_html(struct ty_buf *b, const char *s)
+{
+    return ty_buf__escape(b, s, 1);
 }
 
 char *ty_buf_steal(struct ty_buf *b)

@@ -31,6 +31,9 @@ int ty_buf_printf(struct ty_buf *b, const char *fmt, ...) __attribute__((format(
 /* Appends s (NULL = "") escaped for XML text and attributes; characters XML 1.0 cannot carry
    are dropped and '\r' is kept as "&#13;". As ty_buf_append. */
 int ty_buf_put_xml(struct ty_buf *b, const char *s);
+/* Appends s (NULL = "") escaped for HTML text and attributes ("&#39;" for the apostrophe);
+   control characters other than tab and newline become U+FFFD. As ty_buf_append. */
+int ty_buf_put_html(struct ty_buf *b, const char *s);
 /* Hands the data to the caller. new: caller frees with free(); the buffer is left empty. */
 char *ty_buf_steal(struct ty_buf *b);
 

@@ -222,11 +222,11 @@ static void test_html(void **state)
     struct ty_buf b;
     (void)state;
     ty_buf_init(&b, 1024);
-    assert_int_equal(console_html(&b, "<a href=\"x\">'&'</a>\x01"), 0);
+    assert_int_equal(ty_buf_put_html(&b, "<a href=\"x\">'&'</a>\x01"), 0);
     assert_string_equal(b.data, "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;&#65533;");
     ty_buf_cleanup(&b);
     ty_buf_init(&b, 8);
-    assert_int_not_equal(console_html(&b, "<<<<<<<<"), 0); /* over the ceiling: an error */
+    assert_int_not_equal(ty_buf_put_html(&b, "<<<<<<<<"), 0); /* over the ceiling: an error */
     ty_buf_cleanup(&b);
     assert_true(console_path("/console"));
     assert_true(console_path("/console/auth"));
