@@ -1,9 +1,16 @@
 /*
- * http.c - libmicrohttpd front end: bound socket, thread pool, whole-request buffering.
+ * http.c - libmicrohttpd front end: bound socket, thread pool, whole-request buffering, limits.
  *
  * The raw request URI (needed byte-for-byte by SigV4) is captured through MHD's URI log
  * callback, which runs before MHD unescapes the path. Each connection's state is a struct
  * http_request allocated there and freed in the completion callback.
+ *
+ * Limits: MHD enforces the connection caps (total, per address) and the idle timeout. MHD
+ * 0.9.75 has no read deadline (its timeout restarts on every byte), so each connection is
+ * tracked from MHD's connection notification (struct http__conn, on a list) with the deadline
+ * of the phase it is in; a reaper thread shuts down the socket of every connection past its
+ * deadline, and MHD then closes it as a client gone. MHD notifies CLOSED before it closes the
+ * socket, and the list is locked around both, so the reaper never touches a reused fd.
  */
 #include "http.h"
 
@@ -11,16 +18,27 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+
+/* One open connection, from MHD's STARTED notification to its CLOSED one. */
+struct http__conn {
+    struct http__conn *prev, *next;
+    int fd;          /* borrowed from MHD */
+    double deadline; /* monotonic seconds; 0 = none in this phase */
+};
 
 struct http_server {
     struct MHD_Daemon *mhd;
@@ -29,7 +47,106 @@ struct http_server {
     http_handler handler;
     void *ud;
     _Atomic(http_prepare) prepare;
+    struct http_limits lim;
+    pthread_mutex_t mu; /* guards conns, every deadline, stopping */
+    pthread_cond_t cv;
+    struct http__conn *conns;
+    int stopping;
+    int reaper_started;
+    pthread_t reaper;
 };
+
+static double http__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sets the deadline of conn's current phase: secs from now, none when secs <= 0. */
+static void http__deadline(struct http_server *srv, struct MHD_Connection *conn, int secs)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct http__conn *c = ci ? ci->socket_context : NULL;
+    if (!c)
+        return;
+    pthread_mutex_lock(&srv->mu);
+    c->deadline = secs > 0 ? http__now() + secs : 0;
+    pthread_mutex_unlock(&srv->mu);
+}
+
+static void http__notify_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
+                              enum MHD_ConnectionNotificationCode toe)
+{
+    struct http_server *srv = cls;
+    struct http__conn *c;
+
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        c = calloc(1, sizeof(*c));
+        if (!c || !ci) {
+            free(c);
+            *socket_context = NULL;
+            return;
+        }
+        c->fd = ci->connect_fd;
+        pthread_mutex_lock(&srv->mu);
+        c->deadline = srv->lim.header_timeout_s > 0 ? http__now() + srv->lim.header_timeout_s : 0;
+        c->next = srv->conns;
+        if (srv->conns)
+            srv->conns->prev = c;
+        srv->conns = c;
+        pthread_mutex_unlock(&srv->mu);
+        *socket_context = c;
+        return;
+    }
+    c = *socket_context;
+    if (!c)
+        return;
+    pthread_mutex_lock(&srv->mu);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&srv->mu);
+    free(c);
+    *socket_context = NULL;
+}
+
+/* The reaper: every 200 ms, shuts down the sockets of connections past their deadline. */
+static void *http__reaper(void *arg)
+{
+    struct http_server *srv = arg;
+    pthread_mutex_lock(&srv->mu);
+    while (!srv->stopping) {
+        struct timespec ts;
+        double now = http__now();
+        int cut = 0;
+        for (struct http__conn *c = srv->conns; c; c = c->next) {
+            if (c->deadline > 0 && now >= c->deadline) {
+                shutdown(c->fd, SHUT_RDWR);
+                c->deadline = 0;
+                cut++;
+            }
+        }
+        if (cut)
+            ty_log(TY_LOG_INFO, "http.deadline", "closed=%d reason=\"request not read in time\"",
+                   cut);
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 200 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&srv->cv, &srv->mu, &ts);
+    }
+    pthread_mutex_unlock(&srv->mu);
+    return NULL;
+}
 
 void http_response_header(struct http_response *resp, const char *name, const char *value)
 {
@@ -107,11 +224,12 @@ static void http__request_free(struct http_request *req)
 static void http__completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                             enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)conn;
+    struct http_server *srv = cls;
     (void)toe;
     http__request_free(*con_cls);
     *con_cls = NULL;
+    /* the next request on this connection has the header deadline from now */
+    http__deadline(srv, conn, srv->lim.header_timeout_s);
 }
 
 static enum MHD_Result http__collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -221,7 +339,8 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
     if (!req)
         return MHD_NO;
     if (!req->method) {
-        /* first call: headers only */
+        /* first call: headers only; the body has its own deadline from here */
+        http__deadline(srv, conn, srv->lim.body_timeout_s);
         req->method = method;
         MHD_get_connection_values(conn, MHD_HEADER_KIND, http__collect_header, req);
         {
@@ -243,6 +362,7 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
         *upload_data_size = 0;
         return MHD_YES;
     }
+    http__deadline(srv, conn, 0); /* read whole: only the idle timeout from here */
     memset(&resp, 0, sizeof(resp));
     resp.status = 500;
     if (!req->body.data)
@@ -307,16 +427,48 @@ fail:
     return ty_err_set(err, TY_EIO, "listen", "cannot listen on %s: %s", listen_addr, strerror(rc));
 }
 
-struct http_server *http_start(const char *listen_addr, int threads, http_handler h, void *ud,
+/* Raises RLIMIT_NOFILE's soft limit to the hard one; returns the soft limit now in force. */
+static long http__raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return -1;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t old = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            rl.rlim_cur = old;
+    }
+    return rl.rlim_cur == RLIM_INFINITY ? LONG_MAX : (long)rl.rlim_cur;
+}
+
+struct http_server *http_start(const char *listen_addr, int threads,
+                               const struct http_limits *limits, http_handler h, void *ud,
                                struct ty_err *err)
 {
+    static const struct http_limits defaults = HTTP_LIMITS_DEFAULT;
     struct http_server *srv = calloc(1, sizeof(*srv));
+    unsigned nthreads = (unsigned)(threads > 0 ? threads : 1);
+    long nofile;
     int fd;
 
     if (!srv) {
         ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
         return NULL;
     }
+    srv->lim = limits ? *limits : defaults;
+    /* every connection is a descriptor: keep 512 for redis, the engine, files and agents */
+    nofile = http__raise_nofile();
+    if (nofile > 0 && srv->lim.max_connections > nofile - 512) {
+        int fit = nofile > 512 + 16 ? (int)(nofile - 512) : 16;
+        ty_log(TY_LOG_WARN, "http.limits",
+               "max_connections=%d lowered to %d to fit the open-file limit %ld (raise ulimit -n)",
+               srv->lim.max_connections, fit, nofile);
+        srv->lim.max_connections = fit;
+    }
+    /* MHD splits the total cap between its pool threads */
+    if ((unsigned)srv->lim.max_connections < nthreads)
+        srv->lim.max_connections = (int)nthreads;
     fd = http__bind(listen_addr, &srv->port, err);
     if (fd < 0) {
         free(srv);
@@ -325,19 +477,38 @@ struct http_server *http_start(const char *listen_addr, int threads, http_handle
     srv->fd = fd;
     srv->handler = h;
     srv->ud = ud;
+    pthread_mutex_init(&srv->mu, NULL);
+    pthread_cond_init(&srv->cv, NULL);
     srv->mhd = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-        http__access, srv, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)(threads > 0 ? threads : 1), MHD_OPTION_URI_LOG_CALLBACK, http__uri_log, NULL,
-        MHD_OPTION_NOTIFY_COMPLETED, http__completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+        http__access, srv, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, nthreads,
+        MHD_OPTION_URI_LOG_CALLBACK, http__uri_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+        http__completed, srv, MHD_OPTION_NOTIFY_CONNECTION, http__notify_conn, srv,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->lim.idle_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->lim.max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)srv->lim.max_per_client, MHD_OPTION_END);
     if (!srv->mhd) {
-        close(fd);
-        free(srv);
         ty_err_set(err, TY_EIO, "listen", "cannot start the http server on %s", listen_addr);
-        return NULL;
+        goto fail;
     }
+    if (pthread_create(&srv->reaper, NULL, http__reaper, srv) != 0) {
+        ty_err_set(err, TY_EIO, "listen", "cannot start the http deadline thread");
+        MHD_stop_daemon(srv->mhd);
+        goto fail;
+    }
+    srv->reaper_started = 1;
+    ty_log(TY_LOG_INFO, "http.limits",
+           "mode=epoll threads=%u max_connections=%d max_connections_per_client=%d "
+           "idle_timeout=%d header_timeout=%d body_timeout=%d nofile=%ld",
+           nthreads, srv->lim.max_connections, srv->lim.max_per_client, srv->lim.idle_timeout_s,
+           srv->lim.header_timeout_s, srv->lim.body_timeout_s, nofile);
     return srv;
+fail:
+    close(fd);
+    pthread_cond_destroy(&srv->cv);
+    pthread_mutex_destroy(&srv->mu);
+    free(srv);
+    return NULL;
 }
 
 int http_port(const struct http_server *srv)
@@ -349,7 +520,16 @@ void http_stop(struct http_server *srv)
 {
     if (!srv)
         return;
+    if (srv->reaper_started) {
+        pthread_mutex_lock(&srv->mu);
+        srv->stopping = 1;
+        pthread_cond_signal(&srv->cv);
+        pthread_mutex_unlock(&srv->mu);
+        pthread_join(srv->reaper, NULL);
+    }
     MHD_stop_daemon(srv->mhd);
     close(srv->fd);
+    pthread_cond_destroy(&srv->cv);
+    pthread_mutex_destroy(&srv->mu);
     free(srv);
 }

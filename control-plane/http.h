@@ -3,8 +3,9 @@
  *
  * Owns: the listening socket (bound here, so a port in use is one clear error), the MHD
  * daemon, reading each request whole into a bounded buffer, and writing the response the
- * handler produced. Does not own routing or protocols (route.c). The handler runs on MHD's
- * pool threads, concurrently.
+ * handler produced, and the front door's limits (connections in total and per client
+ * address, idle timeout, header and body read deadlines). Does not own routing or protocols
+ * (route.c). The handler runs on MHD's pool threads (each an epoll loop), concurrently.
  */
 #ifndef TY_CP_HTTP_H
 #define TY_CP_HTTP_H
@@ -69,6 +70,25 @@ struct http_response {
 
 struct http_server;
 
+/*
+ * The front door's limits. Connections beyond max_connections or max_per_client are closed
+ * as soon as they are accepted; a connection is closed when nothing moved either way for
+ * idle_timeout_s, when a request's line and headers took longer than header_timeout_s (counted
+ * from the connection's start or the end of its previous response: slowloris), or when its
+ * body took longer than body_timeout_s after the headers (0: no body deadline).
+ */
+struct http_limits {
+    int max_connections;
+    int max_per_client;
+    int idle_timeout_s;
+    int header_timeout_s;
+    int body_timeout_s;
+};
+#define HTTP_LIMITS_DEFAULT                                                                        \
+    {                                                                                              \
+        4096, 256, 60, 30, 3600                                                                    \
+    }
+
 /* The request handler. Fills resp; resp->body may be NULL for an empty body. */
 typedef void (*http_handler)(struct http_request *req, struct http_response *resp, void *ud);
 
@@ -89,12 +109,14 @@ void http_set_prepare(struct http_server *srv, http_prepare fn);
 const char *http_header(const struct http_request *req, const char *name);
 
 /*
- * Binds listen ("HOST:PORT", "[::1]:PORT") and starts threads worker threads calling h.
- * new: caller stops and frees with http_stop(). NULL and err with one clear line
- * ("cannot listen on 127.0.0.1:8080: Address already in use") on failure.
+ * Binds listen ("HOST:PORT", "[::1]:PORT") and starts threads worker threads calling h, under
+ * limits (NULL: HTTP_LIMITS_DEFAULT; max_connections is lowered to fit RLIMIT_NOFILE, whose
+ * soft limit is raised to the hard one first; both logged). new: caller stops and frees with
+ * http_stop(). NULL and err with one clear line ("cannot listen on 127.0.0.1:8080: Address
+ * already in use") on failure.
  */
-struct http_server *http_start(const char *listen, int threads, http_handler h, void *ud,
-                               struct ty_err *err);
+struct http_server *http_start(const char *listen, int threads, const struct http_limits *limits,
+                               http_handler h, void *ud, struct ty_err *err);
 /* The port actually bound (useful with port 0). */
 int http_port(const struct http_server *srv);
 /* Stops accepting, finishes in-flight requests and frees srv. NULL is a no-op. */

@@ -143,25 +143,37 @@ static double route__now(void)
     return (double)tv.tv_sec + (double)(tv.tv_usec / 1000) / 1000.0;
 }
 
+/*
+ * GET /healthz: 200 {"status": "ok"} or 503 {"status": "degraded", "reasons": [...]} while
+ * Redis, the engine (when this server runs agents) or every agent is unreachable; an API-only
+ * server (--agents 0) counts the agents with a live heartbeat in Redis.
+ */
 static void route__healthz(const struct route_ctx *rc, struct http_response *resp)
 {
     struct ty_err err;
     struct store *s;
     json_t *body = json_object(), *redis = json_object(), *agents = json_array();
-    int ok = 1;
+    json_t *reasons = json_array();
+    char why[1100];
 
     ty_err_clear(&err);
     s = route__thread_store(rc, &err);
     if (s && store_ping(s, &err) == 0) {
+        json_t *live;
         json_object_set_new(redis, "ok", json_true());
         json_object_set_new(redis, "queue_depth", json_integer(queue_depth(s, &err)));
-        json_t *live = queue_agents(s, &err);
-        if (live)
+        live = queue_agents(s, &err);
+        if (live) {
+            if (rc->nagents == 0 && json_array_size(live) == 0)
+                json_array_append_new(reasons, json_string("agents: no agent has a live heartbeat; "
+                                                           "training jobs wait in the queue"));
             json_object_set_new(body, "live_agents", live);
+        }
     } else {
-        ok = 0;
         json_object_set_new(redis, "ok", json_false());
         json_object_set_new(redis, "error", json_string(err.msg));
+        snprintf(why, sizeof(why), "redis: %s", err.msg[0] ? err.msg : "unreachable");
+        json_array_append_new(reasons, json_string(why));
     }
     json_object_set_new(body, "redis", redis);
     if (rc->docker_host) {
@@ -172,9 +184,10 @@ static void route__healthz(const struct route_ctx *rc, struct http_response *res
         if (route__docker && docker_ping(route__docker, &err) == 0) {
             json_object_set_new(engine, "ok", json_true());
         } else {
-            ok = 0;
             json_object_set_new(engine, "ok", json_false());
             json_object_set_new(engine, "error", json_string(err.msg));
+            snprintf(why, sizeof(why), "engine: %s", err.msg[0] ? err.msg : "unreachable");
+            json_array_append_new(reasons, json_string(why));
         }
         json_object_set_new(body, "engine", engine);
     }
@@ -184,9 +197,13 @@ static void route__healthz(const struct route_ctx *rc, struct http_response *res
             json_array_append_new(agents, st);
     }
     json_object_set_new(body, "agents", agents);
-    json_object_set_new(body, "status", json_string(ok ? "ok" : "degraded"));
-    json_object_set_new(body, "version", json_string(TY_VERSION));
-    route__json(resp, ok ? 200 : 503, body, "application/json");
+    {
+        int ok = json_array_size(reasons) == 0;
+        json_object_set_new(body, "status", json_string(ok ? "ok" : "degraded"));
+        json_object_set_new(body, "reasons", reasons);
+        json_object_set_new(body, "version", json_string(TY_VERSION));
+        route__json(resp, ok ? 200 : 503, body, "application/json");
+    }
     json_decref(body);
 }
 

@@ -54,6 +54,18 @@
     X(endpoint_url, "endpoint-url", "TRAINYARD_ENDPOINT_URL", "",                                  \
       "trainyard's URL as containers see it (S3_ENDPOINT_URL); default http://<listen>")           \
     X(threads, "threads", "TRAINYARD_THREADS", "8", "HTTP worker threads")                         \
+    X(max_conns, "max-connections", "TRAINYARD_MAX_CONNECTIONS", "4096",                           \
+      "open HTTP connections in all; beyond, new ones wait in the listen backlog (lowered to "     \
+      "fit ulimit -n)")                                                                            \
+    X(max_conns_client, "max-connections-per-client", "TRAINYARD_MAX_CONNECTIONS_PER_CLIENT",      \
+      "256", "open HTTP connections per client address; beyond, new ones are closed at once")      \
+    X(idle_timeout, "idle-timeout", "TRAINYARD_IDLE_TIMEOUT", "60",                                \
+      "seconds an HTTP connection may stay without a byte either way before it is closed")         \
+    X(header_timeout, "header-timeout", "TRAINYARD_HEADER_TIMEOUT", "30",                          \
+      "seconds to receive a request's line and headers, from the connection's start or the end "   \
+      "of its previous response; slower ones are closed")                                          \
+    X(body_timeout, "body-timeout", "TRAINYARD_BODY_TIMEOUT", "3600",                              \
+      "seconds to receive a request body after its headers; 0 = no limit")                         \
     X(log_level, "log-level", "TRAINYARD_LOG_LEVEL", "info", "debug, info, warn or error")         \
     X(max_training, "max-training-jobs-per-instance-type", "TRAINYARD_MAX_TRAINING_JOBS", "100",   \
       "quota: concurrent InProgress training instances per instance type; 0 = no limit")           \
@@ -136,7 +148,8 @@ int main(int argc, char **argv)
     char data_dir[PATH_MAX], redis_url[4200], docker_host[1024], s3_dir[PATH_MAX + 8];
     char endpoint[300], agent_id[128];
     int nagents, threads, grace, slots, sig, status = 1;
-    pid_t redis_pid = 0;
+    struct http_limits limits;
+    struct redis_child *redis_child = NULL;
     struct store *store = NULL;
     struct model *model = NULL;
     struct agent **agents = NULL;
@@ -155,7 +168,13 @@ int main(int argc, char **argv)
     if (server__int("agents", cfg.agents, 0, 64, &nagents) ||
         server__int("threads", cfg.threads, 1, 256, &threads) ||
         server__int("stop-grace", cfg.stop_grace, 0, 86400, &grace) ||
-        server__int("slots", cfg.slots, 1, 1024, &slots))
+        server__int("slots", cfg.slots, 1, 1024, &slots) ||
+        server__int("max-connections", cfg.max_conns, 1, 1000000, &limits.max_connections) ||
+        server__int("max-connections-per-client", cfg.max_conns_client, 1, 1000000,
+                    &limits.max_per_client) ||
+        server__int("idle-timeout", cfg.idle_timeout, 1, 86400, &limits.idle_timeout_s) ||
+        server__int("header-timeout", cfg.header_timeout, 1, 86400, &limits.header_timeout_s) ||
+        server__int("body-timeout", cfg.body_timeout, 0, 7 * 86400, &limits.body_timeout_s))
         return 1;
     {
         struct quota_limits ql;
@@ -205,7 +224,7 @@ int main(int argc, char **argv)
         goto fail;
     if (cfg.redis[0]) {
         snprintf(redis_url, sizeof(redis_url), "%s", cfg.redis);
-    } else if (redis_child_start(data_dir, redis_url, sizeof(redis_url), &redis_pid, &err) != 0) {
+    } else if (!(redis_child = redis_child_start(data_dir, redis_url, sizeof(redis_url), &err))) {
         goto fail;
     }
     store = store_open(redis_url, &err);
@@ -260,7 +279,7 @@ int main(int argc, char **argv)
     rctx.nagents = nagents;
     rctx.s3_dir = s3_dir;
     rctx.s3_remote = cfg.s3_endpoint[0] ? &s3_remote : NULL;
-    http = http_start(cfg.listen, threads, route_handle, &rctx, &err);
+    http = http_start(cfg.listen, threads, &limits, route_handle, &rctx, &err);
     if (!http)
         goto fail;
     http_set_prepare(http, s3_prepare);
@@ -283,7 +302,7 @@ out:
     free(agents);
     store_close(store);
     model_free(model);
-    redis_child_stop(redis_pid);
+    redis_child_stop(redis_child);
     if (status == 0)
         ty_log(TY_LOG_INFO, "server.stopped", "status=0");
     return status;
