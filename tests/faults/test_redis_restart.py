@@ -53,3 +53,22 @@ def test_private_redis_killed_is_restarted(make_server):
     # and it still shuts down cleanly, its redis-server with it
     assert s.stop(timeout=60) == 0, s.proc.tail()
     H.wait_for(lambda: _redis_pid(s) is None, 15, "the private redis-server to go")
+
+
+def test_restarted_redis_goes_with_a_killed_server(make_server):
+    """A redis-server restarted by the supervisor thread still dies with the server (SIGKILL),
+    and the server starts again on the same data dir with what was written."""
+    s = make_server(agents=0)
+    sm = s.client()
+    name = H.unique("flt-redis-c")
+    sm.create_training_job(**H.job_request(name, "true"))
+    pid = H.wait_for(lambda: _redis_pid(s), 20, "one private redis-server")
+    os.kill(pid, signal.SIGKILL)
+    s.proc.wait_line("event=redis.restarted", 30)
+    new_pid = H.wait_for(lambda: _redis_pid(s), 20, "the restarted redis-server")
+    assert new_pid != pid
+    s.kill()
+    H.wait_for(lambda: _redis_pid(s) is None, 15, "the restarted redis-server to die with the server")
+    s2 = make_server(agents=0, data_dir=s.data_dir, start=False)
+    s2.start(timeout=60)
+    assert s2.client().describe_training_job(TrainingJobName=name)["TrainingJobName"] == name
