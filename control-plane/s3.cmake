@@ -1,12 +1,13 @@
 # ty_s3: the S3 data plane - the embedded object store (objstore.c) and the S3 REST API
 # (ops/s3.c; ops/s3_body.c: aws-chunked bodies, checksums, chunk signatures) and STS
-# GetCallerIdentity (ops/sts.c).
+# GetCallerIdentity (ops/sts.c); auth.c turns a SigV4 signature into a verified principal for
+# every front end (S3, STS, and through ty_server the JSON services and IAM).
 if(NOT TARGET PkgConfig::ZLIB)
   pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)
 endif()
 add_library(ty_s3 STATIC ${TY_CP_DIR}/objstore.c ${TY_CP_DIR}/objstore_remote.c
   ${TY_CP_DIR}/s3client.c ${TY_CP_DIR}/ops/s3_proxy.c ${TY_CP_DIR}/ops/s3.c ${TY_CP_DIR}/ops/s3_body.c
-  ${TY_CP_DIR}/ops/sts.c)
+  ${TY_CP_DIR}/ops/sts.c ${TY_CP_DIR}/auth.c)
 target_include_directories(ty_s3 PUBLIC ${TY_CP_DIR})
 target_link_libraries(ty_s3 PUBLIC ty_store ty_sigv4 ty_core PkgConfig::CRYPTO PkgConfig::JANSSON
   PkgConfig::HIREDIS PkgConfig::MHD PkgConfig::ZLIB PkgConfig::CURL Threads::Threads)

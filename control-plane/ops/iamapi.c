@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "auth.h"
 #include "authz.h"
 #include "iam.h"
 #include "store_iam.h"
@@ -271,6 +272,7 @@ static const struct iamapi__errmap iamapi__errs[] = {
     {TY_ESERIAL, "MalformedQueryString", 400, "Sender"},
     {TY_EREDIS, "ServiceUnavailable", 503, "Receiver"},
     {TY_EBADKEY, "InvalidClientTokenId", 403, "Sender"},
+    {TY_EEXPIREDTOKEN, "ExpiredToken", 400, "Sender"},
     {TY_EBADSIG, "SignatureDoesNotMatch", 403, "Sender"},
     {TY_ENOAUTH, "MissingAuthenticationToken", 403, "Sender"},
 };
@@ -1135,9 +1137,10 @@ fail:
 
 void op_iamapi_route(const struct op_iamapi_call *oc, struct http_response *resp)
 {
-    char secret[256], arn[512];
+    struct auth_principal p;
     struct iamapi__call c;
     struct ty_err err;
+    const char *shape = auth_service_of(oc->req);
 
     ty_err_clear(&err);
     c.req = oc->req;
@@ -1145,18 +1148,19 @@ void op_iamapi_route(const struct op_iamapi_call *oc, struct http_response *resp
     c.account_id = oc->account_id;
     c.region = oc->auth->region;
     c.access_key = oc->auth->access_key;
-    c.service = strcmp(oc->auth->service, "sts") == 0 ? "sts" : "iam";
-    c.principal_arn = arn;
-    arn[0] = '\0';
-    if (store_principal_get(oc->store, oc->auth->access_key, secret, sizeof(secret), arn,
-                            sizeof(arn), &err) != 0) {
-        if (err.code == TY_ENOTFOUND)
+    /* the request's shape (Version=) decides; without one, the scope does */
+    if (shape && (strcmp(shape, "iam") == 0 || strcmp(shape, "sts") == 0))
+        c.service = shape;
+    else
+        c.service = strcmp(oc->auth->service, "sts") == 0 ? "sts" : "iam";
+    c.principal_arn = p.arn;
+    p.arn[0] = '\0';
+    /* scope, key, session token and signature in one place (auth.h) */
+    if (auth_verify(oc->store, oc->sreq, oc->auth, c.service, time(NULL), &p, &err) != 0) {
+        if (err.code == TY_ENOTFOUND || err.code == TY_EBADKEY)
             ty_err_set(&err, TY_EBADKEY, NULL,
                        "The security token included in the request is invalid.");
-        iamapi__error(&c, resp, &err);
-        return;
-    }
-    if (sigv4_verify(oc->sreq, oc->auth, secret, time(NULL), &err) != 0) {
+        p.arn[0] = '\0';
         iamapi__error(&c, resp, &err);
         return;
     }

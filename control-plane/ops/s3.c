@@ -8,6 +8,7 @@
  */
 #include "s3.h"
 
+#include "auth.h"
 #include "authz.h"
 #include "objstore.h"
 #include "s3_int.h"
@@ -502,7 +503,7 @@ static int s3__auth(struct http_request *req, struct http_response *resp, const 
 {
     struct sigv4_request sreq;
     struct ty_err err;
-    char secret[256], arn[512];
+    struct auth_principal p;
     struct store *s;
 
     ty_err_clear(&err);
@@ -531,21 +532,32 @@ static int s3__auth(struct http_request *req, struct http_response *resp, const 
         return -1;
     }
     s = s3__store;
-    if (store_principal_get(s, auth->access_key, secret, sizeof(secret), arn, sizeof(arn), &err) !=
-        0) {
-        if (err.code == TY_ENOTFOUND) {
+    /* scope, key, session token and signature in one place (auth.h); S3's words for each */
+    if (auth_verify(s, &sreq, auth, "s3", time(NULL), &p, &err) != 0) {
+        if (err.code == TY_EBADSIG && strcmp(err.field, "service") == 0) {
+            char msg[256];
+            int hdr = !auth->presigned;
+            snprintf(msg, sizeof(msg),
+                     "%s; incorrect service \"%.64s\". This endpoint belongs to \"s3\".",
+                     hdr ? "The authorization header is malformed"
+                         : "Error parsing the X-Amz-Credential parameter",
+                     auth->service);
+            s3__error(req, resp,
+                      hdr ? "AuthorizationHeaderMalformed" : "AuthorizationQueryParametersError",
+                      msg, r, NULL);
+        } else if (err.code == TY_ENOTFOUND) {
             struct s3_errx x = {{"AWSAccessKeyId"}, {auth->access_key}, 1};
             s3__error(req, resp, "InvalidAccessKeyId",
                       "The AWS Access Key Id you provided does not exist in our records.", r, &x);
-        } else {
+        } else if (err.code == TY_EBADKEY) {
+            s3__error(req, resp, "InvalidToken",
+                      "The provided token is malformed or otherwise invalid.", r, NULL);
+        } else if (err.code == TY_EEXPIREDTOKEN) {
+            s3__error(req, resp, "ExpiredToken", "The provided token has expired.", r, NULL);
+        } else if (err.code != TY_EBADSIG) {
             s3__error_from(req, resp, &err, r);
-        }
-        return -1;
-    }
-    if (sigv4_verify(&sreq, auth, secret, time(NULL), &err) != 0) {
-        OPENSSL_cleanse(secret, sizeof(secret));
-        if (strncmp(err.msg, "Signature expired", 17) == 0 ||
-            strncmp(err.msg, "Signature not yet", 17) == 0) {
+        } else if (strncmp(err.msg, "Signature expired", 17) == 0 ||
+                   strncmp(err.msg, "Signature not yet", 17) == 0) {
             s3__error(req, resp, "RequestTimeTooSkewed",
                       "The difference between the request time and the current time is too "
                       "large.",
@@ -593,8 +605,7 @@ static int s3__auth(struct http_request *req, struct http_response *resp, const 
         }
         return -1;
     }
-    OPENSSL_cleanse(secret, sizeof(secret));
-    snprintf(s3__principal, sizeof(s3__principal), "%s", arn);
+    snprintf(s3__principal, sizeof(s3__principal), "%s", p.arn);
     return 0;
 }
 
@@ -705,19 +716,17 @@ static int s3__early_auth_fails(const struct http_request *req)
     struct sigv4_request sreq;
     struct sigv4_auth auth;
     struct ty_err err;
-    char secret[256], arn[512];
-    int bad;
+    struct auth_principal p;
 
     ty_err_clear(&err);
     s3__fill_sreq(req, &sreq, 0);
     if (sigv4_parse(&sreq, &auth, &err) != 0)
         return 1;
-    if (store_principal_get(s3__store, auth.access_key, secret, sizeof(secret), arn, sizeof(arn),
-                            &err) != 0)
-        return err.code == TY_ENOTFOUND;
-    bad = sigv4_verify(&sreq, &auth, secret, time(NULL), &err) != 0 && err.code == TY_EBADSIG;
-    OPENSSL_cleanse(secret, sizeof(secret));
-    return bad;
+    if (auth_verify(s3__store, &sreq, &auth, "s3", time(NULL), &p, &err) == 0)
+        return 0;
+    /* a Redis failure is not decidable now: the handler answers it */
+    return err.code == TY_ENOTFOUND || err.code == TY_EBADKEY || err.code == TY_EEXPIREDTOKEN ||
+           err.code == TY_EBADSIG;
 }
 
 void s3_prepare(struct http_request *req, void *ud)
@@ -750,16 +759,15 @@ void s3_prepare(struct http_request *req, void *ud)
     memset(&auth, 0, sizeof(auth));
     if (sha && strncmp(sha, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", 34) == 0) {
         struct sigv4_request sreq;
-        char secret[256], arn[512];
+        struct auth_principal p;
         s3__fill_sreq(req, &sreq, 0);
         if (sigv4_parse(&sreq, &auth, &err) == 0 &&
-            store_principal_get(s3__store, auth.access_key, secret, sizeof(secret), arn,
-                                sizeof(arn), &err) == 0) {
-            have_key = s3__signing_key(&auth, secret, key) == 0;
+            auth_lookup(s3__store, &auth, time(NULL), &p, &err) == 0) {
+            have_key = s3__signing_key(&auth, p.secret, key) == 0;
             snprintf(scope, sizeof(scope), "%s/%s/%s/aws4_request", auth.date, auth.region,
                      auth.service);
+            auth_principal_cleanse(&p);
         }
-        OPENSSL_cleanse(secret, sizeof(secret));
     }
     if (s3__early_auth_fails(req)) {
         /* drained, never stored: the handler answers with the signature error */

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* strcasestr */
 #include "sts.h"
 
+#include "auth.h"
 #include "sigv4.h"
 #include "store.h"
 #include "store_iam.h"
@@ -130,7 +131,8 @@ void sts_route(struct http_request *req, struct http_response *resp, const struc
     struct sigv4_request sreq;
     struct sigv4_auth auth;
     struct ty_err err;
-    char secret[256], arn[512], action[64] = "", version[32] = "", uid[64];
+    char action[64] = "", version[32] = "", uid[600];
+    struct auth_principal p;
     struct ty_buf b;
 
     ty_err_clear(&err);
@@ -162,30 +164,30 @@ void sts_route(struct http_request *req, struct http_response *resp, const struc
         sts__error(req, resp, 503, "ServiceUnavailable", err.msg);
         return;
     }
-    if (store_principal_get(sts__store, auth.access_key, secret, sizeof(secret), arn, sizeof(arn),
-                            &err) != 0) {
+    /* scope, key, session token and signature in one place (auth.h); STS's words for each */
+    if (auth_verify(sts__store, &sreq, &auth, "sts", time(NULL), &p, &err) != 0) {
         if (err.code == TY_EREDIS) {
             store_close(sts__store);
             sts__store = NULL;
             sts__error(req, resp, 503, "ServiceUnavailable", err.msg);
-        } else {
+        } else if (err.code == TY_ENOTFOUND || err.code == TY_EBADKEY) {
             sts__error(req, resp, 403, "InvalidClientTokenId",
                        "The security token included in the request is invalid.");
-        }
-        return;
-    }
-    if (sigv4_verify(&sreq, &auth, secret, time(NULL), &err) != 0) {
-        memset(secret, 0, sizeof(secret));
-        if (strncmp(err.msg, "Signature expired", 17) == 0)
+        } else if (err.code == TY_EEXPIREDTOKEN) {
+            sts__error(req, resp, 400, "ExpiredToken", err.msg);
+        } else if (err.code != TY_EBADSIG) {
+            sts__error(req, resp, 500, "InternalFailure", err.msg);
+        } else if (strncmp(err.msg, "Signature expired", 17) == 0 ||
+                   strcmp(err.field, "service") == 0) {
             sts__error(req, resp, 403, "SignatureDoesNotMatch", err.msg);
-        else
+        } else {
             sts__error(req, resp, 403, "SignatureDoesNotMatch",
                        "The request signature we calculated does not match the signature you "
                        "provided. Check your AWS Secret Access Key and signing method. Consult "
                        "the service documentation for details.");
+        }
         return;
     }
-    memset(secret, 0, sizeof(secret));
     if (sts__param(req->body.data ? req->body.data : "", req->body.len, "Action", action,
                    sizeof(action)) != 0)
         sts__param(req->query, strlen(req->query), "Action", action, sizeof(action));
@@ -202,10 +204,14 @@ void sts_route(struct http_request *req, struct http_response *resp, const struc
     ty_buf_init(&b, 8192);
     ty_buf_puts(&b, "<GetCallerIdentityResponse xmlns=\"" STS_NS "\"><GetCallerIdentityResult>"
                     "<Arn>");
-    sts__xml_esc(&b, arn);
+    sts__xml_esc(&b, p.arn);
     ty_buf_puts(&b, "</Arn><UserId>");
-    /* an IAM user's unique id (AIDA...), else the access key id (store_iam.h) */
-    if (store_iam_userid(sts__store, arn, uid, sizeof(uid), &err) == 0)
+    /* an assumed role's "<RoleId>:<session>" (auth.h), an IAM user's unique id (AIDA...), else
+       the access key id (store_iam.h) */
+    auth_user_id(sts__store, &p, uid, sizeof(uid));
+    if (uid[0])
+        sts__xml_esc(&b, uid);
+    else if (store_iam_userid(sts__store, p.arn, uid, sizeof(uid), &err) == 0)
         sts__xml_esc(&b, uid);
     else
         sts__xml_esc(&b, auth.access_key);

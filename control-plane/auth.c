@@ -1,0 +1,207 @@
+/*
+ * auth.c - SigV4 request -> verified principal, for every front end (auth.h).
+ */
+#include "auth.h"
+
+#include "session.h"
+#include "sigv4.h"
+#include "store.h"
+
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* First value of header name (any case), or NULL; as http_header, without linking http.c. */
+static const char *auth__header(const struct http_request *req, const char *name)
+{
+    for (size_t i = 0; i < req->nheaders; i++)
+        if (strcasecmp(req->headers[i].name, name) == 0)
+            return req->headers[i].value;
+    return NULL;
+}
+
+/* The value of parameter name in a form/query text s[0..n) (first one; %XX and '+' decoded).
+   1 when found, 0 otherwise. OUT: out. */
+static int auth__param(const char *s, size_t n, const char *name, char *out, size_t outn)
+{
+    size_t nl = strlen(name);
+    const char *end = s + n;
+
+    while (s && s < end) {
+        const char *amp = memchr(s, '&', (size_t)(end - s));
+        const char *e = amp ? amp : end;
+        if ((size_t)(e - s) >= nl + 1 && strncmp(s, name, nl) == 0 && s[nl] == '=') {
+            size_t k = 0;
+            for (const char *p = s + nl + 1; p < e && k + 1 < outn; p++) {
+                if (*p == '+') {
+                    out[k++] = ' ';
+                } else if (*p == '%' && e - p > 2) {
+                    char h[3] = {p[1], p[2], 0};
+                    out[k++] = (char)strtol(h, NULL, 16);
+                    p += 2;
+                } else {
+                    out[k++] = *p;
+                }
+            }
+            out[k] = '\0';
+            return 1;
+        }
+        s = amp ? amp + 1 : NULL;
+    }
+    return 0;
+}
+
+/* A query-protocol parameter from the query string, else from a POST form body. */
+static int auth__query_param(const struct http_request *req, const char *name, char *out, size_t n)
+{
+    if (req->query && auth__param(req->query, strlen(req->query), name, out, n))
+        return 1;
+    if (strcmp(req->method, "POST") == 0 && req->body.data && req->body.len > 0)
+        return auth__param(req->body.data, req->body.len, name, out, n);
+    return 0;
+}
+
+const char *auth_service_of(const struct http_request *req)
+{
+    const char *t = auth__header(req, "X-Amz-Target"), *p = req->path;
+    char action[128], version[32];
+
+    if (t) {
+        if (strncmp(t, "SageMaker.", 10) == 0)
+            return "sagemaker";
+        if (strncmp(t, "Logs_20140328.", 14) == 0)
+            return "logs";
+        return NULL;
+    }
+    if (strncmp(p, "/sagemaker/", 11) == 0)
+        return "sagemaker";
+    if (strcmp(p, "/healthz") == 0 || strcmp(p, "/metrics") == 0 ||
+        strcmp(p, SESSION_CREDENTIALS_PATH) == 0 ||
+        (strncmp(p, "/console", 8) == 0 && (p[8] == '\0' || p[8] == '/')))
+        return NULL;
+    if (strcmp(p, "/") == 0 && auth__query_param(req, "Action", action, sizeof(action))) {
+        if (!auth__query_param(req, "Version", version, sizeof(version)))
+            return NULL;
+        if (strcmp(version, "2011-06-15") == 0)
+            return "sts";
+        if (strcmp(version, "2010-05-08") == 0)
+            return "iam";
+        return NULL;
+    }
+    if (strcmp(p, "/") == 0 && strcmp(req->method, "POST") == 0)
+        return NULL;
+    return "s3";
+}
+
+int auth_check_scope(const struct sigv4_auth *a, const char *service, struct ty_err *err)
+{
+    if (!service || strcmp(a->service, service) == 0)
+        return 0;
+    return ty_err_set(err, TY_EBADSIG, "service",
+                      "Credential should be scoped to correct service: '%s'. ", service);
+}
+
+void auth_principal_cleanse(struct auth_principal *p)
+{
+    if (p)
+        OPENSSL_cleanse(p->secret, sizeof(p->secret));
+}
+
+/* Constant-time equality of two NUL-terminated strings of the same length. */
+static int auth__same(const char *a, const char *b)
+{
+    size_t n = strlen(a);
+    if (n != strlen(b))
+        return 0;
+    return CRYPTO_memcmp(a, b, n) == 0;
+}
+
+int auth_lookup(struct store *s, const struct sigv4_auth *a, time_t now, struct auth_principal *p,
+                struct ty_err *err)
+{
+    struct auth_principal out;
+    int rc;
+
+    memset(&out, 0, sizeof(out));
+    if (session_is_temporary_key(a->access_key)) {
+        struct session_creds c;
+        char sha[65];
+        rc = session_get(s, a->access_key, &c, err);
+        if (rc != 0)
+            return rc;
+        session_sha256_hex(a->session_token, sha);
+        if (!a->session_token[0] || !auth__same(sha, c.token_sha)) {
+            OPENSSL_cleanse(&c, sizeof(c));
+            return ty_err_set(err, TY_EBADKEY, "X-Amz-Security-Token",
+                              "The security token included in the request is invalid.");
+        }
+        if (c.expires <= (long long)now) {
+            OPENSSL_cleanse(&c, sizeof(c));
+            return ty_err_set(err, TY_EEXPIREDTOKEN, "X-Amz-Security-Token",
+                              "The security token included in the request is expired");
+        }
+        out.temporary = 1;
+        snprintf(out.secret, sizeof(out.secret), "%s", c.secret);
+        snprintf(out.arn, sizeof(out.arn), "%s", c.arn);
+        snprintf(out.role_arn, sizeof(out.role_arn), "%s", c.role_arn);
+        snprintf(out.session_name, sizeof(out.session_name), "%s", c.session_name);
+        snprintf(out.job, sizeof(out.job), "%s", c.job);
+        OPENSSL_cleanse(&c, sizeof(c));
+    } else {
+        rc = store_principal_get(s, a->access_key, out.secret, sizeof(out.secret), out.arn,
+                                 sizeof(out.arn), err);
+        if (rc != 0)
+            return rc;
+        if (a->session_token[0]) {
+            /* a long-term key needs no token; AWS refuses one that comes with it */
+            OPENSSL_cleanse(&out, sizeof(out));
+            return ty_err_set(err, TY_EBADKEY, "X-Amz-Security-Token",
+                              "The security token included in the request is invalid.");
+        }
+    }
+    *p = out;
+    OPENSSL_cleanse(&out, sizeof(out));
+    return 0;
+}
+
+int auth_verify(struct store *s, const struct sigv4_request *req, const struct sigv4_auth *a,
+                const char *service, time_t now, struct auth_principal *p, struct ty_err *err)
+{
+    struct auth_principal out;
+    int rc;
+
+    if ((rc = auth_check_scope(a, service, err)) != 0)
+        return rc;
+    if ((rc = auth_lookup(s, a, now, &out, err)) != 0)
+        return rc;
+    rc = sigv4_verify(req, a, out.secret, now, err);
+    auth_principal_cleanse(&out);
+    if (rc == 0)
+        *p = out;
+    OPENSSL_cleanse(&out, sizeof(out));
+    return rc;
+}
+
+void auth_user_id(struct store *s, const struct auth_principal *p, char *out, size_t n)
+{
+    static const char b32[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    char sha[65], id[32];
+
+    (void)s;
+    if (!p->temporary) {
+        if (n)
+            out[0] = '\0';
+        return;
+    }
+    /* a stable AROA id derived from the role ARN (the shape of IAM's role ids) */
+    session_sha256_hex(p->role_arn, sha);
+    memcpy(id, "AROA", 4);
+    for (int i = 0; i < 17; i++) {
+        char h[3] = {sha[2 * i], sha[2 * i + 1], 0};
+        id[4 + i] = b32[strtol(h, NULL, 16) & 31];
+    }
+    id[21] = '\0';
+    snprintf(out, n, "%s:%s", id, p->session_name);
+}
