@@ -1,15 +1,18 @@
 /*
  * route.c - from an HTTP request to an operation and back.
  *
- * Order of checks, as AWS does it: health (no auth) -> signature present -> known access
- * key -> valid signature and clock -> operation known -> body is a JSON object -> the model's
- * validation -> the handler. Every error leaves here as
+ * Order of checks, as AWS does it: health and the container credentials endpoint (no SigV4)
+ * -> which service the request is for, from its shape (auth_service_of: S3, STS and IAM go to
+ * their own front ends) -> signature present -> scope names the service, known access key,
+ * session token, valid signature and clock (auth_verify) -> operation known -> body is a JSON
+ * object -> the model's validation -> the handler. Every error leaves here as
  * {"__type": <AWS name>, "message": ...} with the x-amzn-ErrorType header, which botocore
  * and the CLI both understand.
  */
 #include "route.h"
 
 #include "agent.h"
+#include "auth.h"
 #include "authz.h"
 #include "console.h"
 #include "docker.h"
@@ -18,6 +21,7 @@
 #include "ops/s3.h"
 #include "ops/sts.h"
 #include "queue.h"
+#include "session.h"
 #include "sigv4.h"
 #include "store.h"
 #include "ty_log.h"
@@ -207,6 +211,63 @@ static void route__healthz(const struct route_ctx *rc, struct http_response *res
     json_decref(body);
 }
 
+/*
+ * GET SESSION_CREDENTIALS_PATH: the container credentials endpoint (session.h). The container
+ * token in the Authorization header is the authentication; the answer is the JSON that the
+ * ECS/container credentials provider of botocore and the AWS CLI reads.
+ */
+static void route__credentials(const struct route_ctx *rc, struct http_request *req,
+                               struct http_response *resp)
+{
+    struct session_creds c;
+    struct ty_err err;
+    struct store *s;
+    char token[SESSION_TOKEN_LEN + 2] = "", exp[32];
+    const char *h = http_header(req, "Authorization");
+    json_t *body;
+    int status = 200;
+
+    ty_err_clear(&err);
+    if (strcmp(req->method, "GET") != 0) {
+        status = 405;
+        body = json_pack("{s:s,s:s}", "code", "MethodNotAllowed", "message",
+                         "The credentials endpoint answers GET only.");
+        goto done;
+    }
+    if (h) {
+        while (*h == ' ' || *h == '\t')
+            h++;
+        snprintf(token, sizeof(token), "%s", h);
+        for (size_t n = strlen(token); n > 0 && (token[n - 1] == ' ' || token[n - 1] == '\t');)
+            token[--n] = '\0';
+    }
+    s = route__thread_store(rc, &err);
+    if (!s || session_mint(s, token, 0, time(NULL), &c, &err) != 0) {
+        if (err.code == TY_EREDIS) {
+            store_close(route__store);
+            route__store = NULL;
+        }
+        status = err.code == TY_EDENIED ? 403 : ty_err_http_status(err.code);
+        body = json_pack("{s:s,s:s}", "code",
+                         err.code == TY_EDENIED ? "AccessDenied" : "InternalError", "message",
+                         err.msg);
+        ty_log(TY_LOG_INFO, "session.denied", "req=%s msg=\"%s\"", req->request_id, err.msg);
+        goto done;
+    }
+    session_iso8601(c.expires, exp, sizeof(exp));
+    body = json_pack("{s:s,s:s,s:s,s:s,s:s}", "AccessKeyId", c.access_key, "SecretAccessKey",
+                     c.secret, "Token", c.token, "Expiration", exp, "RoleArn", c.role_arn);
+    ty_log(TY_LOG_DEBUG, "session.credentials", "req=%s job=%s akid=%s", req->request_id, c.job,
+           c.access_key);
+    memset(&c, 0, sizeof(c));
+done:
+    route__json(resp, status, body, "application/json");
+    if (body)
+        json_decref(body);
+    http_response_header(resp, "Cache-Control", "no-store");
+    http_response_header(resp, "x-amzn-RequestId", req->request_id);
+}
+
 /* STS GetCallerIdentity (query protocol, XML). */
 static void route__sts(struct http_request *req, struct http_response *resp,
                        const struct route_ctx *rc, const char *arn, const char *akid)
@@ -234,8 +295,8 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
 {
     const struct route_ctx *rc = ud;
     const char *ctype = "application/x-amz-json-1.1";
-    const char *target, *service = NULL, *opname = NULL;
-    char secret[256], arn[512];
+    const char *target, *service = NULL, *opname = NULL, *shape;
+    struct auth_principal prin;
     struct sigv4_request sreq;
     struct sigv4_auth auth;
     struct ty_err err;
@@ -250,11 +311,20 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
         route__healthz(rc, resp);
         return;
     }
-    if (s3_is_request(req)) { /* S3: its own auth, XML errors and streamed bodies (ops/s3.c) */
+    if (strcmp(req->path, SESSION_CREDENTIALS_PATH) == 0) { /* the container token is the auth */
+        route__credentials(rc, req, resp);
+        return;
+    }
+    /* the service is the request's shape's; a signature scoped to another one is refused by
+       that service's front end, in its words (auth.h). Unclear shapes go by the scope. */
+    shape = auth_service_of(req);
+    if (shape ? strcmp(shape, "s3") == 0 : s3_is_request(req)) {
+        /* S3: its own auth, XML errors and streamed bodies (ops/s3.c) */
         s3_route(req, resp, rc);
         return;
     }
-    if (sts_is_request(req)) { /* STS: query protocol, XML answers and errors (ops/sts.c) */
+    if (shape ? strcmp(shape, "sts") == 0 : sts_is_request(req)) {
+        /* STS: query protocol, XML answers and errors (ops/sts.c) */
         sts_route(req, resp, rc);
         return;
     }
@@ -288,21 +358,19 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
     s = route__thread_store(rc, &err);
     if (!s)
         goto fail;
-    if (op_iamapi_is_service(auth.service)) {
+    if (shape ? strcmp(shape, "iam") == 0 : op_iamapi_is_service(auth.service)) {
         /* IAM and STS query APIs: their own key check, XML errors and authorisation (iamapi.c) */
         struct op_iamapi_call ic = {req, s, rc->account_id, &sreq, &auth};
         op_iamapi_route(&ic, resp);
         return;
     }
-    if (store_principal_get(s, auth.access_key, secret, sizeof(secret), arn, sizeof(arn), &err) !=
-        0) {
-        if (err.code == TY_ENOTFOUND)
+    if (auth_verify(s, &sreq, &auth, shape, time(NULL), &prin, &err) != 0) {
+        /* an unknown key and a wrong session token read the same on the JSON services */
+        if (err.code == TY_ENOTFOUND || err.code == TY_EBADKEY)
             ty_err_set(&err, TY_EBADKEY, NULL,
                        "The security token included in the request is invalid.");
         goto fail;
     }
-    if (sigv4_verify(&sreq, &auth, secret, time(NULL), &err) != 0)
-        goto fail;
 
     target = http_header(req, "X-Amz-Target");
     if (strncmp(req->path, "/sagemaker/", 11) == 0) {
@@ -316,7 +384,7 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
         opname = target + 14;
     } else if (strcmp(auth.service, "sts") == 0 && req->body.data &&
                strstr(req->body.data, "Action=GetCallerIdentity")) {
-        route__sts(req, resp, rc, arn, auth.access_key);
+        route__sts(req, resp, rc, prin.arn, auth.access_key);
         return;
     }
     for (size_t i = 0; service && i < sizeof(route_ops) / sizeof(route_ops[0]); i++) {
@@ -342,13 +410,14 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
     if (model_validate(rc->model, op->service, op->name, in, &err) != 0)
         goto fail;
     /* validation first, then authorisation, as AWS orders them (authz.c) */
-    if (authz_request(s, op->service, op->name, in, arn, auth.region, rc->account_id, &err) != 0)
+    if (authz_request(s, op->service, op->name, in, prin.arn, auth.region, rc->account_id, &err) !=
+        0)
         goto fail;
 
     ctx.store = s;
     ctx.region = auth.region;
     ctx.account_id = rc->account_id;
-    ctx.principal_arn = arn;
+    ctx.principal_arn = prin.arn;
     ctx.now = route__now();
     ctx.host = http_header(req, "Host");
     ctx.s3_dir = rc->s3_dir;
