@@ -40,7 +40,7 @@ def job(name, script, max_runtime=600):
         "TrainingJobName": name,
         "AlgorithmSpecification": {"TrainingImage": IMAGE, "TrainingInputMode": "File",
                                    "ContainerEntrypoint": ["sh", "-c", script]},
-        "RoleArn": "arn:aws:iam::000000000000:role/bench",
+        "RoleArn": "arn:aws:iam::000000000000:role/trainyard",
         "OutputDataConfig": {"S3OutputPath": "s3://bench/out"},
         "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1},
         "StoppingCondition": {"MaxRuntimeInSeconds": max_runtime},

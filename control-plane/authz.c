@@ -85,6 +85,15 @@ static const struct authz_op authz_ops[] = {
     IA(GetUserPolicy, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
     IA(ListUserPolicies, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
     IA(DeleteUserPolicy, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(UpdateAccessKey, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(CreateRole, AUTHZ_RES_IAM_ROLE, AUTHZ_C_REQTAGS),
+    IA(GetRole, AUTHZ_RES_IAM_ROLE, 0),
+    IA(ListRoles, AUTHZ_RES_STAR, 0),
+    IA(DeleteRole, AUTHZ_RES_IAM_ROLE, 0),
+    IA(PutRolePolicy, AUTHZ_RES_IAM_ROLE, 0),
+    IA(GetRolePolicy, AUTHZ_RES_IAM_ROLE, 0),
+    IA(ListRolePolicies, AUTHZ_RES_IAM_ROLE, 0),
+    IA(DeleteRolePolicy, AUTHZ_RES_IAM_ROLE, 0),
 };
 
 const struct authz_op *authz_find(const char *service, const char *op)
@@ -122,6 +131,58 @@ static const char *authz__user_of(const char *arn)
         return NULL;
     slash = strrchr(u, '/');
     return slash && slash[1] ? slash + 1 : NULL;
+}
+
+/* The principal kinds authz knows. */
+enum authz__kind { AUTHZ_K_NONE, AUTHZ_K_USER, AUTHZ_K_ROLE, AUTHZ_K_ASSUMED };
+
+/*
+ * Parses a principal ARN: arn:aws:iam::<acct>:user[/path]/<name> (AUTHZ_K_USER),
+ * arn:aws:iam::<acct>:role[/path]/<name> (AUTHZ_K_ROLE) or
+ * arn:aws:sts::<acct>:assumed-role/<name>/<session> (AUTHZ_K_ASSUMED). OUT: name (size n),
+ * acct (size an), *session (borrowed from arn; assumed roles only, else NULL).
+ */
+static enum authz__kind authz__parse(const char *arn, char *name, size_t n, char *acct, size_t an,
+                                     const char **session)
+{
+    const char *a, *colon, *rest, *slash;
+    enum authz__kind k;
+    *session = NULL;
+    if (!arn)
+        return AUTHZ_K_NONE;
+    if (strncmp(arn, "arn:aws:iam::", 13) == 0)
+        a = arn + 13;
+    else if (strncmp(arn, "arn:aws:sts::", 13) == 0)
+        a = arn + 13;
+    else
+        return AUTHZ_K_NONE;
+    colon = strchr(a, ':');
+    if (!colon || (size_t)(colon - a) >= an)
+        return AUTHZ_K_NONE;
+    snprintf(acct, an, "%.*s", (int)(colon - a), a);
+    rest = colon + 1;
+    if (arn[8] == 'i' && strncmp(rest, "user/", 5) == 0)
+        k = AUTHZ_K_USER;
+    else if (arn[8] == 'i' && strncmp(rest, "role/", 5) == 0)
+        k = AUTHZ_K_ROLE;
+    else if (arn[8] == 's' && strncmp(rest, "assumed-role/", 13) == 0)
+        k = AUTHZ_K_ASSUMED;
+    else
+        return AUTHZ_K_NONE;
+    if (k == AUTHZ_K_ASSUMED) {
+        const char *nm = rest + 13;
+        slash = strchr(nm, '/');
+        if (!slash || slash == nm || !slash[1] || (size_t)(slash - nm) >= n)
+            return AUTHZ_K_NONE;
+        snprintf(name, n, "%.*s", (int)(slash - nm), nm);
+        *session = slash + 1;
+        return k;
+    }
+    slash = strrchr(rest, '/');
+    if (!slash || !slash[1] || strlen(slash + 1) >= n)
+        return AUTHZ_K_NONE;
+    snprintf(name, n, "%s", slash + 1);
+    return k;
 }
 
 /* snprintf into buf with the part after `lower_from` lower-cased; 0 or -TY_EINVAL. */
@@ -197,6 +258,10 @@ int authz_resource(const struct authz_op *row, json_t *in, const char *region, c
         path = json_string_value(json_object_get(in, "Path"));
         return authz__put(buf, n, n, err, "arn:aws:iam::%s:user%s%s", account, path ? path : "/",
                           user);
+    case AUTHZ_RES_IAM_ROLE:
+        path = json_string_value(json_object_get(in, "Path"));
+        return authz__put(buf, n, n, err, "arn:aws:iam::%s:role%s%s", account, path ? path : "/",
+                          authz__str(in, "RoleName"));
     }
     return ty_err_set(err, TY_EINTERNAL, NULL, "unknown resource kind");
 }
@@ -206,7 +271,8 @@ int authz_resource(const struct authz_op *row, json_t *in, const char *region, c
 #define AUTHZ_CACHE_N 16
 
 struct authz__entry {
-    char lname[STORE_IAM_NAME_MAX + 1];
+    char lname[STORE_IAM_NAME_MAX + 3]; /* "u:<lname>" (user) or "r:<lname>" (role) */
+    int role;
     struct store_iam_user u;
     struct iam_policy **pols;
     size_t npol;
@@ -263,14 +329,15 @@ static struct authz__cache *authz__cache(void)
 }
 
 /* Fills e from the store (policies parsed). 0, -TY_ENOTFOUND or a store error. */
-static int authz__entry_load(struct store *s, const char *name, struct authz__entry *e,
+static int authz__entry_load(struct store *s, int role, const char *name, struct authz__entry *e,
                              struct ty_err *err)
 {
     json_t *pols = NULL, *tags = NULL, *doc;
     const char *pname;
     struct store_iam_user u;
     size_t i = 0;
-    int rc = store_iam_load(s, name, &u, &pols, &tags, err);
+    int rc = role ? store_iam_role_load(s, name, &u, &pols, &tags, err)
+                  : store_iam_load(s, name, &u, &pols, &tags, err);
     if (rc)
         return rc;
     authz__entry_clear(e);
@@ -295,36 +362,59 @@ static int authz__entry_load(struct store *s, const char *name, struct authz__en
             e->restag = 1;
     }
     e->npol = i;
+    e->role = role;
     json_decref(pols);
-    snprintf(e->lname, sizeof(e->lname), "%s", name);
+    snprintf(e->lname, sizeof(e->lname), "%c:%s", role ? 'r' : 'u', name);
     for (char *p = e->lname; *p; p++)
         *p = (char)tolower((unsigned char)*p);
     return 0;
 }
 
+/* Whether entry e (loaded) is the principal principal_arn of kind k, account acct. */
+static int authz__is(const struct authz__entry *e, enum authz__kind k, const char *principal_arn,
+                     const char *acct, const char *name)
+{
+    char want[STORE_IAM_ARN_MAX];
+    size_t al, nl;
+    if (k != AUTHZ_K_ASSUMED)
+        return strcmp(e->u.arn, principal_arn) == 0;
+    /* arn:aws:sts::<acct>:assumed-role/<name>/<s> is role arn:aws:iam::<acct>:role<path><name> */
+    snprintf(want, sizeof(want), "arn:aws:iam::%s:role/", acct);
+    al = strlen(e->u.arn);
+    nl = strlen(name);
+    return strncmp(e->u.arn, want, strlen(want)) == 0 && al > nl && e->u.arn[al - nl - 1] == '/' &&
+           strcmp(e->u.arn + al - nl, name) == 0;
+}
+
 /*
- * The cache entry of principal_arn's user, up to date; OUT: *out (NULL when the principal has
- * no policies: not an IAM user, or no longer one). 0 or a store error.
+ * The cache entry of principal_arn's user or role, up to date; OUT: *out (NULL when the
+ * principal has no policies: not an IAM user or role, or no longer one). 0 or a store error.
  */
 static int authz__principal(struct store *s, const char *principal_arn, struct authz__entry **out,
                             struct ty_err *err)
 {
     struct authz__cache *c = authz__cache();
-    const char *name = authz__user_of(principal_arn);
-    char lname[STORE_IAM_NAME_MAX + 1];
+    char name[STORE_IAM_NAME_MAX + 2], acct[64];
+    const char *session;
+    enum authz__kind kind =
+        authz__parse(principal_arn, name, sizeof(name), acct, sizeof(acct), &session);
+    int role = kind == AUTHZ_K_ROLE || kind == AUTHZ_K_ASSUMED;
+    char lname[STORE_IAM_NAME_MAX + 3];
     struct authz__entry *e = NULL, *victim;
     struct store_iam_user head;
     size_t i;
     int rc;
 
     *out = NULL;
-    if (!name || strlen(name) > STORE_IAM_NAME_MAX)
+    if (kind == AUTHZ_K_NONE || strlen(name) > STORE_IAM_NAME_MAX)
         return 0;
     if (!c)
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    lname[0] = role ? 'r' : 'u';
+    lname[1] = ':';
     for (i = 0; name[i]; i++)
-        lname[i] = (char)tolower((unsigned char)name[i]);
-    lname[i] = '\0';
+        lname[i + 2] = (char)tolower((unsigned char)name[i]);
+    lname[i + 2] = '\0';
     victim = &c->e[0];
     for (int k = 0; k < AUTHZ_CACHE_N; k++) {
         if (c->e[k].lname[0] && strcmp(c->e[k].lname, lname) == 0)
@@ -333,7 +423,7 @@ static int authz__principal(struct store *s, const char *principal_arn, struct a
             victim = &c->e[k];
     }
     if (e) {
-        rc = store_iam_head(s, name, &head, err);
+        rc = role ? store_iam_role_head(s, name, &head, err) : store_iam_head(s, name, &head, err);
         if (rc == -TY_ENOTFOUND) {
             ty_err_clear(err);
             authz__entry_clear(e);
@@ -349,7 +439,7 @@ static int authz__principal(struct store *s, const char *principal_arn, struct a
         for (int k = 0; k < AUTHZ_CACHE_N; k++)
             if (c->e[k].lname[0] && strcmp(c->e[k].lname, lname) == 0)
                 e = &c->e[k];
-        rc = authz__entry_load(s, name, e, err);
+        rc = authz__entry_load(s, role, name, e, err);
         if (rc == -TY_ENOTFOUND) {
             ty_err_clear(err);
             authz__entry_clear(e);
@@ -359,8 +449,8 @@ static int authz__principal(struct store *s, const char *principal_arn, struct a
             return rc;
     }
     e->used = ++c->tick;
-    if (strcmp(e->u.arn, principal_arn) != 0)
-        return 0; /* same name, another path: not this principal */
+    if (!authz__is(e, kind, principal_arn, acct, name))
+        return 0; /* same name, another path or account: not this principal */
     *out = e;
     return 0;
 }
@@ -460,8 +550,10 @@ static void authz__principal_keys(struct authz__ctx *c, const char *principal_ar
 
     gmtime_r(&now, &tm);
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    authz__add(c, "aws:PrincipalArn", principal_arn);
-    if (principal_arn && strncmp(principal_arn, "arn:aws:iam::", 13) == 0) {
+    /* a role's aws:PrincipalArn is the role's ARN, also for its sessions (as AWS) */
+    authz__add(c, "aws:PrincipalArn", e && e->role ? e->u.arn : principal_arn);
+    if (principal_arn && (strncmp(principal_arn, "arn:aws:iam::", 13) == 0 ||
+                          strncmp(principal_arn, "arn:aws:sts::", 13) == 0)) {
         const char *end = strchr(principal_arn + 13, ':');
         if (end)
             acct = authz__fmt(c, "%.*s", (int)(end - principal_arn - 13), principal_arn + 13);
@@ -472,9 +564,18 @@ static void authz__principal_keys(struct authz__ctx *c, const char *principal_ar
     authz__add(c, "aws:SecureTransport", "false");
     if (!e)
         return;
-    authz__add(c, "aws:PrincipalType", "User");
-    authz__add(c, "aws:username", e->u.name);
-    authz__add(c, "aws:userid", e->u.id);
+    if (e->role) {
+        /* aws:username is undefined for roles; aws:userid is <RoleId>:<session> */
+        const char *session =
+            strncmp(principal_arn, "arn:aws:sts::", 13) == 0 ? strrchr(principal_arn, '/') : NULL;
+        authz__add(c, "aws:PrincipalType", "AssumedRole");
+        authz__add(c, "aws:userid",
+                   session ? authz__fmt(c, "%s:%s", e->u.id, session + 1) : e->u.id);
+    } else {
+        authz__add(c, "aws:PrincipalType", "User");
+        authz__add(c, "aws:username", e->u.name);
+        authz__add(c, "aws:userid", e->u.id);
+    }
     json_object_foreach(e->tags, k, v)
     {
         authz__add(c, authz__fmt(c, "aws:PrincipalTag/%s", k), json_string_value(v));
@@ -633,6 +734,15 @@ int authz_request(struct store *s, const char *service, const char *op, json_t *
         else if (rc != -TY_ENOTFOUND && rc != -TY_EINVAL)
             return rc;
         ty_err_clear(err);
+    } else if (e && row->res == AUTHZ_RES_IAM_ROLE && strcmp(row->op, "CreateRole") != 0) {
+        /* the target role's real ARN (its path) */
+        struct store_iam_role r;
+        rc = store_iam_role_get(s, authz__str(in, "RoleName"), &r, NULL, NULL, err);
+        if (rc == 0)
+            snprintf(resource, sizeof(resource), "%s", r.arn);
+        else if (rc != -TY_ENOTFOUND && rc != -TY_EINVAL)
+            return rc;
+        ty_err_clear(err);
     } else if (e && e->restag && (row->cond & AUTHZ_C_RESTAGS) && strcmp(resource, "*") != 0) {
         rtags = store_tags_list(s, resource, err);
         if (!rtags)
@@ -663,4 +773,44 @@ int authz_request(struct store *s, const char *service, const char *op, json_t *
     free(c);
     json_decref(rtags);
     return rc;
+}
+
+int authz_pass_role(struct store *s, const char *principal_arn, const char *role_arn,
+                    const char *account, struct ty_err *err)
+{
+    static const char svc[] = "sagemaker.amazonaws.com";
+    struct iam_ctx_entry pctx[] = {{"iam:PassedToService", NULL, 0, svc}};
+    struct iam_ctx_entry tctx[] = {{"aws:SourceAccount", NULL, 0, account ? account : ""}};
+    char name[STORE_IAM_NAME_MAX + 2], acct[64];
+    struct store_iam_role r;
+    const char *session;
+    char *trust = NULL;
+    int rc, allowed = 0;
+
+    if (!role_arn)
+        return ty_err_set(err, TY_EINVAL, "RoleArn", "RoleArn is required");
+    rc = authz_check(s, principal_arn, "iam:PassRole", role_arn, pctx, 1, err);
+    if (rc)
+        return rc;
+    if (authz__parse(role_arn, name, sizeof(name), acct, sizeof(acct), &session) != AUTHZ_K_ROLE ||
+        (account && strcmp(acct, account) != 0))
+        goto cannot;
+    rc = store_iam_role_get(s, name, &r, &trust, NULL, err);
+    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
+        goto cannot;
+    if (rc)
+        return rc;
+    if (strcmp(r.arn, role_arn) != 0 ||
+        iam_trust_check(trust, strlen(trust), svc, "sts:AssumeRole", tctx, 1, &allowed, err) != 0 ||
+        !allowed)
+        goto cannot;
+    free(trust);
+    ty_err_clear(err);
+    return 0;
+cannot:
+    free(trust);
+    return ty_err_set(err, TY_EINVAL, "RoleArn",
+                      "Could not assume role %.700s. Please ensure that the role exists and allows "
+                      "principal '%s' to assume the role.",
+                      role_arn, svc);
 }

@@ -12,8 +12,12 @@
  * (store_iam.c), any wire form (the protocol layers turn -TY_EDENIED into their error).
  *
  * Which policies apply: a principal arn:aws:iam::<account>:user[/path]/<name> has the inline
- * policies of IAM user <name> whose stored Arn is that principal; any other principal (or a
- * user that no longer exists) has none and is denied (implicit deny).
+ * policies of IAM user <name> whose stored Arn is that principal; a principal
+ * arn:aws:iam::<account>:role[/path]/<name> (the agent acting for a job) or
+ * arn:aws:sts::<account>:assumed-role/<name>/<session> (temporary credentials) has those of
+ * IAM role <name> of that account (aws:PrincipalArn = the role's ARN, aws:PrincipalType =
+ * AssumedRole, aws:userid = <RoleId>:<session>, no aws:username); any other principal (or one
+ * that no longer exists) has none and is denied (implicit deny).
  *
  * Cost: a cached user costs one Redis round trip per call (HMGET of id and version); a user
  * seen for the first time or whose policies or tags changed costs one pipeline. Resource tags
@@ -47,6 +51,7 @@ enum authz_res {
     AUTHZ_RES_LOG_GROUP,  /* arn:aws:logs:<region>:<account>:log-group:<logGroupName> */
     AUTHZ_RES_LOG_STREAM, /* ...:log-group:<logGroupName>:log-stream:<logStreamName> */
     AUTHZ_RES_IAM_USER,   /* arn:aws:iam::<account>:user<path><UserName>; caller when absent */
+    AUTHZ_RES_IAM_ROLE,   /* arn:aws:iam::<account>:role<path><RoleName> */
 };
 
 /* Condition keys an operation adds from its input (bits of authz_op.cond). */
@@ -101,5 +106,18 @@ int authz_request(struct store *s, const char *service, const char *op, json_t *
 int authz_check(struct store *s, const char *principal_arn, const char *action,
                 const char *resource, const struct iam_ctx_entry *ctx, size_t n,
                 struct ty_err *err);
+
+/*
+ * iam:PassRole, as SageMaker checks it when an operation takes a role (CreateTrainingJob's
+ * RoleArn, a domain's or profile's ExecutionRole), after the operation itself was allowed:
+ * principal_arn must be allowed iam:PassRole on role_arn with iam:PassedToService =
+ * sagemaker.amazonaws.com (else -TY_EDENIED, "User: <arn> is not authorized to perform:
+ * iam:PassRole on resource: <role> because ..."), and role_arn must be a role of account whose
+ * trust policy allows sagemaker.amazonaws.com sts:AssumeRole (else -TY_EINVAL, field "RoleArn":
+ * "Could not assume role <arn>. Please ensure that the role exists and allows principal
+ * 'sagemaker.amazonaws.com' to assume the role."). 0 or a store error otherwise.
+ */
+int authz_pass_role(struct store *s, const char *principal_arn, const char *role_arn,
+                    const char *account, struct ty_err *err);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * creds.c - admin principal bootstrap.
+ * creds.c - admin principal bootstrap, and the default execution role the admin owns.
  */
 #include "creds.h"
 
@@ -114,6 +114,11 @@ int creds_bootstrap(struct store *s, const char *data_dir, const char *account_i
         return rc;
     /* the admin is an IAM user with an all-allowing inline policy (store_iam.c) */
     rc = store_iam_bootstrap_admin(s, account_id, akid, (double)time(NULL), err);
+    if (rc)
+        return rc;
+    /* the default execution role arn:aws:iam::<account>:role/trainyard (store_iam.h), also on
+       servers whose Redis predates roles */
+    rc = store_iam_bootstrap_role(s, account_id, (double)time(NULL), err);
     if (rc)
         return rc;
     rc = creds__write(path, akid, secret, err);

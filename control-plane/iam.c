@@ -1783,3 +1783,152 @@ int iam_deny_error(struct ty_err *err, const char *principal_arn, const struct i
                        req ? req->resource : NULL, d, policy_arn);
     return ty_err_set(err, TY_EDENIED, "", "%s", msg);
 }
+
+/* ---- trust policies ---- */
+
+/* Whether the Principal (or NotPrincipal) value p names service: "*", {"AWS": "*"} or
+   {"Service": service}. -1 when p is not a valid principal element. */
+static int trust_principal_names(json_t *p, const char *service)
+{
+    const char *k;
+    json_t *v;
+    int found = 0;
+
+    if (json_is_string(p))
+        return strcmp(json_string_value(p), "*") == 0 ? 1 : -1;
+    if (!json_is_object(p) || json_object_size(p) == 0)
+        return -1;
+    json_object_foreach(p, k, v)
+    {
+        size_t i, n = json_is_array(v) ? json_array_size(v) : 1;
+        if (strcmp(k, "AWS") != 0 && strcmp(k, "Service") != 0 && strcmp(k, "Federated") != 0 &&
+            strcmp(k, "CanonicalUser") != 0)
+            return -1;
+        if (!is_str_or_str_array(v, 1))
+            return -1;
+        for (i = 0; i < n; i++) {
+            const char *s = json_string_value(json_is_array(v) ? json_array_get(v, i) : v);
+            if (!s || !*s)
+                return -1;
+            if (strcmp(k, "AWS") == 0 && strcmp(s, "*") == 0)
+                found = 1;
+            if (service && strcmp(k, "Service") == 0 && strcmp(s, service) == 0)
+                found = 1;
+        }
+    }
+    return found;
+}
+
+int iam_trust_check(const char *json, size_t len, const char *service, const char *action,
+                    const struct iam_ctx_entry *ctx, size_t nctx, int *allowed, struct ty_err *err)
+{
+    json_t *root = NULL, *stmts, *all = NULL, *mine = NULL, *doc = NULL;
+    struct iam_policy *p = NULL;
+    json_error_t jerr;
+    char *text = NULL;
+    int rc = 0;
+
+    if (allowed)
+        *allowed = 0;
+    if (!json || len == 0 || len > IAM_MAX_DOC_BYTES)
+        return ty_err_set(err, TY_EINVAL, "AssumeRolePolicyDocument",
+                          "1 validation error detected: Value at 'assumeRolePolicyDocument' "
+                          "failed to satisfy constraint: Member must have length %s",
+                          len == 0 ? "greater than or equal to 1" : "less than or equal to 131072");
+    if (iam_policy_chars(json, len) > IAM_MAX_CHARS_TRUST)
+        return ty_err_set(err, TY_ELIMIT, "AssumeRolePolicyDocument",
+                          "Cannot exceed quota for ACLSizePerRole: %d", IAM_MAX_CHARS_TRUST);
+    if (!json_depth_ok(json, len, IAM_MAX_DEPTH) ||
+        !(root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr)) || !json_is_object(root))
+        goto syntax;
+    stmts = json_object_get(root, "Statement");
+    if (!stmts || !(json_is_object(stmts) || json_is_array(stmts)) ||
+        (json_is_array(stmts) && json_array_size(stmts) == 0))
+        goto syntax;
+    all = json_array();
+    mine = json_array();
+    if (!all || !mine) {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < stmt_count(stmts); i++) {
+        json_t *st = stmt_at(stmts, i), *pr, *np, *copy;
+        int names;
+        if (!json_is_object(st))
+            goto syntax;
+        pr = json_object_get(st, "Principal");
+        np = json_object_get(st, "NotPrincipal");
+        if (!pr && !np) {
+            rc = ty_err_set(err, TY_EMALFORMED, "AssumeRolePolicyDocument",
+                            "Missing required field Principal");
+            goto done;
+        }
+        if (json_object_get(st, "Resource") || json_object_get(st, "NotResource")) {
+            rc = ty_err_set(err, TY_EMALFORMED, "AssumeRolePolicyDocument",
+                            "Has prohibited field Resource");
+            goto done;
+        }
+        if (pr && np)
+            goto syntax;
+        names = trust_principal_names(pr ? pr : np, service);
+        if (names < 0) {
+            rc = ty_err_set(err, TY_EMALFORMED, "AssumeRolePolicyDocument",
+                            "Invalid principal in policy");
+            goto done;
+        }
+        copy = json_deep_copy(st);
+        if (!copy) {
+            rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+            goto done;
+        }
+        json_object_del(copy, "Principal");
+        json_object_del(copy, "NotPrincipal");
+        json_object_set_new(copy, "Resource", json_string("*"));
+        if (pr ? names : !names)
+            json_array_append(mine, copy);
+        json_array_append_new(all, copy);
+    }
+    /* the statements without their principals are identity statements: IAM's checks */
+    doc = json_object();
+    if (json_object_get(root, "Version"))
+        json_object_set(doc, "Version", json_object_get(root, "Version"));
+    json_object_set(doc, "Statement", all);
+    text = json_dumps(doc, JSON_COMPACT);
+    if (!text) {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    rc = iam_policy_parse(text, strlen(text), &p, err);
+    if (rc) {
+        if (err && (rc == -TY_EMALFORMED || rc == -TY_EINVAL))
+            snprintf(err->field, sizeof(err->field), "AssumeRolePolicyDocument");
+        goto done;
+    }
+    iam_policy_free(p);
+    p = NULL;
+    if (!service || !allowed || json_array_size(mine) == 0)
+        goto done;
+    free(text);
+    json_object_set(doc, "Statement", mine);
+    text = json_dumps(doc, JSON_COMPACT);
+    if (!text || iam_policy_parse(text, strlen(text), &p, err) != 0) {
+        rc = text && err ? -err->code : ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    {
+        struct iam_request req = {action ? action : "sts:AssumeRole", "*", ctx, nctx};
+        const struct iam_policy *pp = p;
+        *allowed = iam_evaluate(&pp, 1, &req) == IAM_ALLOW;
+    }
+    goto done;
+syntax:
+    rc = ty_err_set(err, TY_EMALFORMED, "AssumeRolePolicyDocument", IAM__SYNTAX);
+done:
+    iam_policy_free(p);
+    free(text);
+    json_decref(doc);
+    json_decref(all);
+    json_decref(mine);
+    json_decref(root);
+    return rc;
+}

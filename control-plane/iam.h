@@ -46,6 +46,7 @@
 #define IAM_MAX_CHARS             6144   /* non-white-space characters in one document */
 #define IAM_MAX_CHARS_USER_INLINE 2048   /* aggregate of one user's inline policies */
 #define IAM_MAX_DEPTH             8      /* JSON nesting; a valid policy needs 6 */
+#define IAM_MAX_CHARS_TRUST       2048   /* a role's trust policy (ACLSizePerRole) */
 
 /* Flags of iam_policy_parse_ex. */
 #define IAM_PARSE_MANAGED 0x1u /* CreatePolicy rules: Version must be 2012-10-17 */
@@ -163,5 +164,20 @@ int iam_denial_message(char *buf, size_t n, const char *principal_arn, const cha
  */
 int iam_deny_error(struct ty_err *err, const char *principal_arn, const struct iam_request *req,
                    enum iam_decision d, const char *policy_arn);
+
+/*
+ * Trust policies (a role's AssumeRolePolicyDocument). Validates json as IAM's CreateRole does:
+ * every statement needs a Principal or NotPrincipal ("Missing required field Principal"),
+ * Resource/NotResource are refused ("Has prohibited field Resource"), a principal is "*" or an
+ * object of AWS/Service/Federated/CanonicalUser strings ("Invalid principal in policy"); the
+ * statements without their principals must pass iam_policy_parse (its messages, -TY_EMALFORMED),
+ * and the document may hold IAM_MAX_CHARS_TRUST characters (-TY_ELIMIT "Cannot exceed quota for
+ * ACLSizePerRole: 2048"). When service (e.g. "sagemaker.amazonaws.com") and allowed are not NULL,
+ * OUT: *allowed = 1 when the statements whose principal names that service ("*" and
+ * {"AWS":"*"} name every one) allow action (NULL: "sts:AssumeRole") with the condition keys
+ * ctx[0..nctx) and no such statement denies it. Returns 0 or a negative code; err not NULL.
+ */
+int iam_trust_check(const char *json, size_t len, const char *service, const char *action,
+                    const struct iam_ctx_entry *ctx, size_t nctx, int *allowed, struct ty_err *err);
 
 #endif

@@ -1600,12 +1600,15 @@ int store_principal_get(struct store *s, const char *access_key, char *secret, s
     int rc = 0;
     if (store_key(key, sizeof(key), "ty:principal:", access_key, NULL, err) < 0)
         return -TY_EINVAL;
-    r = store__cmdv(s, err, "HMGET", key, "secret", "arn", NULL);
+    /* status: "Inactive" after IAM UpdateAccessKey (store_iam.c): then the key is unknown */
+    r = store__cmdv(s, err, "HMGET", key, "secret", "arn", "status", NULL);
     if (!r)
         return -TY_EREDIS;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
         rc = store__reply_err(r, "HMGET", err);
-    } else if (r->element[0]->type != REDIS_REPLY_STRING) {
+    } else if (r->element[0]->type != REDIS_REPLY_STRING ||
+               (r->element[2]->type == REDIS_REPLY_STRING &&
+                strcmp(r->element[2]->str, "Inactive") == 0)) {
         rc = ty_err_set(err, TY_ENOTFOUND, NULL, "unknown access key");
     } else {
         if (secret && secret_n)

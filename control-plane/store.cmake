@@ -19,3 +19,10 @@ add_library(ty_store STATIC ${TY_CP_DIR}/store.c ${TY_CP_DIR}/queue.c ${TY_CP_DI
   ${TY_CP_DIR}/session.c ${TY_STORE_LUA_C})
 target_include_directories(ty_store PUBLIC ${TY_CP_DIR})
 target_link_libraries(ty_store PUBLIC ty_core PkgConfig::HIREDIS PkgConfig::JANSSON PkgConfig::CRYPTO)
+
+# ty_authz: authorisation (authz.c: the operation table, the policy cache, PassRole) on top of
+# the store and the policy evaluator; the server's ops and the agent's job-role checks
+# (agent/access.c) link it.
+add_library(ty_authz STATIC ${TY_CP_DIR}/authz.c)
+target_include_directories(ty_authz PUBLIC ${TY_CP_DIR})
+target_link_libraries(ty_authz PUBLIC ty_store ty_iam ty_core PkgConfig::JANSSON Threads::Threads)

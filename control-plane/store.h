@@ -124,7 +124,7 @@ int store_tags_clear(struct store *s, const char *arn, struct ty_err *err);
 int store_principal_put(struct store *s, const char *access_key, const char *secret,
                         const char *arn, const char *user, struct ty_err *err);
 /* Looks up access_key; OUT: secret/arn (NUL-terminated, truncated to their sizes).
-   0 or -TY_ENOTFOUND. */
+   0 or -TY_ENOTFOUND (also for a key made Inactive by IAM UpdateAccessKey). */
 int store_principal_get(struct store *s, const char *access_key, char *secret, size_t secret_n,
                         char *arn, size_t arn_n, struct ty_err *err);
 

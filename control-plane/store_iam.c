@@ -102,30 +102,46 @@ static int iam__name_ok(const char *name)
     return n >= 1 && n <= STORE_IAM_NAME_MAX;
 }
 
-/* The seven keys of iam.lua for user name (lower-cased). */
+/* The key names of one kind of IAM entity (users and roles share iam.lua's verbs). */
+struct iam__kind {
+    const char *ent, *set, *tags, *pol, *polsz, *keys; /* key prefixes / the sorted set */
+    const char *field, *what;                          /* "UserName", "user" */
+};
+
+static const struct iam__kind iam__user_kind = {
+    "ty:iam:user:",   "ty:iam:users",  "ty:iam:utags:", "ty:iam:upol:",
+    "ty:iam:upolsz:", "ty:iam:ukeys:", "UserName",      "user"};
+static const struct iam__kind iam__role_kind = {
+    "ty:iam:role:",   "ty:iam:roles",  "ty:iam:rtags:", "ty:iam:rpol:",
+    "ty:iam:rpolsz:", "ty:iam:rkeys:", "RoleName",      "role"};
+
+/* The eight keys of iam.lua for entity name (lower-cased) of kind kd. */
 struct iam__keys {
     char user[IAM_KEY_MAX], tags[IAM_KEY_MAX], pol[IAM_KEY_MAX], polsz[IAM_KEY_MAX],
         keys[IAM_KEY_MAX], prin[IAM_KEY_MAX];
     const char *k[8];
+    const struct iam__kind *kd;
 };
 
-static int iam__keys_init(struct iam__keys *k, const char *name, struct ty_err *err)
+static int iam__keys_init_kind(struct iam__keys *k, const struct iam__kind *kd, const char *name,
+                               struct ty_err *err)
 {
     char lname[STORE_IAM_NAME_MAX + 1];
     size_t i;
     if (!iam__name_ok(name))
-        return ty_err_set(err, TY_EINVAL, "UserName", "bad user name");
+        return ty_err_set(err, TY_EINVAL, kd->field, "bad %s name", kd->what);
     for (i = 0; name[i]; i++)
         lname[i] = (char)tolower((unsigned char)name[i]);
     lname[i] = '\0';
-    snprintf(k->user, sizeof(k->user), "ty:iam:user:%s", lname);
-    snprintf(k->tags, sizeof(k->tags), "ty:iam:utags:%s", lname);
-    snprintf(k->pol, sizeof(k->pol), "ty:iam:upol:%s", lname);
-    snprintf(k->polsz, sizeof(k->polsz), "ty:iam:upolsz:%s", lname);
-    snprintf(k->keys, sizeof(k->keys), "ty:iam:ukeys:%s", lname);
+    snprintf(k->user, sizeof(k->user), "%s%s", kd->ent, lname);
+    snprintf(k->tags, sizeof(k->tags), "%s%s", kd->tags, lname);
+    snprintf(k->pol, sizeof(k->pol), "%s%s", kd->pol, lname);
+    snprintf(k->polsz, sizeof(k->polsz), "%s%s", kd->polsz, lname);
+    snprintf(k->keys, sizeof(k->keys), "%s%s", kd->keys, lname);
     k->prin[0] = '\0';
+    k->kd = kd;
     k->k[0] = k->user;
-    k->k[1] = "ty:iam:users";
+    k->k[1] = kd->set;
     k->k[2] = k->tags;
     k->k[3] = k->pol;
     k->k[4] = k->polsz;
@@ -136,21 +152,21 @@ static int iam__keys_init(struct iam__keys *k, const char *name, struct ty_err *
 }
 
 /* Maps iam.lua's error replies. */
-static int iam__script_err(const redisReply *r, struct ty_err *err)
+static int iam__script_err(const redisReply *r, const struct iam__kind *kd, struct ty_err *err)
 {
     if (r && r->type == REDIS_REPLY_ERROR) {
         /* Redis prefixes "ERR " to an error reply whose text is one word */
         const char *e = strncmp(r->str, "ERR ", 4) == 0 ? r->str + 4 : r->str;
         if (strcmp(e, "NOSUCHUSER") == 0)
-            return ty_err_set(err, TY_ENOTFOUND, "UserName", "user");
+            return ty_err_set(err, TY_ENOTFOUND, kd->field, "%s", kd->what);
         if (strcmp(e, "NOSUCHPOLICY") == 0)
             return ty_err_set(err, TY_ENOTFOUND, "PolicyName", "policy");
         if (strcmp(e, "NOSUCHKEY") == 0)
             return ty_err_set(err, TY_ENOTFOUND, "AccessKeyId", "key");
         if (strcmp(e, "EXISTS") == 0)
-            return ty_err_set(err, TY_EINUSE, "UserName", "exists");
+            return ty_err_set(err, TY_EINUSE, kd->field, "exists");
         if (strncmp(e, "CONFLICT ", 9) == 0)
-            return ty_err_set(err, TY_ECONFLICT, "UserName", "%s", e + 9);
+            return ty_err_set(err, TY_ECONFLICT, kd->field, "%s", e + 9);
         if (strncmp(e, "LIMIT ", 6) == 0)
             return ty_err_set(err, TY_ELIMIT, NULL, "%s", e + 6);
     }
@@ -161,9 +177,9 @@ static int iam__script_err(const redisReply *r, struct ty_err *err)
  * Runs iam.lua verb for user name with extra args (n of them, lens may be NULL), with the
  * principal key of akid when akid is not NULL. OUT: *ret (may be NULL) the integer reply.
  */
-static int iam__run(struct store *s, const char *name, const char *verb, const char *akid, size_t n,
-                    const char *const *args, const size_t *alens, long long *ret,
-                    struct ty_err *err)
+static int iam__run_kind(struct store *s, const struct iam__kind *kd, const char *name,
+                         const char *verb, const char *akid, size_t n, const char *const *args,
+                         const size_t *alens, long long *ret, struct ty_err *err)
 {
     struct iam__keys k;
     const char *argv[IAM_MAX_ARGV];
@@ -171,7 +187,7 @@ static int iam__run(struct store *s, const char *name, const char *verb, const c
     int argc = 0, rc = 0;
     redisReply *r;
 
-    if (iam__keys_init(&k, name, err) < 0)
+    if (iam__keys_init_kind(&k, kd, name, err) < 0)
         return -TY_EINVAL;
     if (n + 9 > IAM_MAX_ARGV)
         return ty_err_set(err, TY_EINVAL, NULL, "too many arguments");
@@ -194,10 +210,17 @@ static int iam__run(struct store *s, const char *name, const char *verb, const c
         if (ret)
             *ret = r->integer;
     } else {
-        rc = iam__script_err(r, err);
+        rc = iam__script_err(r, kd, err);
     }
     freeReplyObject(r);
     return rc;
+}
+
+static int iam__run(struct store *s, const char *name, const char *verb, const char *akid, size_t n,
+                    const char *const *args, const size_t *alens, long long *ret,
+                    struct ty_err *err)
+{
+    return iam__run_kind(s, &iam__user_kind, name, verb, akid, n, args, alens, ret, err);
 }
 
 /* Appends tags (array of {"Key","Value"}) to args as pairs; 0 or -TY_EINVAL. */
@@ -309,15 +332,16 @@ static json_t *iam__tag_array(json_t *obj)
 }
 
 /* Runs the pipeline HMGET user fields + extra commands (HGETALL of keys); replies new. */
-static int iam__read(struct store *s, const char *name, size_t nextra, const char *const *extra,
-                     redisReply **rep, struct ty_err *err)
+static int iam__read_kind(struct store *s, const struct iam__kind *kd, const char *name,
+                          size_t nextra, const char *const *extra, redisReply **rep,
+                          struct ty_err *err)
 {
     struct iam__keys k;
     const char *hm[] = {"HMGET", NULL, "name", "id", "path", "arn", "created", "ver"};
     const char *hg[4][2];
     const char *const *cmds[5];
     int argc[5];
-    if (iam__keys_init(&k, name, err) < 0)
+    if (iam__keys_init_kind(&k, kd, name, err) < 0)
         return -TY_ENOTFOUND;
     hm[1] = k.user;
     cmds[0] = hm;
@@ -332,6 +356,12 @@ static int iam__read(struct store *s, const char *name, size_t nextra, const cha
         argc[i + 1] = 2;
     }
     return store__pipeline(s, nextra + 1, argc, cmds, rep, err);
+}
+
+static int iam__read(struct store *s, const char *name, size_t nextra, const char *const *extra,
+                     redisReply **rep, struct ty_err *err)
+{
+    return iam__read_kind(s, &iam__user_kind, name, nextra, extra, rep, err);
 }
 
 static void iam__free_replies(redisReply **rep, size_t n)
@@ -363,11 +393,12 @@ int store_iam_user_get(struct store *s, const char *name, struct store_iam_user 
     return rc;
 }
 
-int store_iam_head(struct store *s, const char *name, struct store_iam_user *u, struct ty_err *err)
+static int iam__head_kind(struct store *s, const struct iam__kind *kd, const char *name,
+                          struct store_iam_user *u, struct ty_err *err)
 {
     redisReply *rep[1] = {NULL};
     struct store_iam_user tmp;
-    int rc = iam__read(s, name, 0, NULL, rep, err);
+    int rc = iam__read_kind(s, kd, name, 0, NULL, rep, err);
     if (rc)
         return rc;
     rc = iam__user_from(rep[0], &tmp, err);
@@ -377,13 +408,14 @@ int store_iam_head(struct store *s, const char *name, struct store_iam_user *u, 
     return rc;
 }
 
-int store_iam_load(struct store *s, const char *name, struct store_iam_user *u, json_t **policies,
-                   json_t **tags, struct ty_err *err)
+static int iam__load_kind(struct store *s, const struct iam__kind *kd, const char *name,
+                          struct store_iam_user *u, json_t **policies, json_t **tags,
+                          struct ty_err *err)
 {
     const char *extra[] = {"pol", "tags"};
     redisReply *rep[3] = {NULL, NULL, NULL};
     struct store_iam_user tmp;
-    int rc = iam__read(s, name, 2, extra, rep, err);
+    int rc = iam__read_kind(s, kd, name, 2, extra, rep, err);
     if (rc)
         return rc;
     rc = iam__user_from(rep[0], &tmp, err);
@@ -394,6 +426,29 @@ int store_iam_load(struct store *s, const char *name, struct store_iam_user *u, 
     }
     iam__free_replies(rep, 3);
     return rc;
+}
+
+int store_iam_head(struct store *s, const char *name, struct store_iam_user *u, struct ty_err *err)
+{
+    return iam__head_kind(s, &iam__user_kind, name, u, err);
+}
+
+int store_iam_load(struct store *s, const char *name, struct store_iam_user *u, json_t **policies,
+                   json_t **tags, struct ty_err *err)
+{
+    return iam__load_kind(s, &iam__user_kind, name, u, policies, tags, err);
+}
+
+int store_iam_role_head(struct store *s, const char *name, struct store_iam_user *u,
+                        struct ty_err *err)
+{
+    return iam__head_kind(s, &iam__role_kind, name, u, err);
+}
+
+int store_iam_role_load(struct store *s, const char *name, struct store_iam_user *u,
+                        json_t **policies, json_t **tags, struct ty_err *err)
+{
+    return iam__load_kind(s, &iam__role_kind, name, u, policies, tags, err);
 }
 
 json_t *store_iam_user_list(struct store *s, struct ty_err *err)
@@ -503,8 +558,9 @@ int store_iam_user_untag(struct store *s, const char *name, json_t *keys, struct
     return iam__run(s, name, "untag", NULL, n, args, NULL, NULL, err);
 }
 
-int store_iam_policy_put(struct store *s, const char *name, const char *polname, const char *doc,
-                         size_t len, size_t size, size_t limit, struct ty_err *err)
+static int iam__policy_put(struct store *s, const struct iam__kind *kd, const char *name,
+                           const char *polname, const char *doc, size_t len, size_t size,
+                           size_t limit, struct ty_err *err)
 {
     char ssize[32], slimit[32];
     const char *args[4];
@@ -519,11 +575,24 @@ int store_iam_policy_put(struct store *s, const char *name, const char *polname,
     lens[1] = len;
     lens[2] = strlen(ssize);
     lens[3] = strlen(slimit);
-    return iam__run(s, name, "put_policy", NULL, 4, args, lens, NULL, err);
+    return iam__run_kind(s, kd, name, "put_policy", NULL, 4, args, lens, NULL, err);
 }
 
-char *store_iam_policy_get(struct store *s, const char *name, const char *polname,
-                           struct ty_err *err)
+int store_iam_policy_put(struct store *s, const char *name, const char *polname, const char *doc,
+                         size_t len, size_t size, size_t limit, struct ty_err *err)
+{
+    return iam__policy_put(s, &iam__user_kind, name, polname, doc, len, size, limit, err);
+}
+
+int store_iam_role_policy_put(struct store *s, const char *name, const char *polname,
+                              const char *doc, size_t len, size_t size, size_t limit,
+                              struct ty_err *err)
+{
+    return iam__policy_put(s, &iam__role_kind, name, polname, doc, len, size, limit, err);
+}
+
+static char *iam__policy_get(struct store *s, const struct iam__kind *kd, const char *name,
+                             const char *polname, struct ty_err *err)
 {
     struct iam__keys k;
     const char *a1[] = {"EXISTS", NULL};
@@ -532,8 +601,8 @@ char *store_iam_policy_get(struct store *s, const char *name, const char *polnam
     int argc[] = {2, 3};
     redisReply *rep[2] = {NULL, NULL};
     char *doc = NULL;
-    if (iam__keys_init(&k, name, err) < 0) {
-        ty_err_set(err, TY_ENOTFOUND, "UserName", "user");
+    if (iam__keys_init_kind(&k, kd, name, err) < 0) {
+        ty_err_set(err, TY_ENOTFOUND, kd->field, "%s", kd->what);
         return NULL;
     }
     a1[1] = k.user;
@@ -541,7 +610,7 @@ char *store_iam_policy_get(struct store *s, const char *name, const char *polnam
     if (store__pipeline(s, 2, argc, cmds, rep, err) != 0)
         return NULL;
     if (rep[0]->type != REDIS_REPLY_INTEGER || rep[0]->integer == 0)
-        ty_err_set(err, TY_ENOTFOUND, "UserName", "user");
+        ty_err_set(err, TY_ENOTFOUND, kd->field, "%s", kd->what);
     else if (rep[1]->type != REDIS_REPLY_STRING)
         ty_err_set(err, TY_ENOTFOUND, "PolicyName", "policy");
     else if (!(doc = strndup(rep[1]->str, rep[1]->len)))
@@ -550,14 +619,26 @@ char *store_iam_policy_get(struct store *s, const char *name, const char *polnam
     return doc;
 }
 
+char *store_iam_policy_get(struct store *s, const char *name, const char *polname,
+                           struct ty_err *err)
+{
+    return iam__policy_get(s, &iam__user_kind, name, polname, err);
+}
+
+char *store_iam_role_policy_get(struct store *s, const char *name, const char *polname,
+                                struct ty_err *err)
+{
+    return iam__policy_get(s, &iam__role_kind, name, polname, err);
+}
+
 static int iam__cmp_str(const void *a, const void *b)
 {
     return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
 }
 
 /* EXISTS user + HKEYS/HGETALL of one of its hashes. */
-static redisReply *iam__user_hash(struct store *s, const char *name, const char *which,
-                                  struct ty_err *err)
+static redisReply *iam__hash_kind(struct store *s, const struct iam__kind *kd, const char *name,
+                                  const char *which, struct ty_err *err)
 {
     struct iam__keys k;
     const char *a1[] = {"EXISTS", NULL};
@@ -565,8 +646,8 @@ static redisReply *iam__user_hash(struct store *s, const char *name, const char 
     const char *const *cmds[] = {a1, a2};
     int argc[] = {2, 2};
     redisReply *rep[2] = {NULL, NULL};
-    if (iam__keys_init(&k, name, err) < 0) {
-        ty_err_set(err, TY_ENOTFOUND, "UserName", "user");
+    if (iam__keys_init_kind(&k, kd, name, err) < 0) {
+        ty_err_set(err, TY_ENOTFOUND, kd->field, "%s", kd->what);
         return NULL;
     }
     a1[1] = k.user;
@@ -575,12 +656,18 @@ static redisReply *iam__user_hash(struct store *s, const char *name, const char 
         return NULL;
     if (rep[0]->type != REDIS_REPLY_INTEGER || rep[0]->integer == 0 ||
         rep[1]->type != REDIS_REPLY_ARRAY) {
-        ty_err_set(err, TY_ENOTFOUND, "UserName", "user");
+        ty_err_set(err, TY_ENOTFOUND, kd->field, "%s", kd->what);
         iam__free_replies(rep, 2);
         return NULL;
     }
     freeReplyObject(rep[0]);
     return rep[1];
+}
+
+static redisReply *iam__user_hash(struct store *s, const char *name, const char *which,
+                                  struct ty_err *err)
+{
+    return iam__hash_kind(s, &iam__user_kind, name, which, err);
 }
 
 /* Sorts a JSON array in place with cmp. */
@@ -599,9 +686,10 @@ static void iam__sort(json_t *arr, int (*cmp)(const void *, const void *))
     free(v);
 }
 
-json_t *store_iam_policy_list(struct store *s, const char *name, struct ty_err *err)
+static json_t *iam__policy_list(struct store *s, const struct iam__kind *kd, const char *name,
+                                struct ty_err *err)
 {
-    redisReply *r = iam__user_hash(s, name, "pol", err);
+    redisReply *r = iam__hash_kind(s, kd, name, "pol", err);
     json_t *out;
     if (!r)
         return NULL;
@@ -614,11 +702,28 @@ json_t *store_iam_policy_list(struct store *s, const char *name, struct ty_err *
     return out;
 }
 
+json_t *store_iam_policy_list(struct store *s, const char *name, struct ty_err *err)
+{
+    return iam__policy_list(s, &iam__user_kind, name, err);
+}
+
+json_t *store_iam_role_policy_list(struct store *s, const char *name, struct ty_err *err)
+{
+    return iam__policy_list(s, &iam__role_kind, name, err);
+}
+
 int store_iam_policy_delete(struct store *s, const char *name, const char *polname,
                             struct ty_err *err)
 {
     const char *args[] = {polname};
     return iam__run(s, name, "delete_policy", NULL, 1, args, NULL, NULL, err);
+}
+
+int store_iam_role_policy_delete(struct store *s, const char *name, const char *polname,
+                                 struct ty_err *err)
+{
+    const char *args[] = {polname};
+    return iam__run_kind(s, &iam__role_kind, name, "delete_policy", NULL, 1, args, NULL, NULL, err);
 }
 
 int store_iam_key_create(struct store *s, const char *name, const char *akid, double created,
@@ -717,4 +822,171 @@ int store_iam_bootstrap_admin(struct store *s, const char *account, const char *
     }
     ty_err_clear(err);
     return store_iam_key_create(s, "admin", akid, now, 0, err);
+}
+
+/* ---- roles ---- */
+
+int store_iam_key_update(struct store *s, const char *name, const char *akid, const char *status,
+                         struct ty_err *err)
+{
+    const char *args[] = {akid, status};
+    if (!status || (strcmp(status, "Active") != 0 && strcmp(status, "Inactive") != 0))
+        return ty_err_set(err, TY_EINVAL, "Status", "bad status");
+    return iam__run(s, name, "update_key", akid, 2, args, NULL, NULL, err);
+}
+
+int store_iam_role_create(struct store *s, const struct store_iam_role *r, const char *trust,
+                          json_t *tags, struct ty_err *err)
+{
+    const char *args[IAM_MAX_ARGV - 10];
+    char created[40], maxtags[16], maxsess[16];
+    size_t n = 0;
+    int rc;
+
+    if (!trust)
+        return ty_err_set(err, TY_EINVAL, "AssumeRolePolicyDocument", "no trust policy");
+    snprintf(created, sizeof(created), "%.3f", r->created);
+    snprintf(maxtags, sizeof(maxtags), "%d", STORE_IAM_MAX_TAGS);
+    snprintf(maxsess, sizeof(maxsess), "%d", r->max_session);
+    args[n++] = r->name;
+    args[n++] = r->id;
+    args[n++] = r->path;
+    args[n++] = r->arn;
+    args[n++] = created;
+    args[n++] = maxtags;
+    args[n++] = trust;
+    args[n++] = r->desc;
+    args[n++] = maxsess;
+    rc = iam__tag_args(tags, args, &n, sizeof(args) / sizeof(args[0]), err);
+    if (rc)
+        return rc;
+    return iam__run_kind(s, &iam__role_kind, r->name, "create_role", NULL, n, args, NULL, NULL,
+                         err);
+}
+
+int store_iam_role_get(struct store *s, const char *name, struct store_iam_role *r, char **trust,
+                       json_t **tags, struct ty_err *err)
+{
+    struct iam__keys k;
+    const char *hm[] = {"HMGET",   NULL,  "name", "id",      "path", "arn",
+                        "created", "ver", "desc", "maxsess", "trust"};
+    const char *hg[] = {"HGETALL", NULL};
+    const char *const *cmds[] = {hm, hg};
+    int argc[] = {11, 2};
+    redisReply *rep[2] = {NULL, NULL};
+    struct store_iam_user u;
+    int rc;
+
+    if (iam__keys_init_kind(&k, &iam__role_kind, name, err) < 0)
+        return ty_err_set(err, TY_ENOTFOUND, "RoleName", "role");
+    hm[1] = k.user;
+    hg[1] = k.tags;
+    if ((rc = store__pipeline(s, 2, argc, cmds, rep, err)) != 0)
+        return rc;
+    rc = iam__user_from(rep[0], &u, err);
+    if (rc) {
+        rc = ty_err_set(err, TY_ENOTFOUND, "RoleName", "role");
+        goto done;
+    }
+    memset(r, 0, sizeof(*r));
+    snprintf(r->name, sizeof(r->name), "%s", u.name);
+    snprintf(r->id, sizeof(r->id), "%s", u.id);
+    snprintf(r->path, sizeof(r->path), "%s", u.path);
+    snprintf(r->arn, sizeof(r->arn), "%s", u.arn);
+    r->created = u.created;
+    r->ver = u.ver;
+    snprintf(r->desc, sizeof(r->desc), "%s", iam__el(rep[0], 6) ? iam__el(rep[0], 6) : "");
+    r->max_session = iam__el(rep[0], 7) ? atoi(iam__el(rep[0], 7)) : 3600;
+    if (trust) {
+        const char *t = iam__el(rep[0], 8);
+        *trust = strdup(t ? t : "");
+        if (!*trust) {
+            rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+            goto done;
+        }
+    }
+    if (tags) {
+        json_t *o = iam__hash_obj(rep[1]);
+        *tags = iam__tag_array(o);
+        json_decref(o);
+    }
+done:
+    iam__free_replies(rep, 2);
+    return rc;
+}
+
+json_t *store_iam_role_list(struct store *s, struct ty_err *err)
+{
+    char stop[16];
+    redisReply *names;
+    json_t *out;
+
+    snprintf(stop, sizeof(stop), "%d", STORE_IAM_MAX_ROLES - 1);
+    names = store__cmdv(s, err, "ZRANGE", "ty:iam:roles", "0", stop, NULL);
+    if (!names)
+        return NULL;
+    if (names->type != REDIS_REPLY_ARRAY) {
+        store__reply_err(names, "ZRANGE", err);
+        freeReplyObject(names);
+        return NULL;
+    }
+    out = json_array();
+    for (size_t i = 0; out && i < names->elements; i++) {
+        struct store_iam_role r;
+        struct ty_err e2;
+        char *trust = NULL;
+        int rc;
+        if (names->element[i]->type != REDIS_REPLY_STRING)
+            continue;
+        ty_err_clear(&e2);
+        rc = store_iam_role_get(s, names->element[i]->str, &r, &trust, NULL, &e2);
+        if (rc == -TY_ENOTFOUND)
+            continue; /* deleted meanwhile */
+        if (rc) {
+            *err = e2;
+            json_decref(out);
+            out = NULL;
+            break;
+        }
+        json_array_append_new(out,
+                              json_pack("{s:s,s:s,s:s,s:s,s:f,s:s,s:i,s:s}", "RoleName", r.name,
+                                        "RoleId", r.id, "Path", r.path, "Arn", r.arn, "CreateDate",
+                                        r.created, "Description", r.desc, "MaxSessionDuration",
+                                        r.max_session, "AssumeRolePolicyDocument", trust));
+        free(trust);
+    }
+    freeReplyObject(names);
+    return out;
+}
+
+int store_iam_role_delete(struct store *s, const char *name, struct ty_err *err)
+{
+    return iam__run_kind(s, &iam__role_kind, name, "delete", NULL, 0, NULL, NULL, NULL, err);
+}
+
+int store_iam_bootstrap_role(struct store *s, const char *account, double now, struct ty_err *err)
+{
+    struct store_iam_role r;
+    int rc;
+
+    memset(&r, 0, sizeof(r));
+    snprintf(r.name, sizeof(r.name), "%s", STORE_IAM_DEFAULT_ROLE);
+    /* a fixed id, as the admin's: the default role is the same role on every start */
+    snprintf(r.id, sizeof(r.id), "AROATRAINYARDDEFAULT0");
+    snprintf(r.path, sizeof(r.path), "/");
+    snprintf(r.arn, sizeof(r.arn), "arn:aws:iam::%s:role/%s", account, STORE_IAM_DEFAULT_ROLE);
+    snprintf(r.desc, sizeof(r.desc), "trainyard's default execution role (owned by the admin)");
+    r.max_session = 3600;
+    r.created = now;
+    rc = store_iam_role_create(s, &r, STORE_IAM_DEFAULT_ROLE_TRUST, NULL, err);
+    if (rc == -TY_EINUSE) {
+        ty_err_clear(err);
+        return 0; /* exists: left as the admin may have changed it */
+    }
+    if (rc)
+        return rc;
+    return store_iam_role_policy_put(s, STORE_IAM_DEFAULT_ROLE, STORE_IAM_DEFAULT_ROLE_POLICY_NAME,
+                                     STORE_IAM_DEFAULT_ROLE_POLICY,
+                                     strlen(STORE_IAM_DEFAULT_ROLE_POLICY),
+                                     strlen(STORE_IAM_DEFAULT_ROLE_POLICY), (size_t)1 << 30, err);
 }

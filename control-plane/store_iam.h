@@ -1,5 +1,5 @@
 /*
- * store_iam.h - IAM users, their tags, inline policies and access keys in Redis.
+ * store_iam.h - IAM users and roles, their tags, inline policies and access keys in Redis.
  *
  * Owns: the keys (lname = the user name lower-cased: IAM names are unique case-insensitively)
  *   ty:iam:user:<lname>    hash: name id path arn created ver
@@ -8,6 +8,12 @@
  *   ty:iam:upol:<lname>    hash: inline policy name -> document (the text as put)
  *   ty:iam:upolsz:<lname>  hash: inline policy name -> size as IAM counts it
  *   ty:iam:ukeys:<lname>   hash: access key id -> "<Status> <created epoch seconds>"
+ *   ty:iam:role:<lname>    hash: name id path arn created ver trust desc maxsess (a role;
+ *                          trust = AssumeRolePolicyDocument as put)
+ *   ty:iam:roles           sorted set of role lname; ty:iam:rtags:, ty:iam:rpol:,
+ *                          ty:iam:rpolsz:<lname> as the user ones
+ *   ty:principal:<akid>    (store.c's) field `status`: "Inactive" after UpdateAccessKey, which
+ *                          makes store_principal_get answer -TY_ENOTFOUND
  *   ty:iam:version         counter; each change that authorisation depends on (create, tags,
  *                          policies) stores its next value in the user's `ver`, so a cache of
  *                          a user's parsed policies is valid while `ver` (and `id`) are equal
@@ -34,6 +40,21 @@
 #define STORE_IAM_MAX_TAGS  50 /* tags per user */
 #define STORE_IAM_MAX_KEYS  2  /* access keys per user */
 #define STORE_IAM_MAX_USERS 5000
+#define STORE_IAM_MAX_ROLES 1000
+#define STORE_IAM_DESC_MAX  4000 /* Description: 1000 characters, UTF-8 */
+
+/*
+ * The default execution role that exists from the first start (store_iam_bootstrap_role):
+ * arn:aws:iam::<account>:role/trainyard, trusted by SageMaker, with one inline policy.
+ */
+#define STORE_IAM_DEFAULT_ROLE             "trainyard"
+#define STORE_IAM_DEFAULT_ROLE_POLICY_NAME "TrainyardExecution"
+#define STORE_IAM_DEFAULT_ROLE_TRUST                                                               \
+    "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":{"             \
+    "\"Service\":\"sagemaker.amazonaws.com\"},\"Action\":\"sts:AssumeRole\"}]}"
+#define STORE_IAM_DEFAULT_ROLE_POLICY                                                              \
+    "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Sid\":\"TrainyardExecution\",\"Effect\":"       \
+    "\"Allow\",\"Action\":[\"s3:*\",\"logs:*\",\"sagemaker:*\"],\"Resource\":\"*\"}]}"
 
 struct store_iam_user {
     char name[STORE_IAM_NAME_MAX + 1]; /* as created (case kept) */
@@ -102,6 +123,65 @@ json_t *store_iam_key_list(struct store *s, const char *name, struct ty_err *err
 /* Removes the key from the user and its SigV4 principal. 0, -TY_ENOTFOUND (msg "user" or
    "key"). */
 int store_iam_key_delete(struct store *s, const char *name, const char *akid, struct ty_err *err);
+
+/*
+ * Sets access key akid of user name Active or Inactive (status), in the user's key list and
+ * in its SigV4 principal. 0, -TY_ENOTFOUND (msg "user" or "key"), -TY_EINVAL.
+ */
+int store_iam_key_update(struct store *s, const char *name, const char *akid, const char *status,
+                         struct ty_err *err);
+
+/* An IAM role (the trust policy travels separately: it may be long). */
+struct store_iam_role {
+    char name[STORE_IAM_NAME_MAX + 1]; /* as created */
+    char id[STORE_IAM_ID_MAX];         /* AROA... */
+    char path[STORE_IAM_PATH_MAX + 1];
+    char arn[STORE_IAM_ARN_MAX]; /* arn:aws:iam::<account>:role<path><name> */
+    double created;
+    long long ver;
+    char desc[STORE_IAM_DESC_MAX + 1]; /* "" when none */
+    int max_session;                   /* MaxSessionDuration, seconds */
+};
+
+/*
+ * Creates role r with the trust policy trust (borrowed, validated by the caller) and tags
+ * (borrowed, may be NULL). 0, -TY_EINUSE, -TY_ELIMIT (tags), -TY_EINVAL.
+ */
+int store_iam_role_create(struct store *s, const struct store_iam_role *r, const char *trust,
+                          json_t *tags, struct ty_err *err);
+/*
+ * Reads role name (any case). OUT: *r; *trust (may be NULL: not read) new string; *tags (may be
+ * NULL) new array of {"Key","Value"}. 0, -TY_ENOTFOUND (msg "role"), -TY_EREDIS.
+ */
+int store_iam_role_get(struct store *s, const char *name, struct store_iam_role *r, char **trust,
+                       json_t **tags, struct ty_err *err);
+/* new: every role (at most STORE_IAM_MAX_ROLES) ordered by lower-cased name, as objects
+   {"RoleName","RoleId","Path","Arn","CreateDate","Description","MaxSessionDuration",
+   "AssumeRolePolicyDocument"}, or NULL with err. */
+json_t *store_iam_role_list(struct store *s, struct ty_err *err);
+/* 0, -TY_ENOTFOUND, -TY_ECONFLICT (msg "policies": it still has inline policies). */
+int store_iam_role_delete(struct store *s, const char *name, struct ty_err *err);
+/* The role forms of the inline-policy calls above (msg "role" instead of "user"). */
+int store_iam_role_policy_put(struct store *s, const char *name, const char *polname,
+                              const char *doc, size_t len, size_t size, size_t limit,
+                              struct ty_err *err);
+char *store_iam_role_policy_get(struct store *s, const char *name, const char *polname,
+                                struct ty_err *err);
+json_t *store_iam_role_policy_list(struct store *s, const char *name, struct ty_err *err);
+int store_iam_role_policy_delete(struct store *s, const char *name, const char *polname,
+                                 struct ty_err *err);
+/* As store_iam_head/store_iam_load for role name (u holds its name, id, path, arn, ver). */
+int store_iam_role_head(struct store *s, const char *name, struct store_iam_user *u,
+                        struct ty_err *err);
+int store_iam_role_load(struct store *s, const char *name, struct store_iam_user *u,
+                        json_t **policies, json_t **tags, struct ty_err *err);
+
+/*
+ * Creates the default execution role STORE_IAM_DEFAULT_ROLE of account (trust
+ * STORE_IAM_DEFAULT_ROLE_TRUST, inline policy STORE_IAM_DEFAULT_ROLE_POLICY) when no role of
+ * that name exists; an existing one is left as it is. Idempotent. 0 or error.
+ */
+int store_iam_bootstrap_role(struct store *s, const char *account, double now, struct ty_err *err);
 
 /*
  * The authorisation hot path. store_iam_head reads user name's id, arn and ver in one round

@@ -14,6 +14,7 @@
  */
 #include "agent_int.h"
 
+#include "access.h"
 #include "artifacts.h"
 #include "docker.h"
 #include "instances.h"
@@ -514,6 +515,8 @@ static void run_transfer_init(struct run_ctx *r, struct transfer *t, struct objs
     t->region = r->region;
     t->log = run_log_line;
     t->ud = r;
+    t->authz = r->os_store; /* the job's role authorises every object (access.h) */
+    t->role_arn = r->sp.role_arn;
 }
 
 /* Uploads the checkpoint directory's new and changed files (all of them when final). Best
@@ -1304,6 +1307,12 @@ static int run_stage_data(struct run_ctx *r, struct run_host *h, struct ty_err *
         run_fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/checkpoints-%s", r->dir, h->name);
     else
         run_fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/checkpoints", r->dir);
+    /* the role must be allowed to write what the job will write: refused before it runs */
+    if (h->index == 0 &&
+        (!(os = run_objstore(r, err)) || (rc = access_job_outputs(r->os_store, &r->sp, err)) != 0))
+        return os ? rc
+                  : ty_err_set(err, TY_EIO, NULL, "InternalServerError: object store: %s",
+                               err->msg);
     if (json_array_size(r->sp.channels) == 0 && !r->sp.checkpoint_uri[0] &&
         !json_object_get(r->sp.hyperparameters, "sagemaker_submit_directory"))
         return 0;

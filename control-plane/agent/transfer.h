@@ -17,6 +17,7 @@
 
 #include "objstore.h"
 #include "spec.h"
+#include "store.h"
 #include "ty_err.h"
 
 /* One progress line for the job's log stream (no trailing newline). */
@@ -27,6 +28,9 @@ struct transfer {
     const char *region;  /* for messages, "us-east-1" when NULL */
     transfer_log_fn log; /* may be NULL */
     void *ud;
+    /* the job's role: every object read or written is first authorised for it (access.h) */
+    struct store *authz;  /* borrowed: a store connection of this thread */
+    const char *role_arn; /* borrowed: RoleArn ("" or NULL: every access denied) */
 };
 
 /*

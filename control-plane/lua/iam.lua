@@ -1,5 +1,7 @@
--- iam.lua: every write to IAM users, their tags, inline policies and access keys
+-- iam.lua: every write to IAM users and roles, their tags, inline policies and access keys
 -- (store_iam.c). One script with verbs, so that each check and its write are one atomic step.
+-- Roles use the same verbs on their own keys (ty:iam:role:, ty:iam:roles, ty:iam:rtags:,
+-- ty:iam:rpol:, ty:iam:rpolsz:, ty:iam:rkeys: unused); "NOSUCHUSER" then means no such role.
 --
 -- KEYS[1] ty:iam:user:<lname>    hash: name id path arn created ver
 -- KEYS[2] ty:iam:users           sorted set of lname (score 0: lexical order for ListUsers)
@@ -9,7 +11,7 @@
 -- KEYS[6] ty:iam:ukeys:<lname>   hash: access key id -> "<Status> <created epoch>"
 -- KEYS[7] ty:iam:version         counter; every change that authorisation depends on takes
 --                                the next value into the user's `ver` (the policy cache key)
--- KEYS[8] ty:principal:<akid>    (delete_key only) the SigV4 principal of the key
+-- KEYS[8] ty:principal:<akid>    (delete_key, update_key) the SigV4 principal of the key
 -- ARGV[1] verb, then the verb's arguments.
 -- Errors: "NOSUCHUSER", "EXISTS", "CONFLICT keys|policies", "LIMIT tags|size|keys",
 -- "NOSUCHPOLICY", "NOSUCHKEY".
@@ -45,18 +47,25 @@ local function put_tags(first, max)
     return nil
 end
 
-if verb == 'create' then
-    -- ARGV: name id path arn created maxtags tags...
+if verb == 'create' or verb == 'create_role' then
+    -- ARGV: name id path arn created maxtags [trust description maxsession] tags...
     if redis.call('EXISTS', KEYS[1]) == 1 then
         return redis.error_reply('EXISTS')
     end
+    local first = 8
+    if verb == 'create_role' then
+        first = 11
+    end
     redis.call('DEL', KEYS[3], KEYS[4], KEYS[5], KEYS[6])
-    local e = put_tags(8, tonumber(ARGV[7]))
+    local e = put_tags(first, tonumber(ARGV[7]))
     if e then
         return e
     end
     redis.call('HSET', KEYS[1], 'name', ARGV[2], 'id', ARGV[3], 'path', ARGV[4], 'arn', ARGV[5],
         'created', ARGV[6])
+    if verb == 'create_role' then
+        redis.call('HSET', KEYS[1], 'trust', ARGV[8], 'desc', ARGV[9], 'maxsess', ARGV[10])
+    end
     redis.call('ZADD', KEYS[2], 0, string.lower(ARGV[2]))
     return bump()
 elseif verb == 'delete' then
@@ -135,6 +144,22 @@ elseif verb == 'create_key' then
         return redis.error_reply('LIMIT keys')
     end
     redis.call('HSETNX', KEYS[6], ARGV[2], 'Active ' .. ARGV[3])
+    return 1
+elseif verb == 'update_key' then
+    -- ARGV: access key id, new status (Active|Inactive); the principal keeps it in `status`
+    local e = need_user()
+    if e then
+        return e
+    end
+    local v = redis.call('HGET', KEYS[6], ARGV[2])
+    if not v then
+        return redis.error_reply('NOSUCHKEY')
+    end
+    local created = string.match(v, ' (.*)$') or '0'
+    redis.call('HSET', KEYS[6], ARGV[2], ARGV[3] .. ' ' .. created)
+    if redis.call('EXISTS', KEYS[8]) == 1 then
+        redis.call('HSET', KEYS[8], 'status', ARGV[3])
+    end
     return 1
 elseif verb == 'delete_key' then
     local e = need_user()

@@ -14,6 +14,7 @@
  * console sessions.
  */
 #include "studio.h"
+#include "authz.h"
 #include "ops.h"
 
 #include <ctype.h>
@@ -400,6 +401,16 @@ static int op_studio__tags(struct op_ctx *ctx, json_t *in, const char *arn, stru
 
 /* ---- domains ---- */
 
+/* iam:PassRole on the ExecutionRole of in's settings member, when there is one (authz.h). */
+static int op_studio__pass_role(struct op_ctx *ctx, json_t *in, const char *settings,
+                                struct ty_err *err)
+{
+    const char *role = op_str(json_object_get(in, settings), "ExecutionRole");
+    if (!role)
+        return 0;
+    return authz_pass_role(ctx->store, ctx->principal_arn, role, ctx->account_id, err);
+}
+
 int op_studio_create_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
     static const char *const copied[] = {"DomainName",
@@ -417,6 +428,8 @@ int op_studio_create_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct
     struct store_res_new n;
     json_t *doc, *rec = NULL;
 
+    if (op_studio__pass_role(ctx, in, "DefaultUserSettings", err) != 0)
+        return -err->code;
     doc = json_object();
     for (int i = 0; copied[i]; i++)
         op_copy(doc, in, copied[i]);
@@ -574,6 +587,8 @@ int op_studio_update_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct
     json_t *rec;
     if (!domain)
         return -err->code;
+    if (op_studio__pass_role(ctx, in, "DefaultUserSettings", err) != 0)
+        return -err->code;
     rec = op_studio__update(ctx, OP_STUDIO_KIND_DOMAIN, domain, in, op_studio__edit_domain, err);
     if (!rec) {
         if (err->code == TY_ENOTFOUND)
@@ -635,6 +650,8 @@ int op_studio_create_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, 
     json_t *doc, *rec;
 
     if (!domain)
+        return -err->code;
+    if (op_studio__pass_role(ctx, in, "UserSettings", err) != 0)
         return -err->code;
     if (op_studio_profile_id(domain, name, id, sizeof(id)) != 0)
         return ty_err_set(err, TY_EINVAL, "UserProfileName", "Invalid user profile name");
@@ -771,6 +788,8 @@ int op_studio_update_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, 
     json_t *rec;
     if (op_studio_profile_id(domain, name, id, sizeof(id)) != 0)
         return op_studio__profile_missing(ctx, domain, name, err);
+    if (op_studio__pass_role(ctx, in, "UserSettings", err) != 0)
+        return -err->code;
     rec = op_studio__update(ctx, OP_STUDIO_KIND_PROFILE, id, in, op_studio__edit_profile, err);
     if (!rec) {
         if (err->code == TY_ENOTFOUND)

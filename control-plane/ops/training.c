@@ -10,7 +10,9 @@
 #include "ops.h"
 #include "quota.h"
 
+#include "access.h"
 #include "artifacts.h"
+#include "authz.h"
 #include "objstore.h"
 #include "transfer.h"
 
@@ -35,7 +37,9 @@ void op_arn(const struct op_ctx *ctx, const char *type, const char *name, char *
 /*
  * AWS rejects a channel whose S3Uri has no object under it (S3Prefix) or names no object
  * (ManifestFile), with its "No S3 objects found under S3 URL" message. Checked against the
- * embedded object store; 0 when every channel has data (or there is no store to ask).
+ * embedded object store; 0 when every channel has data (or there is no store to ask). The
+ * look is the job role's (access.h): a channel the role may not list (or, for a ManifestFile,
+ * read) gets the same message, so that nothing is told about buckets the role cannot see.
  */
 static int op__check_channels(struct op_ctx *ctx, json_t *in, struct ty_err *err)
 {
@@ -59,6 +63,18 @@ static int op__check_channels(struct op_ctx *ctx, json_t *in, struct ty_err *err
             continue;
         if (artifacts_s3_parse(uri, bucket, sizeof(bucket), key, sizeof(key)) != 0)
             continue; /* the model's pattern let it through; the agent fails the job */
+        ty_err_clear(&e2);
+        rc = access_s3(ctx->store, op_str(in, "RoleArn"),
+                       type && strcmp(type, "ManifestFile") == 0 ? "s3:GetObject" : "s3:ListBucket",
+                       bucket, key, &e2);
+        if (rc == -TY_EDENIED) {
+            rc = 0;
+            goto missing;
+        }
+        if (rc) {
+            rc = ty_err_set(err, e2.code, NULL, "%s", e2.msg);
+            break;
+        }
         if (!os && !(os = objstore_open(ctx->s3_dir, ctx->store, &e2)))
             return 0; /* no store to ask: the agent checks again */
         if (ctx->s3_remote && !objstore_is_remote(os) &&
@@ -81,6 +97,7 @@ static int op__check_channels(struct op_ctx *ctx, json_t *in, struct ty_err *err
             break;
         }
         if (!found) {
+missing:
             transfer_no_objects_msg(msg, sizeof(msg), uri, ctx->region, op_str(in, "RoleArn"),
                                     bucket);
             rc = ty_err_set(err, TY_EINVAL, "InputDataConfig", "%s", msg);
@@ -116,6 +133,10 @@ int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
     json_t *doc, *v, *tr, *tags;
     int rc;
 
+    /* iam:PassRole on RoleArn, after sagemaker:CreateTrainingJob was allowed (as AWS) */
+    if ((rc = authz_pass_role(ctx->store, ctx->principal_arn, op_str(in, "RoleArn"),
+                              ctx->account_id, err)) != 0)
+        return rc;
     if ((rc = op__check_channels(ctx, in, err)) != 0)
         return rc;
     op_arn(ctx, "training-job", name, arn, sizeof(arn));

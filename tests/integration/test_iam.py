@@ -44,6 +44,10 @@ def _policy():
              "Resource": "*"},
             {"Sid": "NoSecrets", "Effect": "Deny", "Action": "sagemaker:*",
              "Resource": "arn:aws:sagemaker:*:*:training-job/${aws:username}-secret-*"},
+            # a job needs its role passed (iam:PassRole, as on AWS): the default role
+            {"Sid": "PassTheDefaultRole", "Effect": "Allow", "Action": "iam:PassRole",
+             "Resource": "arn:aws:iam::*:role/trainyard",
+             "Condition": {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}},
         ],
     }
 
@@ -405,7 +409,7 @@ def test_cli(iam_server, users):
 # ---------------------------------------------------------------------------------------------
 # Studio: each user's own user profile and profiler app; studio quotas
 
-STUDIO_ROLE = "arn:aws:iam::000000000000:role/studio-exec"
+STUDIO_ROLE = "arn:aws:iam::000000000000:role/trainyard"
 
 
 def _studio_policy():

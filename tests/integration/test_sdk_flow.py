@@ -312,7 +312,7 @@ def test_sdk_estimator_script_mode_flow(flow_server, clients):
         "TrainingJobName": job,
         "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
         "ResourceConfig": {"VolumeSizeInGB": 30, "InstanceCount": 1, "InstanceType": "ml.m5.xlarge"},
-        "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/SageMakerRole",
+        "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/trainyard",
         "InputDataConfig": [
             {"DataSource": {"S3DataSource": {"S3DataType": "S3Prefix",
                                              "S3Uri": f"s3://{bucket}/data/train",

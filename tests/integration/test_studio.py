@@ -23,7 +23,7 @@ from botocore.exceptions import ClientError
 
 import tyhelpers as H
 
-ROLE = "arn:aws:iam::000000000000:role/studio-exec"
+ROLE = "arn:aws:iam::000000000000:role/trainyard"
 OWNER_TAG = "sagemaker:user-profile-arn"
 ID_RE = re.compile(r"^d-[a-z0-9]{12}$")
 

@@ -35,7 +35,7 @@ AWS_CLI = "/usr/bin/aws" if os.path.exists("/usr/bin/aws") else "aws"
 REDIS_SERVER = "/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else "redis-server"
 
 TERMINAL = ("Completed", "Failed", "Stopped")
-ROLE = "arn:aws:iam::000000000000:role/trainyard-test"
+ROLE = "arn:aws:iam::000000000000:role/trainyard"
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 
 

@@ -30,6 +30,7 @@
 #include "queue.h"
 #include "redis_fixture.h"
 #include "store.h"
+#include "store_iam.h"
 
 #ifndef TY_RUNTIME_TAR
 #define TY_RUNTIME_TAR ""
@@ -69,7 +70,7 @@ static json_t *make_job(const char *name, const char *image, const char *script,
         "{s:s, s:s, s:{s:s, s:s, s:[s,s,s], s:[{s:s, s:s}]}, s:{s:s, s:s},"
         " s:{s:s, s:i, s:i}, s:{s:i}, s:{s:s, s:s}, s:{s:s},"
         " s:[{s:s, s:{s:{s:s, s:s, s:s}}}], s:[{s:s, s:s}],"
-        " s:s, s:s, s:[{s:s, s:f, s:s}], s:f, s:f, s:b}",
+        " s:s, s:s, s:[{s:s, s:f, s:s}], s:f, s:f, s:b, s:s}",
         "TrainingJobName", name, "TrainingJobArn", arn, "AlgorithmSpecification", "TrainingImage",
         image, "TrainingInputMode", "File", "ContainerEntrypoint", "sh", "-c", script,
         "MetricDefinitions", "Name", "train:loss", "Regex", "loss=([0-9.]+)", "HyperParameters",
@@ -82,7 +83,8 @@ static json_t *make_job(const char *name, const char *image, const char *script,
         "train:loss", "Regex", "loss=([0-9.]+)", "TrainingJobStatus", "InProgress",
         "SecondaryStatus", "Starting", "SecondaryStatusTransitions", "Status", "Starting",
         "StartTime", t, "StatusMessage", "Starting the training job", "CreationTime", t,
-        "LastModifiedTime", t, "EnableNetworkIsolation", 1);
+        "LastModifiedTime", t, "EnableNetworkIsolation", 1, "RoleArn",
+        "arn:aws:iam::000000000000:role/trainyard");
     if (!doc)
         fprintf(stderr, "json_pack: %s\n", je.text);
     assert_non_null(doc);
@@ -592,6 +594,11 @@ int main(void)
     st = store_open(fx.url_unix, &err);
     if (!st) {
         fprintf(stderr, "store_open: %s\n", err.msg);
+        return 1;
+    }
+    /* the jobs' role: the agent authorises every object against it (access.h) */
+    if (store_iam_bootstrap_role(st, "000000000000", now_s(), &err) != 0) {
+        fprintf(stderr, "store_iam_bootstrap_role: %s\n", err.msg);
         return 1;
     }
     /* Claimed by an agent that then "dies" (it never heartbeats) while training. */

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "access.h"
 #include "authz.h"
 #include "ops/iamapi.h"
 #include "quota.h"
@@ -87,10 +88,13 @@ static void test_table_is_consistent(void **state)
 {
     const struct authz_op *rows;
     size_t n = authz_table(&rows);
-    static const char *const iam_ops[] = {"CreateUser",     "GetUser",          "ListUsers",
-                                          "DeleteUser",     "TagUser",          "CreateAccessKey",
-                                          "ListAccessKeys", "DeleteAccessKey",  "PutUserPolicy",
-                                          "GetUserPolicy",  "ListUserPolicies", "DeleteUserPolicy"};
+    static const char *const iam_ops[] = {
+        "CreateUser",      "GetUser",         "ListUsers",        "DeleteUser",
+        "TagUser",         "CreateAccessKey", "ListAccessKeys",   "DeleteAccessKey",
+        "PutUserPolicy",   "GetUserPolicy",   "ListUserPolicies", "DeleteUserPolicy",
+        "UpdateAccessKey", "CreateRole",      "GetRole",          "ListRoles",
+        "DeleteRole",      "PutRolePolicy",   "GetRolePolicy",    "ListRolePolicies",
+        "DeleteRolePolicy"};
     (void)state;
     for (size_t i = 0; i < n; i++) {
         size_t sl = strlen(rows[i].service);
@@ -445,6 +449,226 @@ static void test_store_iam(void **state)
     assert_int_equal(call("admin", "DeleteTrainingJob", "{\"TrainingJobName\":\"x\"}", &err), 0);
 }
 
+/* ---- roles, PassRole, job-role access, inactive keys ---- */
+
+static const char *const TRUST_SM =
+    "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":{\"Service\":"
+    "\"sagemaker.amazonaws.com\"},\"Action\":\"sts:AssumeRole\"}]}";
+static const char *const TRUST_EC2 =
+    "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":{\"Service\":"
+    "[\"ec2.amazonaws.com\"]},\"Action\":\"sts:AssumeRole\"}]}";
+
+static void make_role(const char *name, const char *trust, const char *policy)
+{
+    struct store_iam_role r;
+    struct ty_err err;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.name, sizeof(r.name), "%s", name);
+    snprintf(r.id, sizeof(r.id), "AROATEST%s", name);
+    snprintf(r.path, sizeof(r.path), "/");
+    snprintf(r.arn, sizeof(r.arn), "arn:aws:iam::000000000000:role/%s", name);
+    r.max_session = 3600;
+    r.created = 1.0;
+    assert_int_equal(store_iam_role_create(st, &r, trust, NULL, &err), 0);
+    if (policy)
+        assert_int_equal(store_iam_role_policy_put(st, name, "p", policy, strlen(policy),
+                                                   strlen(policy), 10240, &err),
+                         0);
+}
+
+static void test_trust_policies(void **state)
+{
+    struct ty_err err;
+    int ok = -1;
+    (void)state;
+    assert_int_equal(iam_trust_check(TRUST_SM, strlen(TRUST_SM), "sagemaker.amazonaws.com", NULL,
+                                     NULL, 0, &ok, &err),
+                     0);
+    assert_int_equal(ok, 1);
+    assert_int_equal(iam_trust_check(TRUST_EC2, strlen(TRUST_EC2), "sagemaker.amazonaws.com", NULL,
+                                     NULL, 0, &ok, &err),
+                     0);
+    assert_int_equal(ok, 0);
+    {
+        const char *noprin = "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\","
+                             "\"Action\":\"sts:AssumeRole\"}]}";
+        assert_int_equal(iam_trust_check(noprin, strlen(noprin), NULL, NULL, NULL, 0, NULL, &err),
+                         -TY_EMALFORMED);
+        assert_string_equal(err.msg, "Missing required field Principal");
+    }
+    {
+        const char *res = "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\","
+                          "\"Principal\":\"*\",\"Action\":\"sts:AssumeRole\",\"Resource\":\"*\"}]}";
+        assert_int_equal(iam_trust_check(res, strlen(res), NULL, NULL, NULL, 0, NULL, &err),
+                         -TY_EMALFORMED);
+        assert_string_equal(err.msg, "Has prohibited field Resource");
+    }
+    {
+        const char *deny = "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\","
+                           "\"Principal\":\"*\",\"Action\":\"sts:*\"},{\"Effect\":\"Deny\","
+                           "\"Principal\":{\"Service\":\"sagemaker.amazonaws.com\"},"
+                           "\"Action\":\"sts:AssumeRole\"}]}";
+        assert_int_equal(iam_trust_check(deny, strlen(deny), "sagemaker.amazonaws.com", NULL, NULL,
+                                         0, &ok, &err),
+                         0);
+        assert_int_equal(ok, 0);
+        assert_int_equal(
+            iam_trust_check(deny, strlen(deny), "ec2.amazonaws.com", NULL, NULL, 0, &ok, &err), 0);
+        assert_int_equal(ok, 1);
+    }
+    assert_int_equal(iam_trust_check("{", 1, NULL, NULL, NULL, 0, NULL, &err), -TY_EMALFORMED);
+    assert_string_equal(err.msg, "Syntax errors in policy.");
+}
+
+static void test_roles_and_pass_role(void **state)
+{
+    struct ty_err err;
+    struct store_iam_role r;
+    char *trust = NULL;
+    json_t *list;
+    const char *pass = "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\","
+                       "\"Action\":\"iam:PassRole\",\"Resource\":"
+                       "\"arn:aws:iam::000000000000:role/ok\",\"Condition\":{\"StringEquals\":"
+                       "{\"iam:PassedToService\":\"sagemaker.amazonaws.com\"}}}]}";
+    const char *all = "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\","
+                      "\"Action\":\"iam:PassRole\",\"Resource\":\"*\"}]}";
+    (void)state;
+    if (!have_redis)
+        skip();
+    make_role("ok", TRUST_SM, NULL);
+    make_role("ec2only", TRUST_EC2, NULL);
+    assert_int_equal(store_iam_role_get(st, "OK", &r, &trust, NULL, &err), 0);
+    assert_string_equal(r.arn, "arn:aws:iam::000000000000:role/ok");
+    assert_string_equal(trust, TRUST_SM);
+    free(trust);
+    list = store_iam_role_list(st, &err);
+    assert_int_equal(json_array_size(list), 2);
+    json_decref(list);
+    assert_int_equal(store_iam_bootstrap_role(st, "000000000000", 2.0, &err), 0);
+    assert_int_equal(store_iam_bootstrap_role(st, "000000000000", 3.0, &err), 0); /* idempotent */
+    assert_int_equal(store_iam_role_get(st, "trainyard", &r, NULL, NULL, &err), 0);
+    assert_string_equal(r.arn, "arn:aws:iam::000000000000:role/trainyard");
+    assert_int_equal(store_iam_role_delete(st, "trainyard", &err), -TY_ECONFLICT);
+
+    make_user("pat", pass);
+    make_user("any", all);
+    make_user("none", NULL);
+    assert_int_equal(authz_pass_role(st, "arn:aws:iam::000000000000:user/pat",
+                                     "arn:aws:iam::000000000000:role/ok", "000000000000", &err),
+                     0);
+    assert_int_equal(authz_pass_role(st, "arn:aws:iam::000000000000:user/none",
+                                     "arn:aws:iam::000000000000:role/ok", "000000000000", &err),
+                     -TY_EDENIED);
+    assert_non_null(strstr(err.msg, "User: arn:aws:iam::000000000000:user/none is not authorized "
+                                    "to perform: iam:PassRole on resource: "
+                                    "arn:aws:iam::000000000000:role/ok"));
+    assert_int_equal(authz_pass_role(st, "arn:aws:iam::000000000000:user/pat",
+                                     "arn:aws:iam::000000000000:role/ec2only", "000000000000",
+                                     &err),
+                     -TY_EDENIED);
+    assert_int_equal(authz_pass_role(st, "arn:aws:iam::000000000000:user/any",
+                                     "arn:aws:iam::000000000000:role/ec2only", "000000000000",
+                                     &err),
+                     -TY_EINVAL);
+    assert_string_equal(err.msg,
+                        "Could not assume role arn:aws:iam::000000000000:role/ec2only. Please "
+                        "ensure that the role exists and allows principal "
+                        "'sagemaker.amazonaws.com' to assume the role.");
+    assert_int_equal(authz_pass_role(st, "arn:aws:iam::000000000000:user/any",
+                                     "arn:aws:iam::000000000000:role/missing", "000000000000",
+                                     &err),
+                     -TY_EINVAL);
+    assert_int_equal(authz_pass_role(st, "arn:aws:iam::000000000000:user/any",
+                                     "arn:aws:iam::111111111111:role/ok", "000000000000", &err),
+                     -TY_EINVAL);
+}
+
+static void test_role_principals_and_access(void **state)
+{
+    struct ty_err err;
+    const char *pol = "{\"Version\":\"2012-10-17\",\"Statement\":["
+                      "{\"Effect\":\"Allow\",\"Action\":[\"s3:GetObject\",\"s3:PutObject\"],"
+                      "\"Resource\":\"arn:aws:s3:::mine/*\"},"
+                      "{\"Effect\":\"Allow\",\"Action\":\"s3:ListBucket\",\"Resource\":"
+                      "\"arn:aws:s3:::mine\",\"Condition\":{\"StringLike\":{\"s3:prefix\":"
+                      "\"data/*\"}}},"
+                      "{\"Effect\":\"Allow\",\"Action\":\"sagemaker:ListTrainingJobs\","
+                      "\"Resource\":\"*\",\"Condition\":{\"StringEquals\":{\"aws:userid\":"
+                      "\"AROATESTlim:sess1\",\"aws:PrincipalArn\":"
+                      "\"arn:aws:iam::000000000000:role/lim\"},\"Null\":{\"aws:username\":"
+                      "\"true\"}}}]}";
+    const char *role = "arn:aws:iam::000000000000:role/lim";
+    (void)state;
+    if (!have_redis)
+        skip();
+    make_role("lim", TRUST_SM, pol);
+    assert_int_equal(access_s3(st, role, "s3:GetObject", "mine", "data/a.csv", &err), 0);
+    assert_int_equal(access_s3(st, role, "s3:ListBucket", "mine", "data/x", &err), 0);
+    assert_int_equal(access_s3(st, role, "s3:ListBucket", "mine", "other/", &err), -TY_EDENIED);
+    assert_int_equal(access_s3(st, role, "s3:GetObject", "admin", "secret.csv", &err), -TY_EDENIED);
+    assert_string_equal(err.msg,
+                        "ClientError: Access Denied (403) for s3://admin/secret.csv: the role "
+                        "arn:aws:iam::000000000000:role/lim is not authorized to perform "
+                        "s3:GetObject on arn:aws:s3:::admin/secret.csv");
+    assert_int_equal(access_s3(st, role, "s3:PutObject", "admin", "out/model.tar.gz", &err),
+                     -TY_EDENIED);
+    assert_int_equal(access_s3(st, "", "s3:GetObject", "mine", "data/a.csv", &err), -TY_EDENIED);
+    assert_int_equal(access_s3(st, "arn:aws:iam::000000000000:role/nope", "s3:GetObject", "mine",
+                               "data/a.csv", &err),
+                     -TY_EDENIED);
+    /* the assumed-role form has the role's policies, with aws:userid <RoleId>:<session> */
+    assert_int_equal(authz_request(st, "sagemaker", "ListTrainingJobs", json_object(),
+                                   "arn:aws:sts::000000000000:assumed-role/lim/sess1", "us-east-1",
+                                   "000000000000", &err),
+                     0);
+    assert_int_equal(authz_request(st, "sagemaker", "ListTrainingJobs", json_object(),
+                                   "arn:aws:sts::000000000000:assumed-role/lim/other", "us-east-1",
+                                   "000000000000", &err),
+                     -TY_EDENIED);
+    assert_int_equal(authz_check(st, "arn:aws:sts::111111111111:assumed-role/lim/sess1",
+                                 "s3:GetObject", "arn:aws:s3:::mine/data/a", NULL, 0, &err),
+                     -TY_EDENIED);
+    /* a policy change reaches the cache */
+    assert_int_equal(store_iam_role_policy_delete(st, "lim", "p", &err), 0);
+    assert_int_equal(access_s3(st, role, "s3:GetObject", "mine", "data/a.csv", &err), -TY_EDENIED);
+}
+
+static void test_inactive_key(void **state)
+{
+    struct ty_err err;
+    char secret[64], arn[128];
+    json_t *keys;
+    (void)state;
+    if (!have_redis)
+        skip();
+    make_user("kim", NULL);
+    assert_int_equal(store_iam_key_create(st, "kim", "AKIAKIMKIMKIMKIM0001", 5.0, 2, &err), 0);
+    assert_int_equal(store_principal_put(st, "AKIAKIMKIMKIMKIM0001", "s3cr3t",
+                                         "arn:aws:iam::000000000000:user/kim", "kim", &err),
+                     0);
+    assert_int_equal(store_principal_get(st, "AKIAKIMKIMKIMKIM0001", secret, sizeof(secret), arn,
+                                         sizeof(arn), &err),
+                     0);
+    assert_int_equal(store_iam_key_update(st, "kim", "AKIAKIMKIMKIMKIM0001", "Inactive", &err), 0);
+    assert_int_equal(store_principal_get(st, "AKIAKIMKIMKIMKIM0001", secret, sizeof(secret), arn,
+                                         sizeof(arn), &err),
+                     -TY_ENOTFOUND);
+    keys = store_iam_key_list(st, "kim", &err);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(keys, 0), "Status")),
+                        "Inactive");
+    assert_true(json_number_value(json_object_get(json_array_get(keys, 0), "CreateDate")) == 5.0);
+    json_decref(keys);
+    assert_int_equal(store_iam_key_update(st, "kim", "AKIAKIMKIMKIMKIM0001", "Active", &err), 0);
+    assert_int_equal(store_principal_get(st, "AKIAKIMKIMKIMKIM0001", secret, sizeof(secret), arn,
+                                         sizeof(arn), &err),
+                     0);
+    assert_int_equal(store_iam_key_update(st, "kim", "AKIANOSUCHKEY0000000", "Active", &err),
+                     -TY_ENOTFOUND);
+    assert_string_equal(err.msg, "key");
+    assert_int_equal(store_iam_key_update(st, "kim", "AKIAKIMKIMKIMKIM0001", "Maybe", &err),
+                     -TY_EINVAL);
+}
+
 static void test_quota(void **state)
 {
     struct ty_err err;
@@ -507,6 +731,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_authz_check_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_iam, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quota, setup, teardown),
+        cmocka_unit_test(test_trust_policies),
+        cmocka_unit_test_setup_teardown(test_roles_and_pass_role, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_role_principals_and_access, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inactive_key, setup, teardown),
     };
     int rc = redis_fixture_start(&fx);
     if (rc == 0)
