@@ -868,7 +868,11 @@ static json_t *create_body(const struct docker_create *c, struct ty_err *err)
     }
     if (c->nano_cpus > 0)
         rc |= json_object_set_new(hc, "NanoCpus", json_integer(c->nano_cpus));
-    if (c->network_none)
+    if (c->net_container) {
+        char mode[256];
+        snprintf(mode, sizeof(mode), "container:%s", c->net_container);
+        rc |= json_object_set_new(hc, "NetworkMode", json_string(mode));
+    } else if (c->network_none)
         rc |= json_object_set_new(hc, "NetworkMode", json_string("none"));
     else if (c->network) {
         json_t *ep = json_object(), *al = json_array();
@@ -1024,6 +1028,7 @@ int docker_inspect(struct docker *d, const char *id, struct docker_state *st, st
     snprintf(out.status, sizeof(out.status), "%s", str ? str : "");
     out.started_at = time_to_epoch_s(json_string_value(json_object_get(s, "StartedAt")));
     out.finished_at = time_to_epoch_s(json_string_value(json_object_get(s, "FinishedAt")));
+    out.pid = (int)json_integer_value(json_object_get(s, "Pid"));
     json_decref(resp);
     *st = out;
     return 0;

@@ -54,6 +54,9 @@ struct docker_create {
     int64_t nano_cpus;             /* 0 = no limit */
     int network_none;              /* NetworkMode "none" */
     const char *network;           /* NetworkMode name when not none, may be NULL */
+    const char *net_container;     /* NetworkMode "container:<id>": joins that container's
+                                      network namespace (network_none, network and aliases are
+                                      then ignored), may be NULL */
     const char *const *aliases;    /* NULL-terminated DNS names on network, may be NULL */
     int gpus;                      /* DeviceRequests count for nvidia GPUs, 0 = none, -1 = all */
     const char *working_dir;       /* may be NULL */
@@ -75,6 +78,7 @@ struct docker_state {
     char status[32];    /* "created", "running", "exited", ... */
     double started_at;  /* epoch seconds, 0 when unknown */
     double finished_at; /* epoch seconds, 0 when unknown */
+    int pid;            /* State.Pid: its main process on the engine's host, 0 when not running */
 };
 /* GET /containers/{id}/json. 0, -TY_ENOTFOUND for an unknown container, or -TY_EENGINE. */
 int docker_inspect(struct docker *d, const char *id, struct docker_state *st, struct ty_err *err);

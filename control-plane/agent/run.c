@@ -21,6 +21,8 @@
 #include "metrics.h"
 #include "objstore.h"
 #include "prof.h"
+#include "relay.h"
+#include "session.h"
 #include "spec.h"
 #include "stage.h"
 #include "store.h"
@@ -52,6 +54,9 @@
 #define RUN_LOGS_DRAIN_S   10 /* for the log reader after the container is gone */
 #define RUN_STORE_RETRIES  5
 #define RUN_CKPT_MS        10000 /* checkpoint upload period while training */
+#define RUN_CREDS_DEF_S    86400 /* a job without MaxRuntimeInSeconds: SageMaker's default */
+#define RUN_CREDS_SLACK_S  3600  /* container token life past MaxRuntime (staging, upload) */
+#define RUN_SANDBOX_MEMORY (64LL * 1024 * 1024)
 
 #define MSG_STARTING   "Preparing the instances for training"
 #define MSG_RESTARTING "Restarting the training job after its agent was lost"
@@ -104,6 +109,10 @@ struct run_host {
     json_t *ckpt_seen;       /* owned: path -> signature of uploaded checkpoint files */
     struct docker_state st;  /* its end, once exited */
     int exited;
+
+    char sbid[72];       /* its sandbox container (owns the network namespace the training
+                            container joins), "" when none */
+    struct relay *relay; /* owned: trainyard's API on 127.0.0.1:RELAY_PORT inside, or NULL */
 };
 
 struct run_ctx {
@@ -128,6 +137,9 @@ struct run_ctx {
     json_t *prof_cfg;       /* owned: ProfilerConfig as last written, NULL when none */
     json_t *prof_rules;     /* owned: ProfilerRuleConfigurations, NULL when none */
     int prof_on;            /* profilerconfig.json written at the start */
+
+    char token[SESSION_TOKEN_LEN]; /* the job's container token (session.h), "" when none */
+    int granted;                   /* session_job_grant succeeded and no revoke since */
 };
 
 #define RUN_TYPROF "/usr/local/bin/typrof"
@@ -733,6 +745,194 @@ static void run_remove_leftovers(struct run_ctx *r)
     docker_network_remove(r->d, net, &err);
 }
 
+/* ---- role credentials and trainyard's API inside the containers (session.h, relay.h) ---- */
+
+/* 1 when the job's containers get trainyard's API (and the role's credentials) on
+   127.0.0.1:RELAY_PORT: not with EnableNetworkIsolation (as on SageMaker, no credentials
+   either), and only when the agent knows trainyard's address. */
+static int run_relay_wanted(const struct run_ctx *r)
+{
+    const char *ep = r->a->cfg.endpoint_url;
+    return !r->sp.network_isolation && ep && ep[0];
+}
+
+/* Grants the job a container token for its RoleArn (revoking what an earlier run of the job
+   left). 0 (also when the job gets none), or -1 with reason filled. */
+static int run_creds_grant(struct run_ctx *r, char *reason, size_t n)
+{
+    struct ty_err err;
+    long ttl;
+
+    if (!run_relay_wanted(r) || !r->sp.role_arn[0])
+        return 0;
+    ttl = (r->sp.max_runtime_s > 0 ? r->sp.max_runtime_s : RUN_CREDS_DEF_S) + RUN_CREDS_SLACK_S;
+    if (ttl > SESSION_MAX_TTL_S)
+        ttl = SESSION_MAX_TTL_S;
+    if (!r->s)
+        run_store_reopen(r);
+    ty_err_clear(&err);
+    if (!r->s || session_job_revoke(r->s, r->job, &err) != 0 ||
+        session_job_grant(r->s, r->job, r->sp.role_arn, (int)ttl, r->token, sizeof(r->token),
+                          &err) != 0) {
+        r->token[0] = '\0';
+        run_fmt(reason, n, "InternalServerError: cannot grant the role '%s' to the job: %s",
+                r->sp.role_arn, r->s ? err.msg : "no connection to the store");
+        return -1;
+    }
+    r->granted = 1;
+    ty_log(TY_LOG_INFO, "agent.job.creds_granted", "job=%s role='%s' ttl_s=%ld", r->job,
+           r->sp.role_arn, ttl);
+    return 0;
+}
+
+/* Revokes the job's token and every credential minted from it (when the job ends). */
+static void run_creds_revoke(struct run_ctx *r)
+{
+    struct ty_err err;
+
+    if (!r->granted)
+        return;
+    if (!r->s)
+        run_store_reopen(r);
+    if (r->s && session_job_revoke(r->s, r->job, &err) == 0) {
+        r->granted = 0;
+        memset(r->token, 0, sizeof(r->token));
+        ty_log(TY_LOG_INFO, "agent.job.creds_revoked", "job=%s", r->job);
+    } else {
+        ty_log(TY_LOG_WARN, "agent.job.creds_revoke_failed", "job=%s error='%s'", r->job,
+               r->s ? err.msg : "no connection to the store");
+    }
+}
+
+/* Starts host h's relay inside the network namespace of process pid. */
+static void run_relay_start(struct run_ctx *r, struct run_host *h, int pid)
+{
+    struct relay_opts o = {.pid = pid, .port = RELAY_PORT, .target = r->a->cfg.endpoint_url};
+    struct ty_err err;
+
+    ty_err_clear(&err);
+    if (!(h->relay = relay_start(&o, &err)))
+        ty_log(TY_LOG_WARN, "agent.relay.failed",
+               "job=%s host=%s pid=%d error='%s' note='no trainyard API or credentials inside'",
+               r->job, h->name, pid, err.msg);
+    else
+        ty_log(TY_LOG_INFO, "agent.relay.started", "job=%s host=%s port=%d target='%s'", r->job,
+               h->name, RELAY_PORT, o.target);
+}
+
+/* Removes host h's sandbox container (SIGKILL first: its sleep ignores SIGTERM as PID 1). */
+static void run_sandbox_remove(struct run_ctx *r, struct run_host *h)
+{
+    struct ty_err err;
+
+    if (!h->sbid[0])
+        return;
+    docker_kill(r->d, h->sbid, "SIGKILL", &err);
+    if (docker_remove(r->d, h->sbid, 1, &err) == 0)
+        h->sbid[0] = '\0';
+}
+
+/*
+ * Creates and starts host h's sandbox: a sleeping container of the runtime image that owns the
+ * host's network namespace (the job network with the host's alias, or none for one host), and
+ * binds the relay inside it, all before the training container (which joins it with
+ * NetworkMode container:<sandbox>) exists, so that its first connection finds the relay. When
+ * no sandbox can be made (no runtime image), the relay is bound right after the training
+ * container starts (run_relay_late). 0, or -1 with no sandbox.
+ */
+static int run_sandbox(struct run_ctx *r, struct run_host *h)
+{
+    static const char *const ep[] = {"/bin/sleep", NULL};
+    static const char *const cmd[] = {"2147483647", NULL};
+    const char *aliases[2] = {h->name, NULL};
+    const char *image = r->a->cfg.runtime_image;
+    struct docker_create c = {0};
+    struct docker_state st;
+    struct ty_err err;
+    char name[240];
+    json_t *labels = NULL;
+
+    if (!run_relay_wanted(r))
+        return 0;
+    ty_err_clear(&err);
+    if (!image || docker_image_exists(r->d, image, &err) != 1) {
+        ty_log(TY_LOG_WARN, "agent.sandbox.no_image",
+               "job=%s image='%s' note='relay bound after the container starts'", r->job,
+               image ? image : "");
+        return -1;
+    }
+    run_fmt(name, sizeof(name), "%s-net", h->cname);
+    docker_remove(r->d, name, 1, &err); /* a stale one with our name */
+    labels = json_pack("{s:s, s:s, s:s, s:s}", "trainyard.job", r->job, "trainyard.agent", r->a->id,
+                       "trainyard.host", h->name, "trainyard.sandbox", "1");
+    c.image = image;
+    c.name = name;
+    c.hostname = h->name;
+    c.entrypoint = ep;
+    c.cmd = cmd;
+    c.labels = labels;
+    c.memory_bytes = RUN_SANDBOX_MEMORY;
+    if (r->net[0]) {
+        c.network = r->net;
+        c.aliases = aliases;
+    } else {
+        c.network_none = 1;
+    }
+    if (!labels || docker_create(r->d, &c, h->sbid, sizeof(h->sbid), &err) != 0) {
+        h->sbid[0] = '\0';
+        goto fail;
+    }
+    if (docker_start(r->d, h->sbid, &err) != 0 || docker_inspect(r->d, h->sbid, &st, &err) != 0)
+        goto fail;
+    if (st.pid <= 0) {
+        run_fmt(err.msg, sizeof(err.msg), "no State.Pid");
+        goto fail;
+    }
+    json_decref(labels);
+    run_relay_start(r, h, st.pid);
+    return 0;
+fail:
+    ty_log(TY_LOG_WARN, "agent.sandbox.failed",
+           "job=%s host=%s error='%s' note='relay bound after the container starts'", r->job,
+           h->name, err.msg);
+    json_decref(labels);
+    run_sandbox_remove(r, h);
+    h->sbid[0] = '\0';
+    return -1;
+}
+
+/* Without a sandbox: binds the relay in the training container's namespace right after it
+   started. Its first connections may come before (refused; botocore's container provider
+   retries). */
+static void run_relay_late(struct run_ctx *r, struct run_host *h)
+{
+    struct docker_state st = {0};
+    struct ty_err err;
+
+    if (!run_relay_wanted(r) || h->sbid[0] || h->relay)
+        return;
+    if (docker_inspect(r->d, h->cid, &st, &err) != 0 || st.pid <= 0) {
+        ty_log(TY_LOG_WARN, "agent.relay.failed", "job=%s host=%s error='%s'", r->job, h->name,
+               st.pid <= 0 ? "no State.Pid" : err.msg);
+        return;
+    }
+    run_relay_start(r, h, st.pid);
+}
+
+/* Stops every host's relay, removes its sandbox (with remove; not when the job is abandoned
+   with its containers running: the training container lives in the sandbox's namespace, and a
+   reclaim removes both by label), then revokes the job's credentials. */
+static void run_relay_cleanup(struct run_ctx *r, int remove)
+{
+    for (int i = 0; i < r->nh; i++) {
+        relay_stop(r->h[i].relay);
+        r->h[i].relay = NULL;
+        if (r->d && remove)
+            run_sandbox_remove(r, &r->h[i]);
+    }
+    run_creds_revoke(r);
+}
+
 /* Creates host h's container. 0, or -1 with reason filled. */
 static int run_create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
 {
@@ -776,6 +976,11 @@ static int run_create(struct run_ctx *r, struct run_host *h, char *reason, size_
     eo.region = r->a->cfg.region;
     eo.endpoint_url = r->a->cfg.endpoint_url;
     eo.host = h->index;
+    if (run_relay_wanted(r) && (h->relay || !h->sbid[0])) { /* no sandbox: bound after start */
+        eo.relay_port = RELAY_PORT;
+        eo.creds_path = SESSION_CREDENTIALS_PATH;
+        eo.creds_token = r->token;
+    }
     env = stage_env(&r->sp, &eo);
     labels = json_pack("{s:s, s:s, s:s}", "trainyard.job", r->job, "trainyard.agent", r->a->id,
                        "trainyard.host", h->name);
@@ -829,6 +1034,8 @@ static int run_create(struct run_ctx *r, struct run_host *h, char *reason, size_
         c.aliases = aliases;
     }
     c.gpus = lim.gpus;
+    if (h->sbid[0])
+        c.net_container = h->sbid; /* the sandbox's namespace, with the relay already in it */
     if (docker_create(r->d, &c, h->cid, sizeof(h->cid), &err) != 0) {
         h->cid[0] = '\0';
         run_fmt(reason, n, "ClientError: cannot create the training container: %s", err.msg);
@@ -1162,6 +1369,7 @@ static void run_remove_containers(struct run_ctx *r)
     for (int i = 0; i < r->nh; i++)
         if (r->h[i].cid[0] && docker_remove(r->d, r->h[i].cid, 1, &err) == 0)
             r->h[i].cid[0] = '\0';
+    run_relay_cleanup(r, 1);
     if (r->net[0] && docker_network_remove(r->d, r->net, &err) != 0)
         ty_log(TY_LOG_WARN, "agent.job.network_remove_failed", "job=%s network=%s error='%s'",
                r->job, r->net, err.msg);
@@ -1190,6 +1398,12 @@ static int run_container(struct run_ctx *r)
             return run_finish_failed(r, reason) < 0 ? -1 : 0;
         }
     }
+    if (run_creds_grant(r, reason, sizeof(reason)) != 0) {
+        run_remove_containers(r);
+        return run_finish_failed(r, reason) < 0 ? -1 : 0;
+    }
+    for (int i = 0; i < r->nh; i++)
+        run_sandbox(r, &r->h[i]);
     for (int i = 0; i < r->nh; i++) {
         if (run_create(r, &r->h[i], reason, sizeof(reason)) != 0) {
             run_remove_containers(r);
@@ -1222,6 +1436,7 @@ static int run_container(struct run_ctx *r)
         }
         ty_log(TY_LOG_INFO, "agent.job.started", "job=%s host=%s container=%.12s", r->job, h->name,
                h->cid);
+        run_relay_late(r, h);
         if (run_start_logs(r, h) != 0)
             ty_log(TY_LOG_ERROR, "agent.logs.start_failed", "job=%s host=%s", r->job, h->name);
     }
@@ -1534,6 +1749,7 @@ void *run_thread(void *arg)
         ty_log(TY_LOG_INFO, "agent.job.left_pending", "job=%s stopping=%d", r->job,
                atomic_load(&a->stopping));
     }
+    run_relay_cleanup(r, rc == 0); /* also when abandoned: the relay ends with the runner */
     for (int i = 0; i < r->nh; i++) {
         struct run_host *h = &r->h[i];
         if (h->logs) {

@@ -558,8 +558,21 @@ char **stage_env(const struct spec *sp, const struct stage_env_opts *o)
         bad = bad || stage_env_set(env, "AWS_REGION", o->region);
         bad = bad || stage_env_set(env, "AWS_DEFAULT_REGION", o->region);
     }
-    if (o->endpoint_url && o->endpoint_url[0])
+    if (o->relay_port > 0) {
+        /* trainyard's API through the job's relay; the credentials provider of botocore and the
+           AWS CLI only accepts 127.0.0.1, localhost or 169.254.170.2 in the full URI */
+        char url[64], uri[600];
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d", o->relay_port);
+        bad = bad || stage_env_set(env, "AWS_ENDPOINT_URL", url);
+        bad = bad || stage_env_set(env, "S3_ENDPOINT_URL", url);
+        if (o->creds_token && o->creds_token[0]) {
+            snprintf(uri, sizeof(uri), "%s%s", url, o->creds_path ? o->creds_path : "");
+            bad = bad || stage_env_set(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI", uri);
+            bad = bad || stage_env_set(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN", o->creds_token);
+        }
+    } else if (o->endpoint_url && o->endpoint_url[0]) {
         bad = bad || stage_env_set(env, "S3_ENDPOINT_URL", o->endpoint_url);
+    }
     json_object_foreach(sp->environment, k, v)
     {
         bad = bad || stage_env_set(env, k, json_string_value(v));

@@ -49,13 +49,22 @@ struct stage_env_opts {
     const char *region;       /* AWS_REGION, may be NULL */
     const char *endpoint_url; /* S3_ENDPOINT_URL, may be NULL */
     int host;                 /* this container's host index, 0-based (SM_CURRENT_HOST) */
+    int relay_port;           /* > 0: trainyard's API is on 127.0.0.1:relay_port in the
+                                 container (relay.h): AWS_ENDPOINT_URL and S3_ENDPOINT_URL point
+                                 there instead of endpoint_url */
+    const char *creds_path;   /* with relay_port: the credentials endpoint's path */
+    const char *creds_token;  /* with relay_port: AWS_CONTAINER_AUTHORIZATION_TOKEN, may be NULL
+                                 (no role credentials) */
 };
 
 /*
  * new: NULL-terminated "KEY=VALUE" list for the container, freed with stage_env_free(): the
- * SM_* variables, TRAINING_JOB_NAME/ARN, AWS_REGION, S3_ENDPOINT_URL, then the job's
- * Environment map, which overrides any of them. NULL on allocation failure.
- */
+ * SM_* variables, TRAINING_JOB_NAME/ARN, AWS_REGION and AWS_DEFAULT_REGION, S3_ENDPOINT_URL,
+ * with a relay also AWS_ENDPOINT_URL=http://127.0.0.1:<port> and, with a token, the container
+ * credentials provider's AWS_CONTAINER_CREDENTIALS_FULL_URI and
+ * AWS_CONTAINER_AUTHORIZATION_TOKEN, then the job's Environment map, which overrides any of
+ * them. Never keys of its own. NULL on allocation failure.
+  */
 char **stage_env(const struct spec *sp, const struct stage_env_opts *o);
 void stage_env_free(char **env);
 

@@ -749,3 +749,147 @@ def _is_type(v, t):
 
 
 RESPONSE_VALIDATOR = ResponseValidator()
+
+
+# ---------------------------------------------------------------------------------------------
+# an image with python3 and boto3, assembled offline from this host's Debian packages
+
+PYBOTO_IMAGE = "trainyard-test/pyboto:1"
+_PY_PRUNE = {"test", "idlelib", "tkinter", "ensurepip", "lib2to3", "turtledemo", "pydoc_data",
+             "config-3.11-x86_64-linux-gnu", "distutils", "venv", "site-packages", "unittest",
+             "curses", "dbm", "sqlite3", "xmlrpc", "wsgiref", "msilib"}
+_PY_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six.py",
+                "certifi", "requests", "idna", "charset_normalizer", "chardet")
+_BOTOCORE_SERVICES = {"s3", "sts", "sagemaker"}
+
+
+def _ldd(path):
+    """The shared libraries path needs (absolute paths as the loader finds them)."""
+    r = subprocess.run(["ldd", path], capture_output=True, text=True)
+    libs = []
+    for line in r.stdout.splitlines():
+        m = re.search(r"(/\S+) \(0x", line)
+        if m:
+            libs.append(m.group(1))
+    return libs
+
+
+def build_pyboto_rootfs(out_tar):
+    """Writes a rootfs tarball: /usr/bin/python3 (Debian's), its stdlib (pruned), boto3 with its
+    dependencies (botocore's data pruned to s3, sts and sagemaker), the shared libraries ldd
+    names, and a static busybox as /bin/sh. Merged-/usr layout (bin, lib, lib64 -> usr/...)."""
+    import tarfile
+    py = os.path.realpath("/usr/bin/python3")
+    stdlib = "/usr/lib/python3.11"
+    dist = "/usr/lib/python3/dist-packages"
+    files = {}      # path in the image -> host path
+    links = {}      # path in the image -> link target
+    dirs = {"tmp", "etc", "root", "opt", "opt/ml", "usr/local/bin"}
+
+    def norm(p):
+        for d in ("/bin/", "/sbin/", "/lib/", "/lib64/"):
+            if p.startswith(d):
+                return "usr" + p
+        return p.lstrip("/")
+
+    def add_tree(src, dst, prune=(), keep=None):
+        for root, ds, fs in os.walk(src):
+            rel = os.path.relpath(root, src)
+            ds[:] = [d for d in ds if d not in prune and (keep is None or keep(rel, d))]
+            for f in fs:
+                hp = os.path.join(root, f)
+                ip = os.path.normpath(os.path.join(dst, rel, f))
+                if f.endswith(".pth"):
+                    continue
+                if os.path.islink(hp):
+                    links[ip] = os.readlink(hp)
+                else:
+                    files[ip] = hp
+
+    files[norm(py)] = py
+    links["usr/bin/python3"] = os.path.basename(py)
+    add_tree(stdlib, norm(stdlib), prune=_PY_PRUNE)
+    for p in _PY_PACKAGES:
+        hp = os.path.join(dist, p)
+        if os.path.isdir(hp):
+            if p == "botocore":
+                def keep(rel, d):
+                    return rel != "data" or d in _BOTOCORE_SERVICES
+                add_tree(hp, norm(hp), keep=keep)
+            else:
+                add_tree(hp, norm(hp))
+        elif os.path.exists(hp):
+            files[norm(hp)] = hp
+    files["usr/bin/busybox"] = "/usr/bin/busybox"
+    for tool in ("sh", "ls", "cat", "env", "sleep", "wget", "echo"):
+        links["usr/bin/" + tool] = "busybox"
+    for lib in {l for f in list(files.values()) if f.endswith(".so") or f == py for l in _ldd(f)}:
+        real = os.path.realpath(lib)
+        files[norm(real)] = real
+        if norm(lib) != norm(real):
+            links[norm(lib)] = os.path.relpath("/" + norm(real), os.path.dirname("/" + norm(lib)))
+    with tarfile.open(out_tar, "w") as t:
+        def add_dir(name, mode=0o755):
+            ti = tarfile.TarInfo(name)
+            ti.type, ti.mode = tarfile.DIRTYPE, mode
+            t.addfile(ti)
+        seen = set()
+        for p in sorted(set(files) | set(links) | dirs):
+            parts = p.split("/")
+            for i in range(1, len(parts)):
+                d = "/".join(parts[:i])
+                if d not in seen:
+                    seen.add(d)
+                    add_dir(d)
+        for d in ("bin", "sbin", "lib", "lib64"):
+            ti = tarfile.TarInfo(d)
+            ti.type, ti.linkname = tarfile.SYMTYPE, "usr/" + d
+            t.addfile(ti)
+        for d in sorted(dirs):
+            if d not in seen:
+                seen.add(d)
+                add_dir(d, 0o1777 if d == "tmp" else 0o755)
+        for p, target in sorted(links.items()):
+            ti = tarfile.TarInfo(p)
+            ti.type, ti.linkname = tarfile.SYMTYPE, target
+            t.addfile(ti)
+        for p, hp in sorted(files.items()):
+            ti = t.gettarinfo(hp, arcname=p)
+            ti.uid = ti.gid = 0
+            ti.uname = ti.gname = "root"
+            with open(hp, "rb") as f:
+                t.addfile(ti, f)
+        passwd = b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n"
+        import io
+        ti = tarfile.TarInfo("etc/passwd")
+        ti.size = len(passwd)
+        t.addfile(ti, io.BytesIO(passwd))
+
+
+def engine_image_exists(name, docker_host=DOCKER_HOST):
+    status, _ = engine_request("GET", f"/v1.41/images/{urllib.parse.quote(name, safe='')}/json",
+                               docker_host)
+    return status == 200
+
+
+def pyboto_image(tmpdir, docker_host=DOCKER_HOST):
+    """PYBOTO_IMAGE in the engine, built and imported once (kept across runs by its name)."""
+    if engine_image_exists(PYBOTO_IMAGE, docker_host):
+        return PYBOTO_IMAGE
+    tar = os.path.join(tmpdir, "pyboto-rootfs.tar")
+    build_pyboto_rootfs(tar)
+    repo, tag = PYBOTO_IMAGE.rsplit(":", 1)
+    q = urllib.parse.urlencode({"fromSrc": "-", "repo": PYBOTO_IMAGE, "tag": tag})
+    with open(tar, "rb") as f:
+        status, body = engine_request("POST", f"/v1.41/images/create?{q}", docker_host,
+                                      body=f.read(), timeout=600)
+    assert status == 200, (status, body[-500:])
+    if not engine_image_exists(PYBOTO_IMAGE, docker_host):
+        # Podman 4.3 names an import docker.io/<repo>:latest (DESIGN.md section 6): tag it
+        q = urllib.parse.urlencode({"repo": repo, "tag": tag})
+        status, body = engine_request("POST", f"/v1.41/images/docker.io%2F{repo.replace('/', '%2F')}"
+                                      f"%3Alatest/tag?{q}", docker_host)
+        assert status in (200, 201), (status, body)
+    assert engine_image_exists(PYBOTO_IMAGE, docker_host)
+    os.unlink(tar)
+    return PYBOTO_IMAGE

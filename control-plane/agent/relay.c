@@ -1,0 +1,502 @@
+/*
+ * relay.c - a TCP listener inside a container's network namespace, relayed to trainyard's API.
+ *
+ * Owns: the relay's thread, its listener, a wake pipe, the agent's own namespace fd (only while
+ * binding) and every relayed pair of sockets. See relay.h for the contract.
+ *
+ * Invariants: the thread is in the target namespace only between the two setns calls of
+ * relay_bind and never connects or accepts there; if it cannot get back it ends (the relay
+ * fails to start). One poll loop serves the listener and every connection: no thread per
+ * connection. A connection is a pair (client: accepted in the container's namespace, server:
+ * connected to the target from the agent's) with one bounded buffer per direction; EOF is
+ * passed on as a half-close (shutdown SHUT_WR) once the buffer towards that side is drained.
+ */
+#define _GNU_SOURCE
+#include "relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ty_log.h"
+
+/* One direction of a connection: bytes read from one side, not yet written to the other. */
+struct relay_dir {
+    char *buf; /* RELAY_BUF bytes, owned */
+    size_t off, len;
+    int eof;  /* the reading side sent FIN (or failed) */
+    int shut; /* FIN passed on to the writing side */
+};
+
+struct relay_conn {
+    int cfd, sfd;          /* client (container side), server (trainyard side) */
+    int connecting;        /* sfd's non-blocking connect is under way */
+    double last;           /* monotonic seconds of the last byte either way (or of the accept) */
+    struct relay_dir up;   /* client -> server */
+    struct relay_dir down; /* server -> client */
+};
+
+struct relay {
+    struct relay_opts o;
+    struct sockaddr_storage target;
+    socklen_t target_len;
+    int lfd;     /* listener, in the container's namespace */
+    int wake[2]; /* relay_stop writes a byte to wake[1] */
+    int port;    /* bound port */
+    pthread_t thr;
+    int started;
+    pthread_mutex_t mu; /* guards ready/bind_err during start */
+    pthread_cond_t cv;
+    int ready; /* 0 binding, 1 listening, -1 failed */
+    char bind_err[200];
+    struct relay_conn *conns; /* max_conns slots; cfd < 0 = free */
+    atomic_int open;
+    atomic_long accepted, refused, idled;
+};
+
+static double relay_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* "http://host:port/path", "host:port", "[::1]:port": resolves into r->target. */
+static int relay_resolve(struct relay *r, const char *target, struct ty_err *err)
+{
+    char host[256], port[16];
+    const char *p = target, *end, *colon;
+    struct addrinfo hints, *res = NULL;
+    size_t hl;
+    int def = 80, rc;
+
+    if (!p || !*p)
+        return ty_err_set(err, TY_EINVAL, NULL, "relay: no target address");
+    if (strncmp(p, "http://", 7) == 0) {
+        p += 7;
+    } else if (strncmp(p, "https://", 8) == 0) {
+        p += 8;
+        def = 443;
+    }
+    end = p + strcspn(p, "/?#");
+    if (*p == '[') {
+        const char *rb = memchr(p, ']', (size_t)(end - p));
+        if (!rb)
+            return ty_err_set(err, TY_EINVAL, NULL, "relay: bad target '%s'", target);
+        hl = (size_t)(rb - p - 1);
+        if (hl >= sizeof(host))
+            return ty_err_set(err, TY_EINVAL, NULL, "relay: bad target '%s'", target);
+        memcpy(host, p + 1, hl);
+        colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+    } else {
+        colon = memchr(p, ':', (size_t)(end - p));
+        hl = (size_t)((colon ? colon : end) - p);
+        if (hl == 0 || hl >= sizeof(host))
+            return ty_err_set(err, TY_EINVAL, NULL, "relay: bad target '%s'", target);
+        memcpy(host, p, hl);
+    }
+    host[hl] = '\0';
+    if (colon) {
+        size_t pl = (size_t)(end - colon - 1);
+        if (pl == 0 || pl >= sizeof(port))
+            return ty_err_set(err, TY_EINVAL, NULL, "relay: bad target port in '%s'", target);
+        memcpy(port, colon + 1, pl);
+        port[pl] = '\0';
+    } else {
+        snprintf(port, sizeof(port), "%d", def);
+    }
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0 || !res)
+        return ty_err_set(err, TY_EINVAL, NULL, "relay: cannot resolve '%s': %s", host,
+                          gai_strerror(rc));
+    memcpy(&r->target, res->ai_addr, res->ai_addrlen);
+    r->target_len = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+/* Socket, bind 127.0.0.1:port, listen, in the calling thread's current namespace. */
+static int relay_listen(struct relay *r)
+{
+    struct sockaddr_in a;
+    socklen_t al = sizeof(a);
+    int one = 1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -errno;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)r->o.port);
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(fd, 64) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &al) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    r->lfd = fd;
+    r->port = ntohs(a.sin_port);
+    return 0;
+}
+
+/* Binds the listener inside pid's network namespace; the thread ends up back in its own. 0, or
+   -1 with r->bind_err; *lost is set when the thread could not return to its namespace. */
+static int relay_bind(struct relay *r, int *lost)
+{
+    char path[64];
+    int self = -1, ns = -1, rc = -1, e;
+
+    *lost = 0;
+    if (r->o.pid <= 0) {
+        if ((e = relay_listen(r)) != 0)
+            snprintf(r->bind_err, sizeof(r->bind_err), "listen on 127.0.0.1:%d: %s", r->o.port,
+                     strerror(-e));
+        return e ? -1 : 0;
+    }
+    self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (self < 0)
+        self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", r->o.pid);
+    ns = open(path, O_RDONLY | O_CLOEXEC);
+    if (self < 0 || ns < 0) {
+        snprintf(r->bind_err, sizeof(r->bind_err), "open %s: %s",
+                 self < 0 ? "/proc/self/ns/net" : path, strerror(errno));
+        goto done;
+    }
+    if (setns(ns, CLONE_NEWNET) != 0) {
+        snprintf(r->bind_err, sizeof(r->bind_err), "setns %s: %s", path, strerror(errno));
+        goto done;
+    }
+    e = relay_listen(r);
+    if (setns(self, CLONE_NEWNET) != 0) {
+        *lost = 1;
+        snprintf(r->bind_err, sizeof(r->bind_err), "setns back: %s", strerror(errno));
+        goto done;
+    }
+    if (e != 0) {
+        snprintf(r->bind_err, sizeof(r->bind_err), "listen on 127.0.0.1:%d in %s: %s", r->o.port,
+                 path, strerror(-e));
+        goto done;
+    }
+    rc = 0;
+done:
+    if (self >= 0)
+        close(self);
+    if (ns >= 0)
+        close(ns);
+    return rc;
+}
+
+static void relay_conn_close(struct relay *r, struct relay_conn *c)
+{
+    if (c->cfd < 0)
+        return;
+    close(c->cfd);
+    if (c->sfd >= 0)
+        close(c->sfd);
+    free(c->up.buf);
+    free(c->down.buf);
+    memset(c, 0, sizeof(*c));
+    c->cfd = c->sfd = -1;
+    atomic_fetch_sub(&r->open, 1);
+}
+
+/* Accepts every pending connection: relays it, or closes it when the cap is reached. */
+static void relay_accept(struct relay *r)
+{
+    for (;;) {
+        struct relay_conn *c = NULL;
+        int fd = accept4(r->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), sfd;
+
+        if (fd < 0)
+            return; /* EAGAIN, or a transient error: poll again */
+        atomic_fetch_add(&r->accepted, 1);
+        for (int i = 0; i < r->o.max_conns && !c; i++)
+            if (r->conns[i].cfd < 0)
+                c = &r->conns[i];
+        if (!c) {
+            atomic_fetch_add(&r->refused, 1);
+            close(fd);
+            continue;
+        }
+        sfd = socket(r->target.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        c->up.buf = malloc(RELAY_BUF);
+        c->down.buf = malloc(RELAY_BUF);
+        if (sfd < 0 || !c->up.buf || !c->down.buf ||
+            (connect(sfd, (struct sockaddr *)&r->target, r->target_len) != 0 &&
+             errno != EINPROGRESS)) {
+            free(c->up.buf);
+            free(c->down.buf);
+            c->up.buf = c->down.buf = NULL;
+            if (sfd >= 0)
+                close(sfd);
+            close(fd);
+            continue;
+        }
+        c->cfd = fd;
+        c->sfd = sfd;
+        c->connecting = 1;
+        c->last = relay_now();
+        atomic_fetch_add(&r->open, 1);
+    }
+}
+
+/* Reads from fd into d. 1 progress, 0 nothing, -1 fatal. */
+static int relay_read(int fd, struct relay_dir *d)
+{
+    ssize_t n;
+
+    if (d->eof || d->len == RELAY_BUF)
+        return 0;
+    n = recv(fd, d->buf + d->len, RELAY_BUF - d->len, 0);
+    if (n > 0) {
+        d->len += (size_t)n;
+        return 1;
+    }
+    if (n == 0) {
+        d->eof = 1;
+        return 1;
+    }
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+}
+
+/* Writes d's bytes to fd, then passes EOF on once drained. 1 progress, 0 nothing, -1 fatal. */
+static int relay_write(int fd, struct relay_dir *d)
+{
+    ssize_t n;
+
+    if (d->off < d->len) {
+        n = send(fd, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL);
+        if (n < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+        d->off += (size_t)n;
+        if (d->off == d->len)
+            d->off = d->len = 0;
+        else if (d->len == RELAY_BUF) {
+            memmove(d->buf, d->buf + d->off, d->len - d->off);
+            d->len -= d->off;
+            d->off = 0;
+        }
+        if (d->len > 0 || !d->eof)
+            return n > 0;
+    }
+    if (d->eof && !d->shut && d->len == 0) {
+        shutdown(fd, SHUT_WR);
+        d->shut = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Serves connection c after poll: revents of its client and server fds. */
+static void relay_serve(struct relay *r, struct relay_conn *c, short cev, short sev, double now)
+{
+    int p = 0, rc;
+
+    if (c->connecting) {
+        int e = 0;
+        socklen_t el = sizeof(e);
+        if (!(sev & (POLLOUT | POLLERR | POLLHUP))) {
+            if (now - c->last > RELAY_CONNECT_S)
+                relay_conn_close(r, c);
+            return;
+        }
+        if (getsockopt(c->sfd, SOL_SOCKET, SO_ERROR, &e, &el) != 0 || e != 0) {
+            ty_log(TY_LOG_WARN, "agent.relay.connect_failed", "port=%d error='%s'", r->port,
+                   strerror(e ? e : errno));
+            relay_conn_close(r, c);
+            return;
+        }
+        c->connecting = 0;
+    }
+    (void)cev;
+    if ((rc = relay_read(c->cfd, &c->up)) < 0)
+        goto close;
+    p |= rc;
+    if ((rc = relay_write(c->sfd, &c->up)) < 0)
+        goto close;
+    p |= rc;
+    if ((rc = relay_read(c->sfd, &c->down)) < 0)
+        goto close;
+    p |= rc;
+    if ((rc = relay_write(c->cfd, &c->down)) < 0)
+        goto close;
+    p |= rc;
+    if (p)
+        c->last = now;
+    if (c->up.shut && c->down.shut) {
+        relay_conn_close(r, c);
+        return;
+    }
+    if (now - c->last > r->o.idle_s) {
+        atomic_fetch_add(&r->idled, 1);
+        relay_conn_close(r, c);
+    }
+    return;
+close:
+    relay_conn_close(r, c);
+}
+
+static short relay_events(const struct relay_dir *in, const struct relay_dir *out)
+{
+    short ev = 0;
+    if (!in->eof && in->len < RELAY_BUF)
+        ev |= POLLIN;
+    if (out->len > out->off || (out->eof && !out->shut))
+        ev |= POLLOUT;
+    return ev;
+}
+
+static void *relay_thread(void *arg)
+{
+    struct relay *r = arg;
+    int n = r->o.max_conns, lost = 0, rc;
+    struct pollfd *pf = calloc((size_t)(2 + 2 * n), sizeof(*pf));
+
+    rc = pf ? relay_bind(r, &lost) : -1;
+    if (!pf)
+        snprintf(r->bind_err, sizeof(r->bind_err), "out of memory");
+    pthread_mutex_lock(&r->mu);
+    r->ready = rc == 0 ? 1 : -1;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    if (rc != 0) {
+        free(pf);
+        return NULL; /* a thread left in the wrong namespace ends here, having done nothing */
+    }
+    (void)lost;
+    for (;;) {
+        double now;
+        pf[0] = (struct pollfd){.fd = r->wake[0], .events = POLLIN};
+        pf[1] = (struct pollfd){.fd = r->lfd, .events = POLLIN};
+        for (int i = 0; i < n; i++) {
+            struct relay_conn *c = &r->conns[i];
+            if (c->cfd < 0) {
+                pf[2 + 2 * i] = (struct pollfd){.fd = -1};
+                pf[3 + 2 * i] = (struct pollfd){.fd = -1};
+                continue;
+            }
+            pf[2 + 2 * i] = (struct pollfd){
+                .fd = c->cfd, .events = c->connecting ? 0 : relay_events(&c->up, &c->down)};
+            pf[3 + 2 * i] = (struct pollfd){
+                .fd = c->sfd, .events = c->connecting ? POLLOUT : relay_events(&c->down, &c->up)};
+        }
+        if (poll(pf, (nfds_t)(2 + 2 * n), 1000) < 0 && errno != EINTR)
+            break;
+        if (pf[0].revents)
+            break; /* relay_stop */
+        now = relay_now();
+        for (int i = 0; i < n; i++)
+            if (r->conns[i].cfd >= 0)
+                relay_serve(r, &r->conns[i], pf[2 + 2 * i].revents, pf[3 + 2 * i].revents, now);
+        if (pf[1].revents & POLLIN)
+            relay_accept(r);
+    }
+    for (int i = 0; i < n; i++)
+        relay_conn_close(r, &r->conns[i]);
+    free(pf);
+    return NULL;
+}
+
+struct relay *relay_start(const struct relay_opts *o, struct ty_err *err)
+{
+    struct relay *r = calloc(1, sizeof(*r));
+
+    if (!r) {
+        ty_err_set(err, TY_ENOMEM, NULL, "relay: out of memory");
+        return NULL;
+    }
+    r->o = *o;
+    r->o.target = NULL;
+    if (r->o.max_conns <= 0)
+        r->o.max_conns = RELAY_MAX_CONNS;
+    if (r->o.idle_s <= 0)
+        r->o.idle_s = RELAY_IDLE_S;
+    r->lfd = r->wake[0] = r->wake[1] = -1;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    if (relay_resolve(r, o->target, err) != 0)
+        goto fail;
+    if (!(r->conns = calloc((size_t)r->o.max_conns, sizeof(*r->conns)))) {
+        ty_err_set(err, TY_ENOMEM, NULL, "relay: out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < r->o.max_conns; i++)
+        r->conns[i].cfd = r->conns[i].sfd = -1;
+    if (pipe2(r->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+        ty_err_set(err, TY_EIO, NULL, "relay: pipe: %s", strerror(errno));
+        goto fail;
+    }
+    if (pthread_create(&r->thr, NULL, relay_thread, r) != 0) {
+        ty_err_set(err, TY_EIO, NULL, "relay: cannot start its thread");
+        goto fail;
+    }
+    r->started = 1;
+    pthread_mutex_lock(&r->mu);
+    while (r->ready == 0)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+    if (r->ready < 0) {
+        ty_err_set(err, TY_EIO, NULL, "relay: %s", r->bind_err);
+        goto fail;
+    }
+    return r;
+fail:
+    relay_stop(r);
+    return NULL;
+}
+
+void relay_stop(struct relay *r)
+{
+    if (!r)
+        return;
+    if (r->started) {
+        if (r->wake[1] >= 0 && write(r->wake[1], "x", 1) < 0)
+            ty_log(TY_LOG_WARN, "agent.relay.wake_failed", "error='%s'", strerror(errno));
+        pthread_join(r->thr, NULL);
+    }
+    if (r->lfd >= 0)
+        close(r->lfd);
+    for (int i = 0; i < 2; i++)
+        if (r->wake[i] >= 0)
+            close(r->wake[i]);
+    free(r->conns);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r);
+}
+
+int relay_port(const struct relay *r)
+{
+    return r ? r->port : 0;
+}
+
+void relay_stats(struct relay *r, int *open, long *accepted, long *refused, long *idled)
+{
+    if (open)
+        *open = atomic_load(&r->open);
+    if (accepted)
+        *accepted = atomic_load(&r->accepted);
+    if (refused)
+        *refused = atomic_load(&r->refused);
+    if (idled)
+        *idled = atomic_load(&r->idled);
+}

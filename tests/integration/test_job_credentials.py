@@ -1,0 +1,222 @@
+"""Role credentials inside job containers (issue 10): the agent's relay puts trainyard's API on
+127.0.0.1:9911 inside every job host's network namespace (control-plane/agent/relay.h), and the
+container gets the standard container credentials provider's variables
+(AWS_CONTAINER_CREDENTIALS_FULL_URI + AWS_CONTAINER_AUTHORIZATION_TOKEN) for the job's role.
+
+- boto3 inside a job (an image with Debian's python3 and boto3, assembled offline here) lists
+  the bucket its role allows and is denied the one it does not, with credentials from the
+  environment alone;
+- the token and the credentials minted from it are refused once the job ended (revoked);
+- a shell-only job fetches its credentials with the runtime image's busybox wget;
+- EnableNetworkIsolation: no relay, no credentials variables.
+Job names start with cred-.
+"""
+import json
+import http.client
+import uuid
+
+import boto3
+import botocore.config
+import botocore.exceptions
+import pytest
+
+import tyhelpers as H
+
+RELAY_PORT = 9911
+CREDS_PATH = "/_trainyard/credentials"
+DEFAULT_ROLE = "arn:aws:iam::000000000000:role/trainyard"
+
+# Run in the job by `python3 -c EXEC line...`: ContainerArguments items are single lines.
+EXEC = "import sys; exec(chr(10).join(sys.argv[1:]))"
+
+
+@pytest.fixture(scope="session")
+def pyboto(workdir):
+    """The python3 + boto3 image, built once and kept in the engine by name."""
+    return H.pyboto_image(workdir)
+
+
+@pytest.fixture(scope="session")
+def s3_admin(server):
+    return server.client("s3")
+
+
+def _bucket(s3, prefix):
+    name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    s3.create_bucket(Bucket=name)
+    return name
+
+
+@pytest.fixture(scope="session")
+def buckets(s3_admin):
+    a = _bucket(s3_admin, "cred-allowed")
+    b = _bucket(s3_admin, "cred-denied")
+    s3_admin.put_object(Bucket=a, Key="hello.txt", Body=b"hi")
+    s3_admin.put_object(Bucket=b, Key="secret.txt", Body=b"no")
+    return a, b
+
+
+@pytest.fixture(scope="session")
+def bucket_role(server, buckets):
+    """A role whose only policy allows s3 on bucket A (CreateRole + PutRolePolicy)."""
+    a, _ = buckets
+    iam = server.client("iam")
+    name = f"cred-role-{uuid.uuid4().hex[:8]}"
+    trust = {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
+        "Action": "sts:AssumeRole"}]}
+    policy = {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Action": ["s3:ListBucket", "s3:GetObject", "s3:PutObject"],
+        "Resource": [f"arn:aws:s3:::{a}", f"arn:aws:s3:::{a}/*"]}]}
+    try:
+        arn = iam.create_role(RoleName=name,
+                              AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+        iam.put_role_policy(RoleName=name, PolicyName="only-a",
+                            PolicyDocument=json.dumps(policy))
+    except botocore.exceptions.ClientError as e:
+        pytest.skip(f"IAM roles not available on this server yet: {e}")
+    return arn
+
+
+def _job(server, sm, name, image, entry, args=None, role=DEFAULT_ROLE, **extra):
+    req = H.job_request(name, "true", RoleArn=role, **extra)
+    req["AlgorithmSpecification"] = {"TrainingImage": image, "TrainingInputMode": "File",
+                                     "ContainerEntrypoint": entry}
+    if args:
+        req["AlgorithmSpecification"]["ContainerArguments"] = args
+    sm.create_training_job(**req)
+    return H.wait_job(sm, name, timeout=240)
+
+
+def _log_lines(logs, name):
+    stream = H.job_stream(logs, name)["logStreams"][0]["logStreamName"]
+    events, _ = H.log_events(logs, stream)
+    return [e["message"] for e in events]
+
+
+def _tagged(lines, tag):
+    """The JSON after 'TAG ' of the first such line."""
+    for l in lines:
+        if l.startswith(tag + " "):
+            return json.loads(l[len(tag) + 1:])
+    raise AssertionError(f"no {tag} line in the job's log:\n" + "\n".join(lines[-40:]))
+
+
+def _get_creds(server, token):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        conn.request("GET", CREDS_PATH, headers={"Authorization": token})
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+# The job's script: plain boto3 from the environment. Debian's boto3 1.26 predates
+# AWS_ENDPOINT_URL support, so the endpoint is passed from that variable explicitly; the
+# credentials come from the container provider alone (no keys anywhere).
+BOTO_SCRIPT = [
+    "import os, json, boto3, botocore.exceptions",
+    "env = {k: v for k, v in os.environ.items() if k.startswith('AWS_') or k == 'S3_ENDPOINT_URL'}",
+    "print('ENV ' + json.dumps(env), flush=True)",
+    "sess = boto3.session.Session()",
+    "c = sess.get_credentials()",
+    "f = c.get_frozen_credentials()",
+    "print('CREDS ' + json.dumps([c.method, f.access_key, f.secret_key, f.token]), flush=True)",
+    "s3 = sess.client('s3', endpoint_url=os.environ['AWS_ENDPOINT_URL'])",
+    "keys = [o['Key'] for o in s3.list_objects_v2(Bucket=os.environ['CRED_ALLOWED'])['Contents']]",
+    "print('ALLOWED ' + json.dumps(keys), flush=True)",
+    "try:",
+    "    s3.list_objects_v2(Bucket=os.environ['CRED_DENIED'])",
+    "    print('DENIED ' + json.dumps('not denied'), flush=True)",
+    "except botocore.exceptions.ClientError as e:",
+    "    print('DENIED ' + json.dumps(e.response['Error']['Code']), flush=True)",
+]
+
+
+def _boto_job(server, sm, pyboto, buckets, role):
+    a, b = buckets
+    name = H.unique("cred-boto")
+    # the agent uploads the model with the job's role too: the output goes to the allowed bucket
+    d = _job(server, sm, name, pyboto, ["python3", "-c", EXEC], BOTO_SCRIPT, role=role,
+             Environment={"CRED_ALLOWED": a, "CRED_DENIED": b},
+             OutputDataConfig={"S3OutputPath": f"s3://{a}/output"})
+    return name, d
+
+
+def _check_env(env, token_expected=True):
+    assert env["AWS_ENDPOINT_URL"] == f"http://127.0.0.1:{RELAY_PORT}"
+    assert env["S3_ENDPOINT_URL"] == env["AWS_ENDPOINT_URL"]
+    assert env["AWS_REGION"] == env["AWS_DEFAULT_REGION"]
+    assert "AWS_ACCESS_KEY_ID" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    if token_expected:
+        assert env["AWS_CONTAINER_CREDENTIALS_FULL_URI"] == \
+            f"http://127.0.0.1:{RELAY_PORT}{CREDS_PATH}"
+        assert len(env["AWS_CONTAINER_AUTHORIZATION_TOKEN"]) == 64
+
+
+def test_boto3_in_job_allowed_and_denied(server, sm, logs, pyboto, buckets, bucket_role):
+    """The issue's "done when": boto3 in a job lists the bucket its role allows and is denied
+    the one it does not; afterwards the token and its credentials are refused (revoked)."""
+    a, b = buckets
+    name, d = _boto_job(server, sm, pyboto, buckets, bucket_role)
+    lines = _log_lines(logs, name)
+    assert d["TrainingJobStatus"] == "Completed", (d.get("FailureReason"), lines[-30:])
+    env = _tagged(lines, "ENV")
+    _check_env(env)
+    method, akid, secret, stoken = _tagged(lines, "CREDS")
+    assert method == "container-role"
+    assert akid.startswith("ASIA")
+    assert _tagged(lines, "ALLOWED") == ["hello.txt"]
+    assert _tagged(lines, "DENIED") == "AccessDenied"
+    # the job ended: its token and the credentials minted from it no longer work
+    status, body = _get_creds(server, env["AWS_CONTAINER_AUTHORIZATION_TOKEN"])
+    assert status == 403, (status, body)
+    s3 = boto3.session.Session().client(
+        "s3", endpoint_url=server.url, region_name=server.region, aws_access_key_id=akid,
+        aws_secret_access_key=secret, aws_session_token=stoken,
+        config=botocore.config.Config(retries={"max_attempts": 0}))
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        s3.list_objects_v2(Bucket=a)
+    assert e.value.response["Error"]["Code"] in (
+        "InvalidAccessKeyId", "ExpiredToken", "InvalidToken", "AccessDenied"), e.value.response
+
+
+def test_boto3_in_job_default_role(server, sm, logs, pyboto, buckets):
+    """With the default execution role (no IAM roles needed) boto3 gets credentials from the
+    environment alone and reaches trainyard's S3 through the relay."""
+    name, d = _boto_job(server, sm, pyboto, buckets, DEFAULT_ROLE)
+    lines = _log_lines(logs, name)
+    assert d["TrainingJobStatus"] == "Completed", (d.get("FailureReason"), lines[-30:])
+    _check_env(_tagged(lines, "ENV"))
+    method, akid, _, _ = _tagged(lines, "CREDS")
+    assert method == "container-role" and akid.startswith("ASIA")
+    assert "hello.txt" in _tagged(lines, "ALLOWED")  # earlier jobs' outputs may be there too
+
+
+def test_wget_fetches_credentials(server, sm, logs):
+    """A shell-only job (the runtime image's busybox wget) fetches its credentials."""
+    name = H.unique("cred-wget")
+    script = ('wget -q -O - --header "Authorization: $AWS_CONTAINER_AUTHORIZATION_TOKEN" '
+              '"$AWS_CONTAINER_CREDENTIALS_FULL_URI"; echo; echo "WGET-RC $?"')
+    d = _job(server, sm, name, H.RUNTIME_IMAGE, ["sh", "-c", script])
+    lines = _log_lines(logs, name)
+    assert d["TrainingJobStatus"] == "Completed", (d.get("FailureReason"), lines[-30:])
+    got = [l for l in lines if '"AccessKeyId"' in l]
+    assert got, lines[-30:]
+    c = json.loads(got[0])
+    assert c["AccessKeyId"].startswith("ASIA") and c["Token"] and c["Expiration"]
+
+
+def test_network_isolation_gets_no_relay(server, sm, logs):
+    """EnableNetworkIsolation: no credentials variables and nothing on the relay port."""
+    name = H.unique("cred-iso")
+    script = ('env | grep -c "^AWS_CONTAINER" ; '
+              'wget -q -T 3 -O - http://127.0.0.1:9911/ping >/dev/null 2>&1 && echo REACHED '
+              '|| echo NOT-REACHED')
+    d = _job(server, sm, name, H.RUNTIME_IMAGE, ["sh", "-c", script],
+             EnableNetworkIsolation=True)
+    lines = _log_lines(logs, name)
+    assert d["TrainingJobStatus"] == "Completed", (d.get("FailureReason"), lines[-30:])
+    assert "0" in lines, lines
+    assert "NOT-REACHED" in lines and "REACHED" not in lines, lines
