@@ -54,6 +54,25 @@ install -m 0755 "$busybox" "$root"/bin/busybox
 done
 [ -L "$root"/bin/sh ] || die "busybox has no sh applet"
 
+# wget -T: Debian's busybox-static is built without FEATURE_WGET_TIMEOUT, yet wget's option
+# string still declares -T with a numeric argument ("T:+") whose destination is then NULL:
+# `wget -T 5 URL` dies with SIGSEGV in option parsing (getopt32 stores the number through the
+# NULL pointer, before any network call). Shells built with FEATURE_SH_STANDALONE run the applet
+# whatever PATH says, so a wrapper script cannot help: the copy in the image gets the option
+# string "T:+t:n::" rewritten to "T:t:n:::" (same length): -T takes a string argument that
+# getopt32 drops (it checks the destination of strings), so -T is accepted and ignored (there is
+# no timeout in this build; use `timeout N wget ...`). The extra ':' only ends n's optional
+# argument. A busybox without that string is left alone.
+patch_wget_opts() {
+    local bb=$1 old='cqSO:o:P:Y:U:T:+t:n::' off n
+    n=$(LC_ALL=C grep -obUaF -- "$old" "$bb" | wc -l)
+    [ "$n" = 1 ] || return 0
+    off=$(LC_ALL=C grep -obUaF -- "$old" "$bb" | cut -d: -f1)
+    printf 'T:t:n:::' | dd of="$bb" bs=1 seek=$((off + 13)) conv=notrunc status=none
+    LC_ALL=C grep -qaF -- 'cqSO:o:P:Y:U:T:t:n:::' "$bb" || die "patching busybox wget's options failed"
+}
+patch_wget_opts "$root"/bin/busybox
+
 # Copies a binary's shared libraries (and the dynamic loader) into the rootfs.
 copy_libs() {
     local bin=$1 lib

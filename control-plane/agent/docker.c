@@ -818,6 +818,40 @@ static int set_strv(json_t *o, const char *key, const char *const *list)
     return json_object_set_new(o, key, a) ? -TY_ENOMEM : 0;
 }
 
+/* Adds the confinement members of c to HostConfig hc. 0, or nonzero when out of memory. */
+static int create_confine(json_t *hc, const struct docker_create *c)
+{
+    int rc = 0;
+
+    rc |= json_object_set_new(hc, "Privileged", json_false());
+    if (c->cap_drop_all)
+        rc |= json_object_set_new(hc, "CapDrop", json_pack("[s]", "ALL"));
+    if (c->cap_add)
+        rc |= set_strv(hc, "CapAdd", c->cap_add);
+    if (c->no_new_privileges)
+        rc |= json_object_set_new(hc, "SecurityOpt", json_pack("[s]", "no-new-privileges"));
+    if (c->pids_limit > 0)
+        rc |= json_object_set_new(hc, "PidsLimit", json_integer(c->pids_limit));
+    if (c->readonly_rootfs)
+        rc |= json_object_set_new(hc, "ReadonlyRootfs", json_true());
+    if (c->tmpfs) {
+        json_t *t = json_object();
+        for (size_t i = 0; t && c->tmpfs[i]; i++) {
+            const char *colon = strchr(c->tmpfs[i], ':');
+            char *path =
+                strndup(c->tmpfs[i], colon ? (size_t)(colon - c->tmpfs[i]) : strlen(c->tmpfs[i]));
+            rc |= path ? json_object_set_new(t, path, json_string(colon ? colon + 1 : "")) : -1;
+            free(path);
+        }
+        rc |= t ? json_object_set_new(hc, "Tmpfs", t) : -1;
+    }
+    if (c->shm_bytes > 0)
+        rc |= json_object_set_new(hc, "ShmSize", json_integer(c->shm_bytes));
+    if (c->userns_mode)
+        rc |= json_object_set_new(hc, "UsernsMode", json_string(c->userns_mode));
+    return rc;
+}
+
 static json_t *create_body(const struct docker_create *c, struct ty_err *err)
 {
     json_t *o = json_object(), *hc = json_object();
@@ -883,6 +917,7 @@ static json_t *create_body(const struct docker_create *c, struct ty_err *err)
         rc |= json_object_set_new(o, "NetworkingConfig",
                                   json_pack("{s:{s:o}}", "EndpointsConfig", c->network, ep));
     }
+    rc |= create_confine(hc, c);
     if (c->gpus) {
         json_t *dr = json_pack("[{s:s, s:I, s:[[s]]}]", "Driver", "nvidia", "Count",
                                (json_int_t)(c->gpus < 0 ? -1 : c->gpus), "Capabilities", "gpu");
@@ -898,6 +933,11 @@ nomem:
     json_decref(hc);
     ty_err_set(err, TY_ENOMEM, NULL, "container create: out of memory");
     return NULL;
+}
+
+json_t *docker__create_body(const struct docker_create *c, struct ty_err *err)
+{
+    return create_body(c, err);
 }
 
 int docker_create(struct docker *d, const struct docker_create *c, char *id, size_t n,
@@ -1168,7 +1208,8 @@ json_t *docker_image_list(struct docker *d, struct ty_err *err)
     return resp;
 }
 
-int docker_network_create(struct docker *d, const char *name, json_t *labels, struct ty_err *err)
+int docker_network_create(struct docker *d, const char *name, int internal, const char *bridge,
+                          json_t *labels, struct ty_err *err)
 {
     json_t *body;
     char *json;
@@ -1177,8 +1218,14 @@ int docker_network_create(struct docker *d, const char *name, json_t *labels, st
 
     if (rc)
         return rc;
-    body = json_pack("{s:s, s:s, s:b, s:O*}", "Name", name, "Driver", "bridge", "CheckDuplicate", 1,
-                     "Labels", labels);
+    body = json_pack("{s:s, s:s, s:b, s:b, s:O*}", "Name", name, "Driver", "bridge",
+                     "CheckDuplicate", 1, "Internal", internal != 0, "Labels", labels);
+    if (body && bridge &&
+        json_object_set_new(body, "Options",
+                            json_pack("{s:s}", "com.docker.network.bridge.name", bridge))) {
+        json_decref(body);
+        body = NULL;
+    }
     json = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!json)

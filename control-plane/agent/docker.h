@@ -60,6 +60,16 @@ struct docker_create {
     const char *const *aliases;    /* NULL-terminated DNS names on network, may be NULL */
     int gpus;                      /* DeviceRequests count for nvidia GPUs, 0 = none, -1 = all */
     const char *working_dir;       /* may be NULL */
+    /* Confinement (docs/job-sandbox.md). Zero values leave the engine's defaults. Privileged is
+       always false, and no host namespace is ever asked for. */
+    int cap_drop_all;           /* CapDrop ["ALL"] */
+    const char *const *cap_add; /* NULL-terminated CapAdd ("CHOWN", ...), may be NULL */
+    int no_new_privileges;      /* SecurityOpt ["no-new-privileges"] */
+    int64_t pids_limit;         /* PidsLimit, 0 = engine default */
+    int readonly_rootfs;        /* ReadonlyRootfs */
+    const char *const *tmpfs;   /* NULL-terminated "/path:options" (Tmpfs), may be NULL */
+    int64_t shm_bytes;          /* ShmSize of /dev/shm, 0 = engine default */
+    const char *userns_mode;    /* UsernsMode ("auto", ...), NULL = engine default */
 };
 
 /* Creates a container. OUT: id (64 hex + NUL, so n >= 65). 0 or -TY_EENGINE (message from the
@@ -113,8 +123,12 @@ int docker_image_remove(struct docker *d, const char *image, struct ty_err *err)
 json_t *docker_image_list(struct docker *d, struct ty_err *err);
 
 /* Creates a bridge network name with DNS between its containers (labels borrowed, may be
-   NULL). An existing network of that name is not an error (0). */
-int docker_network_create(struct docker *d, const char *name, json_t *labels, struct ty_err *err);
+   NULL). internal: no default route and no NAT out ("Internal": true); the host keeps the
+   bridge's gateway address (fence.h closes it). bridge: the host interface name
+   (com.docker.network.bridge.name, at most 15 characters), NULL = the engine's choice. An
+   existing network of that name is not an error (0). */
+int docker_network_create(struct docker *d, const char *name, int internal, const char *bridge,
+                          json_t *labels, struct ty_err *err);
 /* Removes network name; a missing one is not an error (0). */
 int docker_network_remove(struct docker *d, const char *name, struct ty_err *err);
 

@@ -1,6 +1,6 @@
 /*
  * docker_int.h - internals of docker.c that unit tests reach: the log-stream demultiplexer and
- * the RFC 3339 timestamp parser. Not for other modules.
+ * the RFC 3339 timestamp parser, the create body. Not for other modules.
  *
  * The demultiplexer turns the body of GET /containers/{id}/logs into lines. It is fed the bytes
  * as libcurl delivers them, so frame headers, frame payloads and lines may be split anywhere.
@@ -63,5 +63,9 @@ size_t docker__parse_time(const char *s, size_t len, int64_t *epoch_ns);
 /* New connections the last request made (libcurl CURLINFO_NUM_CONNECTS): 0 when the engine
    connection was reused. -1 when unknown. */
 long docker__last_connects(struct docker *d);
+
+/* new: the JSON body of POST /containers/create for c (what docker_create sends), NULL with
+   err. */
+json_t *docker__create_body(const struct docker_create *c, struct ty_err *err);
 
 #endif

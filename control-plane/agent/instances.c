@@ -1,6 +1,7 @@
 /*
  * instances.c - the SageMaker instance-type table (a representative subset of the ml.* types;
- * figures from AWS's instance pages) and the host clamp.
+ * figures from AWS's instance pages), the host clamp, and the confinement
+ * every job container gets (capabilities, pids limit, tmpfs sizes).
  */
 #include "instances.h"
 
@@ -33,6 +34,9 @@ static const struct instances_type instances_table[] = {
     {"ml.p5.48xlarge", 192, GIB(2048), 8},
 };
 
+const char *const instances_caps[] = {"CHOWN",  "DAC_OVERRIDE", "FOWNER", "SETUID",
+                                      "SETGID", "KILL",         NULL};
+
 const struct instances_type *instances_lookup(const char *type)
 {
     if (!type)
@@ -44,6 +48,11 @@ const struct instances_type *instances_lookup(const char *type)
     return NULL;
 }
 
+static int64_t instances_clamp(int64_t v, int64_t lo, int64_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
 void instances_limits(const char *type, int host_cpus, int64_t host_memory, int host_gpus,
                       struct instances_limits *lim)
 {
@@ -52,6 +61,9 @@ void instances_limits(const char *type, int host_cpus, int64_t host_memory, int 
     int64_t mem;
 
     memset(lim, 0, sizeof(*lim));
+    lim->pids_limit = INSTANCES_PIDS_LIMIT;
+    lim->tmp_bytes = GIB(1);
+    lim->shm_bytes = GIB(1);
     if (!t) {
         lim->cpus = host_cpus > 0 ? host_cpus : 1;
         return;
@@ -70,6 +82,8 @@ void instances_limits(const char *type, int host_cpus, int64_t host_memory, int 
     lim->cpus = cpus;
     lim->nano_cpus = (int64_t)cpus * 1000000000LL;
     lim->memory_bytes = mem;
+    lim->tmp_bytes = instances_clamp(mem / 4, GIB(0.25), GIB(16));
+    lim->shm_bytes = instances_clamp(mem / 2, GIB(0.25), GIB(16));
     if (t->gpus > 0 && host_gpus > 0)
         lim->gpus = t->gpus < host_gpus ? t->gpus : host_gpus;
 }

@@ -17,6 +17,7 @@
 #include "access.h"
 #include "artifacts.h"
 #include "docker.h"
+#include "fence.h"
 #include "instances.h"
 #include "metrics.h"
 #include "objstore.h"
@@ -719,6 +720,14 @@ static int run_settle_conflict(struct run_ctx *r)
 
 /* ---- container ---- */
 
+/* Deletes the host firewall rules of the job network's bridge (fence.h). */
+static void run_unfence(struct run_ctx *r)
+{
+    char br[FENCE_IFNAME_MAX];
+    fence_ifname(r->job, br, sizeof(br));
+    fence_unbridge(br);
+}
+
 /* Removes containers (and the network) of this job left by a previous (dead) agent on this
    engine. */
 static void run_remove_leftovers(struct run_ctx *r)
@@ -743,6 +752,8 @@ static void run_remove_leftovers(struct run_ctx *r)
         docker_remove(r->d, r->h[h].cname, 1, &err);
     run_fmt(net, sizeof(net), "trainyard-%s", r->job);
     docker_network_remove(r->d, net, &err);
+    if (r->nh > 1)
+        run_unfence(r);
 }
 
 /* ---- role credentials and trainyard's API inside the containers (session.h, relay.h) ---- */
@@ -943,7 +954,8 @@ static int run_create(struct run_ctx *r, struct run_host *h, char *reason, size_
     struct stage_env_opts eo = {0};
     struct docker_create c = {0};
     struct ty_err err;
-    char bind[PATH_MAX + 16], bind2[2 * PATH_MAX + 16];
+    char bind[PATH_MAX + 16], bind2[2 * PATH_MAX + 16], tmp[64], vartmp[64];
+    const char *tmpfs[4] = {tmp, vartmp, "/run:rw,nosuid,nodev,size=67108864,mode=0755", NULL};
     const char *binds[3] = {bind, NULL, NULL};
     char **env = NULL, **prof_ep = NULL;
     json_t *labels = NULL;
@@ -1034,6 +1046,18 @@ static int run_create(struct run_ctx *r, struct run_host *h, char *reason, size_
         c.aliases = aliases;
     }
     c.gpus = lim.gpus;
+    /* confinement, docs/job-sandbox.md: the root file system is read-only, /opt/ml (binds) and
+       these tmpfs are the writable places */
+    run_fmt(tmp, sizeof(tmp), "/tmp:rw,nosuid,nodev,size=%lld,mode=1777", (long long)lim.tmp_bytes);
+    run_fmt(vartmp, sizeof(vartmp), "/var/tmp:rw,nosuid,nodev,size=%lld,mode=1777",
+            (long long)lim.tmp_bytes / 4);
+    c.cap_drop_all = 1;
+    c.cap_add = instances_caps;
+    c.no_new_privileges = 1;
+    c.pids_limit = lim.pids_limit;
+    c.readonly_rootfs = 1;
+    c.tmpfs = tmpfs;
+    c.shm_bytes = lim.shm_bytes;
     if (h->sbid[0])
         c.net_container = h->sbid; /* the sandbox's namespace, with the relay already in it */
     if (docker_create(r->d, &c, h->cid, sizeof(h->cid), &err) != 0) {
@@ -1373,6 +1397,8 @@ static void run_remove_containers(struct run_ctx *r)
     if (r->net[0] && docker_network_remove(r->d, r->net, &err) != 0)
         ty_log(TY_LOG_WARN, "agent.job.network_remove_failed", "job=%s network=%s error='%s'",
                r->job, r->net, err.msg);
+    if (r->net[0])
+        run_unfence(r);
 }
 
 /* Runs the container phase: from Training to the final status. Returns 0 when the job reached a
@@ -1387,9 +1413,14 @@ static int run_container(struct run_ctx *r)
 
     if (r->nh > 1 && !r->sp.network_isolation) {
         json_t *labels = json_pack("{s:s}", "trainyard.job", r->job);
+        char br[FENCE_IFNAME_MAX];
+        /* internal (no route out) and fenced from the host's own services */
+        fence_ifname(r->job, br, sizeof(br));
         run_fmt(r->net, sizeof(r->net), "trainyard-%s", r->job);
-        rc = docker_network_create(r->d, r->net, labels, &err);
+        rc = docker_network_create(r->d, r->net, 1, br, labels, &err);
         json_decref(labels);
+        if (rc == 0 && (rc = fence_bridge(br, &err)) != 0)
+            docker_network_remove(r->d, r->net, NULL);
         if (rc != 0) {
             r->net[0] = '\0';
             run_fmt(reason, sizeof(reason),
@@ -1730,6 +1761,8 @@ void *run_thread(void *arg)
                 docker_remove(r->d, r->h[i].cid, 1, &err);
         if (r->net[0] && r->d)
             docker_network_remove(r->d, r->net, &err);
+        if (r->net[0])
+            run_unfence(r);
         if (r->dir[0])
             stage_remove(r->dir);
         for (int i = 0; i < RUN_STORE_RETRIES; i++) {

@@ -280,6 +280,74 @@ static void test_parse_time(void **state)
     assert_int_equal(docker__parse_time("2024-05-01T10:20:30Z", 10, &ns), 0);
 }
 
+/* The create body carries every confinement member asked for, and never a privileged or
+   host-namespace one. */
+static void test_create_body_confined(void **state)
+{
+    const char *cmd[] = {"true", NULL};
+    const char *caps[] = {"CHOWN", "KILL", NULL};
+    const char *tmpfs[] = {"/tmp:rw,size=1048576,mode=1777", "/var/tmp", NULL};
+    struct docker_create c = {.image = "trainyard/x:1",
+                              .cmd = cmd,
+                              .network_none = 1,
+                              .memory_bytes = 1 << 30,
+                              .nano_cpus = 2000000000,
+                              .cap_drop_all = 1,
+                              .cap_add = caps,
+                              .no_new_privileges = 1,
+                              .pids_limit = 4096,
+                              .readonly_rootfs = 1,
+                              .tmpfs = tmpfs,
+                              .shm_bytes = 1 << 28,
+                              .userns_mode = "auto"};
+    /* the first five are never sent; the rest only when asked */
+    static const char *const never[] = {"PidMode", "IpcMode",   "UTSMode",        "CgroupnsMode",
+                                        "Devices", "CapAdd",    "CapDrop",        "SecurityOpt",
+                                        "Tmpfs",   "PidsLimit", "ReadonlyRootfs", NULL};
+    struct ty_err err;
+    json_t *b, *hc;
+    (void)state;
+
+    ty_err_clear(&err);
+    b = docker__create_body(&c, &err);
+    assert_non_null(b);
+    hc = json_object_get(b, "HostConfig");
+    assert_true(json_is_false(json_object_get(hc, "Privileged")));
+    {
+        json_t *want = json_pack("[s]", "ALL");
+        assert_true(json_equal(json_object_get(hc, "CapDrop"), want));
+        json_decref(want);
+        want = json_pack("[s,s]", "CHOWN", "KILL");
+        assert_true(json_equal(json_object_get(hc, "CapAdd"), want));
+        json_decref(want);
+        want = json_pack("[s]", "no-new-privileges");
+        assert_true(json_equal(json_object_get(hc, "SecurityOpt"), want));
+        json_decref(want);
+        want = json_pack("{s:s, s:s}", "/tmp", "rw,size=1048576,mode=1777", "/var/tmp", "");
+        assert_true(json_equal(json_object_get(hc, "Tmpfs"), want));
+        json_decref(want);
+    }
+    assert_int_equal(json_integer_value(json_object_get(hc, "PidsLimit")), 4096);
+    assert_true(json_is_true(json_object_get(hc, "ReadonlyRootfs")));
+    assert_int_equal(json_integer_value(json_object_get(hc, "ShmSize")), 1 << 28);
+    assert_string_equal(json_string_value(json_object_get(hc, "UsernsMode")), "auto");
+    assert_string_equal(json_string_value(json_object_get(hc, "NetworkMode")), "none");
+    assert_int_equal(json_integer_value(json_object_get(hc, "Memory")), 1 << 30);
+    assert_int_equal(json_integer_value(json_object_get(hc, "NanoCpus")), 2000000000);
+    for (size_t i = 0; never[i] && i < 5; i++)
+        assert_null(json_object_get(hc, never[i]));
+    json_decref(b);
+
+    /* nothing asked: the engine's defaults, still never privileged */
+    b = docker__create_body(&(struct docker_create){.image = "trainyard/x:1"}, &err);
+    assert_non_null(b);
+    hc = json_object_get(b, "HostConfig");
+    assert_true(json_is_false(json_object_get(hc, "Privileged")));
+    for (size_t i = 0; never[i]; i++)
+        assert_null(json_object_get(hc, never[i]));
+    json_decref(b);
+}
+
 static void test_open_bad_host(void **state)
 {
     struct ty_err err;
@@ -1063,6 +1131,79 @@ static void test_trainyard_train_failures(void **state)
     rm_rf(dir);
 }
 
+/* A confined container (the agent's settings): read-only root, writable tmpfs and bind, the
+   capability set, no-new-privileges and the pids limit hold from inside; a fork bomb stops at
+   the limit. */
+static void test_confined_container(void **state)
+{
+    char dir[] = "/tmp/ty-docker-conf-XXXXXX", bind[128], id[72];
+    const char *binds[] = {bind, NULL};
+    const char *caps[] = {"CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "KILL", NULL};
+    const char *tmpfs[] = {"/tmp:rw,nosuid,nodev,size=8388608,mode=1777", NULL};
+    const char *cmd[] = {
+        "/bin/sh", "-c",
+        "touch /rootfile 2>/dev/null && echo root-rw || echo root-ro; "
+        "echo x > /tmp/t && echo tmp-rw; echo x > /data/t && echo bind-rw; "
+        "dd if=/dev/zero of=/tmp/big bs=1M count=16 2>/dev/null && echo tmp-unbounded || "
+        "echo tmp-full; rm -f /tmp/big; "
+        "grep -E '^(CapEff|NoNewPrivs):' /proc/self/status | tr -s '\\t ' ' '; "
+        "cat /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max 2>/dev/null | sed 's/^/pids /'; "
+        "mount -t tmpfs none /mnt 2>/dev/null && echo mount-ok || echo mount-denied; "
+        "mknod /tmp/n c 1 3 2>/dev/null && echo mknod-ok || echo mknod-denied; "
+        "ip link set lo down 2>/dev/null && echo netadmin-ok || echo netadmin-denied; "
+        "traceroute -n -m 1 -w 1 127.0.0.1 >/dev/null 2>&1 && echo raw-ok || echo raw-denied; "
+        "chown 65534 /tmp/t && echo chown-ok; "
+        /* the bomb: each process forks two and sleeps; bounded by timeout and the pids limit */
+        "b() { b & b & sleep 3; }; (b) 2>/dev/null & sleep 2; "
+        "n=$(cat /sys/fs/cgroup/pids.current /sys/fs/cgroup/pids/pids.current 2>/dev/null); "
+        "echo \"bomb $n\"; kill -9 -1 2>/dev/null; exit 0",
+        NULL};
+    struct docker_create c = {.cmd = cmd,
+                              .binds = binds,
+                              .network_none = 1,
+                              .memory_bytes = 256LL * 1024 * 1024,
+                              .cap_drop_all = 1,
+                              .cap_add = caps,
+                              .no_new_privileges = 1,
+                              .pids_limit = 64,
+                              .readonly_rootfs = 1,
+                              .tmpfs = tmpfs,
+                              .shm_bytes = 8LL * 1024 * 1024};
+    static const char *const want[] = {"root-ro",
+                                       "tmp-rw",
+                                       "bind-rw",
+                                       "tmp-full",
+                                       "CapEff: 00000000000000eb",
+                                       "NoNewPrivs: 1",
+                                       "pids 64",
+                                       "mount-denied",
+                                       "mknod-denied",
+                                       "netadmin-denied",
+                                       "raw-denied",
+                                       "chown-ok",
+                                       NULL};
+    struct lines *l = calloc(1, sizeof(*l));
+    int code, bomb = -1;
+    (void)state;
+
+    assert_non_null(l);
+    assert_non_null(mkdtemp(dir));
+    snprintf(bind, sizeof(bind), "%s:/data", dir);
+    code = run_container(&c, id, l);
+    for (size_t i = 0; i < l->n; i++) {
+        fprintf(stderr, "confined: %s\n", l->v[i].text);
+        if (!strncmp(l->v[i].text, "bomb ", 5))
+            bomb = atoi(l->v[i].text + 5);
+    }
+    for (size_t i = 0; want[i]; i++)
+        if (find_line(l, want[i], 0) < 0)
+            fail_msg("confined container: no line '%s' (exit %d)", want[i], code);
+    if (bomb < 1 || bomb > 64)
+        fail_msg("fork bomb: %d processes, expected at most the limit 64", bomb);
+    free(l);
+    rm_rf(dir);
+}
+
 static void test_memory_limit_kills(void **state)
 {
     /* a shell that doubles a string until it is far over a 16 MiB limit */
@@ -1154,6 +1295,7 @@ int main(void)
         cmocka_unit_test(test_demux_long_line_stop_and_errors),
         cmocka_unit_test(test_parse_time),
         cmocka_unit_test(test_open_bad_host),
+        cmocka_unit_test(test_create_body_confined),
         cmocka_unit_test(test_mock_engine),
     };
     const struct CMUnitTest engine[] = {
@@ -1168,6 +1310,7 @@ int main(void)
         cmocka_unit_test_teardown(test_trainyard_train_failures, teardown_containers),
         cmocka_unit_test_teardown(test_trainyard_train_sigterm, teardown_containers),
         cmocka_unit_test_teardown(test_memory_limit_kills, teardown_containers),
+        cmocka_unit_test_teardown(test_confined_container, teardown_containers),
     };
     struct ty_err err;
     int rc;
