@@ -1,5 +1,5 @@
 /*
- * instances.c - the SageMaker instance-type table (a representative subset of the ml.* types;
+ * instances.c - the SageMaker instance-type table (every TrainingInstanceType;
  * figures from AWS's instance pages), the host clamp, and the confinement
  * every job container gets (capabilities, pids limit, tmpfs sizes).
  */
@@ -10,28 +10,38 @@
 
 #define GIB(x) ((int64_t)((x)*1024.0 * 1024.0 * 1024.0))
 
+/* Every value of TrainingInstanceType's enum (api/sagemaker.json): a type missing here would
+   run without memory and CPU limits. */
 static const struct instances_type instances_table[] = {
-    {"ml.t3.medium", 2, GIB(4), 0},        {"ml.t3.large", 2, GIB(8), 0},
-    {"ml.t3.xlarge", 4, GIB(16), 0},       {"ml.t3.2xlarge", 8, GIB(32), 0},
-    {"ml.m4.xlarge", 4, GIB(16), 0},       {"ml.m4.2xlarge", 8, GIB(32), 0},
-    {"ml.m4.4xlarge", 16, GIB(64), 0},     {"ml.m4.10xlarge", 40, GIB(160), 0},
-    {"ml.m4.16xlarge", 64, GIB(256), 0},   {"ml.m5.large", 2, GIB(8), 0},
-    {"ml.m5.xlarge", 4, GIB(16), 0},       {"ml.m5.2xlarge", 8, GIB(32), 0},
-    {"ml.m5.4xlarge", 16, GIB(64), 0},     {"ml.m5.12xlarge", 48, GIB(192), 0},
-    {"ml.m5.24xlarge", 96, GIB(384), 0},   {"ml.c4.xlarge", 4, GIB(7.5), 0},
-    {"ml.c4.2xlarge", 8, GIB(15), 0},      {"ml.c4.4xlarge", 16, GIB(30), 0},
-    {"ml.c4.8xlarge", 36, GIB(60), 0},     {"ml.c5.xlarge", 4, GIB(8), 0},
-    {"ml.c5.2xlarge", 8, GIB(16), 0},      {"ml.c5.4xlarge", 16, GIB(32), 0},
-    {"ml.c5.9xlarge", 36, GIB(72), 0},     {"ml.c5.18xlarge", 72, GIB(144), 0},
-    {"ml.r5.large", 2, GIB(16), 0},        {"ml.r5.xlarge", 4, GIB(32), 0},
-    {"ml.r5.2xlarge", 8, GIB(64), 0},      {"ml.g4dn.xlarge", 4, GIB(16), 1},
-    {"ml.g4dn.2xlarge", 8, GIB(32), 1},    {"ml.g4dn.4xlarge", 16, GIB(64), 1},
-    {"ml.g4dn.12xlarge", 48, GIB(192), 4}, {"ml.g5.xlarge", 4, GIB(16), 1},
-    {"ml.g5.2xlarge", 8, GIB(32), 1},      {"ml.g5.4xlarge", 16, GIB(64), 1},
-    {"ml.g5.12xlarge", 48, GIB(192), 4},   {"ml.g5.48xlarge", 192, GIB(768), 8},
-    {"ml.p3.2xlarge", 8, GIB(61), 1},      {"ml.p3.8xlarge", 32, GIB(244), 4},
-    {"ml.p3.16xlarge", 64, GIB(488), 8},   {"ml.p4d.24xlarge", 96, GIB(1152), 8},
-    {"ml.p5.48xlarge", 192, GIB(2048), 8},
+    {"ml.t3.medium", 2, GIB(4), 0},         {"ml.t3.large", 2, GIB(8), 0},
+    {"ml.t3.xlarge", 4, GIB(16), 0},        {"ml.t3.2xlarge", 8, GIB(32), 0},
+    {"ml.m4.xlarge", 4, GIB(16), 0},        {"ml.m4.2xlarge", 8, GIB(32), 0},
+    {"ml.m4.4xlarge", 16, GIB(64), 0},      {"ml.m4.10xlarge", 40, GIB(160), 0},
+    {"ml.m4.16xlarge", 64, GIB(256), 0},    {"ml.m5.large", 2, GIB(8), 0},
+    {"ml.m5.xlarge", 4, GIB(16), 0},        {"ml.m5.2xlarge", 8, GIB(32), 0},
+    {"ml.m5.4xlarge", 16, GIB(64), 0},      {"ml.m5.12xlarge", 48, GIB(192), 0},
+    {"ml.m5.24xlarge", 96, GIB(384), 0},    {"ml.c4.xlarge", 4, GIB(7.5), 0},
+    {"ml.c4.2xlarge", 8, GIB(15), 0},       {"ml.c4.4xlarge", 16, GIB(30), 0},
+    {"ml.c4.8xlarge", 36, GIB(60), 0},      {"ml.c5.xlarge", 4, GIB(8), 0},
+    {"ml.c5.2xlarge", 8, GIB(16), 0},       {"ml.c5.4xlarge", 16, GIB(32), 0},
+    {"ml.c5.9xlarge", 36, GIB(72), 0},      {"ml.c5.18xlarge", 72, GIB(144), 0},
+    {"ml.r5.large", 2, GIB(16), 0},         {"ml.r5.xlarge", 4, GIB(32), 0},
+    {"ml.r5.2xlarge", 8, GIB(64), 0},       {"ml.g4dn.xlarge", 4, GIB(16), 1},
+    {"ml.g4dn.2xlarge", 8, GIB(32), 1},     {"ml.g4dn.4xlarge", 16, GIB(64), 1},
+    {"ml.g4dn.12xlarge", 48, GIB(192), 4},  {"ml.g5.xlarge", 4, GIB(16), 1},
+    {"ml.g5.2xlarge", 8, GIB(32), 1},       {"ml.g5.4xlarge", 16, GIB(64), 1},
+    {"ml.g5.12xlarge", 48, GIB(192), 4},    {"ml.g5.48xlarge", 192, GIB(768), 8},
+    {"ml.p3.2xlarge", 8, GIB(61), 1},       {"ml.p3.8xlarge", 32, GIB(244), 4},
+    {"ml.p3.16xlarge", 64, GIB(488), 8},    {"ml.p4d.24xlarge", 96, GIB(1152), 8},
+    {"ml.p5.48xlarge", 192, GIB(2048), 8},  {"ml.c5n.xlarge", 4, GIB(10.5), 0},
+    {"ml.c5n.2xlarge", 8, GIB(21), 0},      {"ml.c5n.4xlarge", 16, GIB(42), 0},
+    {"ml.c5n.9xlarge", 36, GIB(96), 0},     {"ml.c5n.18xlarge", 72, GIB(192), 0},
+    {"ml.g4dn.8xlarge", 32, GIB(128), 1},   {"ml.g4dn.16xlarge", 64, GIB(256), 1},
+    {"ml.g5.8xlarge", 32, GIB(128), 1},     {"ml.g5.16xlarge", 64, GIB(256), 1},
+    {"ml.g5.24xlarge", 96, GIB(384), 4},    {"ml.p2.xlarge", 4, GIB(61), 1},
+    {"ml.p2.8xlarge", 32, GIB(488), 8},     {"ml.p2.16xlarge", 64, GIB(732), 16},
+    {"ml.p3dn.24xlarge", 96, GIB(768), 8},  {"ml.trn1.2xlarge", 8, GIB(32), 0},
+    {"ml.trn1.32xlarge", 128, GIB(512), 0},
 };
 
 const char *const instances_caps[] = {"CHOWN",  "DAC_OVERRIDE", "FOWNER", "SETUID",

@@ -319,3 +319,15 @@ def _bridge(job):
 def _input_rules():
     return subprocess.run(["iptables", "-w", "5", "-S", "INPUT"], capture_output=True, text=True,
                           timeout=20).stdout
+
+
+def test_every_instance_type_has_limits():
+    """Every TrainingInstanceType the API accepts is in the agent's table (instances.c): a type
+    missing there would run without memory and CPU limits."""
+    with open(os.path.join(H.REPO, "api", "sagemaker.json")) as f:
+        types = set(json.load(f)["shapes"]["TrainingInstanceType"]["enum"])
+    with open(os.path.join(H.REPO, "control-plane", "agent", "instances.c")) as f:
+        rows = re.findall(r'\{"(ml\.[^"]+)", (\d+), GIB\(([\d.]+)\), (\d+)\}', f.read())
+    table = {r[0] for r in rows}
+    assert types and types <= table, sorted(types - table)
+    assert all(int(r[1]) > 0 and float(r[2]) > 0 for r in rows), rows
