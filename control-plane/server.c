@@ -37,7 +37,11 @@
 #define SERVER_CFG(X)                                                                              \
     X(listen, "listen", "TRAINYARD_LISTEN", "127.0.0.1:8080", "HOST:PORT to serve every API on")   \
     X(data_dir, "data-dir", "TRAINYARD_DATA_DIR", "./.trainyard",                                  \
-      "state: credentials, private redis, object store, job staging")                              \
+      "state: credentials, private redis, object store")                                           \
+    X(staging_dir, "staging-dir", "TRAINYARD_STAGING_DIR", "",                                     \
+      "embedded agents stage jobs' /opt/ml under DIR/<HMAC of the job name>/ (0700); default "     \
+      "/var/lib/trainyard/staging as root, else $XDG_RUNTIME_DIR/trainyard-staging or "            \
+      "/tmp/trainyard-staging-<uid>; containers see this path, so keep it outside the data dir")   \
     X(redis, "redis", "TRAINYARD_REDIS", "",                                                       \
       "redis://[:pw@]host:port[/db] or unix:///path; empty: start a private redis-server")         \
     X(agents, "agents", "TRAINYARD_AGENTS", "1", "agents embedded in the server; 0 = API only")    \
@@ -256,6 +260,7 @@ int main(int argc, char **argv)
         ac.redis_url = redis_url;
         ac.docker_host = docker_host;
         ac.data_dir = data_dir;
+        ac.staging_dir = cfg.staging_dir[0] ? cfg.staging_dir : NULL;
         ac.s3_dir = s3_dir;
         ac.runtime_tar = cfg.runtime_image_tar;
         ac.runtime_image = "trainyard/runtime:" TY_VERSION;

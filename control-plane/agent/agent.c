@@ -11,6 +11,7 @@
 #include "agent_int.h"
 #include "docker.h"
 #include "queue.h"
+#include "stage.h"
 #include "store.h"
 #include "ty_log.h"
 
@@ -387,6 +388,12 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
         agent_own(a, 5, cfg->runtime_image ? cfg->runtime_image : "trainyard/runtime:" TY_VERSION);
     a->cfg.endpoint_url = agent_own(a, 6, cfg->endpoint_url);
     a->cfg.region = agent_own(a, 7, cfg->region ? cfg->region : "us-east-1");
+    if (cfg->staging_dir && cfg->staging_dir[0]) {
+        a->cfg.staging_dir = agent_own(a, 8, cfg->staging_dir);
+    } else {
+        stage_default_root(path, sizeof(path));
+        a->cfg.staging_dir = agent_own(a, 8, path);
+    }
     if (cfg->s3_remote) {
         struct s3c *probe;
         a->s3_remote.endpoint = agent_own(a, 10, cfg->s3_remote->endpoint);
@@ -421,6 +428,10 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
         ty_err_set(err, TY_EIO, NULL, "cannot create '%s': %s", path, strerror(errno));
         goto fail;
     }
+
+    if (!a->cfg.staging_dir || stage_root_init(a->cfg.staging_dir, err) != 0 ||
+        stage_key_load(a->cfg.data_dir, a->stage_key, err) != 0)
+        goto fail;
 
     if (!(s = store_open(a->cfg.redis_url, err)))
         goto fail;
@@ -459,9 +470,9 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
     a->claim_started = 1;
     ty_log(TY_LOG_INFO, "agent.started",
            "agent=%s slots=%d stop_grace_s=%d cpus=%d memory_bytes=%lld gpus=%d data_dir='%s' "
-           "s3_dir='%s' runtime_image=%s",
+           "staging_dir='%s' s3_dir='%s' runtime_image=%s",
            a->id, a->cfg.slots, a->cfg.stop_grace_s, a->host_cpus, (long long)a->host_memory,
-           a->host_gpus, a->cfg.data_dir, a->cfg.s3_dir, a->cfg.runtime_image);
+           a->host_gpus, a->cfg.data_dir, a->cfg.staging_dir, a->cfg.s3_dir, a->cfg.runtime_image);
     return a;
 
 fail:

@@ -2,12 +2,12 @@
 # regexes, artifacts) - no Redis or engine, so unit tests link it alone.
 add_library(ty_agent_core STATIC
   ${TY_CP_DIR}/agent/instances.c ${TY_CP_DIR}/agent/spec.c ${TY_CP_DIR}/agent/stage.c
-  ${TY_CP_DIR}/agent/metrics.c ${TY_CP_DIR}/agent/artifacts.c ${TY_CP_DIR}/agent/channels.c
+  ${TY_CP_DIR}/agent/metrics.c ${TY_CP_DIR}/agent/artifacts.c ${TY_CP_DIR}/agent/channels.c ${TY_CP_DIR}/agent/confine.c
   ${TY_CP_DIR}/agent/relay.c
   ${TY_CP_DIR}/agent/fence.c)
 target_include_directories(ty_agent_core PUBLIC ${TY_CP_DIR}/agent)
 target_link_libraries(ty_agent_core PUBLIC ty_core PkgConfig::ARCHIVE PkgConfig::PCRE2
-  PkgConfig::JANSSON Threads::Threads m)
+  PkgConfig::JANSSON PkgConfig::CRYPTO Threads::Threads m)
 
 # ty_agent: the training agent (agent.h), embedded in trainyard-server and trainyard-agent.
 # transfer.c moves bytes through the object store (ty_s3, declared by s3.cmake after this file:

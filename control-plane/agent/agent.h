@@ -22,7 +22,10 @@ struct agent_config {
     const char *id;            /* unique agent id; NULL = "<hostname>-<pid>-<n>" */
     const char *redis_url;     /* as store_open() */
     const char *docker_host;   /* as docker_open() */
-    const char *data_dir;      /* jobs staged under <data_dir>/jobs/<job>/ */
+    const char *data_dir;      /* state of the agent (staging.key); see staging_dir */
+    const char *staging_dir;   /* jobs staged under <staging_dir>/<HMAC of the job name>/ (its
+                                  host path shows inside containers: keep it out of data_dir);
+                                  NULL = stage_default_root() */
     const char *s3_dir;        /* local object store root: <s3_dir>/<bucket>/<key>;
                                   NULL = <data_dir>/s3 */
     const char *runtime_tar;   /* rootfs tarball of trainyard/runtime, imported when missing;

@@ -2,11 +2,14 @@
  * artifacts.c - S3 URIs over the local object store and atomic tar.gz archives (libarchive,
  * streamed in 64 KiB chunks: no file is ever held whole in memory).
  */
+#define _GNU_SOURCE /* readlinkat */
 #include "artifacts.h"
+
+#include "confine.h"
+#include "ty_log.h"
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,8 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ARTIFACTS_CHUNK     65536
-#define ARTIFACTS_MAX_DEPTH 64
+#define ARTIFACTS_CHUNK 65536
 
 int artifacts_s3_parse(const char *uri, char *bucket, size_t bn, char *key, size_t kn)
 {
@@ -104,102 +106,116 @@ struct artifacts_walk {
     char *buf; /* ARTIFACTS_CHUNK bytes */
 };
 
-static int artifacts_write_file(struct artifacts_walk *w, const char *path, const char *name,
-                                struct archive_entry *e)
+/* Archives the regular file e (opened again below its folder fd, never followed): exactly the
+   size fstat gives, zero-padded should it shrink meanwhile. A file swapped for anything else
+   since it was listed is skipped. */
+static int artifacts_write_file(struct artifacts_walk *w, const struct confine_entry *e,
+                                struct archive_entry *ae)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    ssize_t r;
+    struct stat st;
+    int fd = confine_open_read(e->dirfd, e->name, &st);
+    int64_t left;
 
-    if (fd < 0)
-        return ty_err_set(w->err, TY_EIO, NULL, "cannot open '%s': %s", path, strerror(errno));
-    if (archive_write_header(w->ar, e) != ARCHIVE_OK) {
+    if (fd < 0) {
+        ty_log(TY_LOG_INFO, "agent.artifacts.skipped", "path='%s' why='%s'", e->rel, strerror(-fd));
+        return 0;
+    }
+    archive_entry_copy_stat(ae, &st);
+    archive_entry_set_pathname(ae, e->rel);
+    if (archive_write_header(w->ar, ae) != ARCHIVE_OK) {
         close(fd);
-        return ty_err_set(w->err, TY_EIO, NULL, "cannot archive '%s': %s", name,
+        return ty_err_set(w->err, TY_EIO, NULL, "cannot archive '%s': %s", e->rel,
                           archive_error_string(w->ar));
     }
-    while ((r = read(fd, w->buf, ARTIFACTS_CHUNK)) > 0) {
+    for (left = st.st_size; left > 0;) {
+        size_t want = left < ARTIFACTS_CHUNK ? (size_t)left : ARTIFACTS_CHUNK;
+        ssize_t r = read(fd, w->buf, want);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            close(fd);
+            return ty_err_set(w->err, TY_EIO, NULL, "cannot read '%s': %s", e->rel,
+                              strerror(errno));
+        }
+        if (r == 0) { /* shrunk since fstat: the header promised st_size bytes */
+            r = (ssize_t)want;
+            memset(w->buf, 0, want);
+        }
         if (archive_write_data(w->ar, w->buf, (size_t)r) != r) {
             close(fd);
-            return ty_err_set(w->err, TY_EIO, NULL, "cannot archive '%s': %s", name,
+            return ty_err_set(w->err, TY_EIO, NULL, "cannot archive '%s': %s", e->rel,
                               archive_error_string(w->ar));
         }
+        left -= r;
     }
     close(fd);
-    if (r < 0)
-        return ty_err_set(w->err, TY_EIO, NULL, "cannot read '%s': %s", path, strerror(errno));
     return 0;
 }
 
-/* Adds the entries under dir (whose archive name prefix is rel, "" at the top). */
-static int artifacts_walk_dir(struct artifacts_walk *w, const char *dir, const char *rel, int depth)
+/* confine_walk callback: one entry of the tree. */
+static int artifacts_walk_cb(void *ud, const struct confine_entry *e)
 {
-    struct dirent **list = NULL;
-    int n, rc = 0;
+    struct artifacts_walk *w = ud;
+    struct archive_entry *ae;
+    char link[PATH_MAX];
+    int rc = 0;
 
-    if (depth > ARTIFACTS_MAX_DEPTH)
-        return ty_err_set(w->err, TY_EIO, NULL, "directory tree too deep at '%s'", dir);
-    n = scandir(dir, &list, NULL, alphasort);
-    if (n < 0) {
-        if (errno == ENOENT && depth == 0)
-            return 0;
-        return ty_err_set(w->err, TY_EIO, NULL, "cannot read '%s': %s", dir, strerror(errno));
+    if (!S_ISREG(e->st.st_mode) && !S_ISDIR(e->st.st_mode) && !S_ISLNK(e->st.st_mode)) {
+        ty_log(TY_LOG_INFO, "agent.artifacts.skipped", "path='%s' type=%s", e->rel,
+               confine_type(&e->st));
+        return 0;
     }
-    for (int i = 0; i < n; i++) {
-        const char *nm = list[i]->d_name;
-        char path[PATH_MAX], name[PATH_MAX], link[PATH_MAX];
-        struct archive_entry *e;
-        struct stat st;
-        int w1, w2;
+    if (!(ae = archive_entry_new()))
+        return ty_err_set(w->err, TY_EIO, NULL, "out of memory");
+    if (S_ISREG(e->st.st_mode)) {
+        rc = artifacts_write_file(w, e, ae);
+        archive_entry_free(ae);
+        return rc;
+    }
+    archive_entry_copy_stat(ae, &e->st);
+    archive_entry_set_pathname(ae, e->rel);
+    archive_entry_set_size(ae, 0);
+    if (S_ISLNK(e->st.st_mode)) {
+        /* a link is kept as a link, as tar does: its target is never read */
+        ssize_t l = readlinkat(e->dirfd, e->name, link, sizeof(link) - 1);
+        if (l < 0) {
+            archive_entry_free(ae);
+            return 0; /* gone or swapped since it was listed */
+        }
+        link[l] = '\0';
+        archive_entry_set_symlink(ae, link);
+    }
+    if (archive_write_header(w->ar, ae) != ARCHIVE_OK)
+        rc = ty_err_set(w->err, TY_EIO, NULL, "cannot archive '%s': %s", e->rel,
+                        archive_error_string(w->ar));
+    archive_entry_free(ae);
+    return rc;
+}
 
-        if (rc || strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
-            continue;
-        w1 = snprintf(path, sizeof(path), "%s/%s", dir, nm);
-        w2 = rel[0] ? snprintf(name, sizeof(name), "%s/%s", rel, nm)
-                    : snprintf(name, sizeof(name), "%s", nm);
-        if (w1 < 0 || (size_t)w1 >= sizeof(path) || w2 < 0 || (size_t)w2 >= sizeof(name)) {
-            rc = ty_err_set(w->err, TY_EIO, NULL, "path too long under '%s'", dir);
-            continue;
-        }
-        if (lstat(path, &st) != 0) {
-            rc = ty_err_set(w->err, TY_EIO, NULL, "cannot stat '%s': %s", path, strerror(errno));
-            continue;
-        }
-        if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
-            continue;
-        e = archive_entry_new();
-        if (!e) {
-            rc = ty_err_set(w->err, TY_EIO, NULL, "out of memory");
-            continue;
-        }
-        archive_entry_copy_stat(e, &st);
-        archive_entry_set_pathname(e, name);
-        if (S_ISREG(st.st_mode)) {
-            rc = artifacts_write_file(w, path, name, e);
-        } else if (S_ISLNK(st.st_mode)) {
-            ssize_t l = readlink(path, link, sizeof(link) - 1);
-            if (l < 0) {
-                rc = ty_err_set(w->err, TY_EIO, NULL, "cannot read link '%s'", path);
-            } else {
-                link[l] = '\0';
-                archive_entry_set_symlink(e, link);
-                archive_entry_set_size(e, 0);
-                if (archive_write_header(w->ar, e) != ARCHIVE_OK)
-                    rc = ty_err_set(w->err, TY_EIO, NULL, "cannot archive '%s': %s", name,
-                                    archive_error_string(w->ar));
-            }
-        } else {
-            archive_entry_set_size(e, 0);
-            if (archive_write_header(w->ar, e) != ARCHIVE_OK)
-                rc = ty_err_set(w->err, TY_EIO, NULL, "cannot archive '%s': %s", name,
-                                archive_error_string(w->ar));
-            else
-                rc = artifacts_walk_dir(w, path, name, depth + 1);
-        }
-        archive_entry_free(e);
+/* Adds the tree of the folder rel under root. A missing folder adds nothing; a symlink (or
+   anything but a folder) in its place or on its way adds nothing either and is logged. */
+static int artifacts_walk_tree(struct artifacts_walk *w, const char *root, const char *rel)
+{
+    int rfd, top, rc;
+
+    if ((rfd = confine_openroot(root)) < 0)
+        return rfd == -ENOENT
+                   ? 0
+                   : ty_err_set(w->err, TY_EIO, NULL, "cannot open '%s': %s", root, strerror(-rfd));
+    top = confine_opendir(rfd, rel, 0);
+    close(rfd);
+    if (top < 0) {
+        if (top != -ENOENT)
+            ty_log(TY_LOG_WARN, "agent.artifacts.not_followed",
+                   "root='%s' path='%s' why='%s' note='not a folder: archived as empty'", root,
+                   rel ? rel : "", strerror(-top));
+        return 0;
     }
-    for (int i = 0; i < n; i++)
-        free(list[i]);
-    free(list);
+    rc = confine_walk(top, artifacts_walk_cb, w);
+    close(top);
+    if (rc < 0 && w->err->code == 0)
+        rc = ty_err_set(w->err, TY_EIO, NULL, "cannot read '%s/%s': %s", root, rel ? rel : "",
+                        strerror(-rc));
     return rc;
 }
 
@@ -224,7 +240,7 @@ static int artifacts_fsync_dir(const char *file)
     return 0;
 }
 
-int artifacts_targz(const char *src_dir, const char *dest, struct ty_err *err)
+int artifacts_targz(const char *root, const char *rel, const char *dest, struct ty_err *err)
 {
     static atomic_uint seq;
     char tmp[PATH_MAX], parent[PATH_MAX];
@@ -259,7 +275,7 @@ int artifacts_targz(const char *src_dir, const char *dest, struct ty_err *err)
         rc = ty_err_set(err, TY_EIO, NULL, "cannot start archive: %s", archive_error_string(w.ar));
         goto fail;
     }
-    if ((rc = artifacts_walk_dir(&w, src_dir, "", 0)) != 0)
+    if ((rc = artifacts_walk_tree(&w, root, rel)) != 0)
         goto fail;
     if (archive_write_close(w.ar) != ARCHIVE_OK) {
         rc = ty_err_set(err, TY_EIO, NULL, "cannot finish archive: %s", archive_error_string(w.ar));

@@ -31,12 +31,16 @@ int artifacts_output_key(const char *prefix, const char *job, const char *file, 
                          size_t n);
 
 /*
- * Archives the tree under src_dir (entries relative to it, sorted, regular files, directories
- * and symlinks; other types are skipped) as a gzip'ed tar at dest, creating dest's parent
- * directories. Writes dest.tmp.<pid>.<n>, fsyncs and renames it, so readers never see a partial
- * archive. A missing src_dir gives an empty archive. Returns 0 or -TY_EIO with err->msg.
+ * Archives the tree of the folder rel under the folder root (entries relative to it, sorted:
+ * regular files, directories and symlinks, a symlink as a symlink, never followed; FIFOs,
+ * devices and sockets are skipped with a log line) as a gzip'ed tar at dest, creating dest's
+ * parent directories. root is the agent's (a job's staging folder: its path is trusted); rel
+ * is walked below it with confine.h, so that nothing outside root is ever read, whatever the
+ * job's container does to the tree meanwhile. Writes dest.tmp.<pid>.<n>, fsyncs and renames
+ * it, so readers never see a partial archive. A missing rel, or one that is a symlink (or on
+ * its way through one), gives an empty archive. Returns 0 or -TY_EIO with err->msg.
  */
-int artifacts_targz(const char *src_dir, const char *dest, struct ty_err *err);
+int artifacts_targz(const char *root, const char *rel, const char *dest, struct ty_err *err);
 
 /* mkdir -p with mode (existing directories are fine). 0 or -errno. */
 int artifacts_mkdirs(const char *path, unsigned mode);

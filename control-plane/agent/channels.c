@@ -4,9 +4,11 @@
  * Gzip goes through libarchive's raw format with the gzip filter, so multi-member streams work
  * and no zlib code lives here.
  */
+#define _GNU_SOURCE /* O_NOFOLLOW, futimens */
 #include "channels.h"
 
 #include "artifacts.h"
+#include "confine.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int channels_shard_mine(const char *dist, uint64_t i, int host_index, int host_count)
@@ -232,22 +235,18 @@ static int channels_write_all(int out, const char *buf, size_t len)
     return 0;
 }
 
-int channels_copy_fd(int fd, const char *dst, int gunzip, const char *what, uint64_t *bytes,
-                     struct ty_err *err)
+/* Streams fd into out (gunzipping when gunzip); dst names out in messages. OUT: *bytes. */
+static int channels_copy_stream(int fd, int out, const char *dst, int gunzip, const char *what,
+                                uint64_t *bytes, struct ty_err *err)
 {
     struct archive *ar = NULL;
     struct archive_entry *e;
-    char *buf = NULL;
+    char *buf = malloc(CHANNELS_CHUNK);
     uint64_t total = 0;
-    int out = -1, rc;
+    int rc;
 
-    if ((rc = channels_mkparent(dst, err)) != 0)
-        return rc;
-    out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    buf = malloc(CHANNELS_CHUNK);
-    if (out < 0 || !buf) {
-        rc = ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot create '%s': %s", dst,
-                        strerror(out < 0 ? errno : ENOMEM));
+    if (!buf) {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "InternalServerError: out of memory");
         goto done;
     }
     {
@@ -318,11 +317,64 @@ done:
     if (ar)
         archive_read_free(ar);
     free(buf);
-    if (out >= 0 && close(out) != 0 && rc == 0)
+    if (rc == 0)
+        *bytes = total;
+    return rc;
+}
+
+int channels_copy_fd(int fd, const char *dst, int gunzip, const char *what, uint64_t *bytes,
+                     struct ty_err *err)
+{
+    uint64_t total = 0;
+    int out, rc;
+
+    if ((rc = channels_mkparent(dst, err)) != 0)
+        return rc;
+    out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (out < 0)
+        return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot create '%s': %s", dst,
+                          strerror(errno));
+    rc = channels_copy_stream(fd, out, dst, gunzip, what, &total, err);
+    if (close(out) != 0 && rc == 0)
         rc = ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot write '%s': %s", dst,
                         strerror(errno));
-    if (rc != 0 && out >= 0)
+    if (rc != 0)
         unlink(dst);
+    if (rc == 0 && bytes)
+        *bytes = total;
+    return rc;
+}
+
+int channels_copy_fd_at(int fd, int root, const char *rel, int gunzip, const char *what,
+                        uint64_t *bytes, struct ty_err *err)
+{
+    uint64_t total = 0;
+    int out, rc;
+
+    out = confine_create(root, rel, 0666, 0777);
+    if (out < 0) {
+        if (out == -EINVAL || out == -ELOOP || out == -ENOTDIR || out == -EISDIR)
+            return ty_err_set(err, TY_EINVAL, NULL,
+                              "ClientError: %s cannot be staged as '%s': a path component is not "
+                              "a folder",
+                              what, rel);
+        return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot create '%s': %s", rel,
+                          strerror(-out));
+    }
+    rc = channels_copy_stream(fd, out, rel, gunzip, what, &total, err);
+    if (close(out) != 0 && rc == 0)
+        rc = ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot write '%s': %s", rel,
+                        strerror(errno));
+    if (rc != 0) {
+        char parent[PATH_MAX];
+        const char *leaf;
+        int dfd;
+        if (confine_split(rel, parent, sizeof(parent), &leaf) == 0 &&
+            (dfd = confine_opendir(root, parent, 0)) >= 0) {
+            unlinkat(dfd, leaf, 0);
+            close(dfd);
+        }
+    }
     if (rc == 0 && bytes)
         *bytes = total;
     return rc;
@@ -357,140 +409,162 @@ static int channels_link_ok(const char *name, const char *tgt)
     return 0;
 }
 
+/* Writes the data of the current regular-file entry of in into the new file leaf of dfd. */
+static int channels_untar_file(struct archive *in, struct archive_entry *e, int dfd,
+                               const char *leaf, const char *name, const char *what, char *buf,
+                               struct ty_err *err)
+{
+    mode_t perm = (archive_entry_perm(e) & 0755) | 0644;
+    struct timespec ts[2];
+    la_ssize_t n;
+    int out = confine_create(dfd, leaf, perm, 0);
+
+    if (out < 0)
+        return ty_err_set(err, TY_EINVAL, NULL, "ClientError: %s: cannot unpack '%s': %s", what,
+                          name, strerror(-out));
+    while ((n = archive_read_data(in, buf, CHANNELS_CHUNK)) > 0) {
+        if (channels_write_all(out, buf, (size_t)n) != 0) {
+            int e2 = errno;
+            close(out);
+            return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot write '%s': %s", name,
+                              strerror(e2));
+        }
+    }
+    if (n < 0) {
+        close(out);
+        return ty_err_set(err, TY_EINVAL, NULL, "ClientError: %s: cannot read '%s': %s", what, name,
+                          archive_error_string(in));
+    }
+    ts[0].tv_sec = ts[1].tv_sec = archive_entry_mtime(e);
+    ts[0].tv_nsec = ts[1].tv_nsec = 0;
+    futimens(out, ts);
+    if (close(out) != 0)
+        return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot write '%s': %s", name,
+                          strerror(errno));
+    return 0;
+}
+
 int channels_untar_fd(int fd, const char *dest, const char *what, struct ty_err *err)
 {
-    /* Entries are written at absolute paths under the resolved dest (libarchive then refuses
-       any path through a symlink on disk, and any ".."); names are checked here first so that
-       the FailureReason says what was wrong. */
-    const int flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
-                      ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS;
-    struct archive *in = archive_read_new(), *out = archive_write_disk_new();
+    /* Every entry is written relative to a folder fd of dest, each path component opened with
+       O_NOFOLLOW (confine.h): an entry can neither name nor pass through a symlink, whatever
+       earlier entries made. Names and link targets are checked first, so that the
+       FailureReason says what was wrong. */
+    struct archive *in = archive_read_new();
     struct archive_entry *e;
-    char *buf = malloc(CHANNELS_CHUNK), root[PATH_MAX];
+    char *buf = malloc(CHANNELS_CHUNK);
     long entries = 0;
-    int rc = 0, r;
+    int root = -1, rc = 0, r;
 
-    if (!in || !out || !buf) {
+    if (!in || !buf) {
         rc = ty_err_set(err, TY_ENOMEM, NULL, "InternalServerError: out of memory");
         goto done;
     }
-    if (!realpath(dest, root)) {
-        rc = ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot resolve '%s': %s", dest,
-                        strerror(errno));
+    if ((root = confine_openroot(dest)) < 0) {
+        rc = ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot open '%s': %s", dest,
+                        strerror(-root));
         goto done;
     }
     archive_read_support_filter_all(in);
     archive_read_support_format_tar(in);
     archive_read_support_format_gnutar(in);
-    archive_write_disk_set_options(out, flags);
     if (archive_read_open_fd(in, fd, CHANNELS_CHUNK) != ARCHIVE_OK) {
         rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: cannot read %s: %s", what,
                         archive_error_string(in));
         goto done;
     }
     while ((r = archive_read_next_header(in, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
-        const char *ename = archive_entry_pathname(e);
+        const char *ename = archive_entry_pathname(e), *name, *leaf;
         mode_t type = archive_entry_filetype(e);
-        char full[PATH_MAX], namebuf[PATH_MAX];
-        const char *name;
-        int w;
-
-        /* a copy: setting the entry's pathname below frees the original */
-        if (ename && strlen(ename) >= sizeof(namebuf)) {
-            rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: %s: entry name too long", what);
-            goto done;
-        }
-        snprintf(namebuf, sizeof(namebuf), "%s", ename ? ename : "");
-        name = namebuf;
+        char tmp[PATH_MAX], parent[PATH_MAX];
+        size_t l;
+        int dfd;
 
         if (++entries > CHANNELS_TAR_ENTRIES) {
             rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: %s has more than %d entries", what,
                             CHANNELS_TAR_ENTRIES);
             goto done;
         }
-        while (name && name[0] == '.' && name[1] == '/')
+        name = ename ? ename : "";
+        while (name[0] == '.' && name[1] == '/')
             name += 2;
-        if (!*name || strcmp(name, ".") == 0 || strcmp(name, "./") == 0)
+        if (!*name || strcmp(name, ".") == 0)
             continue;
-        {
-            /* a directory entry "a/b/" is checked without its trailing slash */
-            char tmp[PATH_MAX];
-            size_t l = strlen(name);
-            if (l >= sizeof(tmp)) {
-                rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: %s: entry name too long", what);
-                goto done;
-            }
-            memcpy(tmp, name, l + 1);
-            while (l > 1 && tmp[l - 1] == '/')
-                tmp[--l] = '\0';
-            if (channels_rel_ok(tmp) != 0) {
-                rc = ty_err_set(err, TY_EINVAL, NULL,
-                                "ClientError: %s: entry '%s' is an absolute path or has '..' "
-                                "segments; it would be unpacked outside the code directory",
-                                what, name);
-                goto done;
-            }
+        /* a directory entry "a/b/" is checked without its trailing slash */
+        l = strlen(name);
+        if (l >= sizeof(tmp)) {
+            rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: %s: entry name too long", what);
+            goto done;
+        }
+        memcpy(tmp, name, l + 1);
+        while (l > 1 && tmp[l - 1] == '/')
+            tmp[--l] = '\0';
+        if (channels_rel_ok(tmp) != 0) {
+            rc = ty_err_set(err, TY_EINVAL, NULL,
+                            "ClientError: %s: entry '%s' is an absolute path or has '..' "
+                            "segments; it would be unpacked outside the code directory",
+                            what, name);
+            goto done;
         }
         if (archive_entry_hardlink(e)) {
             rc = ty_err_set(err, TY_EINVAL, NULL,
                             "ClientError: %s: entry '%s' is a hard link, which is not supported",
-                            what, name);
+                            what, tmp);
             goto done;
         }
-        if (type == AE_IFLNK && channels_link_ok(name, archive_entry_symlink(e)) != 0) {
+        if (type == AE_IFLNK && channels_link_ok(tmp, archive_entry_symlink(e)) != 0) {
             rc = ty_err_set(err, TY_EINVAL, NULL,
                             "ClientError: %s: symbolic link '%s' points outside the code "
                             "directory",
-                            what, name);
+                            what, tmp);
             goto done;
         }
         if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
-            continue;
-        w = snprintf(full, sizeof(full), "%s/%s", root, name);
-        if (w < 0 || (size_t)w >= sizeof(full)) {
+            continue; /* FIFOs, devices, sockets: never made */
+        if (confine_split(tmp, parent, sizeof(parent), &leaf) != 0) {
             rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: %s: entry '%s' path too long", what,
-                            name);
+                            tmp);
             goto done;
         }
-        archive_entry_set_pathname(e, full);
-        archive_entry_set_perm(e,
-                               (archive_entry_perm(e) & 0755) | (type == AE_IFDIR ? 0755 : 0644));
-        archive_entry_set_uid(e, 0);
-        archive_entry_set_gid(e, 0);
-        if (archive_write_header(out, e) != ARCHIVE_OK) {
-            rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: %s: cannot unpack '%s': %s", what,
-                            name, archive_error_string(out));
+        dfd = confine_opendir(root, parent, 0755);
+        if (dfd < 0) {
+            rc = ty_err_set(err, TY_EINVAL, NULL,
+                            "ClientError: %s: entry '%s' would be unpacked through a symbolic "
+                            "link or a file ('%s' is not a folder)",
+                            what, tmp, parent);
             goto done;
         }
-        if (type == AE_IFREG) {
-            la_ssize_t n;
-            while ((n = archive_read_data(in, buf, CHANNELS_CHUNK)) > 0) {
-                if (archive_write_data(out, buf, (size_t)n) != n) {
-                    rc = ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot write '%s': %s",
-                                    full, archive_error_string(out));
-                    goto done;
-                }
-            }
-            if (n < 0) {
-                rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: %s: cannot read '%s': %s", what,
-                                name, archive_error_string(in));
-                goto done;
-            }
+        if (type == AE_IFDIR) {
+            struct stat st;
+            if (mkdirat(dfd, leaf, 0755) != 0 &&
+                (errno != EEXIST || fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+                 !S_ISDIR(st.st_mode)))
+                rc = ty_err_set(err, TY_EINVAL, NULL,
+                                "ClientError: %s: cannot unpack folder '%s': another entry is in "
+                                "the way",
+                                what, tmp);
+            else
+                fchmodat(dfd, leaf, 0755, 0);
+        } else if (type == AE_IFLNK) {
+            struct stat st;
+            if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
+                unlinkat(dfd, leaf, 0);
+            if (symlinkat(archive_entry_symlink(e), dfd, leaf) != 0)
+                rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: %s: cannot unpack '%s': %s",
+                                what, tmp, strerror(errno));
+        } else {
+            rc = channels_untar_file(in, e, dfd, leaf, tmp, what, buf, err);
         }
-        if (archive_write_finish_entry(out) != ARCHIVE_OK) {
-            rc = ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot write '%s': %s", full,
-                            archive_error_string(out));
+        close(dfd);
+        if (rc != 0)
             goto done;
-        }
     }
     if (r != ARCHIVE_EOF)
         rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: cannot read %s: %s", what,
                         archive_error_string(in));
 done:
-    if (out) {
-        archive_write_close(out);
-        archive_write_free(out);
-    }
+    if (root >= 0)
+        close(root);
     if (in)
         archive_read_free(in);
     free(buf);

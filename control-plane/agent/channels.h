@@ -62,11 +62,22 @@ int channels_copy_fd(int fd, const char *dst, int gunzip, const char *what, uint
                      struct ty_err *err);
 
 /*
+ * As channels_copy_fd, into the new file rel below the folder fd root (confine.h: parents
+ * created 0777 and opened without following symlinks; an existing entry of that name is
+ * replaced, never followed; "." and ".." segments refused). A path through a symlink or a
+ * file is a ClientError naming what.
+ */
+int channels_copy_fd_at(int fd, int root, const char *rel, int gunzip, const char *what,
+                        uint64_t *bytes, struct ty_err *err);
+
+/*
  * Unpacks the archive (tar, optionally gzip/bzip2/xz-compressed) readable from fd into dest
- * (which must exist). Regular files, directories and symlinks whose target stays inside dest;
- * an absolute path, a ".." segment, a link leaving dest or a hard link is rejected before
- * anything of it is written: -TY_EINVAL with "ClientError: ..." naming what. Other entry types
- * are skipped. Files are made world-readable. Returns 0 or a negative code with err->msg.
+ * (which must exist and not be a symlink). Regular files, directories and symlinks whose
+ * target stays inside dest; an absolute path, a ".." segment, a link leaving dest, a hard link
+ * or an entry through a symlink made by an earlier entry is rejected: -TY_EINVAL with
+ * "ClientError: ..." naming what. Every entry is made relative to a folder fd of dest, never
+ * following a symlink (confine.h). FIFOs, devices and sockets are skipped (never made). Files
+ * are made world-readable. Returns 0 or a negative code with err->msg.
  */
 int channels_untar_fd(int fd, const char *dest, const char *what, struct ty_err *err);
 

@@ -30,7 +30,11 @@
       "container engine: unix:///path or tcp://host:port (default $DOCKER_HOST, else "             \
       "unix:///var/run/docker.sock)")                                                              \
     X(data_dir, "data-dir", "TRAINYARD_DATA_DIR", "./.trainyard",                                  \
-      "jobs are staged under DIR/jobs/<job>/")                                                     \
+      "agent state (staging.key) lives in DIR")                                                    \
+    X(staging_dir, "staging-dir", "TRAINYARD_STAGING_DIR", NULL,                                   \
+      "jobs' /opt/ml trees are staged under DIR/<HMAC of the job name>/, created 0700 (default "   \
+      "/var/lib/trainyard/staging as root, else $XDG_RUNTIME_DIR/trainyard-staging or "            \
+      "/tmp/trainyard-staging-<uid>); keep it outside the data dir: containers see its path")      \
     X(s3_dir, "s3-dir", "TRAINYARD_S3_DIR", NULL,                                                  \
       "local object store root, <bucket>/<key> (default DATA_DIR/s3)")                             \
     X(id, "id", "TRAINYARD_AGENT_ID", NULL, "agent id (default <hostname>-<pid>-0)")               \
@@ -127,6 +131,7 @@ int main(int argc, char **argv)
     ac.redis_url = c.redis;
     ac.docker_host = c.docker_host;
     ac.data_dir = c.data_dir;
+    ac.staging_dir = c.staging_dir;
     ac.s3_dir = c.s3_dir;
     ac.runtime_tar = c.runtime_tar;
     ac.runtime_image = c.runtime_image;
@@ -142,13 +147,15 @@ int main(int argc, char **argv)
     }
 
     main_mask_url(c.redis, masked, sizeof(masked));
-    ty_log(TY_LOG_INFO, "agent.config",
-           "redis='%s' docker_host='%s' data_dir='%s' s3_dir='%s' id='%s' slots=%d "
-           "stop_grace_s=%d heartbeat_ttl_s=%d runtime_image='%s' runtime_tar='%s' "
-           "endpoint_url='%s' region='%s' s3_endpoint='%s'",
-           masked, c.docker_host, c.data_dir, c.s3_dir ? c.s3_dir : "", c.id ? c.id : "", ac.slots,
-           ac.stop_grace_s, ac.heartbeat_ttl_s, c.runtime_image, c.runtime_tar ? c.runtime_tar : "",
-           c.endpoint_url ? c.endpoint_url : "", c.region, c.s3_endpoint ? c.s3_endpoint : "");
+    ty_log(
+        TY_LOG_INFO, "agent.config",
+        "redis='%s' docker_host='%s' data_dir='%s' staging_dir='%s' s3_dir='%s' id='%s' slots=%d "
+        "stop_grace_s=%d heartbeat_ttl_s=%d runtime_image='%s' runtime_tar='%s' "
+        "endpoint_url='%s' region='%s' s3_endpoint='%s'",
+        masked, c.docker_host, c.data_dir, c.staging_dir ? c.staging_dir : "",
+        c.s3_dir ? c.s3_dir : "", c.id ? c.id : "", ac.slots, ac.stop_grace_s, ac.heartbeat_ttl_s,
+        c.runtime_image, c.runtime_tar ? c.runtime_tar : "", c.endpoint_url ? c.endpoint_url : "",
+        c.region, c.s3_endpoint ? c.s3_endpoint : "");
 
     /* Every thread inherits the blocked set; main alone takes the signals with sigwait. */
     sigemptyset(&set);

@@ -1,14 +1,18 @@
 /*
  * prof.c - profilerconfig.json for typrof and the in-process profiler rules (prof.h).
  */
+#define _GNU_SOURCE /* mkdtemp, O_NOFOLLOW */
 #include "prof.h"
 
-#include "artifacts.h"
+#include "confine.h"
 #include "rules.h"
+#include "stage.h"
 #include "ty_log.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +20,7 @@
 #include <unistd.h>
 
 #define PROF_DEFAULT_INTERVAL_MS 500
+#define PROF_COPY_MAX            (512ull << 20) /* bytes of profiler output read for rules */
 
 int prof_enabled(const json_t *pc)
 {
@@ -57,25 +62,46 @@ int prof_config_changed(const json_t *a, const json_t *b)
     return changed;
 }
 
+/* Writes doc as the file rel below root (confine.h: never through a symlink; an existing entry
+   of that name replaced), through a temp file renamed into place. 0 or -1. */
+static int prof_dump_at(int root, const char *dir_rel, const char *file, json_t *doc,
+                        unsigned dir_mode, size_t flags)
+{
+    char tmp[300];
+    int dfd, fd, rc = -1;
+
+    if ((dfd = confine_opendir(root, dir_rel, dir_mode)) < 0)
+        return -1;
+    snprintf(tmp, sizeof(tmp), ".%s.tmp", file);
+    fd = confine_create(dfd, tmp, 0644, 0);
+    if (fd >= 0) {
+        if (json_dumpfd(doc, fd, flags) == 0 && close(fd) == 0 &&
+            renameat(dfd, tmp, dfd, file) == 0)
+            rc = 0;
+        else
+            unlinkat(dfd, tmp, 0);
+    }
+    close(dfd);
+    return rc;
+}
+
 int prof_write_config(const char *host_dir, const json_t *pc)
 {
-    char path[PATH_MAX], tmp[PATH_MAX];
     json_t *doc = prof_config_doc(pc);
-    int rc = -1;
+    int root, dfd, rc = -1;
 
     if (!doc)
         return -1;
-    snprintf(path, sizeof(path), "%s/output/profiler", host_dir);
-    if (artifacts_mkdirs(path, 0777) != 0 || chmod(path, 0777) != 0)
+    /* the container may have replaced any folder below host_dir by a symlink by now */
+    if ((root = confine_openroot(host_dir)) < 0)
         goto out;
-    snprintf(path, sizeof(path), "%s/input/config/profilerconfig.json", host_dir);
-    snprintf(tmp, sizeof(tmp), "%s/input/config/.profilerconfig.json.tmp", host_dir);
-    if (json_dump_file(doc, tmp, JSON_SORT_KEYS) != 0 || chmod(tmp, 0644) != 0 ||
-        rename(tmp, path) != 0) {
-        unlink(tmp);
-        goto out;
+    if ((dfd = confine_opendir(root, "output/profiler", 0777)) >= 0) {
+        rc = fchmod(dfd, 0777);
+        close(dfd);
     }
-    rc = 0;
+    if (rc == 0)
+        rc = prof_dump_at(root, "input/config", "profilerconfig.json", doc, 0, JSON_SORT_KEYS);
+    close(root);
 out:
     json_decref(doc);
     return rc;
@@ -121,7 +147,7 @@ json_t *prof_rules_in_progress(const json_t *rules, double now)
 }
 
 /* Evaluates one configuration c on m (NULL: no profiler data). OUT: status (static), details. */
-static void prof_rule_one(const char *host_dir, const json_t *c, const struct typrof_metrics *m,
+static void prof_rule_one(int root, const json_t *c, const struct typrof_metrics *m,
                           const char **status, char *details, size_t n)
 {
     const char *name = json_string_value(json_object_get(c, "RuleConfigurationName"));
@@ -168,11 +194,9 @@ static void prof_rule_one(const char *host_dir, const json_t *c, const struct ty
             json_pack("{s:s, s:s, s:s, s:I, s:f, s:s}", "RuleConfigurationName", name, "Rule", rule,
                       "RuleEvaluationStatus", *status, "Datapoints", (json_int_t)res.datapoints,
                       "Value", isfinite(res.value) ? res.value : 0.0, "StatusDetails", res.detail);
-        snprintf(path, sizeof(path), "%s/output/profiler/rule-output/%s", host_dir, name);
-        if (out && artifacts_mkdirs(path, 0777) == 0)
-            snprintf(path, sizeof(path), "%s/output/profiler/rule-output/%s/result.json", host_dir,
-                     name);
-        if (!out || json_dump_file(out, path, JSON_SORT_KEYS | JSON_INDENT(2)) != 0)
+        snprintf(path, sizeof(path), "output/profiler/rule-output/%s", name);
+        if (!out || root < 0 ||
+            prof_dump_at(root, path, "result.json", out, 0777, JSON_SORT_KEYS | JSON_INDENT(2)))
             ty_log(TY_LOG_WARN, "agent.profiler.rule_output_failed", "rule=%s path='%s'", name,
                    path);
         json_decref(out);
@@ -181,30 +205,101 @@ static void prof_rule_one(const char *host_dir, const json_t *c, const struct ty
         free(params[i]);
 }
 
+struct prof_copy {
+    int dst;          /* folder fd of the private copy */
+    uint64_t left;    /* bytes still allowed */
+    const char *base; /* "system/incremental" or "summary" */
+};
+
+/* confine_walk callback: copies one regular file (its folders made in the copy). */
+static int prof_copy_cb(void *ud, const struct confine_entry *e)
+{
+    struct prof_copy *pc = ud;
+    char rel[PATH_MAX], buf[65536];
+    struct stat st;
+    ssize_t r;
+    int in, out;
+
+    if (S_ISDIR(e->st.st_mode))
+        return e->depth < 1 ? 0 : 1; /* <hour>/ folders only */
+    if (!S_ISREG(e->st.st_mode) || (uint64_t)e->st.st_size > pc->left)
+        return 0;
+    if ((in = confine_open_read(e->dirfd, e->name, &st)) < 0)
+        return 0;
+    snprintf(rel, sizeof(rel), "%s/%s", pc->base, e->rel);
+    out = confine_create(pc->dst, rel, 0600, 0700);
+    while (out >= 0 && pc->left > 0 &&
+           (r = read(in, buf, sizeof(buf) < pc->left ? sizeof(buf) : (size_t)pc->left)) > 0) {
+        if (write(out, buf, (size_t)r) != r)
+            break;
+        pc->left -= (uint64_t)r;
+    }
+    if (out >= 0)
+        close(out);
+    close(in);
+    return 0;
+}
+
+/* Copies the profiler's metrics files (system/incremental/<hour>/<file>, summary/<file>) from
+   <root>/output/profiler into the folder fd dst, at most PROF_COPY_MAX bytes in all, never
+   following a symlink: the loader (rules.h) reads plain paths. */
+static void prof_copy_metrics(int root, int dst)
+{
+    static const char *const parts[] = {"system/incremental", "summary"};
+    struct prof_copy pc = {dst, PROF_COPY_MAX, NULL};
+
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        char rel[64];
+        int top;
+        snprintf(rel, sizeof(rel), "output/profiler/%s", parts[i]);
+        if ((top = confine_opendir(root, rel, 0)) < 0)
+            continue;
+        pc.base = parts[i];
+        confine_walk(top, prof_copy_cb, &pc);
+        close(top);
+    }
+}
+
 json_t *prof_rules_eval(const char *host_dir, const json_t *rules, double now)
 {
     struct typrof_metrics m;
-    char dir[PATH_MAX];
+    char scratch[PATH_MAX], parent[PATH_MAX];
+    const char *leaf;
     json_t *out, *c;
-    int loaded;
+    int loaded = 0, root, dst = -1;
     size_t i;
 
     if (!json_is_array(rules) || json_array_size(rules) == 0)
         return NULL;
-    snprintf(dir, sizeof(dir), "%s/output/profiler", host_dir);
-    loaded = typrof__metrics_load(dir, &m) == 0;
+    /* the job's profiler output is copied, confined, into a folder of the agent beside
+       host_dir (outside the container's view) and read there */
+    root = confine_openroot(host_dir);
+    scratch[0] = '\0';
+    if (root >= 0 && confine_split(host_dir, parent, sizeof(parent), &leaf) == 0 &&
+        snprintf(scratch, sizeof(scratch), "%s/.prof-XXXXXX", parent[0] ? parent : "/") <
+            (int)sizeof(scratch) &&
+        mkdtemp(scratch) && (dst = confine_openroot(scratch)) >= 0) {
+        prof_copy_metrics(root, dst);
+        loaded = typrof__metrics_load(scratch, &m) == 0;
+    }
     out = json_array();
     json_array_foreach((json_t *)rules, i, c)
     {
         const char *name = json_string_value(json_object_get(c, "RuleConfigurationName"));
         const char *status;
         char details[512];
-        prof_rule_one(host_dir, c, loaded ? &m : NULL, &status, details, sizeof(details));
+        prof_rule_one(root, c, loaded ? &m : NULL, &status, details, sizeof(details));
         ty_log(TY_LOG_INFO, "agent.profiler.rule", "rule=%s status=%s details='%s'",
                name ? name : "", status, details);
         json_array_append_new(out, prof_status(name, status, details, now));
     }
     if (loaded)
         typrof__metrics_cleanup(&m);
+    if (dst >= 0) {
+        close(dst);
+        stage_remove(scratch);
+    }
+    if (root >= 0)
+        close(root);
     return out;
 }

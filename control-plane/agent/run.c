@@ -123,7 +123,7 @@ struct run_ctx {
     struct docker *d; /* owned */
     struct spec sp;
     char job[128];
-    char dir[PATH_MAX]; /* <data_dir>/jobs/<job> */
+    char dir[PATH_MAX]; /* <staging_dir>/<HMAC of the job name> (stage.h) */
     struct run_host h[STAGE_MAX_HOSTS];
     int nh;                 /* hosts in use: InstanceCount once the job is read, 1 before */
     int log_host;           /* host whose stream gets the agent's own lines (staging) */
@@ -532,6 +532,19 @@ static void run_transfer_init(struct run_ctx *r, struct transfer *t, struct objs
     t->role_arn = r->sp.role_arn;
 }
 
+/* Host h's checkpoint folder as a root the container cannot replace (h->dir for a LocalPath
+   under /opt/ml, else the folder bound at LocalPath) and a path below it. OUT: *rel. */
+static const char *run_ckpt_root(const struct run_ctx *r, const struct run_host *h,
+                                 const char **rel)
+{
+    if (strncmp(r->sp.checkpoint_local, "/opt/ml/", 8) == 0) {
+        *rel = r->sp.checkpoint_local + 8;
+        return h->dir;
+    }
+    *rel = "";
+    return h->ckpt_dir;
+}
+
 /* Uploads the checkpoint directory's new and changed files (all of them when final). Best
    effort: a failure is logged, the job goes on. */
 static void run_checkpoints_sync(struct run_ctx *r, int final)
@@ -554,8 +567,9 @@ static void run_checkpoints_sync(struct run_ctx *r, int final)
         int c = 0;
         if (!r->h[i].ckpt_seen)
             continue;
-        if (transfer_upload_tree(&t, r->h[i].ckpt_dir, r->sp.checkpoint_uri, r->h[i].ckpt_seen, 0,
-                                 &c, &err) != 0) {
+        const char *rel, *root = run_ckpt_root(r, &r->h[i], &rel);
+        if (transfer_upload_tree(&t, root, rel, r->sp.checkpoint_uri, r->h[i].ckpt_seen, 0, &c,
+                                 &err) != 0) {
             ty_log(TY_LOG_WARN, "agent.checkpoints.upload_failed", "job=%s host=%s error='%s'",
                    r->job, r->h[i].name, err.msg);
             if (err.code == TY_EREDIS || err.code == TY_EIO) {
@@ -596,7 +610,7 @@ static void run_profiler_upload(struct run_ctx *r)
         return;
     run_transfer_init(r, &t, os);
     t.log = NULL;
-    if (transfer_upload_tree(&t, src, uri, NULL, 0, &count, &err) != 0)
+    if (transfer_upload_tree(&t, r->h[0].dir, "output/profiler", uri, NULL, 0, &count, &err) != 0)
         ty_log(TY_LOG_WARN, "agent.profiler.upload_failed", "job=%s error='%s'", r->job, err.msg);
     else
         ty_log(TY_LOG_INFO, "agent.profiler.uploaded", "job=%s files=%d uri='%s'", r->job, count,
@@ -614,7 +628,7 @@ static void run_profiler_upload(struct run_ctx *r)
  */
 static int run_upload(struct run_ctx *r, json_t *set, int with_model, char *reason, size_t n)
 {
-    char bucket[256], prefix[1100], key[1400], tmp[PATH_MAX], src[PATH_MAX], uri[1700];
+    char bucket[256], prefix[1100], key[1400], tmp[PATH_MAX], uri[1700];
     struct transfer t;
     struct ty_err err;
     struct objstore *os;
@@ -649,14 +663,14 @@ static int run_upload(struct run_ctx *r, json_t *set, int with_model, char *reas
             return -1;
         }
         /* algo-1's model and output data, as SageMaker keeps them for a multi-host job */
-        run_fmt(src, sizeof(src), "%s/%s", r->h[0].dir, i == 0 ? "model" : "output/data");
+        const char *src = i == 0 ? "model" : "output/data"; /* below h[0].dir, confined */
         run_fmt(uri, sizeof(uri), "s3://%s/%s", bucket, key);
         if (r->sp.output_uncompressed) {
             int count = 0;
-            rc = transfer_upload_tree(&t, src, uri, NULL, 0, &count, &err);
+            rc = transfer_upload_tree(&t, r->h[0].dir, src, uri, NULL, 0, &count, &err);
         } else {
             run_fmt(tmp, sizeof(tmp), "%s/%s", r->dir, file);
-            rc = artifacts_targz(src, tmp, &err);
+            rc = artifacts_targz(r->h[0].dir, src, tmp, &err);
             if (rc == 0)
                 rc = transfer_put_file(&t, tmp, bucket, key, NULL, &err);
             unlink(tmp);
@@ -1575,7 +1589,8 @@ static int run_stage_data(struct run_ctx *r, struct run_host *h, struct ty_err *
             return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot create '%s'",
                               h->ckpt_dir);
         }
-        rc = transfer_download_prefix(&t, r->sp.checkpoint_uri, h->ckpt_dir, &count, err);
+        const char *rel, *root = run_ckpt_root(r, h, &rel);
+        rc = transfer_download_prefix(&t, r->sp.checkpoint_uri, root, rel, &count, err);
         if (rc == 0 && count > 0) {
             char line[1300];
             run_fmt(line, sizeof(line), "Restored %d checkpoint files from %s into %s", count,
@@ -1583,7 +1598,7 @@ static int run_stage_data(struct run_ctx *r, struct run_host *h, struct ty_err *
             run_log_line(r, line);
         }
         if (rc == 0 && (h->ckpt_seen = json_object()) != NULL)
-            transfer_upload_tree(&t, h->ckpt_dir, r->sp.checkpoint_uri, h->ckpt_seen, 1, NULL, err);
+            transfer_upload_tree(&t, root, rel, r->sp.checkpoint_uri, h->ckpt_seen, 1, NULL, err);
         ty_err_clear(err);
     }
     r->log_host = 0;
@@ -1739,7 +1754,8 @@ void *run_thread(void *arg)
     r->a = a;
     r->run = run;
     run_fmt(r->job, sizeof(r->job), "%s", run->item.job);
-    run_fmt(r->dir, sizeof(r->dir), "%s/jobs/%s", a->cfg.data_dir, r->job);
+    if (stage_job_dir(a->cfg.staging_dir, a->stage_key, r->job, r->dir, sizeof(r->dir)) != 0)
+        r->dir[0] = '\0'; /* not reached: a job name fits */
     r->nh = 1;
     run_host_init(r, 0);
     run_fmt(r->region, sizeof(r->region), "%s", a->cfg.region);

@@ -5,21 +5,23 @@
  * copies plain files from an s3_dir laid out as <s3_dir>/bucket/<key> when given one (tools
  * and tests without Redis).
  */
-#define _GNU_SOURCE /* nftw */
 #include "stage.h"
 
 #include "artifacts.h"
+#include "confine.h"
 #include "ty_buf.h"
 
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -140,25 +142,21 @@ fail:
 
 /* ---- files ---- */
 
-static int stage_rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    if (remove(path) != 0 && errno != ENOENT)
-        return -errno;
-    return 0;
-}
-
 int stage_remove(const char *dir)
 {
-    struct stat st;
-    int rc;
+    char parent[PATH_MAX];
+    const char *leaf;
+    int pfd, rc;
 
-    if (lstat(dir, &st) != 0)
-        return errno == ENOENT ? 0 : -errno;
-    rc = nftw(dir, stage_rm_cb, 32, FTW_DEPTH | FTW_PHYS);
-    return rc > 0 ? -rc : (rc < 0 ? -EIO : rc);
+    /* dir is the agent's own path; below it nothing is followed (confine_rmtree) */
+    if (confine_split(dir, parent, sizeof(parent), &leaf) != 0 || !*leaf)
+        return -EINVAL;
+    pfd = confine_openroot(parent[0] ? parent : "/");
+    if (pfd < 0)
+        return pfd == -ENOENT ? 0 : pfd;
+    rc = confine_rmtree(pfd, leaf);
+    close(pfd);
+    return rc;
 }
 
 /* mkdir -p path, then chmod 0777 (umask would narrow the mode). */
@@ -368,6 +366,112 @@ int stage_prepare(const char *dir, const struct spec *sp, int host, const char *
             return rc;
     }
     return 0;
+}
+
+/* ---- where the staging folders live ---- */
+
+void stage_default_root(char *out, size_t n)
+{
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+
+    if (geteuid() == 0)
+        snprintf(out, n, "/var/lib/trainyard/staging");
+    else if (xdg && xdg[0] == '/')
+        snprintf(out, n, "%s/trainyard-staging", xdg);
+    else
+        snprintf(out, n, "/tmp/trainyard-staging-%ld", (long)geteuid());
+}
+
+int stage_root_init(const char *root, struct ty_err *err)
+{
+    struct stat st;
+    int rc, fd;
+
+    if (root[0] != '/')
+        return ty_err_set(err, TY_EINVAL, NULL, "staging dir '%s' must be an absolute path", root);
+    if ((rc = artifacts_mkdirs(root, 0700)) != 0)
+        return ty_err_set(err, TY_EIO, NULL, "cannot create staging dir '%s': %s", root,
+                          strerror(-rc));
+    /* the folder itself, not a link someone placed there (a shared /tmp) */
+    if ((fd = confine_openroot(root)) < 0)
+        return ty_err_set(err, TY_EIO, NULL, "staging dir '%s' is not a folder: %s", root,
+                          strerror(-fd));
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || fchmod(fd, 0700) != 0) {
+        close(fd);
+        return ty_err_set(err, TY_EIO, NULL, "staging dir '%s' must be a folder owned by uid %ld",
+                          root, (long)geteuid());
+    }
+    close(fd);
+    return 0;
+}
+
+/* Reads exactly STAGE_KEY_LEN bytes of path. 0 or -1. */
+static int stage_key_read(const char *path, unsigned char *key)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    size_t got = 0;
+    ssize_t r;
+
+    if (fd < 0)
+        return -1;
+    while (got < STAGE_KEY_LEN && (r = read(fd, key + got, STAGE_KEY_LEN - got)) > 0)
+        got += (size_t)r;
+    close(fd);
+    return got == STAGE_KEY_LEN ? 0 : -1;
+}
+
+int stage_key_load(const char *data_dir, unsigned char *key, struct ty_err *err)
+{
+    char path[PATH_MAX], tmp[PATH_MAX];
+    unsigned char k[STAGE_KEY_LEN];
+    int fd, w1, w2;
+    ssize_t wr;
+
+    w1 = snprintf(path, sizeof(path), "%s/staging.key", data_dir);
+    w2 = snprintf(tmp, sizeof(tmp), "%s/.staging.key.%ld", data_dir, (long)getpid());
+    if (w1 < 0 || (size_t)w1 >= sizeof(path) || w2 < 0 || (size_t)w2 >= sizeof(tmp))
+        return ty_err_set(err, TY_EINVAL, NULL, "data dir path too long");
+    if (stage_key_read(path, key) == 0)
+        return 0;
+    /* first start: a random key, published whole (link fails if another agent won) */
+    if (getrandom(k, sizeof(k), 0) != (ssize_t)sizeof(k))
+        return ty_err_set(err, TY_EIO, NULL, "cannot draw a staging key: %s", strerror(errno));
+    unlink(tmp);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return ty_err_set(err, TY_EIO, NULL, "cannot create '%s': %s", tmp, strerror(errno));
+    wr = write(fd, k, sizeof(k));
+    if (wr != (ssize_t)sizeof(k) || fsync(fd) != 0) {
+        close(fd);
+        unlink(tmp);
+        return ty_err_set(err, TY_EIO, NULL, "cannot write '%s'", tmp);
+    }
+    close(fd);
+    if (link(tmp, path) != 0 && errno != EEXIST) {
+        int e = errno;
+        unlink(tmp);
+        return ty_err_set(err, TY_EIO, NULL, "cannot create '%s': %s", path, strerror(e));
+    }
+    unlink(tmp);
+    if (stage_key_read(path, key) != 0)
+        return ty_err_set(err, TY_EIO, NULL, "cannot read '%s'", path);
+    return 0;
+}
+
+int stage_job_dir(const char *root, const unsigned char *key, const char *job, char *out, size_t n)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int ml = 0;
+    char hex[33];
+    int w;
+
+    if (!HMAC(EVP_sha256(), key, STAGE_KEY_LEN, (const unsigned char *)job, strlen(job), md, &ml) ||
+        ml < 16)
+        return -TY_EIO;
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    w = snprintf(out, n, "%s/%s", root, hex);
+    return w < 0 || (size_t)w >= n ? -TY_EINVAL : 0;
 }
 
 /* ---- environment ---- */
@@ -603,18 +707,19 @@ done:
 
 int stage_read_failure(const char *dir, char *buf, size_t n)
 {
-    char path[PATH_MAX];
     size_t want, len;
     ssize_t r;
-    int fd, w;
+    int fd, root;
 
     if (n == 0)
         return 0;
     buf[0] = '\0';
-    w = snprintf(path, sizeof(path), "%s/output/failure", dir);
-    if (w < 0 || (size_t)w >= sizeof(path))
+    /* output/ and failure are the container's: opened below dir without following anything,
+       a FIFO or device is never opened for a blocking read */
+    if ((root = confine_openroot(dir)) < 0)
         return 0;
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    fd = confine_open_read(root, "output/failure", NULL);
+    close(root);
     if (fd < 0)
         return 0;
     want = n - 1 < 1024 ? n - 1 : 1024;

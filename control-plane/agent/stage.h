@@ -43,6 +43,32 @@ json_t *stage_inputdataconfig_json(const struct spec *sp);
 int stage_prepare(const char *dir, const struct spec *sp, int host, const char *s3_dir,
                   struct ty_err *err);
 
+/*
+ * Where a job's staging folders live. Their host path shows in the container's
+ * /proc/self/mountinfo, so it must tell a job nothing about the data dir: they live under a
+ * root of their own (--staging-dir), each job in <root>/<32 hex chars of HMAC-SHA256(key, job
+ * name)>, the key a random secret kept in <data_dir>/staging.key. The name is derived, not
+ * stored: an agent that restarts, or another agent of the same data dir taking the job over,
+ * finds (and cleans) the same folder, and a job cannot tell which data dir or job it belongs
+ * to from it.
+ */
+#define STAGE_KEY_LEN 32
+
+/* The default staging root: /var/lib/trainyard/staging as root, else
+   $XDG_RUNTIME_DIR/trainyard-staging, else /tmp/trainyard-staging-<uid>. OUT: out (size n). */
+void stage_default_root(char *out, size_t n);
+
+/* Creates root (mkdir -p) and makes it a 0700 folder of this uid; refuses a symlink or a folder
+   of another user there. 0, or a negative code with err->msg. */
+int stage_root_init(const char *root, struct ty_err *err);
+
+/* Loads the staging key from <data_dir>/staging.key, creating it (random, 0600) the first
+   time; safe when several agents start at once. OUT: key (STAGE_KEY_LEN bytes). 0 or code. */
+int stage_key_load(const char *data_dir, unsigned char *key, struct ty_err *err);
+
+/* "<root>/<hex>" of job (see above). OUT: out (size n). 0, or a negative code. */
+int stage_job_dir(const char *root, const unsigned char *key, const char *job, char *out, size_t n);
+
 struct stage_env_opts {
     int cpus;                 /* SM_NUM_CPUS */
     int gpus;                 /* SM_NUM_GPUS */
@@ -64,13 +90,15 @@ struct stage_env_opts {
  * credentials provider's AWS_CONTAINER_CREDENTIALS_FULL_URI and
  * AWS_CONTAINER_AUTHORIZATION_TOKEN, then the job's Environment map, which overrides any of
  * them. Never keys of its own. NULL on allocation failure.
-  */
+ */
 char **stage_env(const struct spec *sp, const struct stage_env_opts *o);
 void stage_env_free(char **env);
 
 /*
  * Reads the first n-1 bytes (at most 1024) of <dir>/output/failure into buf, NUL-terminated,
- * trailing whitespace trimmed. Returns 1 when the file exists and is not empty, else 0.
+ * trailing whitespace trimmed. output/ and failure are opened below dir without following a
+ * symlink; anything but a regular file (a FIFO, a device) is ignored, never opened blocking.
+ * Returns 1 when the file exists and is not empty, else 0.
  */
 int stage_read_failure(const char *dir, char *buf, size_t n);
 
@@ -81,7 +109,8 @@ int stage_read_failure(const char *dir, char *buf, size_t n);
  */
 void stage_utf8_fix(char *s, size_t len);
 
-/* rm -rf dir (does not follow symlinks). 0, or -errno of the first failure. */
+/* rm -rf dir: dir's own path is trusted, nothing below it is followed (confine.h). 0, or
+   -errno of the first failure. */
 int stage_remove(const char *dir);
 
 #endif

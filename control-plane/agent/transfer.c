@@ -9,9 +9,9 @@
 #define _GNU_SOURCE /* struct stat st_mtim */
 #include "transfer.h"
 
-#include "access.h"
 #include "artifacts.h"
 #include "channels.h"
+#include "confine.h"
 #include "ty_log.h"
 
 #include <dirent.h>
@@ -27,8 +27,7 @@
 #include <unistd.h>
 
 #define TRANSFER_PAGE          1000
-#define TRANSFER_PROGRESS_S    5.0 /* seconds between progress lines of one channel */
-#define TRANSFER_MAX_DEPTH     64
+#define TRANSFER_PROGRESS_S    5.0    /* seconds between progress lines of one channel */
 #define TRANSFER_MAX_SEEN      200000 /* files tracked for incremental uploads */
 #define TRANSFER_EMPTY_RETRIES 5      /* 200 ms looks before "No S3 objects found" */
 
@@ -74,15 +73,17 @@ struct transfer_chan {
     const char *name, *uri, *dist;
     int gunzip;
     char bucket[256], prefix[1100];
-    json_t *keys; /* ManifestFile: sorted full keys; NULL for S3Prefix */
+    json_t *keys;       /* ManifestFile: sorted full keys; NULL for S3Prefix */
+    int root;           /* borrowed: folder fd files are written below (confine.h) */
+    char dst[PATH_MAX]; /* the channel's folder below root ("input/data/<name>") */
     int host_index, host_count;
     uint64_t total_objects;    /* every object of the channel (all hosts) */
     uint64_t mine, mine_bytes; /* this host's share */
 };
 
-/* Copies one object into the channel directory. */
-static int transfer_get_object(struct transfer *t, struct transfer_chan *c, const char *chdir,
-                               const char *key, uint64_t *bytes, struct ty_err *err)
+/* Copies one object into the channel directory (below c->root, never through a symlink). */
+static int transfer_get_object(struct transfer *t, struct transfer_chan *c, const char *key,
+                               uint64_t *bytes, struct ty_err *err)
 {
     struct objstore_meta meta;
     char rel[1100], dst[PATH_MAX], what[1400];
@@ -92,13 +93,11 @@ static int transfer_get_object(struct transfer *t, struct transfer_chan *c, cons
     rc = channels_rel_path(c->prefix, key, rel, sizeof(rel), err);
     if (rc != 0)
         return rc < 0 ? rc : 0;
-    w = snprintf(dst, sizeof(dst), "%s/%s", chdir, rel);
+    w = snprintf(dst, sizeof(dst), "%s%s%s", c->dst, c->dst[0] ? "/" : "", rel);
     if (w < 0 || (size_t)w >= sizeof(dst))
         return ty_err_set(err, TY_EINVAL, NULL, "ClientError: S3 key '%s' is too long to stage",
                           key);
     snprintf(what, sizeof(what), "s3://%s/%s", c->bucket, key);
-    if ((rc = access_s3(t->authz, t->role_arn, "s3:GetObject", c->bucket, key, err)) != 0)
-        return rc;
     fd = objstore_open_read(t->os, c->bucket, key, &meta, err);
     objstore_meta_cleanup(&meta);
     if (fd < 0) {
@@ -111,17 +110,16 @@ static int transfer_get_object(struct transfer *t, struct transfer_chan *c, cons
                           "InternalServerError: cannot download %s for channel '%s': %s", what,
                           c->name, err->msg);
     }
-    rc = channels_copy_fd(fd, dst, c->gunzip, what, bytes, err);
+    rc = channels_copy_fd_at(fd, c->root, dst, c->gunzip, what, bytes, err);
     close(fd);
     return rc;
 }
 
 /*
  * Walks the channel's keys in sorted order; for pass 0 counts, for pass 1 downloads this
- * host's share into chdir.
+ * host's share into c->dst below c->root.
  */
-static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, const char *chdir,
-                         struct ty_err *err)
+static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, struct ty_err *err)
 {
     struct objstore_listing l;
     char *token = NULL;
@@ -139,8 +137,6 @@ static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, 
             if (pass == 0) {
                 struct objstore_meta meta;
                 memset(&meta, 0, sizeof(meta));
-                if ((rc = access_s3(t->authz, t->role_arn, "s3:GetObject", c->bucket, key, err)))
-                    return rc;
                 if (objstore_head(t->os, c->bucket, key, &meta, err) != 0) {
                     return ty_err_set(err, TY_EINVAL, NULL,
                                       "ClientError: the ManifestFile of channel '%s' lists "
@@ -159,7 +155,7 @@ static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, 
                 continue;
             {
                 uint64_t b = 0;
-                if ((rc = transfer_get_object(t, c, chdir, key, &b, err)) != 0)
+                if ((rc = transfer_get_object(t, c, key, &b, err)) != 0)
                     return rc;
                 done++;
                 bytes_done += b;
@@ -175,9 +171,6 @@ static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, 
         return 0;
     }
 
-    if (pass == 0 &&
-        (rc = access_s3(t->authz, t->role_arn, "s3:ListBucket", c->bucket, c->prefix, err)) != 0)
-        return rc;
     for (;;) {
         memset(&l, 0, sizeof(l));
         rc = objstore_list(t->os, c->bucket, c->prefix, NULL, token, NULL, TRANSFER_PAGE, &l, err);
@@ -210,7 +203,7 @@ static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, 
                 continue;
             {
                 uint64_t b = 0;
-                rc = transfer_get_object(t, c, chdir, key, &b, err);
+                rc = transfer_get_object(t, c, key, &b, err);
                 done++;
                 bytes_done += b;
             }
@@ -239,11 +232,12 @@ static int transfer_channel(struct transfer *t, const struct spec *sp, json_t *c
     struct transfer_chan c;
     json_t *s3 = json_object_get(json_object_get(ch, "DataSource"), "S3DataSource");
     const char *type, *comp, *mode;
-    char chdir[PATH_MAX], mpath[PATH_MAX], size[32];
+    char mpath[PATH_MAX], size[32];
     double t0 = transfer_now();
     int rc, w;
 
     memset(&c, 0, sizeof(c));
+    c.root = -1;
     c.name = transfer_str(ch, "ChannelName");
     c.host_index = host_index;
     c.host_count = host_count;
@@ -282,9 +276,14 @@ static int transfer_channel(struct transfer *t, const struct spec *sp, json_t *c
         artifacts_s3_parse(c.uri, c.bucket, sizeof(c.bucket), c.prefix, sizeof(c.prefix)) != 0)
         return ty_err_set(err, TY_EINVAL, NULL, "ClientError: channel '%s': invalid S3Uri '%s'",
                           c.name, c.uri ? c.uri : "");
-    w = snprintf(chdir, sizeof(chdir), "%s/input/data/%s", host_dir, c.name);
-    if (w < 0 || (size_t)w >= sizeof(chdir))
-        return ty_err_set(err, TY_EINVAL, NULL, "ClientError: channel name too long");
+    w = snprintf(c.dst, sizeof(c.dst), "input/data/%s", c.name);
+    if (w < 0 || (size_t)w >= sizeof(c.dst) || strchr(c.name, '/') || strcmp(c.name, ".") == 0 ||
+        strcmp(c.name, "..") == 0)
+        return ty_err_set(err, TY_EINVAL, NULL, "ClientError: channel name '%s' is invalid",
+                          c.name);
+    if ((c.root = confine_openroot(host_dir)) < 0)
+        return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot open '%s': %s", host_dir,
+                          strerror(-c.root));
 
     if (strcmp(type, "ManifestFile") == 0) {
         struct objstore_meta meta;
@@ -294,22 +293,25 @@ static int transfer_channel(struct transfer *t, const struct spec *sp, json_t *c
         memcpy(mb, c.bucket, sizeof(mb));
         memcpy(mk, c.prefix, sizeof(mk));
         w = snprintf(mpath, sizeof(mpath), "%s/manifest-%s.json", scratch, c.name);
-        if (w < 0 || (size_t)w >= sizeof(mpath))
-            return ty_err_set(err, TY_EINVAL, NULL, "ClientError: channel name too long");
-        if ((rc = access_s3(t->authz, t->role_arn, "s3:GetObject", mb, mk, err)) != 0)
-            return rc;
+        if (w < 0 || (size_t)w >= sizeof(mpath)) {
+            rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: channel name too long");
+            goto done;
+        }
         fd = objstore_open_read(t->os, mb, mk, &meta, err);
         objstore_meta_cleanup(&meta);
-        if (fd < 0)
-            return ty_err_set(err, TY_EINVAL, NULL,
-                              "ClientError: channel '%s': cannot read the ManifestFile %s: it "
-                              "does not exist",
-                              c.name, c.uri);
+        if (fd < 0) {
+            rc = ty_err_set(err, TY_EINVAL, NULL,
+                            "ClientError: channel '%s': cannot read the ManifestFile %s: it "
+                            "does not exist",
+                            c.name, c.uri);
+            goto done;
+        }
         if (meta.size > CHANNELS_MANIFEST_MAX) {
             close(fd);
-            return ty_err_set(err, TY_EINVAL, NULL,
-                              "ClientError: ManifestFile '%s' is larger than %d bytes", c.uri,
-                              CHANNELS_MANIFEST_MAX);
+            rc = ty_err_set(err, TY_EINVAL, NULL,
+                            "ClientError: ManifestFile '%s' is larger than %d bytes", c.uri,
+                            CHANNELS_MANIFEST_MAX);
+            goto done;
         }
         rc = channels_copy_fd(fd, mpath, 0, c.uri, NULL, err);
         close(fd);
@@ -318,10 +320,10 @@ static int transfer_channel(struct transfer *t, const struct spec *sp, json_t *c
                                          sizeof(c.prefix), &c.keys, err);
         unlink(mpath);
         if (rc != 0)
-            return rc;
+            goto done;
     }
 
-    if ((rc = transfer_walk(t, &c, 0, chdir, err)) != 0)
+    if ((rc = transfer_walk(t, &c, 0, err)) != 0)
         goto done;
     /* A bucket directory adopted by another thread at this moment can list empty while its
        files are being indexed (objstore adopts after publishing the bucket): look again
@@ -330,7 +332,7 @@ static int transfer_channel(struct transfer *t, const struct spec *sp, json_t *c
         struct timespec ts = {0, 200 * 1000 * 1000};
         nanosleep(&ts, NULL);
         c.mine = c.mine_bytes = 0;
-        if ((rc = transfer_walk(t, &c, 0, chdir, err)) != 0)
+        if ((rc = transfer_walk(t, &c, 0, err)) != 0)
             goto done;
     }
     if (c.total_objects == 0) {
@@ -347,11 +349,13 @@ static int transfer_channel(struct transfer *t, const struct spec *sp, json_t *c
                   (unsigned long long)c.mine, c.mine == 1 ? "" : "s", size,
                   strcmp(c.dist, "ShardedByS3Key") == 0 ? ", shard of ShardedByS3Key" : "",
                   c.gunzip ? ", gunzipped" : "", c.name);
-    if ((rc = transfer_walk(t, &c, 1, chdir, err)) != 0)
+    if ((rc = transfer_walk(t, &c, 1, err)) != 0)
         goto done;
     transfer_logf(t, "Downloaded channel %s: %llu object%s in %.1f s", c.name,
                   (unsigned long long)c.mine, c.mine == 1 ? "" : "s", transfer_now() - t0);
 done:
+    if (c.root >= 0)
+        close(c.root);
     json_decref(c.keys);
     return rc;
 }
@@ -397,8 +401,6 @@ int transfer_code(struct transfer *t, const struct spec *sp, const char *host_di
                             uri);
             goto done;
         }
-        if ((rc = access_s3(t->authz, t->role_arn, "s3:GetObject", bucket, key, err)) != 0)
-            goto done;
         fd = objstore_open_read(t->os, bucket, key, &meta, err);
         objstore_meta_cleanup(&meta);
         if (fd < 0) {
@@ -410,9 +412,10 @@ int transfer_code(struct transfer *t, const struct spec *sp, const char *host_di
         }
         transfer_logf(t, "Downloading %s into /opt/ml/code", uri);
     } else if (strncmp(uri, "/opt/ml/", 8) == 0 && !strstr(uri, "/..")) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof(path), "%s/%s", host_dir, uri + 8);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        int root = confine_openroot(host_dir);
+        fd = root < 0 ? root : confine_open_read(root, uri + 8, NULL);
+        if (root >= 0)
+            close(root);
         if (fd < 0) {
             rc = ty_err_set(err, TY_EINVAL, NULL,
                             "ClientError: sagemaker_submit_directory %s does not exist", uri);
@@ -431,8 +434,8 @@ done:
     return rc;
 }
 
-int transfer_download_prefix(struct transfer *t, const char *uri, const char *local_dir, int *count,
-                             struct ty_err *err)
+int transfer_download_prefix(struct transfer *t, const char *uri, const char *root, const char *rel,
+                             int *count, struct ty_err *err)
 {
     struct transfer_chan c;
     int rc;
@@ -444,13 +447,17 @@ int transfer_download_prefix(struct transfer *t, const char *uri, const char *lo
     c.host_count = 1;
     if (artifacts_s3_parse(uri, c.bucket, sizeof(c.bucket), c.prefix, sizeof(c.prefix)) != 0)
         return ty_err_set(err, TY_EINVAL, NULL, "ClientError: invalid S3 URI '%s'", uri);
-    if ((rc = transfer_walk(t, &c, 0, local_dir, err)) != 0)
-        return rc;
-    if (c.total_objects > 0 && (rc = transfer_walk(t, &c, 1, local_dir, err)) != 0)
-        return rc;
-    if (count)
+    if (snprintf(c.dst, sizeof(c.dst), "%s", rel ? rel : "") >= (int)sizeof(c.dst))
+        return ty_err_set(err, TY_EINVAL, NULL, "ClientError: path too long: '%s'", rel);
+    if ((c.root = confine_openroot(root)) < 0)
+        return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot open '%s': %s", root,
+                          strerror(-c.root));
+    if ((rc = transfer_walk(t, &c, 0, err)) == 0 && c.total_objects > 0)
+        rc = transfer_walk(t, &c, 1, err);
+    close(c.root);
+    if (rc == 0 && count)
         *count = (int)c.total_objects;
-    return 0;
+    return rc;
 }
 
 static int transfer_ensure_bucket(struct transfer *t, const char *bucket, struct ty_err *err)
@@ -477,14 +484,23 @@ int transfer_put_file(struct transfer *t, const char *src, const char *bucket, c
 {
     int rc;
 
-    if ((rc = access_s3(t->authz, t->role_arn, "s3:PutObject", bucket, key, err)) != 0)
-        return rc;
     if ((rc = transfer_ensure_bucket(t, bucket, err)) != 0)
         return rc;
     if (objstore_put_file(t->os, bucket, key, src, content_type, err) != 0)
         return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot store s3://%s/%s: %s",
                           bucket, key, err->msg);
     return 0;
+}
+
+/* Stores the open regular file fd as s3://bucket/key: the object store reads it through
+   /proc/self/fd/<fd>, which reopens that very file (no path is resolved again). */
+static int transfer_put_fd(struct transfer *t, int fd, const char *bucket, const char *key,
+                           struct ty_err *err)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    return transfer_put_file(t, path, bucket, key, NULL, err);
 }
 
 struct transfer_up {
@@ -494,83 +510,68 @@ struct transfer_up {
     json_t *seen;
     int seed_only;
     int count;
+    struct ty_err *err;
 };
 
-static int transfer_up_dir(struct transfer_up *u, const char *dir, const char *rel, int depth,
-                           struct ty_err *err)
+/* confine_walk callback: uploads one regular file (new or changed ones with seen). */
+static int transfer_up_cb(void *ud, const struct confine_entry *e)
 {
-    struct dirent **list = NULL;
-    int n, rc = 0;
+    struct transfer_up *u = ud;
+    char key[PATH_MAX + 1100], sig[64];
+    struct stat st;
+    json_t *old;
+    int fd, rc;
 
-    if (depth > TRANSFER_MAX_DEPTH)
-        return ty_err_set(err, TY_EINVAL, NULL, "ClientError: directory tree too deep at '%s'",
-                          dir);
-    n = scandir(dir, &list, NULL, alphasort);
-    if (n < 0)
-        return (errno == ENOENT && depth == 0) ? 0
-                                               : ty_err_set(err, TY_EIO, NULL,
-                                                            "InternalServerError: cannot read "
-                                                            "'%s': %s",
-                                                            dir, strerror(errno));
-    for (int i = 0; i < n; i++) {
-        const char *nm = list[i]->d_name;
-        char path[PATH_MAX], r2[PATH_MAX], key[PATH_MAX + 1100], sig[64];
-        struct stat st;
-        json_t *old;
-
-        if (rc || strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
-            continue;
-        if (snprintf(path, sizeof(path), "%s/%s", dir, nm) >= (int)sizeof(path) ||
-            snprintf(r2, sizeof(r2), "%s%s%s", rel, rel[0] ? "/" : "", nm) >= (int)sizeof(r2) ||
-            lstat(path, &st) != 0)
-            continue;
-        if (S_ISDIR(st.st_mode)) {
-            rc = transfer_up_dir(u, path, r2, depth + 1, err);
-            continue;
-        }
-        if (!S_ISREG(st.st_mode))
-            continue;
+    if (S_ISDIR(e->st.st_mode))
+        return 0;
+    if (!S_ISREG(e->st.st_mode)) {
+        /* S3 has no links, FIFOs or devices: never followed, never opened */
+        ty_log(TY_LOG_INFO, "agent.upload.skipped", "path='%s' type=%s", e->rel,
+               confine_type(&e->st));
+        return 0;
+    }
+    snprintf(sig, sizeof(sig), "%lld:%lld.%09ld", (long long)e->st.st_size,
+             (long long)e->st.st_mtim.tv_sec, e->st.st_mtim.tv_nsec);
+    if (u->seen) {
+        old = json_object_get(u->seen, e->rel);
+        if (old && strcmp(json_string_value(old), sig) == 0)
+            return 0;
+        if (!old && json_object_size(u->seen) >= TRANSFER_MAX_SEEN)
+            return 0;
+    }
+    if (!u->seed_only) {
+        snprintf(key, sizeof(key), "%s%s", u->prefix, e->rel);
+        if (strlen(key) > OBJSTORE_MAX_KEY)
+            return ty_err_set(u->err, TY_EINVAL, NULL,
+                              "ClientError: S3 key for '%s' is longer than 1024 bytes", e->rel);
+        fd = confine_open_read(e->dirfd, e->name, &st);
+        if (fd < 0)
+            return 0; /* swapped or gone since it was listed */
         snprintf(sig, sizeof(sig), "%lld:%lld.%09ld", (long long)st.st_size,
                  (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-        if (u->seen) {
-            old = json_object_get(u->seen, r2);
-            if (old && strcmp(json_string_value(old), sig) == 0)
-                continue;
-            if (!old && json_object_size(u->seen) >= TRANSFER_MAX_SEEN)
-                continue;
-        }
-        if (!u->seed_only) {
-            snprintf(key, sizeof(key), "%s%s", u->prefix, r2);
-            if (strlen(key) > OBJSTORE_MAX_KEY) {
-                rc = ty_err_set(err, TY_EINVAL, NULL,
-                                "ClientError: S3 key for '%s' is longer than 1024 bytes", r2);
-                continue;
-            }
-            rc = transfer_put_file(u->t, path, u->bucket, key, NULL, err);
-            if (rc)
-                continue;
-            u->count++;
-        }
-        if (u->seen)
-            json_object_set_new(u->seen, r2, json_string(sig));
+        rc = transfer_put_fd(u->t, fd, u->bucket, key, u->err);
+        close(fd);
+        if (rc)
+            return rc;
+        u->count++;
     }
-    for (int i = 0; i < n; i++)
-        free(list[i]);
-    free(list);
-    return rc;
+    if (u->seen)
+        json_object_set_new(u->seen, e->rel, json_string(sig));
+    return 0;
 }
 
-int transfer_upload_tree(struct transfer *t, const char *src_dir, const char *uri, json_t *seen,
-                         int seed_only, int *count, struct ty_err *err)
+int transfer_upload_tree(struct transfer *t, const char *root, const char *rel, const char *uri,
+                         json_t *seen, int seed_only, int *count, struct ty_err *err)
 {
     struct transfer_up u;
     size_t pl;
-    int rc;
+    int rc, rfd, top;
 
     memset(&u, 0, sizeof(u));
     u.t = t;
     u.seen = seen;
     u.seed_only = seed_only;
+    u.err = err;
     if (artifacts_s3_parse(uri, u.bucket, sizeof(u.bucket), u.prefix, sizeof(u.prefix) - 1) != 0)
         return ty_err_set(err, TY_EINVAL, NULL, "ClientError: invalid S3 URI '%s'", uri);
     pl = strlen(u.prefix);
@@ -578,7 +579,27 @@ int transfer_upload_tree(struct transfer *t, const char *src_dir, const char *ur
         u.prefix[pl] = '/';
         u.prefix[pl + 1] = '\0';
     }
-    rc = transfer_up_dir(&u, src_dir, "", 0, err);
+    if (count)
+        *count = 0;
+    if ((rfd = confine_openroot(root)) < 0)
+        return rfd == -ENOENT
+                   ? 0
+                   : ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot open '%s': %s",
+                                root, strerror(-rfd));
+    top = confine_opendir(rfd, rel, 0);
+    close(rfd);
+    if (top < 0) {
+        /* missing: nothing to upload; a symlink or file in its place: never followed */
+        if (top != -ENOENT)
+            ty_log(TY_LOG_WARN, "agent.upload.not_followed", "root='%s' path='%s' why='%s'", root,
+                   rel ? rel : "", strerror(-top));
+        return 0;
+    }
+    rc = confine_walk(top, transfer_up_cb, &u);
+    close(top);
+    if (rc < 0 && err->code == 0)
+        rc = ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot read '%s/%s': %s", root,
+                        rel ? rel : "", strerror(-rc));
     if (count)
         *count = u.count;
     return rc;

@@ -54,22 +54,27 @@ int transfer_code(struct transfer *t, const struct spec *sp, const char *host_di
                   struct ty_err *err);
 
 /*
- * Downloads every object under the S3 URI uri into local_dir, keeping key paths relative to
- * the prefix (checkpoint restore). A missing bucket or no objects is not an error.
- * OUT: *count (may be NULL). Returns 0 or a negative code with err->msg.
+ * Downloads every object under the S3 URI uri into the folder rel below the folder root
+ * (checkpoint restore), keeping key paths relative to the prefix; every file is made below a
+ * folder fd of root, never through a symlink (confine.h). A missing bucket or no objects is
+ * not an error. OUT: *count (may be NULL). Returns 0 or a negative code with err->msg.
  */
-int transfer_download_prefix(struct transfer *t, const char *uri, const char *local_dir, int *count,
-                             struct ty_err *err);
+int transfer_download_prefix(struct transfer *t, const char *uri, const char *root, const char *rel,
+                             int *count, struct ty_err *err);
 
 /*
- * Uploads the regular files under src_dir (recursively, symlinks skipped) to the S3 URI prefix
- * uri ("<uri>/<relative path>"), creating the bucket when missing. With seen (an object,
- * borrowed, relative path -> "size:mtime" signature), only files whose signature changed are
- * uploaded and seen is updated; with seed_only nothing is uploaded, seen is only filled.
- * A missing src_dir uploads nothing. OUT: *count (may be NULL). Returns 0 or a negative code.
+ * Uploads the regular files of the folder rel below the folder root (recursively) to the S3
+ * URI prefix uri ("<uri>/<relative path>"), creating the bucket when missing. root is the
+ * agent's (a job's staging folder or a bind-mount source: the container cannot replace it);
+ * rel is walked below it with confine.h, so symlinks (a symlink rel included), FIFOs, devices
+ * and sockets are skipped with a log line and never followed or opened, even when the
+ * container swaps things meanwhile. With seen (an object, borrowed, relative path ->
+ * "size:mtime" signature), only files whose signature changed are uploaded and seen is
+ * updated; with seed_only nothing is uploaded, seen is only filled. A missing src_dir uploads
+ * nothing. OUT: *count (may be NULL). Returns 0 or a negative code.
  */
-int transfer_upload_tree(struct transfer *t, const char *src_dir, const char *uri, json_t *seen,
-                         int seed_only, int *count, struct ty_err *err);
+int transfer_upload_tree(struct transfer *t, const char *root, const char *rel, const char *uri,
+                         json_t *seen, int seed_only, int *count, struct ty_err *err);
 
 /* Stores the local file src as s3://bucket/key, creating the bucket when missing. 0 or code. */
 int transfer_put_file(struct transfer *t, const char *src, const char *bucket, const char *key,

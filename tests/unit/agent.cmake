@@ -2,6 +2,11 @@
 # regexes, S3 URIs, failure reasons, tar.gz) - no Redis, no engine.
 ty_unit_test(test_agent SOURCES ${TY_TESTS_DIR}/unit/test_agent.c LIBS ty_agent_core)
 
+# test_confine: a job's staged tree never leads the agent outside it (confine.h: the walker,
+# the tar.gz archiver, the failure file, rm -rf, channel copies, sourcedir.tar.gz extraction,
+# the staging folder's HMAC name).
+ty_unit_test(test_confine SOURCES ${TY_TESTS_DIR}/unit/test_confine.c LIBS ty_agent_core)
+
 # test_agent_e2e: real jobs through a private redis-server and the engine at $TY_DOCKER_HOST
 # (default unix:///run/trainyard-podman.sock; tests/engine.sh starts Podman's service), with the
 # runtime image imported from its tarball when missing. Exits 77 (skipped) without them.

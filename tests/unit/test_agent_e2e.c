@@ -29,6 +29,7 @@
 #include "docker.h"
 #include "queue.h"
 #include "redis_fixture.h"
+#include "stage.h"
 #include "store.h"
 #include "store_iam.h"
 
@@ -44,7 +45,7 @@
 #define TIMEOUT 120.0
 
 static struct redis_fixture fx;
-static char tmpdir[256], s3dir[320], datadir[320];
+static char tmpdir[256], s3dir[320], datadir[320], stagedir[320];
 static const char *docker_host;
 static struct store *st;
 static struct agent *ag;
@@ -238,10 +239,19 @@ static void test_completes(void **state)
     assert_true(targz_has(path, "m.txt", "hello\n"));
     snprintf(path, sizeof(path), "%s/" BUCKET "/out/e2e-ok/output/output.tar.gz", s3dir);
     assert_true(targz_has(path, "o.txt", "out\n"));
-    snprintf(path, sizeof(path), "%s/jobs/e2e-ok", datadir);
+    /* its staging folder, <stagedir>/<HMAC of the name> (stage.h), is removed right after the
+       final transition; the staging dir itself stays, 0700 */
+    {
+        unsigned char key[STAGE_KEY_LEN];
+        struct ty_err kerr;
+        assert_int_equal(stage_key_load(datadir, key, &kerr), 0);
+        assert_int_equal(stage_job_dir(stagedir, key, "e2e-ok", path, sizeof(path)), 0);
+    }
     for (int i = 0; i < 50 && stat(path, &sb) == 0; i++)
-        usleep(100 * 1000); /* removed right after the final transition */
+        usleep(100 * 1000);
     assert_int_equal(stat(path, &sb), -1);
+    assert_int_equal(stat(stagedir, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0700);
 
     logs = job_logs("e2e-ok");
     assert_non_null(strstr(logs, "loss=0.5\n"));
@@ -583,6 +593,7 @@ int main(void)
         return 1;
     snprintf(s3dir, sizeof(s3dir), "%s/s3", tmpdir);
     snprintf(datadir, sizeof(datadir), "%s/data", tmpdir);
+    snprintf(stagedir, sizeof(stagedir), "%s/staging", tmpdir);
     snprintf(path, sizeof(path), "mkdir -p %s/" BUCKET "/data/train/sub", s3dir);
     if (system(path) != 0)
         return 1;
@@ -628,6 +639,7 @@ int main(void)
     cfg.redis_url = fx.url_unix;
     cfg.docker_host = docker_host;
     cfg.data_dir = datadir;
+    cfg.staging_dir = stagedir;
     cfg.s3_dir = s3dir;
     cfg.runtime_tar = TY_RUNTIME_TAR;
     cfg.runtime_image = IMAGE;
