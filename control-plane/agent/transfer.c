@@ -9,6 +9,7 @@
 #define _GNU_SOURCE /* struct stat st_mtim */
 #include "transfer.h"
 
+#include "access.h"
 #include "artifacts.h"
 #include "channels.h"
 #include "confine.h"
@@ -98,6 +99,8 @@ static int transfer_get_object(struct transfer *t, struct transfer_chan *c, cons
         return ty_err_set(err, TY_EINVAL, NULL, "ClientError: S3 key '%s' is too long to stage",
                           key);
     snprintf(what, sizeof(what), "s3://%s/%s", c->bucket, key);
+    if ((rc = access_s3(t->authz, t->role_arn, "s3:GetObject", c->bucket, key, err)) != 0)
+        return rc;
     fd = objstore_open_read(t->os, c->bucket, key, &meta, err);
     objstore_meta_cleanup(&meta);
     if (fd < 0) {
@@ -137,6 +140,8 @@ static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, 
             if (pass == 0) {
                 struct objstore_meta meta;
                 memset(&meta, 0, sizeof(meta));
+                if ((rc = access_s3(t->authz, t->role_arn, "s3:GetObject", c->bucket, key, err)))
+                    return rc;
                 if (objstore_head(t->os, c->bucket, key, &meta, err) != 0) {
                     return ty_err_set(err, TY_EINVAL, NULL,
                                       "ClientError: the ManifestFile of channel '%s' lists "
@@ -171,6 +176,9 @@ static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, 
         return 0;
     }
 
+    if (pass == 0 &&
+        (rc = access_s3(t->authz, t->role_arn, "s3:ListBucket", c->bucket, c->prefix, err)) != 0)
+        return rc;
     for (;;) {
         memset(&l, 0, sizeof(l));
         rc = objstore_list(t->os, c->bucket, c->prefix, NULL, token, NULL, TRANSFER_PAGE, &l, err);
@@ -297,6 +305,8 @@ static int transfer_channel(struct transfer *t, const struct spec *sp, json_t *c
             rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: channel name too long");
             goto done;
         }
+        if ((rc = access_s3(t->authz, t->role_arn, "s3:GetObject", mb, mk, err)) != 0)
+            goto done; /* closes c.root */
         fd = objstore_open_read(t->os, mb, mk, &meta, err);
         objstore_meta_cleanup(&meta);
         if (fd < 0) {
@@ -401,6 +411,8 @@ int transfer_code(struct transfer *t, const struct spec *sp, const char *host_di
                             uri);
             goto done;
         }
+        if ((rc = access_s3(t->authz, t->role_arn, "s3:GetObject", bucket, key, err)) != 0)
+            goto done;
         fd = objstore_open_read(t->os, bucket, key, &meta, err);
         objstore_meta_cleanup(&meta);
         if (fd < 0) {
@@ -484,6 +496,8 @@ int transfer_put_file(struct transfer *t, const char *src, const char *bucket, c
 {
     int rc;
 
+    if ((rc = access_s3(t->authz, t->role_arn, "s3:PutObject", bucket, key, err)) != 0)
+        return rc;
     if ((rc = transfer_ensure_bucket(t, bucket, err)) != 0)
         return rc;
     if (objstore_put_file(t->os, bucket, key, src, content_type, err) != 0)
