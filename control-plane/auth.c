@@ -6,6 +6,7 @@
 #include "session.h"
 #include "sigv4.h"
 #include "store.h"
+#include "store_iam.h"
 
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -189,13 +190,24 @@ void auth_user_id(struct store *s, const struct auth_principal *p, char *out, si
     static const char b32[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
     char sha[65], id[32];
 
-    (void)s;
     if (!p->temporary) {
         if (n)
             out[0] = '\0';
         return;
     }
-    /* a stable AROA id derived from the role ARN (the shape of IAM's role ids) */
+    /* the role's own id when it exists (and is this ARN, path included) */
+    {
+        struct store_iam_user u;
+        struct ty_err e;
+        const char *name = strrchr(p->role_arn, '/');
+        ty_err_clear(&e);
+        if (s && name && store_iam_role_head(s, name + 1, &u, &e) == 0 &&
+            strcmp(u.arn, p->role_arn) == 0 && u.id[0]) {
+            snprintf(out, n, "%s:%s", u.id, p->session_name);
+            return;
+        }
+    }
+    /* else a stable AROA id derived from the role ARN (the shape of IAM's role ids) */
     session_sha256_hex(p->role_arn, sha);
     memcpy(id, "AROA", 4);
     for (int i = 0; i < 17; i++) {
