@@ -4,7 +4,8 @@
  * opens refuse symlinked parents and non-regular files without blocking, the tar.gz archiver
  * keeps links as links, the failure file, rm -rf, channel copies and sourcedir.tar.gz
  * extraction stay below their folder, and the staging folder's name is an HMAC of the job's.
- * Each test puts a canary file outside the tree and checks it is never read nor touched.
+ * Each test puts a canary file outside the tree and checks it is never read nor touched; one
+ * swaps a folder for a link to the canary in a loop while the tree is archived and walked.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +18,9 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -506,6 +509,77 @@ static void test_untar_confined(void **state)
     host_untouched();
 }
 
+struct swapper {
+    atomic_int stop;
+    long swaps;
+};
+
+/* The container's side of the race: model/sub is a folder with a file, then a link to the
+   host's canary folder, and back, as fast as it goes. */
+static void *swap_loop(void *arg)
+{
+    struct swapper *sw = arg;
+    char sub[512], f[600], tmpname[512];
+
+    pathf(sub, sizeof(sub), tree, "model/sub");
+    pathf(f, sizeof(f), sub, "f.txt");
+    pathf(tmpname, sizeof(tmpname), tree, "model/sub.new");
+    while (!atomic_load(&sw->stop)) {
+        unlink(sub);
+        if (mkdir(sub, 0755) == 0)
+            write_file(f, "mine");
+        /* replace the folder by a link in one rename, as a hostile job can */
+        unlink(tmpname);
+        if (symlink(host, tmpname) == 0 && rename(tmpname, sub) != 0) {
+            unlink(f);
+            rmdir(sub);
+            rename(tmpname, sub);
+        }
+        unlink(f); /* f.txt may now name the host's: never touched, it is through a link */
+        sw->swaps++;
+    }
+    return NULL;
+}
+
+static void test_swap_race(void **state)
+{
+    struct swapper sw;
+    pthread_t thr;
+    char dest[512], list[8192];
+    struct ty_err err;
+    (void)state;
+
+    mkdir_in_tree("model");
+    file_in_tree("model/a.txt", "a");
+    atomic_init(&sw.stop, 0);
+    sw.swaps = 0;
+    assert_int_equal(pthread_create(&thr, NULL, swap_loop, &sw), 0);
+    pathf(dest, sizeof(dest), tmp, "race.tar.gz");
+    for (int i = 0; i < 300; i++) {
+        int root, top;
+        struct seen s;
+        assert_int_equal(artifacts_targz(tree, "model", dest, &err), 0);
+        archive_listing(dest, list, sizeof(list));
+        assert_null(strstr(list, CANARY));
+        assert_null(strstr(list, "secret.txt"));
+        assert_null(strstr(list, "deep.txt"));
+        /* the walker itself never reports an entry of the host's folder */
+        memset(&s, 0, sizeof(s));
+        root = confine_openroot(tree);
+        top = confine_opendir(root, "model", 0);
+        assert_true(top >= 0);
+        assert_int_equal(confine_walk(top, record, &s), 0);
+        for (int j = 0; j < s.n; j++)
+            assert_null(strstr(s.names[j], "secret"));
+        close(top);
+        close(root);
+    }
+    atomic_store(&sw.stop, 1);
+    pthread_join(thr, NULL);
+    assert_true(sw.swaps > 0);
+    host_untouched();
+}
+
 static void test_staging_names(void **state)
 {
     unsigned char k1[STAGE_KEY_LEN], k2[STAGE_KEY_LEN], k3[STAGE_KEY_LEN];
@@ -554,6 +628,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_remove_never_follows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_fd_at_confined, setup, teardown),
         cmocka_unit_test_setup_teardown(test_untar_confined, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_swap_race, setup, teardown),
         cmocka_unit_test_setup_teardown(test_staging_names, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
