@@ -1755,14 +1755,18 @@ void *run_thread(void *arg)
     r->run = run;
     run_fmt(r->job, sizeof(r->job), "%s", run->item.job);
     if (stage_job_dir(a->cfg.staging_dir, a->stage_key, r->job, r->dir, sizeof(r->dir)) != 0)
-        r->dir[0] = '\0'; /* not reached: a job name fits */
+        r->dir[0] = '\0'; /* refused below */
     r->nh = 1;
     run_host_init(r, 0);
     run_fmt(r->region, sizeof(r->region), "%s", a->cfg.region);
     ty_log(TY_LOG_INFO, "agent.job.claimed", "job=%s entry=%s reclaimed=%d", r->job,
            run->item.entry_id, run->reclaimed);
 
-    if (run_name_ok(r->job)) {
+    if (!r->dir[0]) {
+        /* no staging folder name (HMAC failed): touch nothing, leave the entry pending */
+        ty_log(TY_LOG_ERROR, "agent.job.no_staging_dir", "job=%s", r->job);
+        rc = -1;
+    } else if (run_name_ok(r->job)) {
         rc = run_job(r);
     } else {
         /* Not a name the API accepts: touch no path or container, drop the entry. */
