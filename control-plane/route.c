@@ -268,29 +268,6 @@ done:
     http_response_header(resp, "x-amzn-RequestId", req->request_id);
 }
 
-/* STS GetCallerIdentity (query protocol, XML). */
-static void route__sts(struct http_request *req, struct http_response *resp,
-                       const struct route_ctx *rc, const char *arn, const char *akid)
-{
-    struct ty_buf b;
-    const char *user = strrchr(arn, '/');
-    (void)rc;
-    ty_buf_init(&b, 8192);
-    ty_buf_printf(&b,
-                  "<GetCallerIdentityResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">"
-                  "<GetCallerIdentityResult><Arn>%s</Arn><UserId>%s</UserId>"
-                  "<Account>%s</Account></GetCallerIdentityResult>"
-                  "<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata>"
-                  "</GetCallerIdentityResponse>",
-                  arn, akid, rc->account_id, req->request_id);
-    (void)user;
-    resp->status = 200;
-    resp->content_type = "text/xml";
-    resp->len = b.len;
-    resp->body = ty_buf_steal(&b);
-    http_response_header(resp, "x-amzn-RequestId", req->request_id);
-}
-
 void route_handle(struct http_request *req, struct http_response *resp, void *ud)
 {
     const struct route_ctx *rc = ud;
@@ -382,10 +359,6 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
     } else if (target && strncmp(target, "Logs_20140328.", 14) == 0) {
         service = "logs";
         opname = target + 14;
-    } else if (strcmp(auth.service, "sts") == 0 && req->body.data &&
-               strstr(req->body.data, "Action=GetCallerIdentity")) {
-        route__sts(req, resp, rc, prin.arn, auth.access_key);
-        return;
     }
     for (size_t i = 0; service && i < sizeof(route_ops) / sizeof(route_ops[0]); i++) {
         if (strcmp(route_ops[i].service, service) == 0 && strcmp(route_ops[i].name, opname) == 0)
