@@ -5,7 +5,8 @@
  * building the canonical request and string to sign, deriving the signing key (HMAC-SHA256 from
  * OpenSSL) and comparing signatures in constant time, the clock-skew check (15 minutes) and the
  * presigned X-Amz-Expires check. Does not own principals: the caller looks up the secret for
- * auth->access_key and passes it in. Pure functions; thread-safe.
+ * auth->access_key and passes it in (auth.c does, and checks auth->session_token and the scope's
+ * service there). Pure functions; thread-safe.
  */
 #ifndef TY_CP_SIGV4_H
 #define TY_CP_SIGV4_H

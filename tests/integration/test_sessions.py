@@ -157,6 +157,39 @@ def test_container_provider_gets_role_credentials(server, account, role_arn, buc
     revoke(server, job)
 
 
+def test_aws_cli_uses_container_credentials(server, account, role_arn, bucket):
+    """Debian's AWS CLI, with only the container variables: reads the endpoint, signs with the
+    session token, uploads and reads back through S3."""
+    job = H.unique("h3sess-cli")
+    tok = grant(server, job, role_arn)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update({"AWS_CONTAINER_CREDENTIALS_FULL_URI": server.url + CRED_PATH,
+                "AWS_CONTAINER_AUTHORIZATION_TOKEN": tok, "AWS_PAGER": "",
+                "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_CONFIG_FILE": "/nonexistent",
+                "AWS_EC2_METADATA_DISABLED": "true", "AWS_MAX_ATTEMPTS": "1"})
+
+    def aws(*args):
+        p = subprocess.run([H.AWS_CLI, "--endpoint-url", server.url, "--region", "us-east-1",
+                            "--output", "json", *args], env=env, capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0, f"{args} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+        return p.stdout
+
+    ident = json.loads(aws("sts", "get-caller-identity"))
+    assert ident["Arn"] == f"arn:aws:sts::{account}:assumed-role/trainyard/{job}"
+    aws("s3api", "put-object", "--bucket", bucket, "--key", f"{job}.txt", "--body", TOOL)
+    with open(TOOL, "rb") as f:
+        want = f.read()
+    got = server.client("s3").get_object(Bucket=bucket, Key=f"{job}.txt")["Body"].read()
+    assert got == want
+    revoke(server, job)
+    env["AWS_CONTAINER_AUTHORIZATION_TOKEN"] = tok  # revoked: no credentials any more
+    p = subprocess.run([H.AWS_CLI, "--endpoint-url", server.url, "--region", "us-east-1",
+                        "sts", "get-caller-identity"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode != 0 and "403" in p.stderr, p.stderr
+
+
 def test_endpoint_answer(server, role_arn):
     job = H.unique("h3sess-json")
     tok = grant(server, job, role_arn)
