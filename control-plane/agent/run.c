@@ -766,8 +766,7 @@ static void run_remove_leftovers(struct run_ctx *r)
         docker_remove(r->d, r->h[h].cname, 1, &err);
     run_fmt(net, sizeof(net), "trainyard-%s", r->job);
     docker_network_remove(r->d, net, &err);
-    if (r->nh > 1)
-        run_unfence(r);
+    run_unfence(r); /* also before InstanceCount is known (a job stopped meanwhile) */
 }
 
 /* ---- role credentials and trainyard's API inside the containers (session.h, relay.h) ---- */
