@@ -11,8 +11,9 @@ container gets the standard container credentials provider's variables
 - EnableNetworkIsolation: no relay, no credentials variables.
 Job names start with cred-.
 """
-import json
 import http.client
+import json
+import os
 import uuid
 
 import boto3
@@ -220,3 +221,58 @@ def test_network_isolation_gets_no_relay(server, sm, logs):
     assert d["TrainingJobStatus"] == "Completed", (d.get("FailureReason"), lines[-30:])
     assert "0" in lines, lines
     assert "NOT-REACHED" in lines and "REACHED" not in lines, lines
+
+
+def test_two_hosts_each_get_credentials(server, sm, logs):
+    """InstanceCount 2: each host has its own relay (in the sandbox that holds its network
+    alias) and fetches credentials (test_multihost.py checks that the hosts reach each other)."""
+    name = H.unique("cred-two")
+    script = ('wget -q -O - --header "Authorization: $AWS_CONTAINER_AUTHORIZATION_TOKEN" '
+              '"$AWS_CONTAINER_CREDENTIALS_FULL_URI"; echo')
+    d = _job(server, sm, name, H.RUNTIME_IMAGE, ["sh", "-c", script],
+             ResourceConfig={"InstanceType": "ml.m5.large", "InstanceCount": 2,
+                             "VolumeSizeInGB": 1})
+    assert d["TrainingJobStatus"] == "Completed", d.get("FailureReason")
+    streams = H.wait_for(
+        lambda: (lambda r: r if len(r["logStreams"]) == 2 else None)(logs.describe_log_streams(
+            logGroupName=H.LOG_GROUP, logStreamNamePrefix=name + "/")), 30, "two log streams")
+    keys = set()
+    for st in streams["logStreams"]:
+        events, _ = H.log_events(logs, st["logStreamName"])
+        lines = [e["message"] for e in events]
+        got = [json.loads(l) for l in lines if '"AccessKeyId"' in l]
+        assert got and got[0]["AccessKeyId"].startswith("ASIA"), lines[-20:]
+        keys.add(got[0]["AccessKeyId"])
+    assert len(keys) == 2  # each fetch mints its own
+
+
+def test_relay_without_sandbox(make_server, procs, workdir, pyboto, buckets):
+    """A standalone agent (--endpoint-url) whose runtime image is missing cannot make sandbox
+    containers: it binds the relay right after the training container starts, and boto3
+    (whose container provider retries) still gets its credentials."""
+    d = os.path.join(workdir, "cred-nosandbox")
+    os.makedirs(d)
+    sock = os.path.join(d, "redis.sock")
+    procs([H.REDIS_SERVER, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
+           "--save", "", "--appendonly", "no", "--dir", d], log_path=os.path.join(d, "redis.log"))
+    H.wait_for(lambda: os.path.exists(sock), 20, "redis-server's socket")
+    s = make_server(agents=0, extra=["--redis", f"unix://{sock}"])
+    s3 = s.client("s3")  # this server's store: the shared server's buckets are not here
+    a, b = buckets
+    for bk in (a, b):
+        s3.create_bucket(Bucket=bk)
+    s3.put_object(Bucket=a, Key="hello.txt", Body=b"hi")
+    agent_log = os.path.join(d, "agent.log")
+    agent = procs([H.AGENT_BIN, "--redis", f"unix://{sock}", "--docker-host", H.DOCKER_HOST,
+                   "--data-dir", os.path.join(d, "agent"), "--id", "it-cred-nosandbox",
+                   "--endpoint-url", s.url, "--runtime-image", "trainyard-test/no-such-image:0",
+                   "--s3-dir", os.path.join(s.data_dir, "s3")], log_path=agent_log)
+    sm = s.client()
+    name, desc = _boto_job(s, sm, pyboto, buckets, DEFAULT_ROLE)
+    lines = _log_lines(s.client("logs"), name)
+    assert desc["TrainingJobStatus"] == "Completed", (desc.get("FailureReason"), lines[-30:])
+    assert "hello.txt" in _tagged(lines, "ALLOWED")
+    assert _tagged(lines, "CREDS")[0] == "container-role"
+    log = open(agent_log).read()
+    assert "event=agent.sandbox.no_image" in log and "event=agent.relay.started" in log, \
+        agent.tail()
