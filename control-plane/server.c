@@ -56,7 +56,8 @@
     X(runtime_image_tar, "runtime-image-tar", "TRAINYARD_RUNTIME_IMAGE_TAR",                       \
       TY_RUNTIME_TAR_DEFAULT, "rootfs tarball of the runtime image, imported when missing")        \
     X(endpoint_url, "endpoint-url", "TRAINYARD_ENDPOINT_URL", "",                                  \
-      "trainyard's URL as containers see it (S3_ENDPOINT_URL); default http://<listen>")           \
+      "trainyard's API URL as the embedded agents reach it, relayed into every job container at "  \
+      "127.0.0.1:9911; default http://<listen>")                                                   \
     X(threads, "threads", "TRAINYARD_THREADS", "8", "HTTP worker threads")                         \
     X(max_conns, "max-connections", "TRAINYARD_MAX_CONNECTIONS", "4096",                           \
       "open HTTP connections in all; beyond, new ones wait in the listen backlog (lowered to "     \

@@ -31,7 +31,9 @@ struct agent_config {
     const char *runtime_tar;   /* rootfs tarball of trainyard/runtime, imported when missing;
                                   NULL = no import (a warning when the image is missing) */
     const char *runtime_image; /* NULL = "trainyard/runtime:<version>" */
-    const char *endpoint_url;  /* trainyard's URL as seen from containers (S3_ENDPOINT_URL) */
+    const char *endpoint_url;  /* trainyard's API URL as the agent reaches it: relayed into
+                                  every job container at 127.0.0.1:RELAY_PORT (relay.h); NULL or
+                                  "" = no API and no role credentials inside */
     const char *region;        /* AWS_REGION in containers; NULL = "us-east-1" */
     const struct s3c_config *s3_remote; /* external S3 store (--s3-endpoint), copied; NULL =
                                            the local store under s3_dir */

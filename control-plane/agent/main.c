@@ -48,7 +48,8 @@
     X(runtime_image, "runtime-image", "TRAINYARD_RUNTIME_IMAGE", "trainyard/runtime:" TY_VERSION,  \
       "name of the runtime image")                                                                 \
     X(endpoint_url, "endpoint-url", "TRAINYARD_ENDPOINT_URL", NULL,                                \
-      "trainyard's URL as containers see it (S3_ENDPOINT_URL)")                                    \
+      "trainyard's API URL as this agent reaches it, relayed into every job container at "         \
+      "127.0.0.1:9911 (AWS_ENDPOINT_URL, role credentials); unset: neither inside")                \
     X(region, "region", "TRAINYARD_REGION", "us-east-1", "AWS_REGION given to containers")         \
     X(s3_endpoint, "s3-endpoint", "TRAINYARD_S3_ENDPOINT", NULL,                                   \
       "external S3-compatible store for channels and artifacts (http[s]://host[:port]); unset: "   \
