@@ -58,6 +58,7 @@
 #define RUN_CREDS_DEF_S    86400 /* a job without MaxRuntimeInSeconds: SageMaker's default */
 #define RUN_CREDS_SLACK_S  3600  /* container token life past MaxRuntime (staging, upload) */
 #define RUN_SANDBOX_MEMORY (64LL * 1024 * 1024)
+#define RUN_SANDBOX_PIDS   8
 
 #define MSG_STARTING   "Preparing the instances for training"
 #define MSG_RESTARTING "Restarting the training job after its agent was lost"
@@ -896,6 +897,10 @@ static int run_sandbox(struct run_ctx *r, struct run_host *h)
     c.cmd = cmd;
     c.labels = labels;
     c.memory_bytes = RUN_SANDBOX_MEMORY;
+    c.cap_drop_all = 1; /* it only sleeps: no capability, no new privilege, nothing to write */
+    c.no_new_privileges = 1;
+    c.readonly_rootfs = 1;
+    c.pids_limit = RUN_SANDBOX_PIDS;
     if (r->net[0]) {
         c.network = r->net;
         c.aliases = aliases;
