@@ -78,7 +78,7 @@ static int relay_resolve(struct relay *r, const char *target, struct ty_err *err
 {
     char host[256], port[16];
     const char *p = target, *end, *colon;
-    struct addrinfo hints, *res = NULL;
+    struct addrinfo hints, *res = NULL, *pick;
     size_t hl;
     int def = 80, rc;
 
@@ -125,8 +125,15 @@ static int relay_resolve(struct relay *r, const char *target, struct ty_err *err
     if (rc != 0 || !res)
         return ty_err_set(err, TY_EINVAL, NULL, "relay: cannot resolve '%s': %s", host,
                           gai_strerror(rc));
-    memcpy(&r->target, res->ai_addr, res->ai_addrlen);
-    r->target_len = res->ai_addrlen;
+    pick =
+        res; /* IPv4 first: "localhost" may resolve to ::1 while trainyard listens on 127.0.0.1 */
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
+        if (ai->ai_family == AF_INET) {
+            pick = ai;
+            break;
+        }
+    memcpy(&r->target, pick->ai_addr, pick->ai_addrlen);
+    r->target_len = pick->ai_addrlen;
     freeaddrinfo(res);
     return 0;
 }

@@ -162,7 +162,8 @@ static struct relay *start(int pid, int max_conns, int idle_s)
     struct ty_err err = {0};
     struct relay *r;
 
-    snprintf(target, sizeof(target), "http://127.0.0.1:%d/ignored/path", echo_port);
+    /* "localhost": resolved to 127.0.0.1 even where it also means ::1 */
+    snprintf(target, sizeof(target), "http://localhost:%d/ignored/path", echo_port);
     r = relay_start(&o, &err);
     if (!r)
         print_error("relay_start: %s\n", err.msg);
