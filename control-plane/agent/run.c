@@ -754,13 +754,19 @@ static void run_remove_leftovers(struct run_ctx *r)
 
     run_fmt(filter, sizeof(filter), "trainyard.job=%s", r->job);
     list = docker_list(r->d, filter, &err);
-    json_array_foreach(list, i, c)
-    {
-        const char *id = json_string_value(json_object_get(c, "Id"));
-        if (!id)
-            continue;
-        ty_log(TY_LOG_INFO, "agent.job.leftover_removed", "job=%s container=%.12s", r->job, id);
-        docker_remove(r->d, id, 1, &err);
+    /* training containers first: the engine keeps a sandbox whose namespace one still uses */
+    for (int sandbox = 0; sandbox < 2; sandbox++) {
+        json_array_foreach(list, i, c)
+        {
+            const char *id = json_string_value(json_object_get(c, "Id"));
+            json_t *sb = json_object_get(json_object_get(c, "Labels"), "trainyard.sandbox");
+            if (!id || (sb != NULL) != sandbox)
+                continue;
+            ty_log(TY_LOG_INFO, "agent.job.leftover_removed", "job=%s container=%.12s", r->job, id);
+            if (sandbox)
+                docker_kill(r->d, id, "SIGKILL", &err); /* its sleep ignores SIGTERM */
+            docker_remove(r->d, id, 1, &err);
+        }
     }
     json_decref(list);
     for (int h = 0; h < r->nh; h++)

@@ -14,6 +14,7 @@ Job names start with cred-.
 import http.client
 import json
 import os
+import urllib.parse
 import uuid
 
 import boto3
@@ -276,3 +277,45 @@ def test_relay_without_sandbox(make_server, procs, workdir, pyboto, buckets):
     log = open(agent_log).read()
     assert "event=agent.sandbox.no_image" in log and "event=agent.relay.started" in log, \
         agent.tail()
+
+
+def _job_containers(name):
+    q = urllib.parse.quote(json.dumps({"label": [f"trainyard.job={name}"]}))
+    status, body = H.engine_request("GET", f"/v1.41/containers/json?all=1&filters={q}")
+    assert status == 200, body
+    return json.loads(body)
+
+
+def test_agent_restart_removes_sandbox_and_regrants(make_server, procs, workdir):
+    """An agent SIGKILLed while its job trains leaves the training container and its sandbox;
+    started again under the same id it removes both (the training container first: the engine
+    keeps a sandbox in use), runs the job again with a new token, and leaves nothing behind."""
+    d = os.path.join(workdir, "cred-restart")
+    os.makedirs(d)
+    sock = os.path.join(d, "redis.sock")
+    procs([H.REDIS_SERVER, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
+           "--save", "", "--appendonly", "no", "--dir", d], log_path=os.path.join(d, "redis.log"))
+    H.wait_for(lambda: os.path.exists(sock), 20, "redis-server's socket")
+    s = make_server(agents=0, extra=["--redis", f"unix://{sock}"])
+    argv = [H.AGENT_BIN, "--redis", f"unix://{sock}", "--docker-host", H.DOCKER_HOST,
+            "--data-dir", os.path.join(d, "agent"), "--id", "it-cred-restart",
+            "--stop-grace", "2", "--heartbeat-ttl", "60", "--endpoint-url", s.url,
+            "--runtime-image-tar", H.RUNTIME_TAR, "--s3-dir", os.path.join(s.data_dir, "s3")]
+    first = procs(argv, log_path=os.path.join(d, "agent-1.log"))
+    sm = s.client()
+    name = H.unique("cred-restart")
+    script = ('wget -q -O - --header "Authorization: $AWS_CONTAINER_AUTHORIZATION_TOKEN" '
+              '"$AWS_CONTAINER_CREDENTIALS_FULL_URI"; echo; sleep 4; echo done')
+    sm.create_training_job(**H.job_request(name, script, RoleArn=DEFAULT_ROLE))
+    H.wait_job(sm, name, statuses=("InProgress",), secondary=("Training",), timeout=120)
+    assert len(_job_containers(name)) == 2  # the training container and its sandbox
+    first.kill()
+    procs(argv, log_path=os.path.join(d, "agent-2.log"))
+    desc = H.wait_job(sm, name, timeout=120)
+    assert desc["TrainingJobStatus"] == "Completed", desc.get("FailureReason")
+    assert "Restarting" in [t["Status"] for t in desc["SecondaryStatusTransitions"]]
+    lines = _log_lines(s.client("logs"), name)
+    assert [l for l in lines if '"AccessKeyId"' in l], lines[-20:]
+    H.wait_for(lambda: _job_containers(name) == [], 30, f"no container of {name} left")
+    log = open(os.path.join(d, "agent-2.log")).read()
+    assert log.count("event=agent.job.leftover_removed") >= 2, log[-3000:]
