@@ -219,7 +219,16 @@ class Server:
     def argv(self):
         return [SERVER_BIN, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data_dir,
                 "--agents", str(self.agents), "--docker-host", DOCKER_HOST,
-                "--runtime-image-tar", RUNTIME_TAR] + self.extra
+                "--runtime-image-tar", RUNTIME_TAR] + self.staging_args() + self.extra
+
+    def staging_args(self):
+        """Job staging beside the data dir (not inside it: mountinfo must not name the data
+        dir), so a test server's leftovers go with its workdir instead of the host default."""
+        if "--staging-dir" in self.extra or "TRAINYARD_STAGING_DIR" in self.env:
+            return []
+        d = self.data_dir.rstrip("/")
+        return ["--staging-dir",
+                os.path.join(os.path.dirname(d), "staging-" + os.path.basename(d))]
 
     def start(self, timeout=90):
         os.makedirs(self.data_dir, exist_ok=True)
