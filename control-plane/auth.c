@@ -23,9 +23,7 @@ static const char *auth__header(const struct http_request *req, const char *name
     return NULL;
 }
 
-/* The value of parameter name in a form/query text s[0..n) (first one; %XX and '+' decoded).
-   1 when found, 0 otherwise. OUT: out. */
-static int auth__param(const char *s, size_t n, const char *name, char *out, size_t outn)
+int auth_form_param(const char *s, size_t n, const char *name, char *out, size_t outn)
 {
     size_t nl = strlen(name);
     const char *end = s + n;
@@ -57,10 +55,10 @@ static int auth__param(const char *s, size_t n, const char *name, char *out, siz
 /* A query-protocol parameter from the query string, else from a POST form body. */
 static int auth__query_param(const struct http_request *req, const char *name, char *out, size_t n)
 {
-    if (req->query && auth__param(req->query, strlen(req->query), name, out, n))
+    if (req->query && auth_form_param(req->query, strlen(req->query), name, out, n))
         return 1;
     if (strcmp(req->method, "POST") == 0 && req->body.data && req->body.len > 0)
-        return auth__param(req->body.data, req->body.len, name, out, n);
+        return auth_form_param(req->body.data, req->body.len, name, out, n);
     return 0;
 }
 

@@ -45,6 +45,10 @@ struct auth_principal {
  */
 const char *auth_service_of(const struct http_request *req);
 
+/* The value of parameter name in a form/query text s[0..n) (the first one; %XX and '+'
+   decoded, cut to outn - 1 bytes). 1 when found, 0 otherwise. OUT: out. */
+int auth_form_param(const char *s, size_t n, const char *name, char *out, size_t outn);
+
 /*
  * 0 when a's credential scope names service; else -TY_EBADSIG with field "service" and AWS's
  * message for the JSON and query services: "Credential should be scoped to correct service:

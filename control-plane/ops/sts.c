@@ -72,36 +72,6 @@ int sts_is_request(const struct http_request *req)
     return 0;
 }
 
-/* The value of name in a form/query string (first one; '+' and %XX decoded). OUT: out. */
-static int sts__param(const char *s, size_t n, const char *name, char *out, size_t outn)
-{
-    size_t nl = strlen(name);
-    const char *end = s + n;
-
-    while (s && s < end) {
-        const char *amp = memchr(s, '&', (size_t)(end - s));
-        const char *e = amp ? amp : end;
-        if ((size_t)(e - s) > nl && strncmp(s, name, nl) == 0 && s[nl] == '=') {
-            size_t k = 0;
-            for (const char *p = s + nl + 1; p < e && k + 1 < outn; p++) {
-                if (*p == '+') {
-                    out[k++] = ' ';
-                } else if (*p == '%' && e - p > 2) {
-                    char h[3] = {p[1], p[2], 0};
-                    out[k++] = (char)strtol(h, NULL, 16);
-                    p += 2;
-                } else {
-                    out[k++] = *p;
-                }
-            }
-            out[k] = '\0';
-            return 0;
-        }
-        s = amp ? amp + 1 : NULL;
-    }
-    return -1;
-}
-
 static void sts__xml_esc(struct ty_buf *b, const char *s)
 {
     ty_buf_put_xml(b, s);
@@ -188,12 +158,12 @@ void sts_route(struct http_request *req, struct http_response *resp, const struc
         }
         return;
     }
-    if (sts__param(req->body.data ? req->body.data : "", req->body.len, "Action", action,
-                   sizeof(action)) != 0)
-        sts__param(req->query, strlen(req->query), "Action", action, sizeof(action));
-    if (sts__param(req->body.data ? req->body.data : "", req->body.len, "Version", version,
-                   sizeof(version)) != 0)
-        sts__param(req->query, strlen(req->query), "Version", version, sizeof(version));
+    if (!auth_form_param(req->body.data ? req->body.data : "", req->body.len, "Action", action,
+                         sizeof(action)))
+        auth_form_param(req->query, strlen(req->query), "Action", action, sizeof(action));
+    if (!auth_form_param(req->body.data ? req->body.data : "", req->body.len, "Version", version,
+                         sizeof(version)))
+        auth_form_param(req->query, strlen(req->query), "Version", version, sizeof(version));
     if (strcmp(action, "GetCallerIdentity") != 0) {
         char msg[160];
         snprintf(msg, sizeof(msg), "Could not find operation %.64s for version %.20s", action,
