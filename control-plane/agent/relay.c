@@ -216,6 +216,8 @@ static void relay_conn_close(struct relay *r, struct relay_conn *c)
 {
     if (c->cfd < 0)
         return;
+    /* counted first: whoever sees the close also sees the count (tests read it then) */
+    atomic_fetch_sub(&r->open, 1);
     close(c->cfd);
     if (c->sfd >= 0)
         close(c->sfd);
@@ -223,7 +225,6 @@ static void relay_conn_close(struct relay *r, struct relay_conn *c)
     free(c->down.buf);
     memset(c, 0, sizeof(*c));
     c->cfd = c->sfd = -1;
-    atomic_fetch_sub(&r->open, 1);
 }
 
 /* Accepts every pending connection: relays it, or closes it when the cap is reached. */

@@ -617,14 +617,16 @@ static void test_role_principals_and_access(void **state)
                                "data/a.csv", &err),
                      -TY_EDENIED);
     /* the assumed-role form has the role's policies, with aws:userid <RoleId>:<session> */
-    assert_int_equal(authz_request(st, "sagemaker", "ListTrainingJobs", json_object(),
+    json_t *empty = json_object(); /* authz_request borrows its input */
+    assert_int_equal(authz_request(st, "sagemaker", "ListTrainingJobs", empty,
                                    "arn:aws:sts::000000000000:assumed-role/lim/sess1", "us-east-1",
                                    "000000000000", &err),
                      0);
-    assert_int_equal(authz_request(st, "sagemaker", "ListTrainingJobs", json_object(),
+    assert_int_equal(authz_request(st, "sagemaker", "ListTrainingJobs", empty,
                                    "arn:aws:sts::000000000000:assumed-role/lim/other", "us-east-1",
                                    "000000000000", &err),
                      -TY_EDENIED);
+    json_decref(empty);
     assert_int_equal(authz_check(st, "arn:aws:sts::111111111111:assumed-role/lim/sess1",
                                  "s3:GetObject", "arn:aws:s3:::mine/data/a", NULL, 0, &err),
                      -TY_EDENIED);
