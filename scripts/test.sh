@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs missing packages, starts the container engine, builds a
 # release and an ASan+UBSan build, runs the unit tests and the integration suite under the
-# sanitizers (servers and agents built with them), then every ctest of the release build.
+# sanitizers (servers and agents built with them), the libFuzzer harnesses for a bounded time (a
+# clang build), then every ctest of the release build.
 # Exits non-zero when any test fails; ctest's summary lines are the last thing printed.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +22,15 @@ status=0
 echo "== unit tests and the integration suite under ASan+UBSan =="
 (cd "$top/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest -L 'unit|sanitized' --output-on-failure -j"$jobs") || status=1
+echo "== libFuzzer harnesses (clang, bounded time, tests/fuzz) =="
+if CC=clang cmake -S "$top" -B "$top/build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTY_FUZZ=ON >/dev/null &&
+  cmake --build "$top/build-fuzz" --target fuzz_all -j"$jobs" >"$top/build-fuzz/build.log" 2>&1; then
+  (cd "$top/build-fuzz" && ctest -L fuzz --output-on-failure -j"$jobs") || status=1
+else
+  tail -n 60 "$top/build-fuzz/build.log" 2>/dev/null
+  echo "test.sh: the fuzz build failed in $top/build-fuzz" >&2
+  status=1
+fi
 echo "== all tests =="
 (cd "$top/build" && ctest --output-on-failure) || status=1
 exit $status
