@@ -1,19 +1,24 @@
 /*
  * fuzz_docker.c - libFuzzer harness for what the agent parses from the container engine without
  * a socket: the log-stream demultiplexer (docker__demux_*, multiplexed and raw streams, split
- * anywhere) and the RFC 3339 timestamp parser (docker__parse_time).
+ * anywhere), the RFC 3339 timestamp parser (docker__parse_time), the image import's answer (a
+ * stream of JSON objects kept as a bounded tail: buf_keep_tail, import_result) and an error
+ * answer's "message" (engine_error). agent/docker.c is compiled into the harness (#include) so
+ * that its static functions are reached.
  *
  * Input layout: byte 0 flags (bit 0 timestamps, bits 1-2 the forced mode: 0 detect, 1 mux,
  * 2 raw; bit 3 the callback stops after the 4th line), byte 1 the line ceiling (1..256), byte 2
  * the feed size (1..256 bytes per call), then the stream. Checks that every delivered line is
- * within the ceiling, comes from stdout or stderr, and that nothing is delivered after a stop.
+ * within the ceiling, comes from stdout or stderr, and that nothing is delivered after a stop;
+ * the same stream, fed in the same pieces, is the import answer (tail ceiling: 4 x the line
+ * ceiling) and an error body.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "docker_int.h"
+#include "../../control-plane/agent/docker.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -38,6 +43,30 @@ static int fuzz_docker_line(const char *line, size_t len, int64_t ts_ms, int is_
         return 1;
     }
     return 0;
+}
+
+/* The import answer and an error answer of the same bytes, fed in pieces of step bytes. */
+static void fuzz_docker_answers(const uint8_t *data, size_t size, size_t step, size_t tail)
+{
+    struct ty_buf b;
+    struct request req = {0};
+    struct ty_err err;
+    char id[80] = "";
+
+    ty_buf_init(&b, tail);
+    for (size_t off = 0; off < size; off += step)
+        buf_keep_tail(&b, (const char *)data + off, size - off < step ? size - off : step);
+    if (b.len > tail)
+        abort();
+    ty_err_clear(&err);
+    if (import_result(&b, id, sizeof(id), &err) == 0 && id[0] && strncmp(id, "sha256:", 7) != 0)
+        abort();
+    req.sink.body = &b;
+    req.sink.status = size & 1 ? 404 : 500;
+    ty_err_clear(&err);
+    if (engine_error(&req, "fuzz", &err) >= 0)
+        abort();
+    ty_buf_cleanup(&b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -77,5 +106,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc != 0 && rc != 1 && rc >= 0)
         abort();
     docker__demux_cleanup(&dm);
+    fuzz_docker_answers(data, size, step, 4 * f.max_line);
     return 0;
 }

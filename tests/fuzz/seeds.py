@@ -1,7 +1,7 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """seeds.py - (re)writes the committed seed corpus of the libFuzzer harnesses, corpus/<harness>/.
 
-Run it from anywhere: python3 tests/fuzz/seeds.py. Signed requests are signed by botocore (as the
+Run it from anywhere: /usr/bin/python3 tests/fuzz/seeds.py (Debian's botocore). Signed requests are signed by botocore (as the
 SDKs sign them); aws-chunked bodies carry real chunk signatures for the key fuzz_multipart.c uses.
 """
 import hashlib
@@ -11,10 +11,26 @@ import os
 import struct
 import zlib
 import base64
+import datetime
+
+import botocore.auth
 
 from botocore.auth import S3SigV4Auth, SigV4Auth, S3SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+
+class _FixedClock(datetime.datetime):
+    """botocore signs at fuzz_sigv4.c's FUZZ_T0 (20150830T123600Z), so that seeds verify there
+    with the secret it uses and the files do not change from one run to the next."""
+
+    @classmethod
+    def utcnow(cls):
+        return datetime.datetime(2015, 8, 30, 12, 36, 0)
+
+
+botocore.auth.datetime.datetime = _FixedClock
+if hasattr(botocore.auth, "get_current_datetime"):  # newer botocore
+    botocore.auth.get_current_datetime = lambda *a, **k: _FixedClock.utcnow()
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CRED = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
@@ -33,6 +49,8 @@ def wire(req):
     from urllib.parse import urlsplit
     u = urlsplit(req.url)
     lines = [req.method, u.path or "/", u.query]
+    if "host" not in (k.lower() for k in req.headers.keys()):
+        lines.append("Host: %s" % u.netloc)  # signed by botocore from the URL
     lines += ["%s: %s" % (k, v) for k, v in req.headers.items()]
     body = req.body or b""
     if isinstance(body, str):
@@ -168,6 +186,14 @@ def docker():
         "raw_forced": bytes([4, 50, 2]) + b"\x01\x00\x00\x00 not a frame\n",
         "stop": bytes([9, 100, 100]) + b"".join(frame(1, ts + b"l%d\n" % i) for i in range(6)),
         "time_offset": b"2024-02-29T23:59:60.5-07:30",
+        # an image import's answer (Docker, Podman) and an error answer
+        "import_docker": bytes([0, 255, 40]) + b'{"status":"Loading layer","progress":"[=>  ]"}\r\n'
+        b'{"status":"sha256:4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9"}\r\n',
+        "import_podman": bytes([0, 60, 17]) + b'{"stream":"Loaded image: trainyard-runtime:latest\\n"}\n'
+        b'{"id":"sha256:0c78aef83f66abc1fa1e8477f296d3940c78aef83f66abc1fa1e8477f296d394"}\n',
+        "import_error": bytes([0, 255, 255]) + b'{"error":"archive/tar: invalid tar header",'
+        b'"errorDetail":{"message":"archive/tar: invalid tar header"}}',
+        "engine_error": bytes([0, 255, 255]) + b'{"message":"No such container: abc","cause":"x"}',
     }
 
 
