@@ -100,6 +100,74 @@ def body(ref):
     return {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/" + ref}}}}
 
 
+def trainyard_paths():
+    """trainyard's own endpoints beside the SageMaker alias (not AWS operations)."""
+    plain_error = {"content": {"application/json": {"schema": {
+        "$ref": "#/components/schemas/ContainerCredentialsError"}}}}
+    return {
+        "/_trainyard/credentials": {"get": {
+            "operationId": "GetContainerCredentials",
+            "summary": "The job role's temporary credentials, for code inside a training job",
+            "description": (
+                "Served to training containers as `AWS_CONTAINER_CREDENTIALS_FULL_URI` "
+                "(`http://127.0.0.1:9911/_trainyard/credentials`, relayed by the agent into the "
+                "job's own network namespace) with `AWS_CONTAINER_AUTHORIZATION_TOKEN`, the "
+                "container credentials provider that botocore and the AWS CLI read. Each call "
+                "mints new credentials of the job's RoleArn (at most one hour, never past the "
+                "token); the token and every credential minted with it are revoked when the "
+                "job ends. Not SigV4-signed: the token is the authentication."),
+            "security": [{"containerToken": []}],
+            "responses": {
+                "200": dict(description="Temporary credentials (the ECS/container format).",
+                            **body("ContainerCredentials")),
+                "403": dict(description="Missing, unknown, expired or revoked token.",
+                            **plain_error),
+                "405": {"description": "A method other than GET."},
+            },
+        }},
+        "/healthz": {"get": {
+            "operationId": "Healthz",
+            "summary": "Liveness and readiness of the server, Redis, the engine and the agents",
+            "security": [],
+            "responses": {
+                "200": dict(description="`status` is `ok`.", **body("Health")),
+                "503": dict(description=(
+                    "`status` is `degraded`: Redis, the engine or every agent is unreachable; "
+                    "`reasons` says which."), **body("Health")),
+            },
+        }},
+    }
+
+
+def trainyard_schemas():
+    s = lambda d: {"type": "string", "description": d}
+    return {
+        "ContainerCredentials": {
+            "type": "object",
+            "required": ["AccessKeyId", "SecretAccessKey", "Token", "Expiration"],
+            "properties": {
+                "AccessKeyId": s("`ASIA` and 16 characters."),
+                "SecretAccessKey": s("40 characters."),
+                "Token": s("The session token: send it as `X-Amz-Security-Token`."),
+                "Expiration": s("ISO 8601 UTC, `YYYY-MM-DDTHH:MM:SSZ`."),
+                "RoleArn": s("The job's role."),
+            },
+        },
+        "ContainerCredentialsError": {
+            "type": "object",
+            "properties": {"code": s("`AccessDenied`."), "message": {"type": "string"}},
+        },
+        "Health": {
+            "type": "object",
+            "required": ["status"],
+            "properties": {
+                "status": {"type": "string", "enum": ["ok", "degraded"]},
+                "reasons": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+    }
+
+
 def build(model):
     meta = model["metadata"]
     shapes = model["shapes"]
@@ -133,10 +201,13 @@ def build(model):
         }
         paths["/sagemaker/" + name] = {"post": post}
 
+    paths.update(trainyard_paths())
+
     schemas = {}
     for name in sorted(shapes):
         schemas[name] = shape_schema(name, shapes[name])
     schemas[EMPTY_SCHEMA] = {"type": "object", "description": "An empty JSON object, `{}`."}
+    schemas.update(trainyard_schemas())
     schemas[ERROR_SCHEMA] = {
         "type": "object",
         "required": ["__type", "message"],
@@ -173,6 +244,12 @@ def build(model):
         "paths": paths,
         "components": {
             "securitySchemes": {
+                "containerToken": {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": "Authorization",
+                    "description": "The job's `AWS_CONTAINER_AUTHORIZATION_TOKEN`, verbatim.",
+                },
                 "sigv4": {
                     "type": "apiKey",
                     "in": "header",
@@ -192,7 +269,8 @@ def build(model):
                 "AuthError": err_response(
                     "Authentication or authorization failed: AccessDeniedException, "
                     "MissingAuthenticationTokenException, UnrecognizedClientException, "
-                    "InvalidSignatureException."),
+                    "InvalidSignatureException (a credential scope of another service), "
+                    "ExpiredTokenException (400, temporary credentials past their expiry)."),
                 "ServerError": err_response("InternalFailure."),
             },
             "schemas": schemas,

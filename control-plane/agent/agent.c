@@ -324,9 +324,14 @@ static int agent_runtime_image(struct agent *a, struct docker *d, struct ty_err 
     if (ex < 0)
         return ex;
     if (ex == 1) {
-        ex = docker_image_exists(d, a->cfg.runtime_image, err);
-        if (ex != 0)
-            return ex < 0 ? ex : 0;
+        /* this build's import exists: the public name points at it, even if another build
+           (another tarball on the same engine) moved the name since */
+        if (docker_image_tag(d, fp_tag, a->cfg.runtime_image, err) != 0) {
+            ty_log(TY_LOG_WARN, "agent.runtime_image.retag_failed", "image=%s error='%s'",
+                   a->cfg.runtime_image, err->msg);
+            ty_err_clear(err);
+        }
+        return 0;
     }
     ty_log(TY_LOG_INFO, "agent.runtime_image.import", "image=%s tar='%s'", a->cfg.runtime_image,
            a->cfg.runtime_tar);

@@ -1,6 +1,7 @@
 """openapi/openapi.yaml documents the REST alias for every operation the server serves, and
 agrees with what the server accepts and returns (every SageMaker response in this suite is also
 validated against it by the autouse fixture in conftest.py)."""
+import json
 import os
 
 import pytest
@@ -86,3 +87,28 @@ def test_describe_response_documented(doc, sm, fleet_job):
     broken = dict(r.json)
     del broken["TrainingJobArn"]
     assert _validate(doc, schema, broken), "TrainingJobArn is not required by the document"
+
+
+def test_trainyard_endpoints_documented(doc, server):
+    """/healthz and the container credentials endpoint answer as the document says (the 403 of
+    an unknown token; test_sessions.py checks a granted token's 200 body against botocore)."""
+    import urllib.error
+    import urllib.request
+
+    def get(path, headers=None):
+        req = urllib.request.Request(server.url + path, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    status, health = get("/healthz")
+    resp = doc["paths"]["/healthz"]["get"]["responses"][str(status)]
+    assert _validate(doc, resp["content"]["application/json"]["schema"], health) == []
+    status, body = get("/_trainyard/credentials", {"Authorization": "0" * 64})
+    assert status == 403, body
+    resp = doc["paths"]["/_trainyard/credentials"]["get"]["responses"]["403"]
+    assert _validate(doc, resp["content"]["application/json"]["schema"], body) == []
+    ok = doc["components"]["schemas"]["ContainerCredentials"]
+    assert _validate(doc, ok, {"AccessKeyId": "ASIA"}), "the document accepts a partial answer"
