@@ -6,8 +6,8 @@
  * hands to the module. A document that parses is evaluated twice (the decision must be the
  * same: evaluation is pure) and, with the managed flag, must parse the same way or fail.
  *
- * Build: clang -fsanitize=fuzzer,address,undefined (iam.cmake declares the target fuzz_iam,
- * not built by default); run: ./fuzz_iam -max_len=8192 corpus/
+ * Build: -DTY_FUZZ=ON with clang (tests/fuzz/CMakeLists.txt, README.md); run:
+ * ./fuzz_iam -max_len=8192 corpus/
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * fuzz_model.c - libFuzzer harness for model_validate(): the input is a JSON body for one of the
  * operations in the embedded model (chosen by the first byte). Checks that validation never
  * crashes, never leaks, returns one of its documented codes and leaves a bounded, valid UTF-8
- * message. Build with clang (tests/unit/model.cmake); run ./fuzz_model [corpus dir].
+ * message. Build: -DTY_FUZZ=ON with clang (tests/fuzz); run ./fuzz_model [corpus dir].
  */
 #include <jansson.h>
 #include <stddef.h>

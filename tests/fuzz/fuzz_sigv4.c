@@ -7,8 +7,8 @@
  * succeeds the request is verified (with a fixed secret and clock) and canonicalised, and a
  * sigv4_sign / sigv4_presign round trip of the same request must verify.
  *
- * Build: clang -fsanitize=fuzzer,address,undefined (sigv4.cmake does so when clang is the
- * compiler); run: ./fuzz_sigv4 -max_len=4096 corpus/
+ * Build: -DTY_FUZZ=ON with clang (tests/fuzz/CMakeLists.txt, README.md); run:
+ * ./fuzz_sigv4 -max_len=4096 corpus/
  */
 #include <stddef.h>
 #include <stdint.h>
