@@ -9,6 +9,7 @@
 #include "creds.h"
 #include "docker.h"
 #include "http.h"
+#include "janitor.h"
 #include "model.h"
 #include "ops/s3.h"
 #include "queue.h"
@@ -53,6 +54,9 @@
     X(account_id, "account-id", "TRAINYARD_ACCOUNT_ID", "000000000000", "account id in ARNs")      \
     X(stop_grace, "stop-grace", "TRAINYARD_STOP_GRACE", "120",                                     \
       "seconds between SIGTERM and SIGKILL when a job is stopped")                                 \
+    X(orphan_timeout, "orphan-timeout", "TRAINYARD_ORPHAN_TIMEOUT", "600",                         \
+      "seconds a running job may stay without a live agent before it fails; 0 = never (a "         \
+      "Stopping job without one is stopped through the engine at once)")                           \
     X(runtime_image_tar, "runtime-image-tar", "TRAINYARD_RUNTIME_IMAGE_TAR",                       \
       TY_RUNTIME_TAR_DEFAULT, "rootfs tarball of the runtime image, imported when missing")        \
     X(endpoint_url, "endpoint-url", "TRAINYARD_ENDPOINT_URL", "",                                  \
@@ -152,7 +156,9 @@ int main(int argc, char **argv)
     struct ty_err err;
     char data_dir[PATH_MAX], redis_url[4200], docker_host[1024], s3_dir[PATH_MAX + 8];
     char endpoint[300], agent_id[128];
-    int nagents, threads, grace, slots, sig, status = 1;
+    int nagents, threads, grace, slots, orphan_s, sig, status = 1;
+    struct janitor *janitor = NULL;
+    struct janitor_config jc;
     struct http_limits limits;
     struct redis_child *redis_child = NULL;
     struct store *store = NULL;
@@ -173,6 +179,7 @@ int main(int argc, char **argv)
     if (server__int("agents", cfg.agents, 0, 64, &nagents) ||
         server__int("threads", cfg.threads, 1, 256, &threads) ||
         server__int("stop-grace", cfg.stop_grace, 0, 86400, &grace) ||
+        server__int("orphan-timeout", cfg.orphan_timeout, 0, 30 * 86400, &orphan_s) ||
         server__int("slots", cfg.slots, 1, 1024, &slots) ||
         server__int("max-connections", cfg.max_conns, 1, 1000000, &limits.max_connections) ||
         server__int("max-connections-per-client", cfg.max_conns_client, 1, 1000000,
@@ -276,6 +283,17 @@ int main(int argc, char **argv)
             goto fail;
     }
 
+    /* jobs whose agent is gone while no agent is live: stopped, or failed after orphan_s */
+    memset(&jc, 0, sizeof(jc));
+    jc.redis_url = redis_url;
+    jc.docker_host = docker_host;
+    jc.stop_grace_s = grace;
+    jc.orphan_timeout_s = orphan_s;
+    jc.heartbeat_ttl_s = 10;
+    janitor = janitor_start(&jc, &err);
+    if (!janitor)
+        goto fail;
+
     memset(&rctx, 0, sizeof(rctx));
     rctx.model = model;
     rctx.redis_url = redis_url;
@@ -303,6 +321,7 @@ fail:
     server__die(&err);
 out:
     http_stop(http);
+    janitor_stop(janitor);
     for (int i = 0; agents && i < nagents; i++)
         agent_stop(agents[i]);
     free(agents);

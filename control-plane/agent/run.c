@@ -22,6 +22,7 @@
 #include "metrics.h"
 #include "objstore.h"
 #include "prof.h"
+#include "reap.h"
 #include "relay.h"
 #include "session.h"
 #include "spec.h"
@@ -747,33 +748,11 @@ static void run_unfence(struct run_ctx *r)
    engine. */
 static void run_remove_leftovers(struct run_ctx *r)
 {
-    char filter[200], net[200];
     struct ty_err err;
-    json_t *list, *c;
-    size_t i;
 
-    run_fmt(filter, sizeof(filter), "trainyard.job=%s", r->job);
-    list = docker_list(r->d, filter, &err);
-    /* training containers first: the engine keeps a sandbox whose namespace one still uses */
-    for (int sandbox = 0; sandbox < 2; sandbox++) {
-        json_array_foreach(list, i, c)
-        {
-            const char *id = json_string_value(json_object_get(c, "Id"));
-            json_t *sb = json_object_get(json_object_get(c, "Labels"), "trainyard.sandbox");
-            if (!id || (sb != NULL) != sandbox)
-                continue;
-            ty_log(TY_LOG_INFO, "agent.job.leftover_removed", "job=%s container=%.12s", r->job, id);
-            if (sandbox)
-                docker_kill(r->d, id, "SIGKILL", &err); /* its sleep ignores SIGTERM */
-            docker_remove(r->d, id, 1, &err);
-        }
-    }
-    json_decref(list);
+    reap_job(r->d, r->job, 0); /* containers, sandboxes, network, fence (reap.h) */
     for (int h = 0; h < r->nh; h++)
         docker_remove(r->d, r->h[h].cname, 1, &err);
-    run_fmt(net, sizeof(net), "trainyard-%s", r->job);
-    docker_network_remove(r->d, net, &err);
-    run_unfence(r); /* also before InstanceCount is known (a job stopped meanwhile) */
 }
 
 /* ---- role credentials and trainyard's API inside the containers (session.h, relay.h) ---- */

@@ -1,0 +1,94 @@
+/*
+ * reap.c - stops and removes what a job left on the engine (reap.h).
+ *
+ * Owns nothing between calls. Order matters to the engine: a sandbox container cannot be removed
+ * while a training container still uses its network namespace, so training containers go first.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "reap.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "fence.h"
+#include "ty_log.h"
+
+static int reap_is_sandbox(json_t *c)
+{
+    return json_object_get(json_object_get(c, "Labels"), "trainyard.sandbox") != NULL;
+}
+
+static double reap_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* SIGTERM to every training container, then waits until none runs or grace_s passed. */
+static void reap_term(struct docker *d, json_t *list, int grace_s)
+{
+    struct timespec tick = {0, 250 * 1000000L};
+    double deadline = reap_now() + grace_s;
+    struct ty_err err;
+    json_t *c;
+    size_t i;
+    int running = 1;
+
+    json_array_foreach(list, i, c)
+    {
+        const char *id = json_string_value(json_object_get(c, "Id"));
+        if (id && !reap_is_sandbox(c))
+            docker_kill(d, id, "SIGTERM", &err);
+    }
+    while (running && reap_now() < deadline) {
+        running = 0;
+        json_array_foreach(list, i, c)
+        {
+            const char *id = json_string_value(json_object_get(c, "Id"));
+            struct docker_state st;
+            if (id && !reap_is_sandbox(c) && docker_inspect(d, id, &st, &err) == 0 && st.running)
+                running = 1;
+        }
+        if (running)
+            nanosleep(&tick, NULL);
+    }
+}
+
+int reap_job(struct docker *d, const char *job, int grace_s)
+{
+    char filter[200], net[200], br[FENCE_IFNAME_MAX];
+    struct ty_err err;
+    json_t *list, *c;
+    size_t i;
+    int found = 0;
+
+    snprintf(filter, sizeof(filter), "trainyard.job=%s", job);
+    list = docker_list(d, filter, &err);
+    if (!list) {
+        ty_log(TY_LOG_WARN, "agent.reap.list_failed", "job=%s error='%s'", job, err.msg);
+        return -1;
+    }
+    if (grace_s > 0)
+        reap_term(d, list, grace_s);
+    for (int sandbox = 0; sandbox < 2; sandbox++) {
+        json_array_foreach(list, i, c)
+        {
+            const char *id = json_string_value(json_object_get(c, "Id"));
+            if (!id || reap_is_sandbox(c) != sandbox)
+                continue;
+            found += !sandbox;
+            ty_log(TY_LOG_INFO, "agent.job.leftover_removed", "job=%s container=%.12s sandbox=%d",
+                   job, id, sandbox);
+            docker_kill(d, id, "SIGKILL", &err); /* a sandbox's sleep ignores SIGTERM */
+            docker_remove(d, id, 1, &err);
+        }
+    }
+    json_decref(list);
+    snprintf(net, sizeof(net), "trainyard-%s", job);
+    docker_network_remove(d, net, &err);
+    fence_ifname(job, br, sizeof(br));
+    fence_unbridge(br);
+    return found;
+}
