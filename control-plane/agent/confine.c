@@ -93,18 +93,27 @@ static int confine_dots(const char *leaf)
     return strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0;
 }
 
-int confine_open_read(int root, const char *rel, struct stat *st)
+/* Opens the parent folder of rel below root (creating missing folders with dir_mode when it is
+   not 0). OUT: leaf (points into rel), never "." or "..". The parent's fd, or negative errno. */
+static int confine_parent(int root, const char *rel, unsigned dir_mode, const char **leaf)
 {
     char parent[4096];
+    int rc;
+
+    if ((rc = confine_split(rel, parent, sizeof(parent), leaf)) != 0)
+        return rc;
+    if (confine_dots(*leaf))
+        return -EINVAL;
+    return confine_opendir(root, parent, dir_mode);
+}
+
+int confine_open_read(int root, const char *rel, struct stat *st)
+{
     const char *leaf;
     struct stat s;
     int dfd, fd, rc;
 
-    if ((rc = confine_split(rel, parent, sizeof(parent), &leaf)) != 0)
-        return rc;
-    if (confine_dots(leaf))
-        return -EINVAL;
-    if ((dfd = confine_opendir(root, parent, 0)) < 0)
+    if ((dfd = confine_parent(root, rel, 0, &leaf)) < 0)
         return dfd;
     /* O_NONBLOCK: should a FIFO or device be there, the open does not wait for a writer */
     fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -125,16 +134,11 @@ int confine_open_read(int root, const char *rel, struct stat *st)
 
 int confine_create(int root, const char *rel, unsigned mode, unsigned dir_mode)
 {
-    char parent[4096];
     const char *leaf;
     struct stat s;
     int dfd, fd, rc;
 
-    if ((rc = confine_split(rel, parent, sizeof(parent), &leaf)) != 0)
-        return rc;
-    if (confine_dots(leaf))
-        return -EINVAL;
-    if ((dfd = confine_opendir(root, parent, dir_mode)) < 0)
+    if ((dfd = confine_parent(root, rel, dir_mode, &leaf)) < 0)
         return dfd;
     if (fstatat(dfd, leaf, &s, AT_SYMLINK_NOFOLLOW) == 0) {
         if (S_ISDIR(s.st_mode)) {
