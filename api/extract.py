@@ -10,6 +10,16 @@ the botocore model read, so running it twice gives the same bytes.
 
 DIR defaults to the botocore package next to this Python (Debian: python3-botocore).
 Standard library only.
+
+The committed api/ comes from botocore 1.43.67 (boto/botocore 0e6e240, service models
+sagemaker 2017-07-24 and logs 2014-03-28). To redo it from a botocore checkout:
+
+    git -C botocore checkout 0e6e240
+    /usr/bin/python3 api/extract.py --botocore-dir botocore/botocore/data
+    /usr/bin/python3 openapi/generate.py
+
+The hyperparameter-tuning operations are extracted ahead of being served (route.c serves
+what it has a handler for; the rest answer UnknownOperationException).
 """
 
 import argparse
@@ -29,6 +39,9 @@ SERVICES = {
         "DeleteUserProfile",
         "CreateApp", "DescribeApp", "ListApps", "DeleteApp",
         "CreatePresignedDomainUrl",
+        "CreateHyperParameterTuningJob", "DescribeHyperParameterTuningJob",
+        "ListHyperParameterTuningJobs", "StopHyperParameterTuningJob",
+        "ListTrainingJobsForHyperParameterTuningJob",
     ],
     "logs": ["DescribeLogStreams", "GetLogEvents", "FilterLogEvents", "DescribeLogGroups"],
 }

@@ -65,6 +65,12 @@ static const struct authz_op authz_ops[] = {
     SM(DeleteApp, AUTHZ_RES_APP, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
     SM(CreatePresignedDomainUrl, AUTHZ_RES_PROFILE,
        AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
+    /* hyperparameter tuning jobs */
+    SM(CreateHyperParameterTuningJob, AUTHZ_RES_TUNING_JOB, AUTHZ_C_REQTAGS),
+    SM(DescribeHyperParameterTuningJob, AUTHZ_RES_TUNING_JOB, AUTHZ_C_RESTAGS),
+    SM(ListHyperParameterTuningJobs, AUTHZ_RES_STAR, 0),
+    SM(StopHyperParameterTuningJob, AUTHZ_RES_TUNING_JOB, AUTHZ_C_RESTAGS),
+    SM(ListTrainingJobsForHyperParameterTuningJob, AUTHZ_RES_TUNING_JOB, AUTHZ_C_RESTAGS),
     /* CloudWatch Logs */
     LG(DescribeLogGroups, AUTHZ_RES_STAR, 0),
     LG(DescribeLogStreams, AUTHZ_RES_LOG_GROUP, 0),
@@ -222,6 +228,9 @@ int authz_resource(const struct authz_op *row, json_t *in, const char *region, c
     case AUTHZ_RES_TRAINING_JOB:
         return authz__put(buf, n, hl, err, "%straining-job/%s", head,
                           authz__str(in, "TrainingJobName"));
+    case AUTHZ_RES_TUNING_JOB:
+        return authz__put(buf, n, hl, err, "%shyper-parameter-tuning-job/%s", head,
+                          authz__str(in, "HyperParameterTuningJobName"));
     case AUTHZ_RES_DOMAIN:
         return authz__put(buf, n, hl, err, "%sdomain/%s", head, authz__str(in, "DomainId"));
     case AUTHZ_RES_DOMAIN_NEW:

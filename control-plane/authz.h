@@ -52,6 +52,7 @@ enum authz_res {
     AUTHZ_RES_LOG_STREAM, /* ...:log-group:<logGroupName>:log-stream:<logStreamName> */
     AUTHZ_RES_IAM_USER,   /* arn:aws:iam::<account>:user<path><UserName>; caller when absent */
     AUTHZ_RES_IAM_ROLE,   /* arn:aws:iam::<account>:role<path><RoleName> */
+    AUTHZ_RES_TUNING_JOB, /* hyper-parameter-tuning-job/<HyperParameterTuningJobName> (lower) */
 };
 
 /* Condition keys an operation adds from its input (bits of authz_op.cond). */

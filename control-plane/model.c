@@ -852,7 +852,8 @@ static void model__error_all(struct model__vctx *c, const json_t *v, const char 
     } while (0)
     if (sh->type == MT_STRING || sh->type == MT_BLOB || sh->type == MT_LIST || sh->type == MT_MAP) {
         MODEL__ADD(sh->has_max, MC_LEN_MAX);
-        MODEL__ADD(sh->has_min, MC_LEN_MIN);
+        /* a length minimum of 0 cannot fail: current models spell it out, AWS does not list it */
+        MODEL__ADD(sh->has_min && sh->min > 0, MC_LEN_MIN);
     } else {
         MODEL__ADD(sh->has_max, MC_VAL_MAX);
         MODEL__ADD(sh->has_min, MC_VAL_MIN);

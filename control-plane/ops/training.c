@@ -108,6 +108,26 @@ missing:
     return rc;
 }
 
+/* Members that current SageMaker models mark optional (training plans, recipes, instance
+ * groups) but that a trainyard job needs: AlgorithmSpecification and ResourceConfig.InstanceType.
+ */
+static int op__check_needed(json_t *in, struct ty_err *err)
+{
+    json_t *rc = json_object_get(in, "ResourceConfig");
+    if (!json_is_object(json_object_get(in, "AlgorithmSpecification")))
+        return ty_err_set(err, TY_EINVAL, "AlgorithmSpecification",
+                          "AlgorithmSpecification must be specified");
+    if (!json_string_value(json_object_get(rc, "InstanceType"))) {
+        if (json_object_get(rc, "InstanceGroups"))
+            return ty_err_set(err, TY_EINVAL, "ResourceConfig.InstanceGroups",
+                              "ResourceConfig.InstanceGroups is not supported; specify "
+                              "InstanceType and InstanceCount");
+        return ty_err_set(err, TY_EINVAL, "ResourceConfig.InstanceType",
+                          "ResourceConfig.InstanceType must be specified");
+    }
+    return 0;
+}
+
 int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
     static const char *const copied[] = {"AlgorithmSpecification",
@@ -136,6 +156,8 @@ int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
     /* iam:PassRole on RoleArn, after sagemaker:CreateTrainingJob was allowed (as AWS) */
     if ((rc = authz_pass_role(ctx->store, ctx->principal_arn, op_str(in, "RoleArn"),
                               ctx->account_id, err)) != 0)
+        return rc;
+    if ((rc = op__check_needed(in, err)) != 0)
         return rc;
     if ((rc = op__check_channels(ctx, in, err)) != 0)
         return rc;

@@ -8,7 +8,7 @@ from botocore.exceptions import ClientError
 
 import tyhelpers as H
 
-NAME_PATTERN = "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"
+NAME_PATTERN = "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"
 
 
 def _err(call, *a, **kw):
