@@ -20,6 +20,7 @@ struct metrics_def {
     double value;
     int64_t ts_ms;
     int seen;
+    long seq; /* points seen so far (their sequence numbers) */
 };
 
 struct metrics {
@@ -27,8 +28,11 @@ struct metrics {
     struct metrics_def defs[METRICS_MAX];
     int n;
     int changed;
-    pcre2_match_data *md;    /* guarded by mu */
-    pcre2_match_context *mc; /* match limit */
+    pcre2_match_data *md;                          /* guarded by mu */
+    pcre2_match_context *mc;                       /* match limit */
+    struct metrics_point pending[METRICS_PENDING]; /* not yet taken; the oldest dropped */
+    size_t npending;
+    long dropped;
 };
 
 struct metrics *metrics_new(json_t *defs)
@@ -133,6 +137,16 @@ int metrics_feed(struct metrics *m, const char *line, size_t len, int64_t ts_ms)
         d->value = v;
         d->ts_ms = ts_ms;
         d->seen = 1;
+        if (m->npending == METRICS_PENDING) { /* nobody takes them: keep the newest */
+            memmove(&m->pending[0], &m->pending[1], sizeof(m->pending[0]) * (METRICS_PENDING - 1));
+            m->npending--;
+            m->dropped++;
+        }
+        m->pending[m->npending].def = i;
+        m->pending[m->npending].value = v;
+        m->pending[m->npending].ts_ms = ts_ms;
+        m->pending[m->npending].seq = d->seq++;
+        m->npending++;
         m->changed = 1;
         updated++;
     }
@@ -162,4 +176,24 @@ json_t *metrics_final(struct metrics *m, int *changed)
     m->changed = 0;
     pthread_mutex_unlock(&m->mu);
     return out;
+}
+
+size_t metrics_take(struct metrics *m, struct metrics_point *out, size_t max)
+{
+    size_t n;
+
+    if (!m)
+        return 0;
+    pthread_mutex_lock(&m->mu);
+    n = m->npending < max ? m->npending : max;
+    memcpy(out, m->pending, sizeof(*out) * n);
+    memmove(&m->pending[0], &m->pending[n], sizeof(*out) * (m->npending - n));
+    m->npending -= n;
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
+const char *metrics_name(const struct metrics *m, int def)
+{
+    return m && def >= 0 && def < m->n ? m->defs[def].name : NULL;
 }

@@ -28,6 +28,7 @@
 #include "spec.h"
 #include "stage.h"
 #include "store.h"
+#include "store_metrics.h"
 #include "transfer.h"
 #include "ty_buf.h"
 #include "ty_log.h"
@@ -199,11 +200,48 @@ static void run_logs_unref(struct run_logs *l)
     free(l);
 }
 
+/* Hands the MetricDefinitions points matched so far to their CloudWatch series in namespace
+   /aws/sagemaker/TrainingJobs, dimension Host = <job>/algo-N (store_metrics.h). Points that
+   Redis refuses are dropped (logged): the log events keep the values. */
+static void run_metrics_push(struct run_logs *l, struct store *s)
+{
+    struct metrics_point pts[256];
+    struct store_metric_point sp[256];
+    char host[128];
+    size_t n, hl;
+    json_t *dims;
+
+    snprintf(host, sizeof(host), "%s", l->stream); /* <job>/algo-N-<epoch> -> <job>/algo-N */
+    hl = strlen(host);
+    while (hl > 0 && host[hl - 1] >= '0' && host[hl - 1] <= '9')
+        hl--;
+    if (hl > 0 && host[hl - 1] == '-')
+        host[hl - 1] = '\0';
+    dims = json_pack("[{s:s,s:s}]", "Name", "Host", "Value", host);
+    while (dims && (n = metrics_take(l->metrics, pts, 256)) > 0) {
+        for (int def = 0; def < metrics_count(l->metrics); def++) {
+            struct ty_err err;
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++)
+                if (pts[i].def == def)
+                    sp[k++] = (struct store_metric_point){pts[i].ts_ms, pts[i].seq, pts[i].value};
+            if (k > 0 &&
+                store_metrics_put(s, STORE_METRICS_NS_SAGEMAKER, metrics_name(l->metrics, def),
+                                  dims, sp, k, run_now_ms(), &err) != 0)
+                ty_log(TY_LOG_WARN, "agent.metrics.put_failed", "job=%s metric='%s' error='%s'",
+                       l->job, metrics_name(l->metrics, def), err.msg);
+        }
+    }
+    json_decref(dims);
+}
+
 /* Appends the pending batch with s (may be NULL: kept for later). Call with l->mu held. */
 static void run_logs_flush_locked(struct run_logs *l, struct store *s)
 {
     struct ty_err err;
 
+    if (s && l->metrics)
+        run_metrics_push(l, s);
     if (!l->batch || json_array_size(l->batch) == 0 || !s)
         goto bound;
     if (store_log_append(s, RUN_LOG_GROUP, l->stream, l->batch, &err) == 0) {
