@@ -8,20 +8,21 @@
 
 static void usage(void)
 {
-    fprintf(
-        stderr,
-        "usage: tyc compile MODEL [--target cpu|cuda] [--emit ir|passes|cuda|ptx|c]\n"
-        "                         [--mode eager|compiled] [--disable PASS[,PASS]] [--batch N]\n"
-        "                         [--optimizer adam|sgd]\n"
-        "       tyc train [--model MODEL] [--train DIR] [--validation DIR] [--model-dir DIR]\n"
-        "                 [--debug-dir DIR] [--hyperparameters FILE] [key=value ...]\n"
-        "                 (--train defaults to /usr/share/datasets/fashion-mnist; keys are the\n"
-        "                 built-in trainer's hyperparameters, e.g. epochs=2\n"
-        "                 sagemaker_training_compiler_enabled=true)\n"
-        "       tyc bench [--model MODEL] [--batch N[,N...]] [--steps N] [--warmup N]\n"
-        "                 [--cap-mib N] [--optimizer adam|sgd] [--target cpu|cuda]\n"
-        "MODEL is a JSON file or a built-in name (mlp, mlp-small, mlp-large, cnn);\n"
-        "passes: dce cse simplify epilogue xent ewfuse memplan\n");
+    fprintf(stderr,
+            "usage: tyc compile MODEL [--target cpu|cuda] [--emit ir|passes|cuda|ptx|c]\n"
+            "                         [--mode eager|compiled] [--disable PASS[,PASS]] [--batch N]\n"
+            "                         [--optimizer adam|sgd]\n"
+            "       tyc train [--model MODEL] [--train DIR] [--validation DIR] [--model-dir DIR]\n"
+            "                 [--debug-dir DIR] [--hyperparameters FILE] [key=value ...]\n"
+            "                 (--train defaults to /usr/share/datasets/fashion-mnist, or to\n"
+            "                 /usr/share/common-licenses for gpt-tiny and bert-tiny; keys are the\n"
+            "                 built-in trainer's hyperparameters, e.g. epochs=2\n"
+            "                 sagemaker_training_compiler_enabled=true)\n"
+            "       tyc bench [--model MODEL] [--batch N[,N...]] [--steps N] [--warmup N]\n"
+            "                 [--cap-mib N] [--optimizer adam|sgd] [--target cpu|cuda]\n"
+            "MODEL is a JSON file or a built-in name (mlp, mlp-small, mlp-large, cnn, gpt-tiny, "
+            "bert-tiny);\n"
+            "passes: dce cse simplify epilogue xent ewfuse memplan\n");
 }
 
 static void logline(void *ud, int level, const char *l)
@@ -143,7 +144,7 @@ static int cmd_train(int argc, char **argv)
     int i, n = 0, rc;
     if (!over)
         return 1;
-    p.train_dir = "/usr/share/datasets/fashion-mnist";
+    p.train_dir = NULL; /* the trainer's default for the model */
     p.val_dir = NULL;
     p.debug_dir = "tyc-debug";
     for (i = 0; i < argc; i++) {

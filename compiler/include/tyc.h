@@ -81,11 +81,21 @@ TY_EXPORT void tyc_model_free(struct tyc_model *m);
 TY_EXPORT const char *tyc_model_json(const struct tyc_model *m);
 TY_EXPORT int tyc_model_input_size(const struct tyc_model *m);
 TY_EXPORT int tyc_model_classes(const struct tyc_model *m);
+/* Model kinds: layer lists (inputs are floats, one label per example), a GPT-style causal
+ * character LM (inputs are `context` token ids, one label per position) and a BERT-style encoder
+ * classifier (`context` token ids, one label per example). Built-ins "gpt-tiny", "bert-tiny". */
+enum { TYC_KIND_LAYERS = 0, TYC_KIND_GPT = 1, TYC_KIND_ENCODER = 2 };
+TY_EXPORT int tyc_model_kind(const struct tyc_model *m);
+/* Labels per example: context for TYC_KIND_GPT, else 1. */
+TY_EXPORT int tyc_model_labels_per_example(const struct tyc_model *m);
 
 /* ---- sessions -------------------------------------------------------------------------------- */
 enum tyc_mode { TYC_EAGER = 0, TYC_COMPILED = 1 };
 enum tyc_optimizer { TYC_SGD = 0, TYC_ADAM = 1 };
 enum tyc_target { TYC_TARGET_CPU = 0, TYC_TARGET_CUDA = 1 };
+enum tyc_precision { TYC_FP32 = 0, TYC_BF16 = 1, TYC_FP16 = 2 };
+/* "fp32", "bf16", "fp16" (also "float32", "bfloat16", "float16") -> enum, or -1 */
+TY_EXPORT int tyc_precision_from_name(const char *name);
 
 /* Passes; TYC_PASS_ALL is the compiled default. Eager mode runs none of them. */
 #define TYC_PASS_DCE      (1u << 0) /* dead-code elimination */
@@ -116,6 +126,10 @@ struct tyc_options {
     float beta1, beta2, eps;
     uint64_t seed;         /* weight initialisation */
     const char *cache_dir; /* NVRTC cache dir or NULL for $TYC_CACHE_DIR or ~/.cache/tyc */
+    int precision;         /* enum tyc_precision: the generated CUDA's compute precision
+                              (TYC_FP32 default; bf16/fp16 round GEMM and attention operands,
+                              fp32 accumulation and fp32 master weights, fp16 with dynamic loss
+                              scaling); the CPU always computes in fp32 */
     int eager_cache;       /* eager: keep each tensor's own buffer across steps (as a caching
                               allocator would) instead of malloc/free of every tensor every step */
 };
@@ -132,11 +146,13 @@ TY_EXPORT struct tyc_session *tyc_session_new(const struct tyc_model *m,
 TY_EXPORT void tyc_session_free(struct tyc_session *s);
 
 /* One optimizer step on a batch: x is batch * input_size floats (NCHW for convolutional
- * models), y batch labels in [0, classes). OUT: *loss (mean over the batch) when loss is not
- * NULL. Returns 0, -TYC_EDATA (label out of range), -TYC_ENOMEM or -TYC_EGPU. */
+ * models; token ids for transformers), y batch * labels_per_example labels in [0, classes). OUT:
+ * *loss (mean over the batch) when loss is not NULL. Returns 0, -TYC_EDATA (label out of range),
+ * -TYC_ENOMEM or -TYC_EGPU. */
 TY_EXPORT int tyc_session_step(struct tyc_session *s, const float *x, const int32_t *y,
                                float *loss);
-/* Predicts classes for n rows (any n; batched internally). OUT: pred[n]. */
+/* Predicts classes for n rows (any n; batched internally).
+ * OUT: pred[n * labels_per_example] (one per position for TYC_KIND_GPT). */
 TY_EXPORT int tyc_session_predict(struct tyc_session *s, const float *x, int n, int32_t *pred);
 
 /* Parameters, in a fixed order (layer order; weight then bias). */
@@ -185,8 +201,16 @@ struct tyc_dataset {
     int n;      /* examples */
     int dim;    /* features per example (rows*cols) */
     float *x;   /* n*dim, scaled to [0,1] */
-    int32_t *y; /* n labels */
+    int32_t *y; /* n * ylen labels */
+    int ylen;   /* labels per example (0 means 1) */
 };
+/* Reads the regular files of dir (sorted by name; or dir itself when it is a file) as text for a
+ * transformer model: bytes >= 128 become '?'. TYC_KIND_GPT: consecutive windows of context + 1
+ * bytes (x = the first context bytes, y = the next ones); TYC_KIND_ENCODER: windows of context
+ * bytes labelled by the index of their file (fewer than `classes` files). Returns 0 or
+ * -TYC_EDATA / -TYC_EIO with err set. */
+TY_EXPORT int tyc_dataset_load_text(struct tyc_dataset *ds, const char *dir,
+                                    const struct tyc_model *m, struct tyc_err *err);
 /* Reads an IDX image file and an IDX label file (gzip or not). Returns 0 or -TYC_EDATA /
  * -TYC_EIO with err set. ds: filled on success; release with tyc_dataset_cleanup(). */
 TY_EXPORT int tyc_dataset_load(struct tyc_dataset *ds, const char *images, const char *labels,

@@ -163,8 +163,15 @@ int tyc__autodiff(struct tyc__graph *g, int loss, const int *params, int np, int
                 goto fail;
             break;
         }
-        default:
-            goto fail; /* op without a gradient rule */
+        default: {
+            int din[TYC_MAXIN], k;
+            if (!tyc__tf_is_op(n.op) || tyc__tf_backward(g, &n, dy, din) < 0)
+                goto fail; /* op without a gradient rule */
+            for (k = 0; k < n.nin; k++)
+                if (din[k] >= 0 && rg[n.in[k]] && acc(g, grad, n.in[k], din[k]) < 0)
+                    goto fail;
+            break;
+        }
         }
         if (g->failed)
             goto fail;

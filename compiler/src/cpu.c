@@ -481,6 +481,10 @@ int tyc__cpu_scratch_need(const struct tyc__graph *g, size_t *floats)
 void tyc__cpu_run_node(const struct tyc__graph *g, const struct tyc__node *nd, float *scratch)
 {
     const struct tyc__tensor *o = &g->t[nd->out[0]];
+    if (tyc__tf_is_op(nd->op)) {
+        tyc__tf_cpu_run(g, nd);
+        return;
+    }
     switch (nd->op) {
     case OP_MATMUL:
     case OP_MATMUL_EPI: {

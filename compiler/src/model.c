@@ -35,7 +35,18 @@ struct tyc_model {
     int classes;
     int nlayers;
     struct layer layers[TYC_MAX_LAYERS];
+    struct tyc__tfspec tf; /* transformer models (models_gpt.c); tf.kind 0 otherwise */
 };
+
+#define TYC_MAX_PARAMS 128
+
+static const char *builtin_gpt_tiny =
+    "{\"name\": \"gpt-tiny\", \"type\": \"gpt\", \"vocab\": 128, \"context\": 64,\n"
+    " \"width\": 128, \"heads\": 4, \"layers\": 2, \"mlp\": 512, \"dropout\": 0}\n";
+static const char *builtin_bert_tiny =
+    "{\"name\": \"bert-tiny\", \"type\": \"encoder\", \"vocab\": 128, \"context\": 64,\n"
+    " \"width\": 128, \"heads\": 4, \"layers\": 2, \"mlp\": 512, \"dropout\": 0.1,\n"
+    " \"classes\": 8}\n";
 
 static const char *builtin_mlp =
     "{\"name\": \"mlp\", \"input\": [28, 28], \"classes\": 10,\n"
@@ -115,6 +126,12 @@ struct tyc_model *tyc_model_parse(const char *json, size_t len, struct tyc_err *
     }
     v = tyc__json_get(j, "name");
     snprintf(m->name, sizeof(m->name), "%s", v && v->type == TJ_STR ? v->str : "model");
+    if (tyc__json_get(j, "type")) {
+        if (tyc__tf_parse(j, &m->tf, &m->classes, err) < 0)
+            goto fail;
+        m->input = m->tf.context;
+        goto done;
+    }
     v = tyc__json_get(j, "input");
     m->input = 1;
     if (v && v->type == TJ_ARR && v->nkids >= 1 && v->nkids <= 3) {
@@ -266,6 +283,7 @@ struct tyc_model *tyc_model_parse(const char *json, size_t len, struct tyc_err *
                      m->layers[m->nlayers - 1].units, m->classes);
         goto fail;
     }
+done:
     m->json = tyc__malloc(len + 1);
     if (!m->json) {
         tyc__err_set(err, TYC_ENOMEM, "model", "out of memory");
@@ -295,10 +313,16 @@ struct tyc_model *tyc_model_load(const char *path, struct tyc_err *err)
         return tyc_model_parse(builtin_mlp_large, strlen(builtin_mlp_large), err);
     if (strcmp(path, "cnn") == 0)
         return tyc_model_parse(builtin_cnn, strlen(builtin_cnn), err);
+    if (strcmp(path, "gpt-tiny") == 0)
+        return tyc_model_parse(builtin_gpt_tiny, strlen(builtin_gpt_tiny), err);
+    if (strcmp(path, "bert-tiny") == 0)
+        return tyc_model_parse(builtin_bert_tiny, strlen(builtin_bert_tiny), err);
     f = fopen(path, "rb");
     if (!f) {
         tyc__err_set(err, TYC_EMODEL, "model",
-                     "cannot open model '%s': %s (built-in models: mlp, mlp-small, mlp-large, cnn)",
+                     "cannot open model '%s': %s (built-in models: mlp, mlp-small, mlp-large, cnn, "
+                     "gpt-tiny, "
+                     "bert-tiny)",
                      path, strerror(errno));
         return NULL;
     }
@@ -343,6 +367,27 @@ int tyc_model_classes(const struct tyc_model *m)
     return m->classes;
 }
 
+int tyc_model_kind(const struct tyc_model *m)
+{
+    return m->tf.kind;
+}
+
+int tyc_model_labels_per_example(const struct tyc_model *m)
+{
+    return m->tf.kind == TYC_KIND_GPT ? m->tf.context : 1;
+}
+
+int tyc_precision_from_name(const char *n)
+{
+    if (!strcmp(n, "fp32") || !strcmp(n, "float32"))
+        return TYC_FP32;
+    if (!strcmp(n, "bf16") || !strcmp(n, "bfloat16"))
+        return TYC_BF16;
+    if (!strcmp(n, "fp16") || !strcmp(n, "float16"))
+        return TYC_FP16;
+    return -1;
+}
+
 unsigned tyc_pass_from_name(const char *n)
 {
     static const struct {
@@ -376,7 +421,6 @@ void tyc_options_init(struct tyc_options *o)
 }
 
 /* ---- sessions -------------------------------------------------------------------------------- */
-enum { SLOT_X, SLOT_Y, SLOT_C1, SLOT_C2, SLOT__N };
 
 struct entry {
     char name[48];
@@ -401,10 +445,12 @@ struct exec {
 
 struct tyc_session {
     struct tyc_options o;
-    int input, classes;
+    int input, classes, lpe; /* lpe: labels per example */
     struct entry *e;
     int ne, nparams;
     float *ybuf;
+    float *posbuf; /* transformers: position ids 0..T-1 per row */
+    float stepf;   /* the step counter as an input (dropout masks) */
     float c1, c2;
     long step;
     struct exec train, eval;
@@ -450,7 +496,22 @@ static int add_entry(struct tyc_session *s, const char *name, int nd, const int 
     return s->ne++;
 }
 
-static int param_tensor(struct tyc__graph *g, const struct tyc_session *s, int slot)
+int tyc__session_add_param(struct tyc_session *s, const char *name, int nd, const int *dim)
+{
+    return add_entry(s, name, nd, dim, 1);
+}
+
+float *tyc__session_param_data(struct tyc_session *s, int slot)
+{
+    return s->e[slot].data;
+}
+
+int tyc__session_batch(const struct tyc_session *s)
+{
+    return s->o.batch;
+}
+
+int tyc__param_tensor(struct tyc__graph *g, const struct tyc_session *s, int slot)
 {
     int t = tyc__tensor_new(g, TK_PARAM, s->e[slot].nd, s->e[slot].dim, s->e[slot].name);
     if (t >= 0)
@@ -458,7 +519,7 @@ static int param_tensor(struct tyc__graph *g, const struct tyc_session *s, int s
     return t;
 }
 
-static int input_tensor(struct tyc__graph *g, int slot, int nd, const int *dim, const char *name)
+int tyc__input_tensor(struct tyc__graph *g, int slot, int nd, const int *dim, const char *name)
 {
     int t = tyc__tensor_new(g, TK_INPUT, nd, dim, name);
     if (t >= 0)
@@ -476,18 +537,18 @@ static int build_forward(struct tyc__graph *g, const struct tyc_model *m,
         dim[1] = m->in_nd == 3 ? m->in_dims[0] : 1;
         dim[2] = m->in_dims[m->in_nd - 2];
         dim[3] = m->in_dims[m->in_nd - 1];
-        x = input_tensor(g, SLOT_X, 4, dim, "x");
+        x = tyc__input_tensor(g, SLOT_X, 4, dim, "x");
     } else {
         dim[0] = s->o.batch;
         dim[1] = m->input;
-        x = input_tensor(g, SLOT_X, 2, dim, "x");
+        x = tyc__input_tensor(g, SLOT_X, 2, dim, "x");
     }
     for (l = 0; l < m->nlayers && x >= 0; l++) {
         const struct layer *ly = &m->layers[l];
         int w = -1, b = -1;
         if (ly->type == L_DENSE || ly->type == L_CONV) {
-            w = param_tensor(g, s, p);
-            b = param_tensor(g, s, p + 1);
+            w = tyc__param_tensor(g, s, p);
+            b = tyc__param_tensor(g, s, p + 1);
             ptens[p++] = w;
             ptens[p++] = b;
         }
@@ -524,7 +585,7 @@ static int build_optimizer(struct tyc__graph *g, struct tyc_session *s, int pt, 
     if (o->optimizer == TYC_SGD) {
         int upd = grad;
         if (o->momentum != 0.0f) {
-            int buf = param_tensor(g, s, state0);
+            int buf = tyc__param_tensor(g, s, state0);
             int nb = tyc__ew(g, OP_ADD, tyc__ew(g, OP_MUL, buf, tyc__const(g, o->momentum)), grad);
             upd = nb;
             if (assign(g, buf, nb) < 0)
@@ -533,9 +594,9 @@ static int build_optimizer(struct tyc__graph *g, struct tyc_session *s, int pt, 
         return assign(g, pt, tyc__ew(g, OP_SUB, pt, tyc__ew(g, OP_MUL, upd, tyc__const(g, o->lr))));
     } else {
         int one = 1;
-        int mt = param_tensor(g, s, state0), vt = param_tensor(g, s, state0 + 1);
-        int c1 = input_tensor(g, SLOT_C1, 1, &one, "adam_c1");
-        int c2 = input_tensor(g, SLOT_C2, 1, &one, "adam_c2");
+        int mt = tyc__param_tensor(g, s, state0), vt = tyc__param_tensor(g, s, state0 + 1);
+        int c1 = tyc__input_tensor(g, SLOT_C1, 1, &one, "adam_c1");
+        int c2 = tyc__input_tensor(g, SLOT_C2, 1, &one, "adam_c2");
         int m1 = tyc__ew(g, OP_ADD, tyc__ew(g, OP_MUL, mt, tyc__const(g, o->beta1)),
                          tyc__ew(g, OP_MUL, grad, tyc__const(g, 1.0f - o->beta1)));
         int v1 = tyc__ew(
@@ -609,10 +670,12 @@ static void bind_inputs(struct exec *x, struct tyc_session *s, const float *xin)
         if (t->kind == TK_PARAM)
             t->data = s->e[t->slot].data;
         else if (t->kind == TK_INPUT)
-            t->data = t->slot == SLOT_X    ? (float *)(uintptr_t)xin
-                      : t->slot == SLOT_Y  ? s->ybuf
-                      : t->slot == SLOT_C1 ? &s->c1
-                                           : &s->c2;
+            t->data = t->slot == SLOT_X      ? (float *)(uintptr_t)xin
+                      : t->slot == SLOT_Y    ? s->ybuf
+                      : t->slot == SLOT_C1   ? &s->c1
+                      : t->slot == SLOT_STEP ? &s->stepf
+                      : t->slot == SLOT_POS  ? s->posbuf
+                                             : &s->c2;
         else if (t->kind == TK_TEMP && x->compiled)
             t->data = (float *)(void *)(x->arena + t->off);
     }
@@ -656,7 +719,7 @@ struct tyc_session *tyc_session_new(const struct tyc_model *m, const struct tyc_
                                     struct tyc_err *err)
 {
     struct tyc_session *s;
-    int l, i, ptens[2 * TYC_MAX_LAYERS], grads[2 * TYC_MAX_LAYERS], logits, loss, ydim, rc;
+    int l, i, ptens[TYC_MAX_PARAMS], grads[TYC_MAX_PARAMS], logits, loss, ydim, rc;
     int nstate;
     uint64_t rng;
     if (o->batch < 1 || o->batch > (1 << 20))
@@ -670,15 +733,24 @@ struct tyc_session *tyc_session_new(const struct tyc_model *m, const struct tyc_
     s->o = *o;
     s->input = m->input;
     s->classes = m->classes;
+    s->lpe = tyc_model_labels_per_example(m);
     nstate = o->optimizer == TYC_ADAM ? 2 : (o->momentum != 0.0f ? 1 : 0);
-    s->e = tyc__calloc((size_t)(2 * m->nlayers * (1 + nstate)), sizeof(*s->e));
-    s->ybuf = tyc__calloc((size_t)o->batch, sizeof(float));
+    s->e = tyc__calloc(
+        (size_t)((m->tf.kind ? tyc__tf_nparams(&m->tf) : 2 * m->nlayers) * (1 + nstate)),
+        sizeof(*s->e));
+    s->ybuf = tyc__calloc((size_t)o->batch * (size_t)s->lpe, sizeof(float));
     tyc__buf_init(&s->train.log, 1u << 20);
     tyc__buf_init(&s->eval.log, 1u << 20);
     if (!s->e || !s->ybuf)
         goto oom;
     rng = o->seed ? o->seed : 42;
-    {
+    if (m->tf.kind) {
+        s->posbuf = tyc__malloc((size_t)o->batch * (size_t)m->tf.context * sizeof(float));
+        if (!s->posbuf || tyc__tf_init_params(s, &m->tf, m->classes, &rng) < 0)
+            goto oom;
+        for (i = 0; i < o->batch * m->tf.context; i++)
+            s->posbuf[i] = (float)(i % m->tf.context);
+    } else {
         int C = m->spatial ? (m->in_nd == 3 ? m->in_dims[0] : 1) : 0;
         int H = m->spatial ? m->in_dims[m->in_nd - 2] : 0,
             W = m->spatial ? m->in_dims[m->in_nd - 1] : 0;
@@ -744,10 +816,12 @@ struct tyc_session *tyc_session_new(const struct tyc_model *m, const struct tyc_
     }
     /* training graph */
     tyc__graph_init(&s->train.g);
-    logits = build_forward(&s->train.g, m, s, ptens);
-    ydim = o->batch;
+    logits = m->tf.kind
+                 ? tyc__tf_build_forward(&s->train.g, &m->tf, m->classes, s, ptens, 1, o->seed)
+                 : build_forward(&s->train.g, m, s, ptens);
+    ydim = o->batch * s->lpe;
     {
-        int in2[2] = {logits, input_tensor(&s->train.g, SLOT_Y, 1, &ydim, "y")}, one = 1;
+        int in2[2] = {logits, tyc__input_tensor(&s->train.g, SLOT_Y, 1, &ydim, "y")}, one = 1;
         loss = tyc__op1(&s->train.g, OP_XENT, 2, in2, 1, &one);
     }
     if (s->train.g.failed || loss < 0)
@@ -765,7 +839,9 @@ struct tyc_session *tyc_session_new(const struct tyc_model *m, const struct tyc_
         goto oom;
     /* evaluation graph */
     tyc__graph_init(&s->eval.g);
-    logits = build_forward(&s->eval.g, m, s, ptens);
+    logits = m->tf.kind
+                 ? tyc__tf_build_forward(&s->eval.g, &m->tf, m->classes, s, ptens, 0, o->seed)
+                 : build_forward(&s->eval.g, m, s, ptens);
     if (s->eval.g.failed || logits < 0)
         goto oom;
     s->eval.g.outputs[s->eval.g.nout++] = logits;
@@ -820,18 +896,20 @@ void tyc_session_free(struct tyc_session *s)
         tyc__free(s->e[i].data);
     tyc__free(s->e);
     tyc__free(s->ybuf);
+    tyc__free(s->posbuf);
     tyc__free(s);
 }
 
 int tyc_session_step(struct tyc_session *s, const float *x, const int32_t *y, float *loss)
 {
     int i, rc;
-    for (i = 0; i < s->o.batch; i++) {
+    for (i = 0; i < s->o.batch * s->lpe; i++) {
         if (y[i] < 0 || y[i] >= s->classes)
             return -TYC_EDATA;
         s->ybuf[i] = (float)y[i];
     }
     s->step++;
+    s->stepf = (float)(s->step & 0xffffff);
     s->c1 = (float)(1.0 / (1.0 - pow((double)s->o.beta1, (double)s->step)));
     s->c2 = (float)(1.0 / (1.0 - pow((double)s->o.beta2, (double)s->step)));
     bind_inputs(&s->train, s, x);
@@ -865,12 +943,12 @@ int tyc_session_predict(struct tyc_session *s, const float *x, int n, int32_t *p
         rc = exec_run(&s->eval);
         if (rc == 0) {
             lg = s->eval.g.t[s->eval.g.outputs[0]].data;
-            for (r = 0; r < rows; r++) {
+            for (r = 0; r < rows * s->lpe; r++) {
                 int best = 0;
                 for (j = 1; j < C; j++)
                     if (lg[(size_t)r * C + j] > lg[(size_t)r * C + best])
                         best = j;
-                pred[i0 + r] = best;
+                pred[(size_t)i0 * s->lpe + r] = best;
             }
         }
         exec_release(&s->eval, 0);

@@ -72,7 +72,7 @@ static int same_node(const struct tyc__node *a, const struct tyc__node *b)
     return a->op == b->op && a->nin == b->nin && a->nout == 1 && b->nout == 1 &&
            memcmp(a->in, b->in, (size_t)a->nin * sizeof(int)) == 0 && a->ta == b->ta &&
            a->tb == b->tb && a->f == b->f && a->has_f == b->has_f && a->stride == b->stride &&
-           a->pad == b->pad;
+           a->pad == b->pad && memcmp(a->aux, b->aux, sizeof(a->aux)) == 0;
 }
 
 static int pass_cse(struct tyc__graph *g, int *consts)

@@ -11,10 +11,13 @@
 #include <sys/stat.h>
 #include <time.h>
 
+/* text shipped by Debian's base-files (Essential: present on every install) */
+#define TYC_TEXT_DEFAULT "/usr/share/common-licenses"
+
 struct hp {
     char model[1024];
     int epochs, batch, compiler, debug, train_subset;
-    int optimizer;
+    int optimizer, precision, target;
     double lr, momentum;
     uint64_t seed;
     unsigned passes;
@@ -100,6 +103,17 @@ static int set_hp(struct hp *h, const char *k, const char *v, struct tyc_err *er
         else
             return tyc__err_set(err, TYC_EINVAL, k,
                                 "hyperparameter 'optimizer' is '%s'; use 'adam' or 'sgd'", v);
+    } else if (!strcmp(k, "precision") || !strcmp(k, "mixed_precision")) {
+        /* the generated CUDA's compute precision; the CPU always runs fp32 */
+        if ((h->precision = tyc_precision_from_name(v)) < 0)
+            return tyc__err_set(err, TYC_EINVAL, k,
+                                "hyperparameter '%s' is '%s'; use 'fp32', 'bf16' or 'fp16'", k, v);
+    } else if (!strcmp(k, "target")) {
+        if (!strcmp(v, "cpu") || !strcmp(v, "cuda"))
+            h->target = v[0] == 'c' && v[1] == 'u' ? TYC_TARGET_CUDA : TYC_TARGET_CPU;
+        else
+            return tyc__err_set(err, TYC_EINVAL, k,
+                                "hyperparameter 'target' is '%s'; use 'cpu' or 'cuda'", v);
     } else if (!strcmp(k, "sagemaker_training_compiler_enabled"))
         bad = parse_bool(v, &h->compiler);
     else if (!strcmp(k, "sagemaker_training_compiler_debug_mode"))
@@ -237,17 +251,18 @@ static void debug_dump(struct tyc_session *s, const char *dir,
 
 static double accuracy(struct tyc_session *s, const struct tyc_dataset *d, int *rc)
 {
-    int32_t *pred = tyc__malloc((size_t)d->n * sizeof(int32_t));
-    int i, ok = 0;
+    int yl = d->ylen > 0 ? d->ylen : 1;
+    int32_t *pred = tyc__malloc((size_t)d->n * (size_t)yl * sizeof(int32_t));
+    long i, ok = 0;
     if (!pred) {
         *rc = -TYC_ENOMEM;
         return 0;
     }
     *rc = tyc_session_predict(s, d->x, d->n, pred);
-    for (i = 0; i < d->n && *rc == 0; i++)
+    for (i = 0; i < (long)d->n * yl && *rc == 0; i++)
         ok += pred[i] == d->y[i];
     tyc__free(pred);
-    return d->n ? (double)ok / d->n : 0;
+    return d->n ? (double)ok / ((double)d->n * yl) : 0;
 }
 
 int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides,
@@ -262,7 +277,8 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
     struct stat st;
     float *xb = NULL;
     int32_t *yb = NULL, *perm = NULL;
-    int rc, e, i, b, have_val = 0;
+    int rc, e, i, b, have_val = 0, yl;
+    const char *train_dir;
     uint64_t rng;
     double t_all = now_s();
 
@@ -301,11 +317,16 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
         rc = -TYC_EMODEL;
         goto fail;
     }
-    rc = tyc_dataset_load_dir(&tr, p->train_dir, "train", &err);
+    train_dir = p->train_dir        ? p->train_dir
+                : tyc_model_kind(m) ? TYC_TEXT_DEFAULT
+                                    : "/usr/share/datasets/fashion-mnist";
+    rc = tyc_model_kind(m) ? tyc_dataset_load_text(&tr, train_dir, m, &err)
+                           : tyc_dataset_load_dir(&tr, train_dir, "train", &err);
     if (rc < 0)
         goto fail;
     if (p->val_dir && stat(p->val_dir, &st) == 0) {
-        rc = tyc_dataset_load_dir(&va, p->val_dir, "t10k", &err);
+        rc = tyc_model_kind(m) ? tyc_dataset_load_text(&va, p->val_dir, m, &err)
+                               : tyc_dataset_load_dir(&va, p->val_dir, "t10k", &err);
         if (rc < 0)
             goto fail;
         have_val = 1;
@@ -316,13 +337,14 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
                           tyc_model_input_size(m));
         goto fail;
     }
-    for (i = 0; i < tr.n + (have_val ? va.n : 0); i++) {
-        int lab = i < tr.n ? tr.y[i] : va.y[i - tr.n];
+    yl = tr.ylen > 0 ? tr.ylen : 1;
+    for (i = 0; i < (tr.n + (have_val ? va.n : 0)) * yl; i++) {
+        int lab = i < tr.n * yl ? tr.y[i] : va.y[i - tr.n * yl];
         if (lab >= tyc_model_classes(m)) {
             rc = tyc__err_set(&err, TYC_EDATA, "data",
                               "%s label %d at index %d is not below the model's %d classes",
-                              i < tr.n ? "training" : "validation", lab, i < tr.n ? i : i - tr.n,
-                              tyc_model_classes(m));
+                              i < tr.n * yl ? "training" : "validation", lab,
+                              (i < tr.n * yl ? i : i - tr.n * yl) / yl, tyc_model_classes(m));
             goto fail;
         }
     }
@@ -341,6 +363,8 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
     o.lr = (float)h.lr;
     o.momentum = (float)h.momentum;
     o.seed = h.seed;
+    o.precision = h.precision;
+    o.target = h.target;
     s = tyc_session_new(m, &o, &err);
     if (!s) {
         rc = -err.code;
@@ -359,7 +383,7 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
     if (h.compiler && h.debug && p->debug_dir)
         debug_dump(s, p->debug_dir, line_fn, ud);
     xb = tyc__malloc((size_t)h.batch * (size_t)tr.dim * sizeof(float));
-    yb = tyc__malloc((size_t)h.batch * sizeof(int32_t));
+    yb = tyc__malloc((size_t)h.batch * (size_t)yl * sizeof(int32_t));
     perm = tyc__malloc((size_t)tr.n * sizeof(int32_t));
     if (!xb || !yb || !perm) {
         rc = tyc__err_set(&err, TYC_ENOMEM, "", "out of memory");
@@ -386,7 +410,7 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
                 int idx = perm[b * h.batch + r];
                 memcpy(xb + (size_t)r * tr.dim, tr.x + (size_t)idx * tr.dim,
                        (size_t)tr.dim * sizeof(float));
-                yb[r] = tr.y[idx];
+                memcpy(yb + (size_t)r * yl, tr.y + (size_t)idx * yl, (size_t)yl * sizeof(int32_t));
             }
             rc = tyc_session_step(s, xb, yb, &loss);
             if (rc < 0) {

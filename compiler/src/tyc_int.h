@@ -55,7 +55,20 @@ enum { TK_INPUT, TK_PARAM, TK_CONST, TK_TEMP };
     X(MAXPOOL_GRAD_IDX, "maxpool2d_grad_index")                                                    \
     X(FUSED_EW, "fused_elementwise")                                                               \
     X(MATMUL_EPI, "matmul_epilogue")                                                               \
-    X(XENT_FUSED, "softmax_xent_fused")
+    X(XENT_FUSED, "softmax_xent_fused")                                                            \
+    X(EMBED, "embedding")                                                                          \
+    X(EMBED_GRAD, "embedding_grad")                                                                \
+    X(LAYERNORM, "layer_norm")                                                                     \
+    X(LAYERNORM_GRAD, "layer_norm_grad")                                                           \
+    X(ATTN, "self_attention")                                                                      \
+    X(ATTN_GRAD, "self_attention_grad")                                                            \
+    X(DROPOUT, "dropout")                                                                          \
+    X(DROPOUT_GRAD, "dropout_grad")                                                                \
+    X(SEQMEAN, "sequence_mean")                                                                    \
+    X(SEQMEAN_GRAD, "sequence_mean_grad")                                                          \
+    X(AMP_CHECK, "amp_check_finite")                                                               \
+    X(AMP_UNSCALE, "amp_unscale")                                                                  \
+    X(AMP_UPDATE, "amp_update_scale")
 enum tyc__op {
 #define TYC_X_OP(n, s) OP_##n,
     TYC_OP_MAP(TYC_X_OP)
@@ -102,6 +115,10 @@ struct tyc__node {
      * its saved tensor in[epi_mask] (dgrad epilogue), colsum output (out index) */
     int epi_bias, epi_act, epi_mask, epi_colsum;
     int epi_gop; /* activation-gradient op applied with in[epi_mask] (relu mask, tanh', ...) */
+    /* transformer ops (ops_transformer.c): ATTN/ATTN_GRAD aux = {heads, seq len, causal};
+     * DROPOUT* aux[0] = seed, f = drop probability; SEQMEAN* aux[1] = seq len;
+     * LAYERNORM* f = epsilon */
+    int aux[4];
     /* XENT_FUSED: out[0] loss, out[1] dlogits, out[2] colsum of dlogits (or absent) */
     /* FUSED_EW: program */
     int nuop;
@@ -189,6 +206,49 @@ void tyc__cpu_run_node(const struct tyc__graph *g, const struct tyc__node *nd, f
 void tyc__gemm(int M, int N, int K, const float *A, int ta, const float *B, int tb, float *C,
                float *scratch);
 void tyc__xent_row(const float *x, int C, int label, float *loss_out, float *grad, float gscale);
+
+/* Session input slots (TK_INPUT tensors): the batch, labels, Adam bias corrections, the step
+ * counter (dropout masks) and the position ids 0..T-1 per row (positional embeddings). */
+enum { SLOT_X, SLOT_Y, SLOT_C1, SLOT_C2, SLOT_STEP, SLOT_POS, SLOT__N };
+
+/* ops_transformer.c: the transformer ops' CPU kernels and gradient rules */
+int tyc__tf_is_op(int op);
+void tyc__tf_cpu_run(const struct tyc__graph *g, const struct tyc__node *nd);
+/* Appends the backward nodes of forward node n given dy (gradient of n->out[0]).
+ * OUT: din[j] = gradient tensor of n->in[j] or -1. Returns 0 or -1. */
+int tyc__tf_backward(struct tyc__graph *g, const struct tyc__node *n, int dy, int *din);
+int tyc__embed(struct tyc__graph *g, int ids, int table);
+int tyc__layernorm(struct tyc__graph *g, int x, int gamma, int beta, float eps);
+int tyc__attention(struct tyc__graph *g, int qkv, int heads, int seq, int causal);
+int tyc__dropout(struct tyc__graph *g, int x, int step, float p, uint32_t seed);
+int tyc__seqmean(struct tyc__graph *g, int x, int seq);
+/* the dropout mask: 1 when element i is kept at this step (the same hash on CPU and GPU) */
+int tyc__dropout_keep(uint32_t seed, uint32_t step, uint32_t i, float p);
+
+/* models_gpt.c: transformer model specs ("type": "gpt" or "encoder") and their graphs */
+struct tyc__tfspec {
+    int kind; /* 0 not a transformer, TYC_KIND_GPT, TYC_KIND_ENCODER */
+    int vocab, context, width, heads, layers, mlp;
+    float dropout;
+};
+struct tyc__json;
+/* Parses the transformer fields of a spec object into ts. Returns 0 or -1 with err set. */
+int tyc__tf_parse(const struct tyc__json *j, struct tyc__tfspec *ts, int *classes,
+                  struct tyc_err *err);
+int tyc__tf_nparams(const struct tyc__tfspec *ts);
+struct tyc_session;
+/* session hooks (model.c) used by models_gpt.c */
+int tyc__session_add_param(struct tyc_session *s, const char *name, int nd, const int *dim);
+float *tyc__session_param_data(struct tyc_session *s, int slot);
+int tyc__session_batch(const struct tyc_session *s);
+int tyc__param_tensor(struct tyc__graph *g, const struct tyc_session *s, int slot);
+int tyc__input_tensor(struct tyc__graph *g, int slot, int nd, const int *dim, const char *name);
+/* Creates the parameters (GPT-2 style init: N(0, 0.02), LN 1/0, biases 0) from rng. */
+int tyc__tf_init_params(struct tyc_session *s, const struct tyc__tfspec *ts, int classes,
+                        uint64_t *rng);
+/* Forward graph: returns logits ([B*T, vocab] or [B, classes]); OUT: ptens[] in store order. */
+int tyc__tf_build_forward(struct tyc__graph *g, const struct tyc__tfspec *ts, int classes,
+                          const struct tyc_session *s, int *ptens, int train, uint64_t seed);
 
 /* cuda_codegen.c */
 int tyc__cuda_codegen(const struct tyc__graph *g, struct tyc__buf *b);
