@@ -10,6 +10,7 @@
 
 #include "agent_int.h"
 #include "docker.h"
+#include "outbox.h"
 #include "queue.h"
 #include "stage.h"
 #include "store.h"
@@ -31,6 +32,7 @@
 #define AGENT_CLAIM_BLOCK_MS 1000
 #define AGENT_DEFAULT_TTL_S  10
 #define AGENT_DEFAULT_GRACE  120
+#define AGENT_OWN_RESCAN_S   30 /* period of the look for own entries no runner holds */
 
 int agent__sleep(struct agent *a, int ms)
 {
@@ -162,14 +164,35 @@ static int agent_spawn(struct agent *a, const struct queue_item *item, int recla
     return 0;
 }
 
+/* 1 when a runner of this agent holds job (outbox_replay_all's skip). */
+static int agent_job_running(const char *job, void *ud)
+{
+    struct agent *a = ud;
+    int found = 0;
+
+    pthread_mutex_lock(&a->mu);
+    for (struct agent_run *r = a->runs; r && !found; r = r->next)
+        found = strcmp(r->item.job, job) == 0;
+    pthread_mutex_unlock(&a->mu);
+    return found;
+}
+
+static double agent_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void *agent_claim_thread(void *arg)
 {
     struct agent *a = arg;
     struct store *s = NULL;
     struct ty_err err;
     long min_idle_ms = (long)a->cfg.heartbeat_ttl_s * 3 * 1000;
-    int backoff_ms = 500, own_done = 0;
+    int backoff_ms = 500, own_done = 0, rescan = 0;
     char own_after[64] = "";
+    double next_own = agent_now() + AGENT_OWN_RESCAN_S;
 
     while (!atomic_load(&a->stopping)) {
         struct queue_item item;
@@ -189,6 +212,22 @@ static void *agent_claim_thread(void *arg)
             backoff_ms = backoff_ms < 8000 ? backoff_ms * 2 : backoff_ms;
             continue;
         }
+        if (own_done && agent_now() >= next_own) {
+            /* Alive, look again for entries of our own that no runner holds (a runner that
+               gave up on Redis before its job ran), and outboxes nobody replays. */
+            own_done = 0;
+            own_after[0] = '\0';
+            rescan = 1;
+        }
+        if (!own_done && !own_after[0] &&
+            outbox_replay_all(s, a->cfg.data_dir, agent_job_running, a) > 0 &&
+            store_ping(s, &err) != 0) {
+            /* Redis away again: the leftovers wait for the next pass */
+            store_close(s);
+            s = NULL;
+            agent__sleep(a, backoff_ms);
+            continue;
+        }
         memset(&item, 0, sizeof(item));
         rc = 0;
         if (!own_done) {
@@ -196,14 +235,19 @@ static void *agent_claim_thread(void *arg)
             rc = queue_own_pending(s, a->id, own_after, &item, &err);
             if (rc == 1) {
                 snprintf(own_after, sizeof(own_after), "%s", item.entry_id);
+                if (rescan && agent_job_running(item.job, a))
+                    continue; /* its runner is at work */
                 ty_log(TY_LOG_INFO, "agent.claim.own_pending", "agent=%s job=%s entry=%s", a->id,
                        item.job, item.entry_id);
                 if (agent_spawn(a, &item, 1) != 0)
                     agent__sleep(a, 1000);
                 continue;
             }
-            if (rc == 0)
+            if (rc == 0) {
                 own_done = 1;
+                rescan = 0;
+                next_own = agent_now() + AGENT_OWN_RESCAN_S;
+            }
         }
         if (rc >= 0)
             rc = queue_reclaim(s, a->id, min_idle_ms, &item, &err);

@@ -21,6 +21,7 @@
 #include "instances.h"
 #include "metrics.h"
 #include "objstore.h"
+#include "outbox.h"
 #include "prof.h"
 #include "reap.h"
 #include "relay.h"
@@ -56,6 +57,10 @@
 #define RUN_KILL_WAIT_S    30 /* after SIGKILL */
 #define RUN_LOGS_DRAIN_S   10 /* for the log reader after the container is gone */
 #define RUN_STORE_RETRIES  5
+#define RUN_STORE_TRIES    3     /* a transition's direct tries before it goes to the outbox */
+#define RUN_RETRY_BASE_MS  1000  /* backoff of uploads and staging while Redis is away */
+#define RUN_RETRY_MAX_MS   15000 /* its cap */
+#define RUN_RETRY_FLOOR_S  60    /* waited at least, even past the job's MaxRuntime */
 #define RUN_CKPT_MS        10000 /* checkpoint upload period while training */
 #define RUN_CREDS_DEF_S    86400 /* a job without MaxRuntimeInSeconds: SageMaker's default */
 #define RUN_CREDS_SLACK_S  3600  /* container token life past MaxRuntime (staging, upload) */
@@ -77,6 +82,8 @@
 struct run_logs {
     atomic_int refs;
     atomic_int abandon; /* the runner asks the reader to stop at the next line */
+    atomic_int spill;   /* Redis refused a batch: the reader keeps its events for the runner,
+                           which moves them into the job's outbox (outbox.h), in order */
     char *redis_url;    /* owned */
     char *docker_host;  /* owned */
     char container[72];
@@ -136,6 +143,9 @@ struct run_ctx {
     char region[32];        /* of the job (from its ARN), else the agent's */
     char account[32];       /* of the job (from its ARN), "" when unknown */
     int store_down;         /* the last store call failed on Redis */
+    int ob;                 /* the job's outbox holds writes not yet replayed: every write goes
+                               there, behind them, until a replay empties it (outbox.h) */
+    double drain_after;     /* no replay try before this time (the last one failed) */
     struct store *os_store; /* owned: the objstore's own connection */
     struct objstore *os;    /* owned, NULL until first used */
     json_t *prof_cfg;       /* owned: ProfilerConfig as last written, NULL when none */
@@ -251,6 +261,7 @@ static void run_logs_flush_locked(struct run_logs *l, struct store *s)
     }
     ty_log(TY_LOG_WARN, "agent.logs.append_failed", "job=%s stream='%s' error='%s'", l->job,
            l->stream, err.msg);
+    atomic_store(&l->spill, 1);
 bound:
     /* Keep memory bounded while Redis is away: drop the oldest events. */
     while (l->batch && json_array_size(l->batch) > RUN_BATCH_HARD_MAX) {
@@ -307,7 +318,7 @@ static int run_logs_line(const char *line, size_t len, int64_t ts_ms, int is_std
     if (ev && json_array_append_new(l->batch, ev) == 0)
         l->batch_bytes += len + 26;
     if (json_array_size(l->batch) >= RUN_BATCH_EVENTS || l->batch_bytes >= RUN_BATCH_BYTES)
-        run_logs_flush_locked(l, rd->s);
+        run_logs_flush_locked(l, atomic_load(&l->spill) ? NULL : rd->s);
     pthread_mutex_unlock(&l->mu);
     return atomic_load(&l->abandon) ? 1 : 0;
 }
@@ -352,7 +363,7 @@ static void *run_logs_thread(void *arg)
     }
     docker_close(d);
     pthread_mutex_lock(&l->mu);
-    run_logs_flush_locked(l, rd.s);
+    run_logs_flush_locked(l, atomic_load(&l->spill) ? NULL : rd.s);
     l->done = 1;
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
@@ -377,10 +388,117 @@ static void run_store_reopen(struct run_ctx *r)
         store_set_identity(r->s, r->region, r->account[0] ? r->account : NULL);
 }
 
+/* ---- the job's outbox (outbox.h): what Redis did not take, replayed in order ---- */
+
+/* Replays the job's outbox when it has one. 0 when it is empty now (r->ob cleared, and the
+   log readers write directly again), -1 while Redis is away. */
+static int run_outbox_drain(struct run_ctx *r)
+{
+    struct ty_err err;
+
+    if (!r->ob)
+        return 0;
+    if (run_now() < r->drain_after)
+        return -1; /* the last try failed less than a second ago */
+    if (!r->s)
+        run_store_reopen(r);
+    ty_err_clear(&err);
+    if (!r->s || outbox_replay(r->s, r->a->cfg.data_dir, r->job, &err) != 0) {
+        store_close(r->s);
+        r->s = NULL;
+        r->drain_after = run_now() + 1.0;
+        return -1;
+    }
+    store_set_identity(r->s, r->region, r->account[0] ? r->account : NULL);
+    r->ob = 0;
+    for (int i = 0; i < r->nh; i++) {
+        struct run_logs *l = r->h[i].logs;
+        if (!l)
+            continue;
+        pthread_mutex_lock(&l->mu);
+        if (json_array_size(l->batch) == 0) /* else the runner's next tick moves them first */
+            atomic_store(&l->spill, 0);
+        pthread_mutex_unlock(&l->mu);
+    }
+    ty_log(TY_LOG_INFO, "agent.outbox.drained", "job=%s", r->job);
+    return 0;
+}
+
+/* Moves host h's events the reader could not append into the outbox (behind what is there). */
+static void run_logs_spill(struct run_ctx *r, struct run_host *h)
+{
+    struct run_logs *l = h->logs;
+    struct ty_err err;
+    int rc;
+
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    if ((atomic_load(&l->spill) || r->ob) && json_array_size(l->batch) > 0) {
+        rc = outbox_logs(r->a->cfg.data_dir, r->job, r->region, r->account, l->stream, l->batch,
+                         &err);
+        if (rc == 0)
+            r->ob = 1;
+        if (rc >= 0) { /* kept, or dropped because the outbox is full */
+            if (rc == 1)
+                l->dropped += (long)json_array_size(l->batch);
+            json_array_clear(l->batch);
+            l->batch_bytes = 0;
+        } else {
+            ty_log(TY_LOG_WARN, "agent.outbox.write_failed", "job=%s error='%s'", r->job, err.msg);
+        }
+        atomic_store(&l->spill, 1);
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* The readers' pending events: appended now, or into the outbox when it is in use (order).
+   force: what Redis did not take goes into the outbox now (the readers are done). */
+static void run_logs_flush_all(struct run_ctx *r, int force)
+{
+    for (int i = 0; i < r->nh; i++) {
+        struct run_logs *l = r->h[i].logs;
+        if (!l)
+            continue;
+        if (!r->ob && !atomic_load(&l->spill))
+            run_logs_flush(l, r->s);
+        if (force) {
+            pthread_mutex_lock(&l->mu);
+            if (json_array_size(l->batch) > 0)
+                atomic_store(&l->spill, 1);
+            pthread_mutex_unlock(&l->mu);
+        }
+        if (r->ob || atomic_load(&l->spill))
+            run_logs_spill(r, &r->h[i]);
+    }
+    if (r->ob)
+        run_outbox_drain(r);
+}
+
+/* Appends transition t into the outbox and tries a replay. 0, or -1 when the outbox cannot be
+   written either. */
+static int run_transition_outbox(struct run_ctx *r, struct store_transition *t)
+{
+    struct ty_err err;
+
+    t->now = run_now();
+    if (outbox_transition(r->a->cfg.data_dir, r->job, t, &err) != 0) {
+        ty_log(TY_LOG_ERROR, "agent.outbox.write_failed", "job=%s error='%s'", r->job, err.msg);
+        return -1;
+    }
+    r->ob = 1;
+    ty_log(TY_LOG_INFO, "agent.job.transition_buffered", "job=%s status=%s secondary=%s", r->job,
+           t->status ? t->status : "-", t->secondary ? t->secondary : "-");
+    run_outbox_drain(r);
+    return 0;
+}
+
 /*
- * Applies one transition, retrying Redis errors. set is stolen (may be NULL).
- * Returns 0 on success, 1 when the job is not in an expected state (r->cur = its status, "" when
- * the job is gone), -1 when Redis kept failing or the agent is stopping.
+ * Applies one transition. set is stolen (may be NULL). While Redis is away (or the job's
+ * outbox is not yet replayed), the transition goes into the outbox, to be replayed in order
+ * when Redis is back, and counts as applied: the runner goes on supervising.
+ * Returns 0 on success (or buffered), 1 when the job is not in an expected state (r->cur = its
+ * status, "" when the job is gone), -1 when the agent is stopping (or no disk for the outbox).
  */
 static int run_transition(struct run_ctx *r, const char *expect, const char *status,
                           const char *secondary, const char *message, json_t *set)
@@ -391,44 +509,95 @@ static int run_transition(struct run_ctx *r, const char *expect, const char *sta
     int rc = -1;
 
     r->cur[0] = '\0';
-    for (int i = 0; i < RUN_STORE_RETRIES; i++) {
+    if (r->ob && !atomic_load(&r->a->stopping)) {
+        rc = run_transition_outbox(r, &t);
+        goto done;
+    }
+    for (int i = 0; i < RUN_STORE_TRIES; i++) {
         json_t *doc;
         if (!r->s)
             run_store_reopen(r);
-        if (!r->s) {
-            if (agent__sleep(r->a, 1000 << (i < 3 ? i : 3)))
+        if (r->s) {
+            t.now = run_now();
+            ty_err_clear(&err);
+            doc = store_job_transition(r->s, r->job, &t, &err);
+            if (doc) {
+                json_decref(doc);
+                rc = 0;
                 break;
-            continue;
+            }
+            if (err.code == TY_ECONFLICT) {
+                run_fmt(r->cur, sizeof(r->cur), "%s", err.msg);
+                rc = 1;
+                break;
+            }
+            if (err.code == TY_ENOTFOUND) {
+                rc = 1;
+                break;
+            }
+            ty_log(TY_LOG_WARN, "agent.job.transition_failed", "job=%s to=%s/%s error='%s'", r->job,
+                   status ? status : "-", secondary ? secondary : "-", err.msg);
+            store_close(r->s);
+            r->s = NULL;
         }
-        t.now = run_now();
-        ty_err_clear(&err);
-        doc = store_job_transition(r->s, r->job, &t, &err);
-        if (doc) {
-            json_decref(doc);
-            rc = 0;
-            break;
-        }
-        if (err.code == TY_ECONFLICT) {
-            run_fmt(r->cur, sizeof(r->cur), "%s", err.msg);
-            rc = 1;
-            break;
-        }
-        if (err.code == TY_ENOTFOUND) {
-            rc = 1;
-            break;
-        }
-        ty_log(TY_LOG_WARN, "agent.job.transition_failed", "job=%s to=%s/%s error='%s'", r->job,
-               status ? status : "-", secondary ? secondary : "-", err.msg);
-        store_close(r->s);
-        r->s = NULL;
-        if (agent__sleep(r->a, 500 << (i < 3 ? i : 3)))
+        if (agent__sleep(r->a, 500 << i))
             break;
     }
+    if (rc < 0 && !atomic_load(&r->a->stopping))
+        rc = run_transition_outbox(r, &t); /* Redis away: buffered, replayed when it is back */
+done:
     json_decref(set);
     if (rc == 0)
         ty_log(TY_LOG_INFO, "agent.job.transition", "job=%s status=%s secondary=%s", r->job,
                status ? status : "-", secondary ? secondary : "-");
     return rc;
+}
+
+/* 1 when Redis does not answer now (a fresh connection's PING fails). */
+static int run_redis_down(struct run_ctx *r)
+{
+    struct ty_err err;
+    struct store *s = store_open(r->a->cfg.redis_url, &err);
+    int down = !s || store_ping(s, &err) != 0;
+
+    store_close(s);
+    return down;
+}
+
+/* 1 when err (a failed store, object store or transfer call) is worth retrying: Redis is
+   behind it, or does not answer now. */
+static int run_transient(struct run_ctx *r, const struct ty_err *err)
+{
+    return err->code == TY_EREDIS || strstr(err->msg, "redis") != NULL || run_redis_down(r);
+}
+
+/* Epoch seconds until which a Redis outage is waited out: the job's remaining time
+   (MaxRuntimeInSeconds from the start, SageMaker's default without one), at least
+   RUN_RETRY_FLOOR_S from now. */
+static double run_retry_deadline(struct run_ctx *r)
+{
+    double start = r->t_start > 0 ? r->t_start : run_now();
+    double d = start + (r->sp.max_runtime_s > 0 ? r->sp.max_runtime_s : RUN_CREDS_DEF_S);
+
+    return d > run_now() + RUN_RETRY_FLOOR_S ? d : run_now() + RUN_RETRY_FLOOR_S;
+}
+
+/* Sleeps before retry number *attempt (capped exponential backoff with jitter), then counts
+   it. 0 to retry, -1 when the deadline would pass or the agent is stopping. */
+static int run_backoff(struct run_ctx *r, double deadline, int *attempt)
+{
+    int base = RUN_RETRY_BASE_MS << (*attempt < 5 ? *attempt : 5), ms;
+
+    if (base > RUN_RETRY_MAX_MS)
+        base = RUN_RETRY_MAX_MS;
+    ms = base / 2 + (int)((unsigned)rand() % (unsigned)(base / 2 + 1)); /* jitter: 50-100% */
+    if (run_now() + ms / 1000.0 > deadline)
+        return -1;
+    (*attempt)++;
+    if (agent__sleep(r->a, ms))
+        return -1;
+    run_logs_flush_all(r, 0); /* and the outbox, when Redis is back meanwhile */
+    return 0;
 }
 
 /* Region and account of the job from its ARN (arn:aws:sagemaker:<region>:<account>:...), so
@@ -550,14 +719,24 @@ static void run_log_line(void *ud, const char *line)
     json_t *ev;
 
     ty_log(TY_LOG_INFO, "agent.job.progress", "job=%s host=%s line='%s'", r->job, h->name, line);
-    if (!r->s)
+    if (!r->s && !r->ob)
         run_store_reopen(r);
     if (run_now_ms() > h->last_log_ts)
         h->last_log_ts = run_now_ms();
     ev = json_pack("[{s:I, s:s}]", "timestamp", (json_int_t)h->last_log_ts, "message", line);
-    if (r->s && ev && store_log_append(r->s, RUN_LOG_GROUP, h->stream, ev, &err) != 0)
-        ty_log(TY_LOG_WARN, "agent.logs.append_failed", "job=%s stream='%s' error='%s'", r->job,
-               h->stream, err.msg);
+    if (!ev)
+        return;
+    ty_err_clear(&err);
+    if (r->ob || !r->s || store_log_append(r->s, RUN_LOG_GROUP, h->stream, ev, &err) != 0) {
+        /* Redis away (or the outbox not yet replayed): the line goes behind the outbox */
+        if (!r->ob && r->s)
+            ty_log(TY_LOG_WARN, "agent.logs.append_failed", "job=%s stream='%s' error='%s'", r->job,
+                   h->stream, err.msg);
+        if (outbox_logs(r->a->cfg.data_dir, r->job, r->region, r->account, h->stream, ev, &err) ==
+            0)
+            r->ob = 1;
+        run_outbox_drain(r);
+    }
     json_decref(ev);
 }
 
@@ -666,7 +845,8 @@ static void run_profiler_upload(struct run_ctx *r)
  * job that failed or was stopped).
  * Returns 0, or -1 with reason (size n) filled.
  */
-static int run_upload(struct run_ctx *r, json_t *set, int with_model, char *reason, size_t n)
+static int run_upload_once(struct run_ctx *r, json_t *set, int with_model, char *reason, size_t n,
+                           int *transient)
 {
     char bucket[256], prefix[1100], key[1400], tmp[PATH_MAX], uri[1700];
     struct transfer t;
@@ -691,6 +871,7 @@ static int run_upload(struct run_ctx *r, json_t *set, int with_model, char *reas
     }
     if (!(os = run_objstore(r, &err))) {
         run_fmt(reason, n, "InternalServerError: object store: %s", err.msg);
+        *transient = run_transient(r, &err);
         return -1;
     }
     run_transfer_init(r, &t, os);
@@ -720,12 +901,32 @@ static int run_upload(struct run_ctx *r, json_t *set, int with_model, char *reas
             ty_log(TY_LOG_ERROR, "agent.job.upload_failed", "job=%s file=%s error='%s'", r->job,
                    file, err.msg);
             run_objstore_reset(r);
+            *transient = run_transient(r, &err);
             return -1;
         }
         ty_log(TY_LOG_INFO, "agent.job.uploaded", "job=%s uri='%s'", r->job, uri);
         if (i == 0 && set)
             json_object_set_new(set, "ModelArtifacts", json_pack("{s:s}", "S3ModelArtifacts", uri));
     }
+    return 0;
+}
+
+/* run_upload_once, again while Redis is away (capped, jittered backoff), within the job's
+   remaining time (run_retry_deadline). Returns 0, or -1 with reason (size n) filled. */
+static int run_upload(struct run_ctx *r, json_t *set, int with_model, char *reason, size_t n)
+{
+    double deadline = run_retry_deadline(r);
+    int attempt = 0, transient = 0;
+
+    while (run_upload_once(r, set, with_model, reason, n, &transient) != 0) {
+        if (!transient || run_backoff(r, deadline, &attempt) != 0)
+            return -1;
+        ty_log(TY_LOG_INFO, "agent.job.upload_retry", "job=%s attempt=%d", r->job, attempt);
+        transient = 0;
+    }
+    if (attempt > 0)
+        ty_log(TY_LOG_INFO, "agent.job.upload_recovered", "job=%s attempts=%d", r->job,
+               attempt + 1);
     return 0;
 }
 
@@ -1316,9 +1517,7 @@ static enum run_outcome run_supervise(struct run_ctx *r)
         run_tick(r);
         if (atomic_load(&r->a->stopping))
             return RUN_ABANDON;
-        for (int i = 0; i < r->nh; i++)
-            if (r->h[i].logs)
-                run_logs_flush(r->h[i].logs, r->s);
+        run_logs_flush_all(r, 0);
         now = run_now();
         ex = 1;
         for (int i = 0; i < r->nh; i++) {
@@ -1385,8 +1584,11 @@ static void run_drain_logs(struct run_ctx *r)
             }
             h->log_started = 0;
         }
-        run_logs_flush(h->logs, r->s);
-        if (h->logs->dropped)
+    }
+    run_logs_flush_all(r, 1);
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        if (h->logs && h->logs->dropped)
             ty_log(TY_LOG_WARN, "agent.logs.dropped", "job=%s host=%s events=%ld", r->job, h->name,
                    h->logs->dropped);
     }
@@ -1470,7 +1672,14 @@ static int run_container(struct run_ctx *r)
             return run_finish_failed(r, reason) < 0 ? -1 : 0;
         }
     }
-    if (run_creds_grant(r, reason, sizeof(reason)) != 0) {
+    {
+        double deadline = run_retry_deadline(r);
+        int attempt = 0;
+        while ((rc = run_creds_grant(r, reason, sizeof(reason))) != 0 && run_redis_down(r) &&
+               run_backoff(r, deadline, &attempt) == 0)
+            ty_log(TY_LOG_INFO, "agent.job.creds_retry", "job=%s attempt=%d", r->job, attempt);
+    }
+    if (rc != 0) {
         run_remove_containers(r);
         return run_finish_failed(r, reason) < 0 ? -1 : 0;
     }
@@ -1736,7 +1945,14 @@ static int run_job(struct run_ctx *r)
             ty_log(TY_LOG_WARN, "agent.profiler.config_failed", "job=%s host=%s", r->job, h->name);
             r->prof_on = 0;
         }
-        if (run_stage_data(r, h, &err) != 0) {
+        double deadline = run_retry_deadline(r);
+        int attempt = 0, src;
+        /* Redis away: staging waits for it (capped backoff) instead of failing the job */
+        while ((src = run_stage_data(r, h, &err)) != 0 && !atomic_load(&r->a->stopping) &&
+               run_transient(r, &err) && run_backoff(r, deadline, &attempt) == 0)
+            ty_log(TY_LOG_INFO, "agent.job.stage_retry", "job=%s host=%s attempt=%d error='%s'",
+                   r->job, h->name, attempt, err.msg);
+        if (src != 0) {
             if (atomic_load(&r->a->stopping))
                 return -1;
             r->log_host = i;
@@ -1750,6 +1966,22 @@ static int run_job(struct run_ctx *r)
     if (atomic_load(&r->a->stopping))
         return -1;
     return run_container(r);
+}
+
+/* Replays the job's outbox until it is empty, waiting for Redis (capped backoff). 0, or -1
+   when the agent stops first (the outbox stays on disk). */
+static int run_outbox_wait(struct run_ctx *r)
+{
+    int ms = RUN_RETRY_BASE_MS;
+
+    while (r->ob) {
+        if (run_outbox_drain(r) == 0)
+            return 0;
+        if (agent__sleep(r->a, ms))
+            return -1;
+        ms = ms * 2 < RUN_RETRY_MAX_MS ? ms * 2 : RUN_RETRY_MAX_MS;
+    }
+    return 0;
 }
 
 /* 1 when name is a valid TrainingJobName (it becomes a path and a container name). */
@@ -1794,7 +2026,9 @@ void *run_thread(void *arg)
         ty_log(TY_LOG_ERROR, "agent.job.no_staging_dir", "job=%s", r->job);
         rc = -1;
     } else if (run_name_ok(r->job)) {
-        rc = run_job(r);
+        /* What an earlier run of this agent could not write goes first (outbox.h). */
+        r->ob = outbox_pending(a->cfg.data_dir, r->job);
+        rc = run_outbox_wait(r) == 0 ? run_job(r) : -1;
     } else {
         /* Not a name the API accepts: touch no path or container, drop the entry. */
         ty_log(TY_LOG_ERROR, "agent.job.bad_name", "entry=%s", run->item.entry_id);
@@ -1812,7 +2046,7 @@ void *run_thread(void *arg)
             run_unfence(r);
         if (r->dir[0])
             stage_remove(r->dir);
-        for (int i = 0; i < RUN_STORE_RETRIES; i++) {
+        for (int i = 0; i < RUN_STORE_RETRIES && !r->ob; i++) {
             if (!r->s)
                 run_store_reopen(r);
             if (r->s && queue_ack(r->s, run->item.entry_id, &err) == 0)
@@ -1821,10 +2055,19 @@ void *run_thread(void *arg)
                    r->s ? err.msg : "no connection");
             store_close(r->s);
             r->s = NULL;
-            if (agent__sleep(a, 1000))
+            if (i == 2 || agent__sleep(a, 1000)) {
+                r->ob = 1; /* the ack goes behind the rest, into the outbox */
                 break;
+            }
         }
-        ty_log(TY_LOG_INFO, "agent.job.done", "job=%s", r->job);
+        if (r->ob && outbox_ack(a->cfg.data_dir, r->job, run->item.entry_id, &err) != 0)
+            ty_log(TY_LOG_ERROR, "agent.outbox.write_failed", "job=%s error='%s'", r->job, err.msg);
+        /* Redis away: the runner waits for it (its slot busy); if the agent stops first, its
+           next start replays the outbox (agent.c) */
+        if (run_outbox_wait(r) == 0)
+            ty_log(TY_LOG_INFO, "agent.job.done", "job=%s", r->job);
+        else
+            ty_log(TY_LOG_INFO, "agent.job.outbox_left", "job=%s", r->job);
     } else {
         ty_log(TY_LOG_INFO, "agent.job.left_pending", "job=%s stopping=%d", r->job,
                atomic_load(&a->stopping));
