@@ -25,3 +25,12 @@ if(TARGET test_agent_e2e)
   set_tests_properties(test_agent_e2e PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
                        LABELS "unit;engine;e2e")
 endif()
+
+# test_outbox: the agent's outbox (outbox.c) against a private redis-server: in-order replay,
+# resume after a crash without a second log batch, Stop winning over a buffered Completed.
+ty_unit_test(test_outbox SOURCES ${TY_TESTS_DIR}/unit/test_outbox.c
+             ${CMAKE_SOURCE_DIR}/control-plane/agent/outbox.c ${TY_TESTS_DIR}/unit/redis_fixture.c LIBS ty_store)
+if(TARGET test_outbox)
+  target_include_directories(test_outbox PRIVATE ${TY_TESTS_DIR}/unit ${CMAKE_SOURCE_DIR}/control-plane/agent)
+  set_tests_properties(test_outbox PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+endif()
