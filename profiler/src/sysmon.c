@@ -1,10 +1,11 @@
 /*
  * sysmon.c - the system monitor: every interval it samples CPU use per core (/proc/stat),
  * memory (/proc/meminfo), disk I/O (/proc/diskstats, whole disks only), network I/O
- * (/proc/net/dev, all interfaces but lo) and, through NVML opened with dlopen, GPU and GPU
- * memory utilisation; it writes SageMaker's system-metrics JSON lines to
- *   <out>/system/incremental/<YYYYMMDDHH>/<epoch>.<node>.json
- * one file per node per minute, named after its first sample's epoch second.
+ * (/proc/net/dev, all interfaces but lo; rates are per-device deltas summed, so a device that
+ * appears, disappears or resets its counters adds nothing, never a negative rate) and, through NVML
+ * opened with dlopen, GPU and GPU memory utilisation; it writes SageMaker's system-metrics JSON
+ * lines to <out>/system/incremental/<YYYYMMDDHH>/<epoch>.<node>.json one file per node per minute,
+ * named after its first sample's epoch second.
  *
  * Record layout (one JSON object per line, Timestamp in epoch seconds, Value in %, B/s):
  *   {"Type":"cpu","Name":"cpu0","Dimension":"CPUUtilization","Value":4.76,"NodeId":"algo-1",
@@ -51,7 +52,9 @@ struct typrof_sysmon {
     /* previous counters */
     int ncpu;
     struct cpu_times prev_cpu[MAX_CPUS + 1]; /* [0] = aggregate */
-    uint64_t prev_disk_rd, prev_disk_wr, prev_net_rx, prev_net_tx;
+    struct typrof_devctr prev_disk[TYPROF_DEV_MAX], prev_net[TYPROF_DEV_MAX];
+    size_t nprev_disk, nprev_net;
+    struct typrof_devctr cur_disk[TYPROF_DEV_MAX], cur_net[TYPROF_DEV_MAX]; /* sample()'s */
     double prev_t;
     /* file */
     FILE *f;
@@ -133,35 +136,32 @@ static int is_whole_disk(const char *name)
     return access(path, F_OK) == 0;
 }
 
-static void read_disk(uint64_t *rd, uint64_t *wr)
+size_t typrof__disk_parse(FILE *f, int (*whole_disk)(const char *), struct typrof_devctr *dev,
+                          size_t max)
 {
-    FILE *f = fopen("/proc/diskstats", "r");
     char line[512], name[128];
     unsigned long long v[11];
-    *rd = *wr = 0;
-    if (!f)
-        return;
-    while (fgets(line, sizeof(line), f)) {
+    size_t n = 0;
+    while (n < max && fgets(line, sizeof(line), f)) {
         unsigned maj, min;
         if (sscanf(line, "%u %u %127s %llu %llu %llu %llu %llu %llu %llu %llu", &maj, &min, name,
                    &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) != 11)
             continue;
-        if (!is_whole_disk(name))
+        if (whole_disk && !whole_disk(name))
             continue;
-        *rd += v[2] * 512; /* sectors read */
-        *wr += v[6] * 512; /* sectors written */
+        snprintf(dev[n].name, sizeof(dev[n].name), "%.63s", name);
+        dev[n].a = (uint64_t)v[2] * 512; /* sectors read */
+        dev[n].b = (uint64_t)v[6] * 512; /* sectors written */
+        n++;
     }
-    fclose(f);
+    return n;
 }
 
-static void read_net(uint64_t *rx, uint64_t *tx)
+size_t typrof__net_parse(FILE *f, struct typrof_devctr *dev, size_t max)
 {
-    FILE *f = fopen("/proc/net/dev", "r");
     char line[512];
-    *rx = *tx = 0;
-    if (!f)
-        return;
-    while (fgets(line, sizeof(line), f)) {
+    size_t n = 0;
+    while (n < max && fgets(line, sizeof(line), f)) {
         char *colon = strchr(line, ':');
         if (!colon)
             continue;
@@ -174,11 +174,42 @@ static void read_net(uint64_t *rx, uint64_t *tx)
         unsigned long long r, t, skip;
         if (sscanf(colon + 1, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &r, &skip, &skip,
                    &skip, &skip, &skip, &skip, &skip, &t) == 9) {
-            *rx += r;
-            *tx += t;
+            snprintf(dev[n].name, sizeof(dev[n].name), "%.63s", name);
+            dev[n].a = r;
+            dev[n].b = t;
+            n++;
         }
     }
+    return n;
+}
+
+void typrof__dev_delta(const struct typrof_devctr *prev, size_t np, const struct typrof_devctr *cur,
+                       size_t nc, uint64_t *da, uint64_t *db)
+{
+    *da = *db = 0;
+    for (size_t i = 0; i < nc; i++)
+        for (size_t j = 0; j < np; j++) {
+            if (strcmp(cur[i].name, prev[j].name))
+                continue;
+            if (cur[i].a >= prev[j].a)
+                *da += cur[i].a - prev[j].a;
+            if (cur[i].b >= prev[j].b)
+                *db += cur[i].b - prev[j].b;
+            break;
+        }
+}
+
+/* Reads the per-device counters of kind 'd' (disks) or 'n' (network). Returns the count. */
+static size_t read_devs(char kind, struct typrof_devctr *dev)
+{
+    FILE *f = fopen(kind == 'd' ? "/proc/diskstats" : "/proc/net/dev", "r");
+    size_t n;
+    if (!f)
+        return 0;
+    n = kind == 'd' ? typrof__disk_parse(f, is_whole_disk, dev, TYPROF_DEV_MAX)
+                    : typrof__net_parse(f, dev, TYPROF_DEV_MAX);
     fclose(f);
+    return n;
 }
 
 static void nvml_open(struct typrof_sysmon *s)
@@ -252,8 +283,10 @@ static void sample(struct typrof_sysmon *s)
     double t = now_s();
     int n = read_cpu(cur, MAX_CPUS);
     uint64_t rd, wr, rx, tx;
-    read_disk(&rd, &wr);
-    read_net(&rx, &tx);
+    struct typrof_devctr *disk = s->cur_disk, *net = s->cur_net;
+    size_t ndisk = read_devs('d', disk), nnet = read_devs('n', net);
+    typrof__dev_delta(s->prev_disk, s->nprev_disk, disk, ndisk, &rd, &wr);
+    typrof__dev_delta(s->prev_net, s->nprev_net, net, nnet, &rx, &tx);
     double dt = t - s->prev_t;
     if (dt <= 0)
         dt = 1e-3;
@@ -273,10 +306,10 @@ static void sample(struct typrof_sysmon *s)
     line(s, "cpu", "cpu_iowait", "IOWait",
          dtot ? 100.0 * (double)(cur[0].iowait - s->prev_cpu[0].iowait) / (double)dtot : 0, t);
     line(s, "memory", "MemoryUsedPercent", "Memory", read_mem_used_pct(), t);
-    line(s, "disk", "disk", "ReadBytesPerSecond", (double)(rd - s->prev_disk_rd) / dt, t);
-    line(s, "disk", "disk", "WriteBytesPerSecond", (double)(wr - s->prev_disk_wr) / dt, t);
-    line(s, "network", "net", "ReceiveBytesPerSecond", (double)(rx - s->prev_net_rx) / dt, t);
-    line(s, "network", "net", "TransmitBytesPerSecond", (double)(tx - s->prev_net_tx) / dt, t);
+    line(s, "disk", "disk", "ReadBytesPerSecond", (double)rd / dt, t);
+    line(s, "disk", "disk", "WriteBytesPerSecond", (double)wr / dt, t);
+    line(s, "network", "net", "ReceiveBytesPerSecond", (double)rx / dt, t);
+    line(s, "network", "net", "TransmitBytesPerSecond", (double)tx / dt, t);
     for (int g = 0; g < s->ngpu; g++) {
         struct nvml_util u;
         struct nvml_mem m;
@@ -289,10 +322,10 @@ static void sample(struct typrof_sysmon *s)
     }
     fflush(s->f);
     memcpy(s->prev_cpu, cur, sizeof(cur));
-    s->prev_disk_rd = rd;
-    s->prev_disk_wr = wr;
-    s->prev_net_rx = rx;
-    s->prev_net_tx = tx;
+    memcpy(s->prev_disk, disk, ndisk * sizeof(disk[0]));
+    s->nprev_disk = ndisk;
+    memcpy(s->prev_net, net, nnet * sizeof(net[0]));
+    s->nprev_net = nnet;
     s->prev_t = t;
     s->samples++;
 }
@@ -336,8 +369,8 @@ int typrof__sysmon_start(const struct typrof_sysmon_opts *o, struct typrof_sysmo
     if (!o->no_gpu)
         nvml_open(s);
     s->ncpu = read_cpu(s->prev_cpu, MAX_CPUS);
-    read_disk(&s->prev_disk_rd, &s->prev_disk_wr);
-    read_net(&s->prev_net_rx, &s->prev_net_tx);
+    s->nprev_disk = read_devs('d', s->prev_disk);
+    s->nprev_net = read_devs('n', s->prev_net);
     s->prev_t = now_s();
     if (open_file(s, s->prev_t) != 0) {
         TP_LOG(TYPROF_LOG_ERROR, "sysmon.start", "out='%s' op=open", s->out);

@@ -271,4 +271,23 @@ int typrof__sysmon_gpus(const struct typrof_sysmon *s);
 /* Sets the interval while running (UpdateTrainingJob). */
 void typrof__sysmon_set_interval(struct typrof_sysmon *s, unsigned interval_ms);
 
+/* Per-device counters (network interfaces, whole disks): a pair of monotonic byte counters
+ * (rx/tx, read/written) per name. Rates are computed per device, never on sums. */
+#define TYPROF_DEV_MAX 256
+struct typrof_devctr {
+    char name[64];
+    uint64_t a, b;
+};
+/* Parses /proc/net/dev text from f (all interfaces but lo). OUT: dev[0..max). Returns the count. */
+size_t typrof__net_parse(FILE *f, struct typrof_devctr *dev, size_t max);
+/* Parses /proc/diskstats text from f; whole_disk(name) filters (NULL: keep all). OUT: dev[] in
+ * bytes. Returns the count. */
+size_t typrof__disk_parse(FILE *f, int (*whole_disk)(const char *), struct typrof_devctr *dev,
+                          size_t max);
+/* Sums, per device present in both cur and prev (matched by name), cur - prev of a and of b;
+ * a device that is new, gone, or whose counter went backwards (reset, wrap, a new device of
+ * the same name) contributes 0 for that counter. OUT: *da, *db (never negative). */
+void typrof__dev_delta(const struct typrof_devctr *prev, size_t np, const struct typrof_devctr *cur,
+                       size_t nc, uint64_t *da, uint64_t *db);
+
 #endif /* TY_PROFILER_TYPROF_INT_H */
