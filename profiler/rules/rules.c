@@ -3,8 +3,9 @@
  *
  * Rules follow SageMaker Debugger's profiler rules (names, parameters, defaults; see
  * profiler/README.md for each threshold). A "datapoint" is one system-metrics sample; the first
- * `patience` datapoints are skipped, as Debugger does, so short runs report NoIssuesFound with
- * a note. Not thread-safe per metrics set.
+ * `patience` datapoints are skipped, as Debugger does; a rule left without the data it needs
+ * (no GPU series, nothing past patience, fewer than two steps) reports NoData ("not evaluated"),
+ * never NoIssuesFound. Not thread-safe per metrics set.
  */
 #include "rules.h"
 #include "jsonmini.h"
@@ -367,6 +368,8 @@ const char *typrof__rule_status_name(enum typrof_rule_status s)
         return "IssuesFound";
     case TYPROF_RULE_ERROR:
         return "Error";
+    case TYPROF_NO_DATA:
+        return "NoData";
     default:
         return "NoIssuesFound";
     }
@@ -392,11 +395,12 @@ static void low_gpu(const struct typrof_rule_def *d, const double *pv,
     const struct typrof_series *g[64];
     size_t ng = gpu_series(m, "GPUUtilization", g, 64);
     size_t patience = (size_t)P(d, pv, "patience"), window = (size_t)P(d, pv, "window");
-    SET(r, TYPROF_NO_ISSUES, "no gpu metrics");
+    SET(r, TYPROF_NO_DATA, "not evaluated: no gpu metrics");
     for (size_t k = 0; k < ng; k++) {
         if (g[k]->n <= patience) {
-            SET(r, TYPROF_NO_ISSUES, "%zu datapoints, not more than patience %zu", g[k]->n,
-                patience);
+            if (r->status == TYPROF_NO_DATA)
+                SET(r, TYPROF_NO_DATA, "not evaluated: %zu datapoints, not more than patience %zu",
+                    g[k]->n, patience);
             continue;
         }
         size_t n = g[k]->n - patience, w = window && window < n ? window : n;
@@ -432,7 +436,8 @@ static void bottleneck(const struct typrof_rule_def *d, const double *pv,
         busy = cpu_mean_series(m, &n);
     }
     if (ng == 0 || n == 0) {
-        SET(r, TYPROF_NO_ISSUES, ng ? "no cpu metrics" : "no gpu metrics");
+        SET(r, TYPROF_NO_DATA,
+            ng ? "not evaluated: no cpu metrics" : "not evaluated: no gpu metrics");
         free(busy);
         return;
     }
@@ -451,7 +456,8 @@ static void bottleneck(const struct typrof_rule_def *d, const double *pv,
     free(busy);
     r->datapoints = total;
     if (total == 0) {
-        SET(r, TYPROF_NO_ISSUES, "%zu datapoints, not more than patience %zu", n, patience);
+        SET(r, TYPROF_NO_DATA, "not evaluated: %zu datapoints, not more than patience %zu", n,
+            patience);
         return;
     }
     r->value = 100.0 * (double)hits / (double)total;
@@ -469,14 +475,14 @@ static void gpu_mem_increase(const struct typrof_rule_def *d, const double *pv,
     const struct typrof_series *g[64];
     size_t ng = gpu_series(m, "GPUMemoryUtilization", g, 64);
     size_t patience = (size_t)P(d, pv, "patience"), window = (size_t)P(d, pv, "window");
-    SET(r, TYPROF_NO_ISSUES, "no gpu memory metrics");
+    SET(r, TYPROF_NO_DATA, "not evaluated: no gpu memory metrics");
     if (window == 0)
         window = 1;
     for (size_t k = 0; k < ng; k++) {
         double prev = -1;
-        if (g[k]->n <= patience)
-            SET(r, TYPROF_NO_ISSUES, "%zu datapoints, not more than patience %zu", g[k]->n,
-                patience);
+        if (g[k]->n <= patience && r->status == TYPROF_NO_DATA)
+            SET(r, TYPROF_NO_DATA, "not evaluated: %zu datapoints, not more than patience %zu",
+                g[k]->n, patience);
         for (size_t i = patience; i + window <= g[k]->n; i += window) {
             double cur = mean(g[k]->v + i, window);
             r->datapoints += window;
@@ -502,11 +508,12 @@ static void batch_size(const struct typrof_rule_def *d, const double *pv,
     size_t patience = (size_t)P(d, pv, "patience"), window = (size_t)P(d, pv, "window"), n;
     double *cpu = cpu_mean_series(m, &n);
     if (ng == 0 || ngm == 0 || !cpu) {
-        SET(r, TYPROF_NO_ISSUES, "no gpu or cpu metrics");
+        SET(r, TYPROF_NO_DATA, "not evaluated: no gpu or cpu metrics");
         free(cpu);
         return;
     }
-    SET(r, TYPROF_NO_ISSUES, "%zu datapoints, not more than patience %zu", g[0]->n, patience);
+    SET(r, TYPROF_NO_DATA, "not evaluated: %zu datapoints, not more than patience %zu", g[0]->n,
+        patience);
     for (size_t k = 0; k < ng && k < ngm; k++) {
         if (g[k]->n <= patience || gm[k]->n <= patience || n <= patience)
             continue;
@@ -551,7 +558,7 @@ static void max_init(const struct typrof_rule_def *d, const double *pv,
         r->value = m->run_s / 60.0;
         SET(r, TYPROF_ISSUES, "no step began in %.1f min (> %.0f min)", r->value, limit / 60);
     } else {
-        SET(r, TYPROF_NO_ISSUES, "no steps recorded");
+        SET(r, TYPROF_NO_DATA, "not evaluated: no steps recorded");
     }
 }
 
@@ -561,7 +568,7 @@ static void step_outlier(const struct typrof_rule_def *d, const double *pv,
     size_t n = m->nsteps, outliers = 0;
     r->datapoints = n;
     if (n < 2) {
-        SET(r, TYPROF_NO_ISSUES, "%zu steps recorded", n);
+        SET(r, TYPROF_NO_DATA, "not evaluated: %zu step(s) recorded, 2 needed", n);
         return;
     }
     double mu = mean(m->step_ms, n), var = 0;
@@ -587,7 +594,7 @@ static void load_balancing(const struct typrof_rule_def *d, const double *pv,
     size_t patience = (size_t)P(d, pv, "patience");
     double hist[64][10];
     if (ng < 2) {
-        SET(r, TYPROF_NO_ISSUES, "%zu gpu(s): nothing to balance", ng);
+        SET(r, TYPROF_NO_DATA, "not evaluated: %zu gpu(s), 2 needed", ng);
         return;
     }
     for (size_t k = 0; k < ng; k++) {
@@ -599,8 +606,8 @@ static void load_balancing(const struct typrof_rule_def *d, const double *pv,
             cnt++;
         }
         if (cnt == 0) {
-            SET(r, TYPROF_NO_ISSUES, "%zu datapoints, not more than patience %zu", g[k]->n,
-                patience);
+            SET(r, TYPROF_NO_DATA, "not evaluated: %zu datapoints, not more than patience %zu",
+                g[k]->n, patience);
             return;
         }
         r->datapoints += cnt;

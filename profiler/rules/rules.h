@@ -40,7 +40,14 @@ const struct typrof_series *typrof__metrics_find(const struct typrof_metrics *m,
 /* Sorts every series by time; call after adding points. */
 void typrof__metrics_sort(struct typrof_metrics *m);
 
-enum typrof_rule_status { TYPROF_NO_ISSUES = 0, TYPROF_ISSUES = 1, TYPROF_RULE_ERROR = 2 };
+/* TYPROF_NO_DATA: the rule was not evaluated (no series it needs, or none past `patience`);
+ * it is neither a pass nor a finding. */
+enum typrof_rule_status {
+    TYPROF_NO_ISSUES = 0,
+    TYPROF_ISSUES = 1,
+    TYPROF_RULE_ERROR = 2,
+    TYPROF_NO_DATA = 3
+};
 
 #define TYPROF_RULE_MAX_PARAMS 6
 struct typrof_rule_def {

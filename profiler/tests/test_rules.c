@@ -102,8 +102,8 @@ static void test_low_gpu(void **state)
     fill(&m, "gpu0", "GPUUtilization", vflip);
     assert_int_equal(eval("LowGPUUtilization", &m, NULL, 0), TYPROF_ISSUES);
     typrof__metrics_cleanup(&m);
-    /* no gpu: quiet */
-    assert_int_equal(eval("LowGPUUtilization", &m, NULL, 0), TYPROF_NO_ISSUES);
+    /* no gpu: not evaluated, not a pass */
+    assert_int_equal(eval("LowGPUUtilization", &m, NULL, 0), TYPROF_NO_DATA);
     struct typrof_rule_result r;
     assert_int_equal(typrof__rule_eval("NoSuchRule", &m, NULL, 0, &r), -1);
 }
@@ -159,7 +159,7 @@ static void test_steps_and_init(void **state)
     (void)state;
     struct typrof_metrics m;
     fresh(&m);
-    assert_int_equal(eval("MaxInitializationTime", &m, NULL, 0), TYPROF_NO_ISSUES);
+    assert_int_equal(eval("MaxInitializationTime", &m, NULL, 0), TYPROF_NO_DATA);
     m.first_step_s = 25 * 60;
     assert_int_equal(eval("MaxInitializationTime", &m, NULL, 0), TYPROF_ISSUES);
     m.first_step_s = 30;
@@ -188,7 +188,7 @@ static void test_load_balancing(void **state)
     struct typrof_metrics m;
     fresh(&m);
     fill(&m, "gpu0", "GPUUtilization", v90);
-    assert_int_equal(eval("LoadBalancing", &m, NULL, 0), TYPROF_NO_ISSUES); /* one gpu */
+    assert_int_equal(eval("LoadBalancing", &m, NULL, 0), TYPROF_NO_DATA); /* one gpu */
     fill(&m, "gpu1", "GPUUtilization", v20);
     assert_int_equal(eval("LoadBalancing", &m, NULL, 0), TYPROF_ISSUES);
     typrof__metrics_cleanup(&m);
@@ -254,12 +254,57 @@ static void test_loader(void **state)
     }
 }
 
+/* Without the data a rule needs, every rule says NoData ("not evaluated"), never
+   NoIssuesFound: no series at all, CPU-only metrics, or fewer datapoints than patience. */
+static void test_no_data(void **state)
+{
+    (void)state;
+    struct typrof_metrics m;
+    size_t nr;
+    const struct typrof_rule_def *defs = typrof__rules(&nr);
+    struct typrof_rule_result r;
+    fresh(&m);
+    for (size_t i = 0; i < nr; i++) {
+        assert_int_equal(typrof__rule_eval(defs[i].name, &m, NULL, 0, &r), 0);
+        assert_int_equal(r.status, TYPROF_NO_DATA);
+        assert_non_null(strstr(r.detail, "not evaluated"));
+        assert_string_equal(typrof__rule_status_name(r.status), "NoData");
+    }
+    /* a CPU-only run: the GPU rules are not evaluated either */
+    fill(&m, "cpu0", "CPUUtilization", v95);
+    fill(&m, "cpu_iowait", "IOWait", v60);
+    for (size_t i = 0; i < nr; i++) {
+        assert_int_equal(typrof__rule_eval(defs[i].name, &m, NULL, 0, &r), 0);
+        assert_int_equal(r.status, TYPROF_NO_DATA);
+    }
+    typrof__metrics_cleanup(&m);
+    /* GPU data, but no more datapoints than patience */
+    for (int k = 0; k < 10; k++) {
+        typrof__metrics_add(&m, "cpu0", "CPUUtilization", k, 50);
+        typrof__metrics_add(&m, "gpu0", "GPUUtilization", k, 5);
+        typrof__metrics_add(&m, "gpu0", "GPUMemoryUtilization", k, 5);
+        typrof__metrics_add(&m, "gpu1", "GPUUtilization", k, 95);
+        typrof__metrics_add(&m, "cpu_iowait", "IOWait", k, 0);
+    }
+    const char *gpu_rules[] = {"LowGPUUtilization", "CPUBottleneck", "IOBottleneck",
+                               "GPUMemoryIncrease", "BatchSize",     "LoadBalancing"};
+    for (size_t i = 0; i < sizeof(gpu_rules) / sizeof(gpu_rules[0]); i++) {
+        assert_int_equal(typrof__rule_eval(gpu_rules[i], &m, NULL, 0, &r), 0);
+        assert_int_equal(r.status, TYPROF_NO_DATA);
+    }
+    const char *p0[] = {"patience=0"};
+    assert_int_equal(typrof__rule_eval("LowGPUUtilization", &m, p0, 1, &r), 0);
+    assert_int_equal(r.status, TYPROF_ISSUES); /* now it has data: gpu0 underused */
+    typrof__metrics_cleanup(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_low_gpu),          cmocka_unit_test(test_bottlenecks),
         cmocka_unit_test(test_memory_and_batch), cmocka_unit_test(test_steps_and_init),
         cmocka_unit_test(test_load_balancing),   cmocka_unit_test(test_loader),
+        cmocka_unit_test(test_no_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
