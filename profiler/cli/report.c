@@ -335,159 +335,217 @@ static void write_metrics_json(FILE *f, const struct typrof_metrics *m)
     fputs("}}", f);
 }
 
-static const char HTML_HEAD[] =
-    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-    "<title>typrof report</title>\n<style>\n"
-    "body{font:13px/1.4 system-ui,sans-serif;margin:16px;color:#222;background:#fafafa}\n"
-    "h1{font-size:20px}h2{font-size:16px;margin:18px 0 6px}\n"
-    ".grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:12px}\n"
-    ".card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:10px}\n"
-    "table{border-collapse:collapse;width:100%}td,th{padding:2px 6px;border-bottom:1px solid "
-    "#eee;text-align:left;vertical-align:top}td.n{text-align:right;font-variant-numeric:"
-    "tabular-nums}\n"
-    ".bar{background:#4e79a7;height:10px;display:inline-block}\n"
-    "#tl{width:100%;height:420px;border:1px solid #ccc;background:#fff;cursor:grab}\n"
-    "#tip{position:fixed;pointer-events:none;background:#333;color:#fff;padding:4px 6px;"
-    "border-radius:4px;display:none;max-width:520px;font-size:12px;white-space:pre-wrap}\n"
-    ".muted{color:#777}\n</style></head><body>\n"
-    "<h1>typrof report</h1><div id=\"meta\" class=\"muted\"></div>\n"
-    "<h2>Utilisation</h2><div class=\"grid\">"
-    "<div class=\"card\"><b>CPU (mean of cores) and memory, %</b><canvas id=\"c_cpu\" "
-    "width=\"560\" height=\"200\"></canvas></div>"
-    "<div class=\"card\"><b>GPU utilisation and GPU memory, %</b><canvas id=\"c_gpu\" "
-    "width=\"560\" height=\"200\"></canvas><div id=\"nogpu\" class=\"muted\"></div></div>"
-    "<div class=\"card\"><b>Disk and network, MB/s</b><canvas id=\"c_io\" width=\"560\" "
-    "height=\"200\"></canvas></div>"
-    "<div class=\"card\"><b>Summary</b><div id=\"sys\"></div></div>"
-    "<div class=\"card\"><b>Rules (defaults)</b><div id=\"rules_t\"></div></div></div>\n"
-    "<h2>GPU work</h2><div class=\"grid\"><div class=\"card\"><b>Top kernels by total time</b>"
-    "<div id=\"kern\"></div></div><div class=\"card\"><b>Launch latency and copies</b>"
-    "<div id=\"lat\"></div></div></div>\n"
-    "<h2>Timeline</h2><div class=\"muted\">wheel: zoom &middot; drag: pan &middot; "
-    "double-click: reset &middot; hover: details</div><canvas id=\"tl\"></canvas>"
-    "<div id=\"tlnote\" class=\"muted\"></div><div id=\"tip\"></div>\n";
+#include "report_html.inc"
 
-static const char HTML_JS[] =
-    "<script>\n"
-    "(function(){\n"
-    "const $=id=>document.getElementById(id);\n"
-    "const S=JSON.parse($('summary').textContent),M=JSON.parse($('metrics').textContent);\n"
-    "const TR=[...document.querySelectorAll('script.trace')].map(s=>JSON.parse(s.textContent));\n"
-    "const f=(x,d)=>x==null||isNaN(x)?'-':Number(x).toFixed(d==null?1:d);\n"
-    "const esc=s=>String(s).replace(/[&<>\"]/g,c=>({'&':'&amp;','<':'&lt;','>':'&gt;','\"':"
-    "'&quot;'}[c]));\n"
-    "const COL=['#4e79a7','#f28e2b','#e15759','#76b7b2','#59a14f','#edc948','#b07aa1',"
-    "'#ff9da7','#9c755f','#bab0ac'];\n"
-    "function hash(s){let h=0;for(const c of String(s))h=(h*31+c.charCodeAt(0))|0;return "
-    "Math.abs(h);}\n"
-    "function chart(id,lines,ymax){const c=$(id),g=c.getContext('2d'),W=c.width,H=c.height,"
-    "L=40,B=20;g.clearRect(0,0,W,H);let tmax=1,vmax=ymax||1;lines.forEach(l=>{if(l.t.length)"
-    "tmax=Math.max(tmax,l.t[l.t.length-1]);if(!ymax)l.v.forEach(v=>vmax=Math.max(vmax,v));});"
-    "g.strokeStyle='#ccc';g.fillStyle='#666';g.font='10px sans-serif';for(let i=0;i<=4;i++){"
-    "const y=H-B-(H-B-10)*i/4;g.beginPath();g.moveTo(L,y);g.lineTo(W,y);g.stroke();g.fillText("
-    "f(vmax*i/4,0),2,y+3);}g.fillText(f(tmax,0)+' s',W-40,H-5);lines.forEach((l,k)=>{"
-    "g.strokeStyle=l.c||COL[k%10];g.beginPath();l.t.forEach((t,i)=>{const x=L+(W-L)*t/tmax,"
-    "y=H-B-(H-B-10)*Math.min(l.v[i],vmax)/vmax;i?g.lineTo(x,y):g.moveTo(x,y);});g.stroke();"
-    "g.fillStyle=l.c||COL[k%10];g.fillText(l.n,L+5+k*90,10);});}\n"
-    "const ser=(n,d)=>M.series[n+'|'+d];\n"
-    "let cpu=null;for(let k=0;ser('cpu'+k,'CPUUtilization');k++){const s=ser('cpu'+k,"
-    "'CPUUtilization');if(!cpu)cpu={n:'cpu',t:s.t.slice(),v:s.v.map(()=>0),k:0};cpu.k++;"
-    "s.v.forEach((v,i)=>{if(i<cpu.v.length)cpu.v[i]+=v;});}\n"
-    "const L1=[];if(cpu){cpu.v=cpu.v.map(v=>v/cpu.k);L1.push(cpu);}const mem=ser("
-    "'MemoryUsedPercent','Memory');if(mem)L1.push({n:'memory',t:mem.t,v:mem.v});const iow=ser("
-    "'cpu_iowait','IOWait');if(iow)L1.push({n:'iowait',t:iow.t,v:iow.v});chart('c_cpu',L1,100);\n"
-    "const L2=[];for(let g=0;ser('gpu'+g,'GPUUtilization');g++){const u=ser('gpu'+g,"
-    "'GPUUtilization'),m=ser('gpu'+g,'GPUMemoryUtilization');L2.push({n:'gpu'+g,t:u.t,v:u.v});"
-    "if(m)L2.push({n:'gpu'+g+' mem',t:m.t,v:m.v});}chart('c_gpu',L2,100);if(!L2.length)"
-    "$('nogpu').textContent='no GPU metrics (NVML not found or no GPU)';\n"
-    "const L3=[];[['disk','ReadBytesPerSecond','disk read'],['disk','WriteBytesPerSecond',"
-    "'disk write'],['net','ReceiveBytesPerSecond','net rx'],['net','TransmitBytesPerSecond',"
-    "'net tx']].forEach(a=>{const s=ser(a[0],a[1]);if(s)L3.push({n:a[2],t:s.t,v:s.v.map(v=>"
-    "v/1e6)});});chart('c_io',L3,0);\n"
-    "const R=JSON.parse($('rules').textContent);$('rules_t').innerHTML='<table>'+R.map(r=>"
-    "'<tr><td title=\"'+esc(r.doc)+'\">'+esc(r.rule)+'</td><td style=\"color:'+(r.status==="
-    "'IssuesFound'?'#c00':'#070')+'\">'+r.status+'</td><td>'+esc(r.detail)+'</td></tr>').join('')"
-    "+'</table>';\n"
-    "const sy=S.system||{};let h='<table>';const row=(k,v)=>h+='<tr><td>'+esc(k)+'</td><td "
-    "class=n>'+v+'</td></tr>';if(S.run)row('command',esc((S.run.command||[]).join(' '))),"
-    "row('exit code',S.run.exit_code),row('wall time',f(S.run.wall_s,2)+' s'),row('interval',"
-    "S.run.interval_ms+' ms');row('samples',sy.samples);row('cpu mean / p95',f(sy.cpu_util_mean)"
-    "+' / '+f(sy.cpu_util_p95)+' %');row('memory max',f(sy.memory_used_percent_max)+' %');"
-    "(sy.gpus||[]).forEach(g=>row(g.name+' util mean / p95',f(g.util_mean)+' / '+f(g.util_p95)+"
-    "' %'));(S.processes||[]).forEach(p=>row('process '+p.pid,f(p.duration_s,2)+' s, gpu "
-    "tracing '+(p.gpu_tracing?'on':'off')+(p.gpu_note?'<br><span class=muted>'+esc(p.gpu_note)+"
-    "'</span>':'')));$('sys').innerHTML=h+'</table>';\n"
-    "let kh='',lh='';(S.processes||[]).forEach(p=>{const k=p.kernels||{},top=k.top_by_total||[]"
-    ";const mx=top.length?top[0].total_us:1;kh+='<div class=muted>pid '+p.pid+': '+(k.count||0)+"
-    "' kernels, '+f(k.total_us)+' us</div><table><tr><th>kernel</th><th>count</th><th>total "
-    "us</th><th>mean us</th><th></th></tr>';top.forEach(t=>kh+='<tr><td>'+esc(t.name)+'</td><td"
-    " class=n>'+t.count+'</td><td class=n>'+f(t.total_us)+'</td><td class=n>'+f(t.mean_us,2)+"
-    "'</td><td><span class=bar style=\"width:'+Math.round(120*t.total_us/mx)+'px\"></span></td>"
-    "</tr>');kh+='</table>';const l=p.launch_latency||{};lh+='<div class=muted>pid '+p.pid+"
-    "'</div><table><tr><th>launch latency</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th>"
-    "<th>max</th></tr><tr><td>us ('+(l.count||0)+')</td>'+['p50_us','p90_us','p95_us','p99_us',"
-    "'max_us'].map(x=>'<td class=n>'+f(l[x],2)+'</td>').join('')+'</tr></table><table><tr><th>"
-    "copy</th><th>count</th><th>bytes</th><th>GB/s</th></tr>'+(p.memcpy||[]).map(c=>'<tr><td>'+"
-    "c.kind+'</td><td class=n>'+c.count+'</td><td class=n>'+c.bytes+'</td><td class=n>'+"
-    "f(c.bandwidth_GBps,2)+'</td></tr>').join('')+'</table><div>sync: '+((p.sync||{}).count||0)"
-    "+' calls, '+f((p.sync||{}).total_us)+' us; GPU idle: '+(p.gpus||[]).map(g=>'gpu'+g.device+"
-    "' '+f(100*g.idle_fraction)+'%').join(', ')+'</div>';});$('kern').innerHTML=kh||"
-    "'<span class=muted>no kernels</span>';$('lat').innerHTML=lh||'<span class=muted>no "
-    "process summaries</span>';\n"
-    "const lanes=new Map(),evs=[];let gb=Infinity;TR.forEach(tr=>gb=Math.min(gb,"
-    "(tr.otherData||{}).base_time_ns||0));TR.forEach(tr=>{const off=(((tr.otherData||{})."
-    "base_time_ns||0)-gb)/1e3,pn={},tn={};tr.traceEvents.forEach(e=>{if(e.ph==='M'){if(e.name"
-    "==='process_name')pn[e.pid]=e.args.name;if(e.name==='thread_name')tn[e.pid+':'+e.tid]="
-    "e.args.name;}});tr.traceEvents.forEach(e=>{if(e.ph!=='X'&&e.ph!=='i')return;const key="
-    "e.pid+':'+e.tid;if(!lanes.has(key))lanes.set(key,{key,pid:e.pid,tid:e.tid,name:(pn[e.pid]"
-    "||e.pid)+' / '+(tn[key]||e.tid),ev:[]});const ev={s:off+e.ts,d:e.dur||0,n:e.name,c:e.cat,"
-    "a:e.args};lanes.get(key).ev.push(ev);evs.push(ev);});});\n"
-    "const LS=[...lanes.values()].sort((a,b)=>a.pid-b.pid||a.tid-b.tid);let y=0;LS.forEach(l=>{"
-    "l.ev.sort((a,b)=>a.s-b.s||b.d-a.d);const st=[];let md=0;l.ev.forEach(e=>{while(st.length&&"
-    "st[st.length-1]<=e.s)st.pop();e.dp=st.length;md=Math.max(md,e.dp);st.push(e.s+e.d);});"
-    "l.y=y;l.rows=md+1;y+=14*l.rows+16;});\n"
-    "const API=new Map(),DEV=[];LS.forEach(l=>l.ev.forEach(e=>{e.l=l;const c=e.a&&e.a.correlation;"
-    "if(!c)return;if(e.c==='cuda_runtime'||e.c==='cuda_driver'){if(!API.has(c)||e.c==="
-    "'cuda_runtime')API.set(c,e);}else if(e.c==='kernel'||e.c==='gpu_memcpy'||e.c==="
-    "'gpu_memset')DEV.push(e);}));\n"
-    "const cv=$('tl'),g=cv.getContext('2d'),tip=$('tip');let t0=0,t1=1;evs.forEach(e=>t1=Math."
-    "max(t1,e.s+e.d));const T1=t1,LW=220;let sy0=0;\n"
-    "if(!evs.length)$('tlnote').textContent='no timeline events (no process loaded libtyprof, "
-    "or traces were over the size cap)';\n"
-    "function draw(){cv.width=cv.clientWidth;cv.height=cv.clientHeight;const W=cv.width-LW,"
-    "k=W/(t1-t0);g.clearRect(0,0,cv.width,cv.height);g.font='10px sans-serif';LS.forEach(l=>{"
-    "const ly=l.y-sy0+14;if(ly>cv.height||ly+14*l.rows<0)return;g.fillStyle='#eee';g.fillRect("
-    "0,ly-12,cv.width,1);g.fillStyle='#333';g.fillText(l.name.slice(0,40),4,ly);l.ev.forEach(e"
-    "=>{if(e.s+e.d<t0||e.s>t1)return;const x=LW+(e.s-t0)*k,w=Math.max(1,e.d*k),yy=ly-10+14*e.dp;"
-    "g.fillStyle=COL[hash(e.c+e.n)%10];g.fillRect(x,yy,w,12);if(w>40){g.fillStyle='#fff';"
-    "g.fillText(e.n.slice(0,Math.floor(w/6)),x+2,yy+9);}});});"
-    "g.strokeStyle='rgba(200,0,0,.5)';let fl=0;for(const e of DEV){if(fl>2000)break;"
-    "const a=API.get(e.a.correlation);if(!a||(e.s<t0&&a.s<t0)||(e.s>t1&&a.s>t1))continue;fl++;"
-    "const ya=a.l.y-sy0+14*a.dp+4,yk=e.l.y-sy0+14*e.dp+4;g.beginPath();g.moveTo(LW+(a.s-t0)*k,"
-    "ya);g.lineTo(LW+(e.s-t0)*k,yk);g.stroke();}g.fillStyle='#666';g.fillText("
-    "f(t0/1e3,3)+' ms',LW,cv.height-2);g.fillText(f(t1/1e3,3)+' ms',cv.width-80,cv.height-2);}\n"
-    "cv.addEventListener('wheel',ev=>{ev.preventDefault();if(ev.shiftKey){sy0=Math.max(0,sy0+"
-    "ev.deltaY);draw();return;}const r=cv.getBoundingClientRect(),x=ev.clientX-r.left-LW,"
-    "tm=t0+(t1-t0)*Math.max(0,x)/(cv.width-LW),z=ev.deltaY>0?1.25:0.8;t0=tm-(tm-t0)*z;t1=tm+"
-    "(t1-tm)*z;if(t1-t0<0.001)t1=t0+0.001;draw();},{passive:false});\n"
-    "let drag=null;cv.addEventListener('mousedown',ev=>drag={x:ev.clientX,y:ev.clientY,t0,t1,"
-    "sy0});window.addEventListener('mouseup',()=>drag=null);cv.addEventListener('dblclick',()=>"
-    "{t0=0;t1=T1;sy0=0;draw();});\n"
-    "cv.addEventListener('mousemove',ev=>{if(drag){const dt=(ev.clientX-drag.x)*(drag.t1-"
-    "drag.t0)/(cv.width-LW);t0=drag.t0-dt;t1=drag.t1-dt;sy0=Math.max(0,drag.sy0-(ev.clientY-"
-    "drag.y));draw();return;}const r=cv.getBoundingClientRect(),mx=ev.clientX-r.left,my="
-    "ev.clientY-r.top,k=(cv.width-LW)/(t1-t0);let hit=null;LS.forEach(l=>{const ly=l.y-sy0+14;"
-    "if(my<ly-10||my>ly-10+14*l.rows)return;l.ev.forEach(e=>{const x=LW+(e.s-t0)*k,w=Math.max(2,"
-    "e.d*k),yy=ly-10+14*e.dp;if(mx>=x&&mx<=x+w&&my>=yy&&my<=yy+12)hit=e;});});if(!hit){"
-    "tip.style.display='none';return;}tip.style.display='block';tip.style.left=(ev.clientX+12)+"
-    "'px';tip.style.top=(ev.clientY+12)+'px';tip.textContent=hit.n+'\\n'+hit.c+'  '+f(hit.d,3)+"
-    "' us at '+f(hit.s/1e3,3)+' ms'+(hit.a?'\\n'+JSON.stringify(hit.a):'');});\n"
-    "window.addEventListener('resize',draw);draw();\n"
-    "$('meta').textContent='generated by typrof; '+TR.length+' trace file(s), '+evs.length+"
-    "' events';\n"
-    "})();\n</script>\n</body></html>\n";
+/* Writes v as JSON. */
+static void put_json(FILE *f, const struct jm_val *v)
+{
+    switch (v ? v->type : JM_NULL) {
+    case JM_NULL:
+        fputs("null", f);
+        break;
+    case JM_BOOL:
+        fputs(v->num ? "true" : "false", f);
+        break;
+    case JM_NUM:
+        if (isfinite(v->num) && v->num == (double)(int64_t)v->num && fabs(v->num) < 9e15)
+            fprintf(f, "%lld", (long long)v->num);
+        else
+            fprintf(f, "%.15g", isfinite(v->num) ? v->num : 0.0);
+        break;
+    case JM_STR:
+        typrof__json_str(f, v->str);
+        break;
+    case JM_ARR:
+    case JM_OBJ:
+        fputc(v->type == JM_ARR ? '[' : '{', f);
+        for (size_t i = 0; i < v->n; i++) {
+            if (i)
+                fputc(',', f);
+            if (v->type == JM_OBJ) {
+                typrof__json_str(f, v->keys[i]);
+                fputc(':', f);
+            }
+            put_json(f, &v->items[i]);
+        }
+        fputc(v->type == JM_ARR ? ']' : '}', f);
+        break;
+    }
+}
 
-int typrof_cli_html(const char *dir, const char *html_path, size_t max_trace_bytes)
+/* One trace file's events, re-based on base_ns. Returns the number written. */
+static size_t put_trace_events(FILE *f, const struct jm_val *tr, uint64_t base_ns, int *first)
+{
+    double off_us = (jm_num(jm_get(tr, "otherData"), "base_time_ns", 0) - (double)base_ns) / 1e3;
+    const struct jm_val *ev = jm_get(tr, "traceEvents");
+    size_t n = 0;
+    for (size_t i = 0; ev && ev->type == JM_ARR && i < ev->n; i++) {
+        const struct jm_val *e = &ev->items[i];
+        if (e->type != JM_OBJ)
+            continue;
+        fputs(*first ? "\n{" : ",\n{", f);
+        *first = 0;
+        for (size_t k = 0; k < e->n; k++) {
+            if (k)
+                fputc(',', f);
+            typrof__json_str(f, e->keys[k]);
+            fputc(':', f);
+            if (!strcmp(e->keys[k], "ts") && e->items[k].type == JM_NUM)
+                fprintf(f, "%.3f", e->items[k].num + off_us);
+            else
+                put_json(f, &e->items[k]);
+        }
+        fputc('}', f);
+        n++;
+    }
+    return n;
+}
+
+/* The run record's span (typrof run) and the system counters, on track pid. */
+static void put_run_events(FILE *f, const struct jm_val *run, const struct typrof_metrics *m,
+                           uint64_t base_ns, int pid, int *first)
+{
+    double start = jm_num(run, "start_ns", 0), end = jm_num(run, "end_ns", 0);
+    const struct jm_val *cmd = jm_get(run, "command");
+    fprintf(f,
+            "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":"
+            "\"typrof run (process span, system counters)\"}}",
+            *first ? "\n" : ",\n", pid);
+    *first = 0;
+    fprintf(f,
+            ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":"
+            "\"command\"}}",
+            pid, pid);
+    if (run && start > 0 && end >= start) {
+        fprintf(f,
+                ",\n{\"ph\":\"X\",\"cat\":\"process\",\"name\":\"command\",\"pid\":%d,\"tid\":%d,"
+                "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"exit_code\":%d,\"wall_s\":%.3f,\"command\":",
+                pid, pid, (start - (double)base_ns) / 1e3, (end - start) / 1e3,
+                (int)jm_num(run, "exit_code", 0), jm_num(run, "wall_s", 0));
+        put_json(f, cmd);
+        fputs("}}", f);
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        const struct typrof_series *sr = &m->s[i];
+        size_t stride = sr->n / MAX_POINTS_PER_SERIES + 1;
+        for (size_t k = 0; k < sr->n; k += stride) {
+            fprintf(f,
+                    ",\n{\"ph\":\"C\",\"cat\":\"system\",\"name\":\"%s %s\",\"pid\":%d,\"tid\":0,"
+                    "\"ts\":%.3f,\"args\":{\"value\":",
+                    sr->name, sr->dim, pid, (sr->t[k] * 1e9 - (double)base_ns) / 1e3);
+            typrof__json_num(f, sr->v[k]);
+            fputs("}}", f);
+        }
+    }
+}
+
+/* The merged timeline of dir into f: see typrof_cli_timeline. */
+static int timeline_write(FILE *f, const char *dir, size_t max_trace_bytes)
+{
+    char path[4200];
+    size_t len, used = 0, skipped = 0;
+    struct typrof_metrics m;
+    snprintf(path, sizeof(path), "%s/run.json", dir);
+    char *runtxt = jm_read_file(path, 1 << 20, &len);
+    struct jm_val *run = runtxt ? jm_parse(runtxt, len, NULL) : NULL;
+    free(runtxt);
+    if (typrof__metrics_load(dir, &m) != 0) {
+        memset(&m, 0, sizeof(m));
+        m.first_step_s = -1;
+    }
+    char **files;
+    snprintf(path, sizeof(path), "%s/trace", dir);
+    size_t n = list_files(path, ".trace.json", &files);
+    struct jm_val **tr = calloc(n ? n : 1, sizeof(*tr));
+    double base = jm_num(run, "start_ns", 0);
+    for (size_t i = 0; i < m.n; i++)
+        if (m.s[i].n && (base <= 0 || m.s[i].t[0] * 1e9 < base))
+            base = m.s[i].t[0] * 1e9;
+    for (size_t i = 0; tr && i < n; i++) {
+        char *txt = jm_read_file(files[i], max_trace_bytes + 1, &len);
+        if (!txt || used + len > max_trace_bytes) {
+            skipped++;
+            free(txt);
+            continue;
+        }
+        used += len;
+        tr[i] = jm_parse(txt, len, NULL);
+        free(txt);
+        double b = jm_num(jm_get(tr[i], "otherData"), "base_time_ns", 0);
+        if (b > 0 && (base <= 0 || b < base))
+            base = b;
+    }
+    uint64_t base_ns = base > 0 ? (uint64_t)base : 0;
+    int pid = (int)jm_num(run, "pid", 0), first = 1;
+    fprintf(f,
+            "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"base_time_ns\":%llu,\"generator\":"
+            "\"typrof report\",\"trace_files\":%zu,\"skipped_trace_files\":%zu},\"traceEvents\":[",
+            (unsigned long long)base_ns, n - skipped, skipped);
+    put_run_events(f, run, &m, base_ns, pid > 0 ? pid : 1, &first);
+    for (size_t i = 0; tr && i < n; i++)
+        if (tr[i])
+            put_trace_events(f, tr[i], base_ns, &first);
+    fputs("\n]}\n", f);
+    for (size_t i = 0; tr && i < n; i++)
+        jm_free(tr[i]);
+    free(tr);
+    free_list(files, n);
+    jm_free(run);
+    typrof__metrics_cleanup(&m);
+    return ferror(f) ? -1 : 0;
+}
+
+int typrof_cli_timeline(const char *dir, const char *out_path, size_t max_trace_bytes)
+{
+    char tmp[4300];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", out_path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "typrof: cannot write '%s'\n", out_path);
+        return -1;
+    }
+    int rc = timeline_write(f, dir, max_trace_bytes);
+    if (fclose(f) != 0 || rc != 0 || rename(tmp, out_path) != 0) {
+        fprintf(stderr, "typrof: cannot write '%s'\n", out_path);
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* The built-in rules with their defaults, as the dashboard's JSON array. */
+static void put_default_rules(FILE *f, const char *dir)
+{
+    struct typrof_metrics m;
+    size_t nr;
+    const struct typrof_rule_def *defs = typrof__rules(&nr);
+    int loaded = typrof__metrics_load(dir, &m) == 0;
+    fputc('[', f);
+    for (size_t r = 0; r < nr; r++) {
+        struct typrof_rule_result res;
+        if (loaded)
+            typrof__rule_eval(defs[r].name, &m, NULL, 0, &res);
+        else {
+            memset(&res, 0, sizeof(res));
+            res.rule = defs[r].name;
+            res.status = TYPROF_NO_DATA;
+            snprintf(res.detail, sizeof(res.detail), "not evaluated: no profiler output");
+        }
+        fprintf(f,
+                "%s{\"rule\":\"%s\",\"status\":\"%s\",\"datapoints\":%zu,\"detail\":", r ? "," : "",
+                res.rule, typrof__rule_status_name(res.status), res.datapoints);
+        typrof__json_str(f, res.detail);
+        fputs(",\"doc\":", f);
+        typrof__json_str(f, defs[r].doc);
+        fputc('}', f);
+    }
+    fputc(']', f);
+    if (loaded)
+        typrof__metrics_cleanup(&m);
+}
+
+int typrof_cli_html(const char *dir, const char *html_path, size_t max_trace_bytes,
+                    const char *job_rules_json)
 {
     char path[4200], tmp[4300];
     size_t len;
@@ -516,45 +574,31 @@ int typrof_cli_html(const char *dir, const char *html_path, size_t max_trace_byt
     } else {
         fputs("{\"t0\":0,\"series\":{}}", f);
     }
-    fputs("</script>\n<script type=\"application/json\" id=\"rules\">[", f);
-    if (typrof__metrics_load(dir, &m) == 0) {
-        size_t nr;
-        const struct typrof_rule_def *defs = typrof__rules(&nr);
-        for (size_t r = 0; r < nr; r++) {
-            struct typrof_rule_result res;
-            typrof__rule_eval(defs[r].name, &m, NULL, 0, &res);
-            fprintf(f, "%s{\"rule\":\"%s\",\"status\":\"%s\",\"detail\":", r ? "," : "", res.rule,
-                    typrof__rule_status_name(res.status));
-            typrof__json_str(f, res.detail);
-            fputs(",\"doc\":", f);
-            typrof__json_str(f, defs[r].doc);
-            fputc('}', f);
-        }
-        typrof__metrics_cleanup(&m);
-    }
-    fputs("]</script>\n", f);
-    char **files;
-    snprintf(path, sizeof(path), "%s/trace", dir);
-    size_t n = list_files(path, ".trace.json", &files), used = 0, skipped = 0;
-    for (size_t i = 0; i < n; i++) {
-        char *txt = jm_read_file(files[i], max_trace_bytes + 1, &len);
-        if (!txt || used + len > max_trace_bytes) {
-            skipped++;
-            free(txt);
-            continue;
-        }
-        used += len;
+    fputs("</script>\n<script type=\"application/json\" id=\"rules\">", f);
+    put_default_rules(f, dir);
+    fputs("</script>\n<script type=\"application/json\" id=\"jobrules\">", f);
+    if (job_rules_json && *job_rules_json)
+        put_script_safe(f, job_rules_json, strlen(job_rules_json));
+    else
+        fputs("[]", f);
+    fputs("</script>\n", f);
+    /* the merged timeline (process span, system counters, every trace file) */
+    char *tl = NULL;
+    size_t tln = 0;
+    FILE *mf = open_memstream(&tl, &tln);
+    int tl_ok = mf && timeline_write(mf, dir, max_trace_bytes) == 0;
+    if (mf)
+        fclose(mf);
+    if (tl_ok && tln <= max_trace_bytes + (8u << 20)) {
         fputs("<script type=\"application/json\" class=\"trace\">", f);
-        put_script_safe(f, txt, len);
+        put_script_safe(f, tl, tln);
         fputs("</script>\n", f);
-        free(txt);
+    } else {
+        fputs("<p class=\"muted\">the timeline is over --max-trace-mb; open "
+              "timeline.trace.json in ui.perfetto.dev</p>\n",
+              f);
     }
-    free_list(files, n);
-    if (skipped)
-        fprintf(f,
-                "<p class=\"muted\">%zu trace file(s) left out (over --max-trace-mb); open "
-                "them in ui.perfetto.dev</p>\n",
-                skipped);
+    free(tl);
     fputs(HTML_JS, f);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad || rename(tmp, html_path) != 0) {

@@ -350,10 +350,12 @@ static int cmd_run(int argc, char **argv)
                       (double)self.ru_stime.tv_sec + (double)self.ru_stime.tv_usec / 1e6;
     double kid_cpu = (double)kids.ru_utime.tv_sec + (double)kids.ru_utime.tv_usec / 1e6 +
                      (double)kids.ru_stime.tv_sec + (double)kids.ru_stime.tv_usec / 1e6;
-    size_t off = (size_t)snprintf(run, sizeof(run),
-                                  "{\"exit_code\":%d,\"wall_s\":%.3f,\"interval_ms\":%u,"
-                                  "\"monitor_cpu_s\":%.6f,\"command_cpu_s\":%.6f,\"command\":[",
-                                  code, wall, interval, self_cpu, kid_cpu);
+    size_t off = (size_t)snprintf(
+        run, sizeof(run),
+        "{\"exit_code\":%d,\"wall_s\":%.3f,\"interval_ms\":%u,\"monitor_cpu_s\":%.6f,"
+        "\"command_cpu_s\":%.6f,\"pid\":%d,\"start_ns\":%llu,\"end_ns\":%llu,\"command\":[",
+        code, wall, interval, self_cpu, kid_cpu, (int)pid, (unsigned long long)t0,
+        (unsigned long long)(t0 + (uint64_t)(wall * 1e9)));
     for (int k = i; k < argc && off < sizeof(run) - 64; k++) {
         char *tmp = NULL;
         size_t tn = 0;
@@ -487,9 +489,13 @@ static int cmd_report(int argc, char **argv)
     int rc = typrof_cli_summary(dir, stdout);
     if (rc != 0)
         return 2;
-    if (typrof_cli_html(dir, html, (size_t)(mb * 1048576.0)) != 0)
+    if (typrof_cli_html(dir, html, (size_t)(mb * 1048576.0), NULL) != 0)
         return 2;
-    printf("\nwrote '%s'\n", html);
+    char tl[4200];
+    snprintf(tl, sizeof(tl), "%s/timeline.trace.json", dir);
+    if (typrof_cli_timeline(dir, tl, (size_t)(mb * 1048576.0)) != 0)
+        return 2;
+    printf("\nwrote '%s'\nwrote '%s' (open in ui.perfetto.dev)\n", html, tl);
     return 0;
 }
 

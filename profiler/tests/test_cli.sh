@@ -16,6 +16,10 @@ ls "$DIR"/a/system/incremental/*/*.algo-1.json >/dev/null || fail "no system met
 grep -q '"Dimension":"CPUUtilization"' "$DIR"/a/system/incremental/*/*.json || fail "no cpu lines"
 grep -q '"exit_code":3' "$DIR/a/run.json" || fail "run.json"
 grep -q '"schema":"typrof.report/1"' "$DIR/a/summary.json" || fail "summary.json"
+# a run that never loads CUDA still has a timeline: the command's span and system counters
+"$TYPROF" report "$DIR/a" >/dev/null || fail "report of a CPU-only run"
+grep -q '"name":"command"' "$DIR/a/timeline.trace.json" || fail "no process span"
+grep -q '"ph":"C"' "$DIR/a/timeline.trace.json" || fail "no counters"
 "$TYPROF" run --out "$DIR/a" -- /nonexistent/cmd 2>/dev/null && fail "missing command ran"
 "$TYPROF" run --interval 1 -- true 2>/dev/null && fail "bad interval accepted"
 
