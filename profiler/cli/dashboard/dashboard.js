@@ -58,9 +58,11 @@ const sy=S.system||{};let h='<table>';const row=(k,v)=>h+='<tr><td>'+esc(k)+'</t
 if(S.run)row('command',esc((S.run.command||[]).join(' '))),row('exit code',S.run.exit_code),row('wall time',f(S.run.wall_s,2)+' s'),row('interval',S.run.interval_ms+' ms');
 row('samples',sy.samples);row('cpu mean / p95',f(sy.cpu_util_mean)+' / '+f(sy.cpu_util_p95)+' %');row('memory max',f(sy.memory_used_percent_max)+' %');
 (sy.gpus||[]).forEach(g=>row(g.name+' util mean / p95',f(g.util_mean)+' / '+f(g.util_p95)+' %'));
-(S.processes||[]).forEach(p=>row('process '+p.pid,f(p.duration_s,2)+' s, gpu tracing '+(p.gpu_tracing?'on':'off')+(p.gpu_note?'<br><span class=muted>'+esc(p.gpu_note)+'</span>':'')));
+const PR=(S.processes||[]).slice().sort((a,b)=>(b.duration_s||0)-(a.duration_s||0));
+PR.slice(0,4).forEach(p=>row('process '+p.pid,f(p.duration_s,2)+' s, gpu tracing '+(p.gpu_tracing?'on':'off')+(p.gpu_note?'<br><span class=muted>'+esc(p.gpu_note)+'</span>':'')));
+if(PR.length>4)row('other processes',(PR.length-4)+' shorter ones (see the tables below)');
 $('sys').innerHTML=h+'</table>';
-let kh='',lh='',ch='',ah='';(S.processes||[]).forEach(p=>{const k=p.kernels||{},top=k.top_by_total||[];const mx=top.length?top[0].total_us:1;
+let kh='',lh='',ch='',ah='';(S.processes||[]).filter(p=>(p.kernels||{}).count||(p.launch_latency||{}).count||(p.memcpy||[]).length||((p.annotations||{}).top_by_total||[]).length||(p.steps||{}).count).forEach(p=>{const k=p.kernels||{},top=k.top_by_total||[];const mx=top.length?top[0].total_us:1;
   kh+='<div class=muted>pid '+p.pid+': '+(k.count||0)+' kernels, '+f(k.total_us)+' us</div>';
   if(top.length)kh+='<table><tr><th>kernel</th><th>count</th><th>total us</th><th>mean us</th><th></th></tr>'+top.map(t=>'<tr><td class=name>'+esc(t.name)+'</td><td class=n>'+t.count+'</td><td class=n>'+f(t.total_us)+'</td><td class=n>'+f(t.mean_us,2)+'</td><td><span class=bar style="width:'+Math.round(120*t.total_us/mx)+'px"></span></td></tr>').join('')+'</table>';
   const l=p.launch_latency||{};lh+='<div class=muted>pid '+p.pid+'</div><table><tr><th>launch latency</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>max</th></tr><tr><td>us ('+(l.count||0)+')</td>'+['p50_us','p90_us','p95_us','p99_us','max_us'].map(x=>'<td class=n>'+f(l[x],2)+'</td>').join('')+'</tr></table>';
