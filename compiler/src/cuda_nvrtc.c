@@ -381,7 +381,8 @@ fail:
  * on the default stream, downloads the graph outputs into their t->data. */
 int tyc__cuda_exec_run(struct tyc__cuda_exec *x, const struct tyc__graph *g)
 {
-    int i, j, rc = 0;
+    int i, j, rc = 0, phase = -1;
+    uint64_t ph = 0;
     for (i = 0; i < g->nt; i++)
         if (g->t[i].kind == TK_INPUT && g->t[i].data)
             TY_CU(cu.htod(x->dptr[i], g->t[i].data, g->t[i].numel * sizeof(float)));
@@ -390,6 +391,7 @@ int tyc__cuda_exec_run(struct tyc__cuda_exec *x, const struct tyc__graph *g)
         struct tyc__kdesc k[2];
         void *args[TYC_MAXIN + TYC_MAXOUT];
         int nk = tyc__cuda_kernels(g, i, k), na = 0;
+        tyc__annot_phase(g, i, &phase, &ph); /* launch order: the GPU runs them in this order */
         for (j = 0; j < n->nin; j++)
             args[na++] = &x->dptr[n->in[j]];
         for (j = 0; j < n->nout; j++)
@@ -404,6 +406,7 @@ int tyc__cuda_exec_run(struct tyc__cuda_exec *x, const struct tyc__graph *g)
             TY_CU(cu.dtoh(g->t[t].data, x->dptr[t], g->t[t].numel * sizeof(float)));
     }
 fail:
+    tyc__annot_phase(g, -1, &phase, &ph);
     return rc;
 }
 

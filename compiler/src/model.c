@@ -686,10 +686,12 @@ static void bind_inputs(struct exec *x, struct tyc_session *s, const float *xin)
  * for later steps (as a caching allocator does). */
 static int exec_run(struct exec *x)
 {
-    int i, j, rc = 0;
+    int i, j, rc = 0, phase = -1;
+    uint64_t ph = 0;
     struct tyc__graph *g = &x->g;
     for (i = 0; i < g->nn; i++) {
         const struct tyc__node *n = &g->n[i];
+        tyc__annot_phase(g, i, &phase, &ph);
         if (!x->compiled)
             for (j = 0; j < n->nout; j++) {
                 struct tyc__tensor *t = &g->t[n->out[j]];
@@ -702,6 +704,7 @@ static int exec_run(struct exec *x)
         tyc__cpu_run_node(g, n, x->scratch);
     }
 out:
+    tyc__annot_phase(g, -1, &phase, &ph);
     return rc;
 }
 
@@ -827,11 +830,13 @@ struct tyc_session *tyc_session_new(const struct tyc_model *m, const struct tyc_
     if (s->train.g.failed || loss < 0)
         goto oom;
     s->train.g.outputs[s->train.g.nout++] = loss;
+    s->train.g.phase_end[0] = s->train.g.nn;
     rc = tyc__autodiff(&s->train.g, loss, ptens, s->nparams, grads);
     if (rc < 0) {
         tyc__err_set(err, -rc, "model", "autodiff failed: %s", tyc_strerror(rc));
         goto fail;
     }
+    s->train.g.phase_end[1] = s->train.g.nn;
     for (i = 0; i < s->nparams; i++)
         if (build_optimizer(&s->train.g, s, ptens[i], grads[i], s->nparams + i * nstate) < 0)
             goto oom;

@@ -280,6 +280,7 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
     int rc, e, i, b, have_val = 0, yl;
     const char *train_dir;
     uint64_t rng;
+    int64_t step = 0; /* profiler step number, over all epochs */
     double t_all = now_s();
 
     memset(&h, 0, sizeof(h));
@@ -412,7 +413,9 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
                        (size_t)tr.dim * sizeof(float));
                 memcpy(yb + (size_t)r * yl, tr.y + (size_t)idx * yl, (size_t)yl * sizeof(int32_t));
             }
+            tyc__annot_step(step, 1);
             rc = tyc_session_step(s, xb, yb, &loss);
+            tyc__annot_step(step++, 0);
             if (rc < 0) {
                 tyc__err_set(&err, -rc, "", "training step failed: %s", tyc_strerror(rc));
                 goto fail;
@@ -426,7 +429,9 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
         }
         secs = now_s() - t0;
         if (have_val) {
+            uint64_t ev = tyc__annot_begin("evaluate");
             double acc = accuracy(s, &va, &rc);
+            tyc__annot_end(ev);
             if (rc < 0) {
                 tyc__err_set(&err, -rc, "", "evaluation failed");
                 goto fail;

@@ -134,6 +134,10 @@ struct tyc__graph {
     int outputs[8]; /* graph outputs (loss, logits) kept alive to the end */
     int nout;
     int failed; /* allocation failure while building */
+    /* training graphs: nodes [0, phase_end[0]) are the forward pass and the loss,
+     * [phase_end[0], phase_end[1]) the backward pass, the rest the optimizer (profiler ranges;
+     * passes keep node indices). 0: no phases (evaluation graphs). */
+    int phase_end[2];
 };
 
 /* alloc shim */
@@ -268,6 +272,14 @@ struct tyc__json {
 struct tyc__json *tyc__json_parse(const char *s, size_t len, struct tyc_err *err);
 void tyc__json_free(struct tyc__json *j);
 const struct tyc__json *tyc__json_get(const struct tyc__json *o, const char *key);
+
+/* annot.c: profiler annotations through libtyprof when it is present (no-ops otherwise). */
+uint64_t tyc__annot_begin(const char *name); /* name borrowed; returns 0 when not recording */
+void tyc__annot_end(uint64_t h);
+void tyc__annot_step(int64_t step, int begin);
+/* Before node i of g (i = -1: after the last): closes the open phase range *h and opens the
+ * next one when node i starts another phase. IN/OUT: *phase (-1 at first), *h (0 at first). */
+void tyc__annot_phase(const struct tyc__graph *g, int i, int *phase, uint64_t *h);
 
 /* sha256.c */
 void tyc__sha256(const void *data, size_t len, uint8_t out[32]);
