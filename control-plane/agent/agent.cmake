@@ -13,12 +13,13 @@ target_link_libraries(ty_agent_core PUBLIC ty_core PkgConfig::ARCHIVE PkgConfig:
 # transfer.c moves bytes through the object store (ty_s3, declared by s3.cmake after this file:
 # target names resolve at generate time).
 if(TARGET ty_store AND TARGET ty_docker AND EXISTS ${TY_CP_DIR}/s3.cmake)
-  # prof.c evaluates the profiler rules in-process (typrof_core, declared by profiler/ later).
+  # prof.c evaluates the profiler rules and writes the dashboard in-process through the
+  # profiler's public typrof_report.h (typrof_report, declared by profiler/ later).
   add_library(ty_agent STATIC ${TY_CP_DIR}/agent/agent.c ${TY_CP_DIR}/agent/run.c
     ${TY_CP_DIR}/agent/transfer.c ${TY_CP_DIR}/agent/prof.c ${TY_CP_DIR}/agent/access.c
     ${TY_CP_DIR}/agent/reap.c ${TY_CP_DIR}/agent/janitor.c ${TY_CP_DIR}/agent/outbox.c)
   target_include_directories(ty_agent PUBLIC ${TY_CP_DIR}/agent)
-  target_link_libraries(ty_agent PUBLIC ty_agent_core ty_authz ty_s3 ty_store ty_docker ty_core typrof_core
+  target_link_libraries(ty_agent PUBLIC ty_agent_core ty_authz ty_s3 ty_store ty_docker ty_core typrof_report
     PkgConfig::ARCHIVE PkgConfig::PCRE2 PkgConfig::JANSSON Threads::Threads)
 
   add_executable(trainyard-agent ${TY_CP_DIR}/agent/main.c)

@@ -1,13 +1,15 @@
 /*
- * prof.c - profilerconfig.json for typrof and the in-process profiler rules (prof.h).
+ * prof.c - profilerconfig.json for typrof, the in-process profiler rules and the per-job
+ * dashboard (prof.h). The profiler is used only through its public typrof_report.h; the job's
+ * output is always read from a confined private copy, never in place.
  */
 #define _GNU_SOURCE /* mkdtemp, O_NOFOLLOW */
 #include "prof.h"
 
 #include "confine.h"
-#include "rules.h"
 #include "stage.h"
 #include "ty_log.h"
+#include "typrof_report.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -21,6 +23,7 @@
 
 #define PROF_DEFAULT_INTERVAL_MS 500
 #define PROF_COPY_MAX            (512ull << 20) /* bytes of profiler output read for rules */
+#define PROF_TRACE_MAX           (64ull << 20)  /* bytes of trace files read for the dashboard */
 
 int prof_enabled(const json_t *pc)
 {
@@ -146,32 +149,39 @@ json_t *prof_rules_in_progress(const json_t *rules, double now)
     return out;
 }
 
-/* Evaluates one configuration c on m (NULL: no profiler data). OUT: status (static), details. */
-static void prof_rule_one(int root, const json_t *c, const struct typrof_metrics *m,
-                          const char **status, char *details, size_t n)
+/* The status SageMaker's API can carry for a typrof status: NoData ("not evaluated") is not in
+   RuleEvaluationStatus's enum, so the wire says NoIssuesFound and StatusDetails says why. */
+static const char *prof_wire_status(const char *st)
+{
+    return strcmp(st, "NoData") == 0 ? "NoIssuesFound" : st;
+}
+
+/* Evaluates one configuration c on d (NULL: no profiler data). OUT: res (status "Error" with
+   the reason when the configuration is bad). Returns the rule's name (borrowed from c) or "". */
+static const char *prof_rule_run(const json_t *c, const struct typrof_data *d,
+                                 struct typrof_rule_outcome *res)
 {
     const char *name = json_string_value(json_object_get(c, "RuleConfigurationName"));
     const json_t *rp = json_object_get(c, "RuleParameters");
     const char *rule = json_string_value(json_object_get(rp, "rule_to_invoke"));
     char *params[32];
     size_t np = 0;
-    struct typrof_rule_result res;
     const char *key;
-    json_t *v, *out;
-    char path[PATH_MAX];
+    json_t *v;
 
-    *status = "Error";
+    memset(res, 0, sizeof(*res));
+    res->status = "Error";
     if (!prof_name_ok(name)) {
-        snprintf(details, n, "RuleConfigurationName is not a valid name");
-        return;
+        snprintf(res->detail, sizeof(res->detail), "RuleConfigurationName is not a valid name");
+        return "";
     }
     if (!rule || !rule[0]) {
-        snprintf(details, n, "RuleParameters.rule_to_invoke is missing");
-        return;
+        snprintf(res->detail, sizeof(res->detail), "RuleParameters.rule_to_invoke is missing");
+        return "";
     }
-    if (!m) {
-        snprintf(details, n, "no profiler data in %s", PROF_LOCAL_PATH);
-        return;
+    if (!d) {
+        snprintf(res->detail, sizeof(res->detail), "no profiler data in %s", PROF_LOCAL_PATH);
+        return rule;
     }
     json_object_foreach((json_t *)rp, key, v)
     {
@@ -183,26 +193,50 @@ static void prof_rule_one(int root, const json_t *c, const struct typrof_metrics
             break;
         np++;
     }
-    if (typrof__rule_eval(rule, m, (const char *const *)params, np, &res) != 0) {
-        snprintf(details, n, "unknown rule '%s'", rule);
-    } else {
-        *status = res.status == TYPROF_ISSUES      ? "IssuesFound"
-                  : res.status == TYPROF_NO_ISSUES ? "NoIssuesFound"
-                                                   : "Error";
-        snprintf(details, n, "%s", res.detail);
-        out =
-            json_pack("{s:s, s:s, s:s, s:I, s:f, s:s}", "RuleConfigurationName", name, "Rule", rule,
-                      "RuleEvaluationStatus", *status, "Datapoints", (json_int_t)res.datapoints,
-                      "Value", isfinite(res.value) ? res.value : 0.0, "StatusDetails", res.detail);
-        snprintf(path, sizeof(path), "output/profiler/rule-output/%s", name);
-        if (!out || root < 0 ||
-            prof_dump_at(root, path, "result.json", out, 0777, JSON_SORT_KEYS | JSON_INDENT(2)))
-            ty_log(TY_LOG_WARN, "agent.profiler.rule_output_failed", "rule=%s path='%s'", name,
-                   path);
-        json_decref(out);
+    if (typrof_rule_run(d, rule, (const char *const *)params, np, res) != 0) {
+        res->status = "Error";
+        snprintf(res->detail, sizeof(res->detail), "unknown rule '%s'", rule);
     }
     for (size_t i = 0; i < np; i++)
         free(params[i]);
+    return rule;
+}
+
+/* New: the result document of one rule ({"RuleConfigurationName","Rule",
+   "RuleEvaluationStatus" as typrof says it, "Datapoints","Value","StatusDetails"}). */
+static json_t *prof_result_doc(const char *name, const char *rule,
+                               const struct typrof_rule_outcome *res)
+{
+    return json_pack("{s:s, s:s, s:s, s:I, s:f, s:s}", "RuleConfigurationName", name ? name : "",
+                     "Rule", rule, "RuleEvaluationStatus", res->status, "Datapoints",
+                     (json_int_t)res->datapoints, "Value", isfinite(res->value) ? res->value : 0.0,
+                     "StatusDetails", res->detail);
+}
+
+/* Evaluates one configuration c on d (NULL: no profiler data) and writes its result.json
+   under root. OUT: status (static, the API's enum), details. */
+static void prof_rule_one(int root, const json_t *c, const struct typrof_data *d,
+                          const char **status, char *details, size_t n)
+{
+    const char *name = json_string_value(json_object_get(c, "RuleConfigurationName"));
+    struct typrof_rule_outcome res;
+    const char *rule = prof_rule_run(c, d, &res);
+    char path[PATH_MAX];
+    json_t *out;
+
+    *status = prof_wire_status(res.status);
+    if (strcmp(res.status, "NoData") == 0)
+        snprintf(details, n, "NoData: %s", res.detail);
+    else
+        snprintf(details, n, "%s", res.detail);
+    if (!rule[0] || !d)
+        return;
+    out = prof_result_doc(name, rule, &res);
+    snprintf(path, sizeof(path), "output/profiler/rule-output/%s", name);
+    if (!out || root < 0 ||
+        prof_dump_at(root, path, "result.json", out, 0777, JSON_SORT_KEYS | JSON_INDENT(2)))
+        ty_log(TY_LOG_WARN, "agent.profiler.rule_output_failed", "rule=%s path='%s'", name, path);
+    json_decref(out);
 }
 
 struct prof_copy {
@@ -240,61 +274,94 @@ static int prof_copy_cb(void *ud, const struct confine_entry *e)
     return 0;
 }
 
-/* Copies the profiler's metrics files (system/incremental/<hour>/<file>, summary/<file>) from
-   <root>/output/profiler into the folder fd dst, at most PROF_COPY_MAX bytes in all, never
-   following a symlink: the loader (rules.h) reads plain paths. */
-static void prof_copy_metrics(int root, int dst)
+/* Copies the profiler's files (system/incremental/<hour>/<file>, summary/<file>, with traces
+   also trace/<file> and run.json) from <root>/output/profiler into the folder fd dst, at most
+   PROF_COPY_MAX bytes of metrics and PROF_TRACE_MAX of traces, never following a symlink: the
+   loader (typrof_report.h) reads plain paths. */
+static void prof_copy_metrics(int root, int dst, int traces)
 {
-    static const char *const parts[] = {"system/incremental", "summary"};
+    static const char *const parts[] = {"system/incremental", "summary", "trace"};
     struct prof_copy pc = {dst, PROF_COPY_MAX, NULL};
+    size_t nparts = traces ? 3 : 2;
 
-    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+    for (size_t i = 0; i < nparts; i++) {
         char rel[64];
         int top;
         snprintf(rel, sizeof(rel), "output/profiler/%s", parts[i]);
         if ((top = confine_opendir(root, rel, 0)) < 0)
             continue;
         pc.base = parts[i];
+        if (i == 2)
+            pc.left = PROF_TRACE_MAX;
         confine_walk(top, prof_copy_cb, &pc);
         close(top);
     }
+    if (traces) {
+        struct stat st;
+        char buf[65536];
+        ssize_t r;
+        int in = confine_open_read(root, "output/profiler/run.json", &st), out = -1;
+        if (in >= 0 && st.st_size < (off_t)sizeof(buf) && (r = read(in, buf, sizeof(buf))) > 0 &&
+            (out = confine_create(dst, "run.json", 0600, 0700)) >= 0 &&
+            write(out, buf, (size_t)r) != r)
+            ty_log(TY_LOG_WARN, "agent.profiler.copy_failed", "file=run.json");
+        if (out >= 0)
+            close(out);
+        if (in >= 0)
+            close(in);
+    }
+}
+
+/* Makes a private folder beside host_dir (outside the container's view) and copies the job's
+   profiler output there. OUT: scratch (size n). Returns the folder's fd, or -1 (nothing left). */
+static int prof_scratch(const char *host_dir, int root, int traces, char *scratch, size_t n)
+{
+    char parent[PATH_MAX];
+    const char *leaf;
+    int dst;
+
+    scratch[0] = '\0';
+    if (root < 0 || confine_split(host_dir, parent, sizeof(parent), &leaf) != 0 ||
+        snprintf(scratch, n, "%s/.prof-XXXXXX", parent[0] ? parent : "/") >= (int)n ||
+        !mkdtemp(scratch)) {
+        scratch[0] = '\0';
+        return -1;
+    }
+    if ((dst = confine_openroot(scratch)) < 0) {
+        stage_remove(scratch);
+        scratch[0] = '\0';
+        return -1;
+    }
+    prof_copy_metrics(root, dst, traces);
+    return dst;
 }
 
 json_t *prof_rules_eval(const char *host_dir, const json_t *rules, double now)
 {
-    struct typrof_metrics m;
-    char scratch[PATH_MAX], parent[PATH_MAX];
-    const char *leaf;
+    struct typrof_data *d = NULL;
+    char scratch[PATH_MAX];
     json_t *out, *c;
-    int loaded = 0, root, dst = -1;
+    int root, dst;
     size_t i;
 
     if (!json_is_array(rules) || json_array_size(rules) == 0)
         return NULL;
-    /* the job's profiler output is copied, confined, into a folder of the agent beside
-       host_dir (outside the container's view) and read there */
     root = confine_openroot(host_dir);
-    scratch[0] = '\0';
-    if (root >= 0 && confine_split(host_dir, parent, sizeof(parent), &leaf) == 0 &&
-        snprintf(scratch, sizeof(scratch), "%s/.prof-XXXXXX", parent[0] ? parent : "/") <
-            (int)sizeof(scratch) &&
-        mkdtemp(scratch) && (dst = confine_openroot(scratch)) >= 0) {
-        prof_copy_metrics(root, dst);
-        loaded = typrof__metrics_load(scratch, &m) == 0;
-    }
+    if ((dst = prof_scratch(host_dir, root, 0, scratch, sizeof(scratch))) >= 0 &&
+        typrof_data_load(scratch, &d) != 0)
+        d = NULL;
     out = json_array();
     json_array_foreach((json_t *)rules, i, c)
     {
         const char *name = json_string_value(json_object_get(c, "RuleConfigurationName"));
         const char *status;
         char details[512];
-        prof_rule_one(root, c, loaded ? &m : NULL, &status, details, sizeof(details));
+        prof_rule_one(root, c, d, &status, details, sizeof(details));
         ty_log(TY_LOG_INFO, "agent.profiler.rule", "rule=%s status=%s details='%s'",
                name ? name : "", status, details);
         json_array_append_new(out, prof_status(name, status, details, now));
     }
-    if (loaded)
-        typrof__metrics_cleanup(&m);
+    typrof_data_free(d);
     if (dst >= 0) {
         close(dst);
         stage_remove(scratch);
@@ -302,4 +369,64 @@ json_t *prof_rules_eval(const char *host_dir, const json_t *rules, double now)
     if (root >= 0)
         close(root);
     return out;
+}
+
+void prof_report_publish(const char *host_dir, const json_t *rules, const char *uri_base,
+                         prof_put_fn put, void *ud)
+{
+    struct typrof_data *d = NULL;
+    char scratch[PATH_MAX], html[PATH_MAX + 32], trace[PATH_MAX + 32], uri[2200];
+    struct typrof_report_opts o;
+    json_t *results = json_array(), *c;
+    char *rules_txt = NULL;
+    size_t i, ul = strlen(uri_base);
+    int root = confine_openroot(host_dir), dst;
+
+    while (ul > 0 && uri_base[ul - 1] == '/')
+        ul--;
+    if ((dst = prof_scratch(host_dir, root, 1, scratch, sizeof(scratch))) < 0) {
+        ty_log(TY_LOG_WARN, "agent.profiler.report_failed", "dir='%s' reason='no scratch copy'",
+               host_dir);
+        goto out;
+    }
+    /* the job's configured rules, as typrof says them (NoData included), for the dashboard */
+    if (json_is_array(rules) && json_array_size(rules) > 0 && typrof_data_load(scratch, &d) != 0)
+        d = NULL;
+    json_array_foreach((json_t *)rules, i, c)
+    {
+        struct typrof_rule_outcome res;
+        const char *rule = prof_rule_run(c, d, &res);
+        json_array_append_new(
+            results, prof_result_doc(json_string_value(json_object_get(c, "RuleConfigurationName")),
+                                     rule, &res));
+    }
+    typrof_data_free(d);
+    rules_txt = json_dumps(results, JSON_COMPACT);
+    snprintf(html, sizeof(html), "%s/%s", scratch, PROF_REPORT_FILE);
+    snprintf(trace, sizeof(trace), "%s/%s", scratch, PROF_TRACE_FILE);
+    memset(&o, 0, sizeof(o));
+    o.html_path = html;
+    o.trace_path = trace;
+    o.job_rules_json = rules_txt;
+    o.max_trace_bytes = PROF_TRACE_MAX;
+    if (typrof_report_write(scratch, &o) != 0) {
+        ty_log(TY_LOG_WARN, "agent.profiler.report_failed", "dir='%s' reason='typrof report'",
+               host_dir);
+        goto out;
+    }
+    snprintf(uri, sizeof(uri), "%.*s/%s", (int)ul, uri_base, PROF_REPORT_KEY);
+    if (put(ud, html, uri, "text/html") == 0)
+        ty_log(TY_LOG_INFO, "agent.profiler.report_uploaded", "uri='%s'", uri);
+    snprintf(uri, sizeof(uri), "%.*s/%s", (int)ul, uri_base, PROF_TRACE_KEY);
+    if (put(ud, trace, uri, "application/json") == 0)
+        ty_log(TY_LOG_INFO, "agent.profiler.trace_uploaded", "uri='%s'", uri);
+out:
+    free(rules_txt);
+    json_decref(results);
+    if (dst >= 0) {
+        close(dst);
+        stage_remove(scratch);
+    }
+    if (root >= 0)
+        close(root);
 }

@@ -805,8 +805,23 @@ static void run_checkpoints_sync(struct run_ctx *r, int final)
         run_log_line(r, "Uploaded checkpoints");
 }
 
+/* prof_put_fn: one file into the object store through the job's transfer (ud). */
+static int run_profiler_put(void *ud, const char *path, const char *uri, const char *type)
+{
+    char bucket[256], key[1400];
+    struct ty_err err;
+
+    if (artifacts_s3_parse(uri, bucket, sizeof(bucket), key, sizeof(key)) != 0 ||
+        transfer_put_file(ud, path, bucket, key, type, &err) != 0) {
+        ty_log(TY_LOG_WARN, "agent.profiler.put_failed", "uri='%s'", uri);
+        return -1;
+    }
+    return 0;
+}
+
 /* Uploads /opt/ml/output/profiler/ under <ProfilerConfig.S3OutputPath>/<job>/profiler-output/
-   when the job has a profiler path and wrote something there. Best effort. */
+   when the job has a profiler path and wrote something there, then the job's dashboard and
+   merged trace (prof.h). Best effort. */
 static void run_profiler_upload(struct run_ctx *r)
 {
     char src[PATH_MAX], uri[1400];
@@ -834,6 +849,10 @@ static void run_profiler_upload(struct run_ctx *r)
     else
         ty_log(TY_LOG_INFO, "agent.profiler.uploaded", "job=%s files=%d uri='%s'", r->job, count,
                uri);
+    if (r->prof_on) {
+        run_fmt(uri, sizeof(uri), "%.*s/%s", (int)ul, r->sp.profiler_uri, r->job);
+        prof_report_publish(r->h[0].dir, r->prof_rules, uri, run_profiler_put, &t);
+    }
 }
 
 /*
