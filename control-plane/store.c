@@ -1677,6 +1677,26 @@ int store_log_append(struct store *s, const char *group, const char *stream, jso
     return rc;
 }
 
+long store_log_count(struct store *s, const char *group, const char *stream, struct ty_err *err)
+{
+    char k1[STORE_KEY_MAX];
+    redisReply *r;
+    long n;
+
+    if (store_key(k1, sizeof(k1), "ty:log:", group, stream, err) < 0)
+        return -TY_EINVAL;
+    if (!(r = store__cmdv(s, err, "XLEN", k1, NULL)))
+        return -TY_EREDIS;
+    if (r->type != REDIS_REPLY_INTEGER) {
+        n = store__reply_err(r, "XLEN", err);
+        freeReplyObject(r);
+        return n;
+    }
+    n = (long)r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
 static long long store_hash_ll(const redisReply *h, const char *field, int *found)
 {
     for (size_t i = 0; i + 1 < h->elements; i += 2) {

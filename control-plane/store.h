@@ -138,6 +138,9 @@ int store_principal_get(struct store *s, const char *access_key, char *secret, s
 int store_log_append(struct store *s, const char *group, const char *stream, json_t *events,
                      struct ty_err *err);
 
+/* Number of events in group/stream (0 when it does not exist), or a negative error. */
+long store_log_count(struct store *s, const char *group, const char *stream, struct ty_err *err);
+
 /*
  * Streams of group whose names start with prefix (NULL = all), ordered by name (or by
  * lastEventTimestamp when by_last_event), as CloudWatch's DescribeLogStreams objects

@@ -24,6 +24,7 @@
 #include "outbox.h"
 #include "prof.h"
 #include "reap.h"
+#include "reattach.h"
 #include "relay.h"
 #include "session.h"
 #include "spec.h"
@@ -54,8 +55,10 @@
 #define RUN_BATCH_HARD_MAX 20000             /* events kept when Redis does not take them */
 #define RUN_LINE_MAX       (256 * 1024 - 26) /* CloudWatch's event size limit */
 #define RUN_REASON_MAX     1024
-#define RUN_KILL_WAIT_S    30 /* after SIGKILL */
-#define RUN_LOGS_DRAIN_S   10 /* for the log reader after the container is gone */
+#define RUN_KILL_WAIT_S    30  /* after SIGKILL */
+#define RUN_LOGS_DRAIN_S   10  /* for the log reader after the container is gone */
+#define RUN_LOGS_ENGINE_S  120 /* the log reader retries an unreachable engine this long */
+#define RUN_ATTACH_LIST_S  60  /* a re-attach waits this long for the engine to list containers */
 #define RUN_STORE_RETRIES  5
 #define RUN_STORE_TRIES    3     /* a transition's direct tries before it goes to the outbox */
 #define RUN_RETRY_BASE_MS  1000  /* backoff of uploads and staging while Redis is away */
@@ -99,6 +102,8 @@ struct run_logs {
     int done;        /* the reader returned */
     long dropped;    /* events dropped while Redis refused them */
     int64_t last_ts; /* timestamp of the last event: a stream's timestamps never go back */
+    long skip;       /* the container's first lines already in the stream (an earlier agent of
+                        the job appended them, reattach.h): matched for metrics, not appended */
 };
 
 /* RUN_HOST_FAILED: one host of several exited non-zero while others still run. */
@@ -116,6 +121,7 @@ struct run_host {
     pthread_t log_thr;
     int log_started;
     int64_t last_log_ts;     /* timestamp of the agent's last own line in the stream */
+    long log_base;           /* events in the stream when the container started, -1 unknown */
     char ckpt_dir[PATH_MAX]; /* host side of CheckpointConfig.LocalPath */
     json_t *ckpt_seen;       /* owned: path -> signature of uploaded checkpoint files */
     struct docker_state st;  /* its end, once exited */
@@ -283,18 +289,19 @@ struct run_reader {
     char *line;      /* RUN_LINE_MAX + 1 bytes of scratch */
     long seen;       /* lines the engine has delivered so far in this pass */
     long kept;       /* lines already appended: a later pass skips that many */
+    long fed;        /* lines already matched against the MetricDefinitions */
 };
 
 static int run_logs_line(const char *line, size_t len, int64_t ts_ms, int is_stderr, void *ud)
 {
     struct run_reader *rd = ud;
     struct run_logs *l = rd->l;
+    long idx = rd->seen++;
     json_t *ev;
 
     (void)is_stderr;
-    if (rd->seen++ < rd->kept)
+    if (idx < rd->kept && idx < rd->fed)
         return atomic_load(&l->abandon) ? 1 : 0; /* delivered by an earlier pass */
-    rd->kept++;
     if (len > RUN_LINE_MAX)
         len = RUN_LINE_MAX;
     memcpy(rd->line, line, len);
@@ -312,7 +319,13 @@ static int run_logs_line(const char *line, size_t len, int64_t ts_ms, int is_std
         ts_ms = l->last_ts;
     l->last_ts = ts_ms;
     pthread_mutex_unlock(&l->mu);
-    metrics_feed(l->metrics, rd->line, len, ts_ms);
+    if (idx >= rd->fed) {
+        metrics_feed(l->metrics, rd->line, len, ts_ms);
+        rd->fed = idx + 1;
+    }
+    if (idx < rd->kept)
+        return atomic_load(&l->abandon) ? 1 : 0; /* in the stream already */
+    rd->kept++;
     ev = json_pack("{s:I, s:s%}", "timestamp", (json_int_t)ts_ms, "message", rd->line, len);
     pthread_mutex_lock(&l->mu);
     if (ev && json_array_append_new(l->batch, ev) == 0)
@@ -326,9 +339,10 @@ static int run_logs_line(const char *line, size_t len, int64_t ts_ms, int is_std
 static void *run_logs_thread(void *arg)
 {
     struct run_logs *l = arg;
-    struct run_reader rd = {.l = l};
+    struct run_reader rd = {.l = l, .kept = l->skip};
     struct docker *d;
     struct ty_err err;
+    double engine_deadline = 0;
 
     rd.s = store_open(l->redis_url, &err);
     if (!rd.s)
@@ -342,20 +356,32 @@ static void *run_logs_thread(void *arg)
            when the container exits while it reads): after each pass, read again from the
            start, skipping the lines already kept, until the container has exited and a
            non-following pass has delivered the rest. */
-        for (int pass = 0; pass < 50 && !atomic_load(&l->abandon); pass++) {
+        for (int pass = 0; pass < 50 && !atomic_load(&l->abandon);) {
             struct docker_state st;
-            int exited;
+            int exited, irc;
             memset(&st, 0, sizeof(st));
-            exited = docker_inspect(d, l->container, &st, &err) != 0 || !st.running;
+            irc = docker_inspect(d, l->container, &st, &err);
+            exited = irc != 0 || !st.running;
             rd.seen = 0;
             if (docker_logs(d, l->container, !exited, 0, run_logs_line, &rd, &err) != 0) {
-                if (!atomic_load(&l->abandon))
-                    ty_log(TY_LOG_WARN, "agent.logs.read_failed", "job=%s error='%s'", l->job,
-                           err.msg);
-                break;
+                if (atomic_load(&l->abandon))
+                    break;
+                ty_log(TY_LOG_WARN, "agent.logs.read_failed", "job=%s error='%s'", l->job, err.msg);
+                /* The engine's service may be restarting while the container goes on: read
+                   again (skipping what was kept) once it answers, for a bounded time. */
+                if (irc == -TY_ENOTFOUND)
+                    break;
+                if (engine_deadline == 0)
+                    engine_deadline = run_now() + RUN_LOGS_ENGINE_S;
+                if (run_now() >= engine_deadline)
+                    break;
+                sleep(1);
+                continue;
             }
+            engine_deadline = 0;
             if (exited)
                 break;
+            pass++;
         }
     } else {
         ty_log(TY_LOG_WARN, "agent.logs.engine", "job=%s error='%s'", l->job,
@@ -1337,8 +1363,9 @@ done:
     return rc;
 }
 
-/* Starts the log reader for host h's running container. 0 or -1. */
-static int run_start_logs(struct run_ctx *r, struct run_host *h)
+/* Starts the log reader for host h's running container; its first skip lines are in the
+   stream already (0 for a new container). 0 or -1. */
+static int run_start_logs(struct run_ctx *r, struct run_host *h, long skip)
 {
     struct run_logs *l = calloc(1, sizeof(*l));
 
@@ -1358,6 +1385,7 @@ static int run_start_logs(struct run_ctx *r, struct run_host *h)
     run_fmt(l->account, sizeof(l->account), "%s", r->account);
     run_fmt(l->stream, sizeof(l->stream), "%s", h->stream);
     l->last_ts = h->last_log_ts;
+    l->skip = skip > 0 ? skip : 0;
     h->logs = l;
     if (!l->redis_url || !l->docker_host || !l->batch || !l->metrics)
         return -1;
@@ -1665,13 +1693,47 @@ static void run_remove_containers(struct run_ctx *r)
 
 /* Runs the container phase: from Training to the final status. Returns 0 when the job reached a
    terminal state (ack), -1 to leave the entry pending. */
+/* Writes the job's run record (reattach.h): each host's stream and, the first time (before the
+   containers start), how many events it holds then; with_exits, the hosts' ends too. Best
+   effort: without it a restarted agent reads a host's logs again from the start. */
+static void run_record(struct run_ctx *r, int with_exits)
+{
+    struct reattach_record rec;
+    struct ty_err err;
+
+    memset(&rec, 0, sizeof(rec));
+    rec.nh = r->nh;
+    rec.t_start = r->t_start;
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        struct reattach_rec_host *rh = &rec.h[i];
+        if (!with_exits) {
+            long n = r->s ? store_log_count(r->s, RUN_LOG_GROUP, h->stream, &err) : -1;
+            h->log_base = n >= 0 ? n : -1;
+        }
+        run_fmt(rh->stream, sizeof(rh->stream), "%s", h->stream);
+        rh->log_base = h->log_base;
+        if (h->last_log_ts > rec.last_log_ts)
+            rec.last_log_ts = h->last_log_ts;
+        if (with_exits && h->exited) {
+            rh->exited = 1;
+            rh->exit_code = h->st.exit_code;
+            rh->oom_killed = h->st.oom_killed;
+        }
+    }
+    if (reattach_record_write(r->dir, &rec) != 0)
+        ty_log(TY_LOG_WARN, "agent.job.record_failed", "job=%s error='%s'", r->job,
+               strerror(errno));
+}
+
+static int run_conclude(struct run_ctx *r, enum run_outcome out);
+
 static int run_container(struct run_ctx *r)
 {
     char reason[RUN_REASON_MAX + 1] = "";
     struct ty_err err;
-    enum run_outcome out;
     json_t *set;
-    int rc, failed = 0;
+    int rc;
 
     if (r->nh > 1 && !r->sp.network_isolation) {
         json_t *labels = json_pack("{s:s}", "trainyard.job", r->job);
@@ -1711,6 +1773,7 @@ static int run_container(struct run_ctx *r)
         }
     }
     r->t_start = run_now();
+    run_record(r, 0); /* before anything runs: a restarted agent takes the containers over */
     set = json_pack("{s:f}", "TrainingStartTime", r->t_start);
     {
         json_t *rs = prof_rules_in_progress(r->prof_rules, r->t_start);
@@ -1737,11 +1800,21 @@ static int run_container(struct run_ctx *r)
         ty_log(TY_LOG_INFO, "agent.job.started", "job=%s host=%s container=%.12s", r->job, h->name,
                h->cid);
         run_relay_late(r, h);
-        if (run_start_logs(r, h) != 0)
+        if (run_start_logs(r, h, 0) != 0)
             ty_log(TY_LOG_ERROR, "agent.logs.start_failed", "job=%s host=%s", r->job, h->name);
     }
+    return run_conclude(r, run_supervise(r));
+}
 
-    out = run_supervise(r);
+/* From the end of supervision (out) to the final status: stops what still runs, reads the rest of
+   the logs, removes the containers, uploads and records the end. Returns 0 when the job reached a
+   terminal state (ack), -1 to leave the entry pending. */
+static int run_conclude(struct run_ctx *r, enum run_outcome out)
+{
+    char reason[RUN_REASON_MAX + 1] = "";
+    json_t *set;
+    int rc, failed = 0;
+
     if (out == RUN_ABANDON)
         return -1;
     if (out == RUN_MAXRUNTIME) {
@@ -1765,6 +1838,7 @@ static int run_container(struct run_ctx *r)
         ty_log(TY_LOG_INFO, "agent.job.exited", "job=%s host=%s exit_code=%d oom=%d outcome=%d",
                r->job, r->h[i].name, r->h[i].st.exit_code, r->h[i].st.oom_killed, (int)out);
     }
+    run_record(r, 1); /* their ends outlive the containers, should this agent die now */
     /* Exited and their logs read: gone before the job turns terminal, so that nothing is left
        behind should this process die between the final transition and the ack. */
     run_remove_containers(r);
@@ -1804,6 +1878,18 @@ static int run_container(struct run_ctx *r)
     return rc < 0 ? -1 : 0;
 }
 
+/* Names host h's checkpoint folder: <h->dir>/<LocalPath under /opt/ml>, else
+   <dir>/checkpoints (checkpoints-<host> with several hosts). */
+static void run_ckpt_dir(struct run_ctx *r, struct run_host *h)
+{
+    if (strncmp(r->sp.checkpoint_local, "/opt/ml/", 8) == 0)
+        run_fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/%s", h->dir, r->sp.checkpoint_local + 8);
+    else if (r->nh > 1)
+        run_fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/checkpoints-%s", r->dir, h->name);
+    else
+        run_fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/checkpoints", r->dir);
+}
+
 /*
  * Stages host h's data through the object store: its channels (its share of ShardedByS3Key
  * ones), script-mode code, checkpoints. The checkpoint directory is <h->dir>/<LocalPath under
@@ -1816,12 +1902,7 @@ static int run_stage_data(struct run_ctx *r, struct run_host *h, struct ty_err *
     struct objstore *os;
     int rc, count = 0;
 
-    if (strncmp(r->sp.checkpoint_local, "/opt/ml/", 8) == 0)
-        run_fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/%s", h->dir, r->sp.checkpoint_local + 8);
-    else if (r->nh > 1)
-        run_fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/checkpoints-%s", r->dir, h->name);
-    else
-        run_fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/checkpoints", r->dir);
+    run_ckpt_dir(r, h);
     /* the role must be allowed to write what the job will write: refused before it runs */
     if (h->index == 0 &&
         (!(os = run_objstore(r, err)) || (rc = access_job_outputs(r->os_store, &r->sp, err)) != 0))
@@ -1873,14 +1954,159 @@ static void run_host_init(struct run_ctx *r, int i)
     run_fmt(h->cname, sizeof(h->cname), "trainyard-%s-%s", r->job, h->name);
 }
 
+/* The name of host h's log stream as an earlier agent named it (the newest "<job>/<host>-<epoch>"),
+   or a new one when the store has none. */
+static void run_reattach_stream(struct run_ctx *r, struct run_host *h)
+{
+    char prefix[128];
+    struct ty_err err;
+    json_t *list = NULL, *last;
+
+    run_fmt(prefix, sizeof(prefix), "%s/%s-", r->job, h->name);
+    if (r->s)
+        list = store_log_streams(r->s, RUN_LOG_GROUP, prefix, 0, 0, &err);
+    last = json_array_get(list, json_array_size(list) - 1);
+    if (json_string_value(json_object_get(last, "logStreamName")))
+        run_fmt(h->stream, sizeof(h->stream), "%s",
+                json_string_value(json_object_get(last, "logStreamName")));
+    else
+        run_fmt(h->stream, sizeof(h->stream), "%s%lld", prefix, (long long)run_now());
+    json_decref(list);
+}
+
+/* Takes host h's container over: starts it when it never was, binds the relay again (in its
+   sandbox, or in the container itself) and reads its logs from where the stream ends. */
+static void run_reattach_host(struct run_ctx *r, struct run_host *h, const struct reattach_host *ph,
+                              int stopping)
+{
+    struct docker_state st = {0};
+    struct ty_err err;
+    long skip = 0;
+
+    if (!ph->started && !stopping) {
+        if (docker_start(r->d, h->cid, &err) != 0) {
+            ty_log(TY_LOG_WARN, "agent.reattach.start_failed", "job=%s host=%s error='%s'", r->job,
+                   h->name, err.msg);
+            h->exited = 1;
+            h->st.exit_code = 127;
+            return;
+        }
+        ty_log(TY_LOG_INFO, "agent.job.started", "job=%s host=%s container=%.12s", r->job, h->name,
+               h->cid);
+    }
+    if (run_relay_wanted(r) && (ph->running || !ph->started) &&
+        docker_inspect(r->d, h->sbid[0] ? h->sbid : h->cid, &st, &err) == 0 && st.pid > 0)
+        run_relay_start(r, h, st.pid);
+    if (h->log_base >= 0 && r->s) {
+        long n = store_log_count(r->s, RUN_LOG_GROUP, h->stream, &err);
+        skip = n > h->log_base ? n - h->log_base : 0;
+    } else {
+        ty_log(TY_LOG_WARN, "agent.reattach.log_base_unknown",
+               "job=%s host=%s note='its log is read again from the start'", r->job, h->name);
+    }
+    if (run_start_logs(r, h, skip) != 0)
+        ty_log(TY_LOG_ERROR, "agent.logs.start_failed", "job=%s host=%s", r->job, h->name);
+}
+
+/*
+ * A reclaimed job (its agent died, or restarted): takes over what an earlier agent of this engine
+ * started instead of running the job's script again (reattach.h), and follows it to its end as
+ * that agent would have. secondary and t_doc: the job's SecondaryStatus and TrainingStartTime;
+ * stopping: it is Stopping. Returns 1 when the job was dealt with (OUT: *out, as run_job's
+ * result), 0 when nothing of it ever ran: start it anew.
+ */
+static int run_reattach(struct run_ctx *r, const char *secondary, double t_doc, int stopping,
+                        int *out)
+{
+    static const char *const actions[] = {"fresh", "attach", "fail"};
+    struct reattach_record rec;
+    struct reattach_plan plan;
+    struct ty_err err;
+    char filter[200], reason[RUN_REASON_MAX + 1];
+    double deadline = run_now() + RUN_ATTACH_LIST_S;
+    json_t *list;
+    int have_rec, running = 0;
+
+    run_fmt(filter, sizeof(filter), "trainyard.job=%s", r->job);
+    while (!(list = docker_list(r->d, filter, &err))) {
+        ty_log(TY_LOG_WARN, "agent.reattach.list_failed", "job=%s error='%s'", r->job, err.msg);
+        if (run_now() >= deadline) {
+            run_fmt(reason, sizeof(reason),
+                    "InternalServerError: the agent running this job was lost, and the container "
+                    "engine did not answer to take its containers over: %s",
+                    err.msg);
+            *out = run_finish_failed(r, reason) < 0 ? -1 : 0;
+            return 1;
+        }
+        if (agent__sleep(r->a, 2000)) {
+            *out = -1;
+            return 1;
+        }
+    }
+    have_rec = reattach_record_read(r->dir, &rec) == 0;
+    reattach_plan(list, have_rec ? &rec : NULL, r->nh, secondary, &plan);
+    json_decref(list);
+    ty_log(TY_LOG_INFO, "agent.reattach.plan",
+           "job=%s action=%s hosts=%d record=%d secondary=%s stopping=%d extra=%d", r->job,
+           actions[plan.action], r->nh, have_rec, secondary, stopping, plan.extra);
+    if (plan.action == REATTACH_FRESH) {
+        reattach_record_remove(r->dir);
+        return 0;
+    }
+    r->t_start = t_doc > 0 ? t_doc : (have_rec && rec.t_start > 0 ? rec.t_start : 0);
+    if (plan.action == REATTACH_FAIL) {
+        run_remove_leftovers(r);
+        r->t_end = run_now();
+        *out = run_finish_failed(r, plan.reason) < 0 ? -1 : 0;
+        return 1;
+    }
+    if (r->t_start <= 0)
+        r->t_start = run_now();
+    if (r->nh > 1 && !r->sp.network_isolation)
+        run_fmt(r->net, sizeof(r->net), "trainyard-%s", r->job);
+    r->granted = run_relay_wanted(r) && r->sp.role_arn[0]; /* revoked when the job ends */
+    r->prof_on = r->prof_cfg != NULL;
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        const struct reattach_host *ph = &plan.h[i];
+        run_ckpt_dir(r, h);
+        if (r->sp.checkpoint_uri[0])
+            h->ckpt_seen = json_object(); /* the first sync uploads them all again */
+        h->log_base = -1;
+        if (have_rec && i < rec.nh && rec.h[i].stream[0]) {
+            run_fmt(h->stream, sizeof(h->stream), "%s", rec.h[i].stream);
+            h->log_base = rec.h[i].log_base;
+            h->last_log_ts = rec.last_log_ts;
+        } else {
+            run_reattach_stream(r, h);
+        }
+        run_fmt(h->cid, sizeof(h->cid), "%s", ph->cid);
+        run_fmt(h->sbid, sizeof(h->sbid), "%s", ph->sbid);
+        if (ph->from_record) {
+            h->exited = 1;
+            h->st.exit_code = ph->exit_code;
+            h->st.oom_killed = ph->oom_killed;
+        }
+        running += ph->running;
+    }
+    ty_log(TY_LOG_INFO, "agent.job.reattached", "job=%s hosts=%d running=%d t_start=%.3f", r->job,
+           r->nh, running, r->t_start);
+    for (int i = 0; i < r->nh; i++)
+        if (r->h[i].cid[0])
+            run_reattach_host(r, &r->h[i], &plan.h[i], stopping);
+    *out = run_conclude(r, stopping ? RUN_STOPPED : run_supervise(r));
+    return 1;
+}
+
 /* Everything from the claimed entry to a terminal job. Returns 0 to ack, -1 to leave pending. */
 static int run_job(struct run_ctx *r)
 {
-    char reason[RUN_REASON_MAX + 1];
+    char reason[RUN_REASON_MAX + 1], secondary[64];
     struct ty_err err;
     const char *status;
     json_t *doc;
-    int gone = 0, rc;
+    double t_doc;
+    int gone = 0, rc, stopping;
 
     for (int i = 0; i < RUN_STORE_RETRIES && !(doc = run_get(r, &gone)) && !gone; i++) {
         if (agent__sleep(r->a, 1000))
@@ -1889,21 +2115,27 @@ static int run_job(struct run_ctx *r)
     if (!doc)
         return gone ? 0 : -1; /* deleted: ack; Redis away: leave it pending */
     status = run_status_of(doc);
-    if (r->run->reclaimed && strcmp(status, "InProgress") != 0) {
-        /* The dead agent may have left the container of a job being stopped. */
+    stopping = strcmp(status, "Stopping") == 0;
+    if (r->run->reclaimed && strcmp(status, "InProgress") != 0 && !stopping) {
+        /* Ended while its agent was away: what that agent left on the engine goes. */
         if ((r->d = docker_open(r->a->cfg.docker_host, &err)) != NULL)
             run_remove_leftovers(r);
     }
-    if (strcmp(status, "Stopping") == 0) {
+    if (stopping && !r->run->reclaimed) {
         json_decref(doc);
         ty_log(TY_LOG_INFO, "agent.job.stopped_before_start", "job=%s", r->job);
         return run_finish_stopped(r, 0, NULL) < 0 ? -1 : 0;
     }
-    if (strcmp(status, "InProgress") != 0) {
+    if (strcmp(status, "InProgress") != 0 && !stopping) {
         json_decref(doc);
         ty_log(TY_LOG_INFO, "agent.job.skipped", "job=%s status=%s", r->job, status);
         return 0;
     }
+    run_fmt(secondary, sizeof(secondary), "%s",
+            json_string_value(json_object_get(doc, "SecondaryStatus"))
+                ? json_string_value(json_object_get(doc, "SecondaryStatus"))
+                : "");
+    t_doc = json_number_value(json_object_get(doc, "TrainingStartTime"));
     rc = spec_parse(doc, &r->sp, &err);
     if (rc == 0) {
         json_t *pc = json_object_get(doc, "ProfilerConfig");
@@ -1935,7 +2167,14 @@ static int run_job(struct run_ctx *r)
         return run_finish_failed(r, reason) < 0 ? -1 : 0;
     }
     if (r->run->reclaimed) {
+        /* its containers, if any ever ran, are taken over: the script runs once per attempt */
+        if (run_reattach(r, secondary, t_doc, stopping, &rc))
+            return rc;
         run_remove_leftovers(r);
+        if (stopping) {
+            ty_log(TY_LOG_INFO, "agent.job.stopped_before_start", "job=%s", r->job);
+            return run_finish_stopped(r, 0, NULL) < 0 ? -1 : 0;
+        }
         rc = run_transition(r, "InProgress", NULL, "Restarting", MSG_RESTARTING, NULL);
         if (rc == 0)
             rc = run_transition(r, "InProgress", NULL, "Starting", MSG_STARTING, NULL);

@@ -95,7 +95,8 @@ def test_two_agents_one_killed(make_server, procs, workdir):
 def test_agent_restarted_under_same_id_resumes_its_job(make_server, procs, workdir):
     """An agent killed and started again at once under the same --id: its heartbeat key is still
     alive (TTL 60 s), so no other agent would reclaim the job for minutes; the agent itself takes
-    back what its earlier run claimed, and the job restarts and completes."""
+    back what its earlier run claimed and the container it started, which completes the job:
+    the script runs once."""
     d = os.path.join(workdir, "same-id")
     redis_url = _private_redis(procs, d)
     s = make_server(agents=0, extra=["--redis", redis_url])
@@ -111,7 +112,13 @@ def test_agent_restarted_under_same_id_resumes_its_job(make_server, procs, workd
     second = procs(argv, log_path=os.path.join(d, "agent-2.log"))
     d2 = H.wait_job(sm, name, timeout=90)
     assert d2["TrainingJobStatus"] == "Completed", d2.get("FailureReason")
-    assert "Restarting" in [t["Status"] for t in d2["SecondaryStatusTransitions"]]
+    assert "Restarting" not in [t["Status"] for t in d2["SecondaryStatusTransitions"]]
+    logs = s.client("logs")
+    streams = logs.describe_log_streams(logGroupName=H.LOG_GROUP,
+                                        logStreamNamePrefix=name + "/")["logStreams"]
+    assert len(streams) == 1, streams  # one attempt, one stream
+    msgs = [e["message"] for e in H.log_events(logs, streams[0]["logStreamName"])[0]]
+    assert msgs.count("started") == 1 and msgs.count("done") == 1, msgs
     assert second.p.poll() is None, second.tail()
 
 

@@ -286,10 +286,11 @@ def _job_containers(name):
     return json.loads(body)
 
 
-def test_agent_restart_removes_sandbox_and_regrants(make_server, procs, workdir):
+def test_agent_restart_reattaches_sandbox_and_relay(make_server, procs, workdir):
     """An agent SIGKILLed while its job trains leaves the training container and its sandbox;
-    started again under the same id it removes both (the training container first: the engine
-    keeps a sandbox in use), runs the job again with a new token, and leaves nothing behind."""
+    started again under the same id it takes both over instead of running the job again (the
+    script runs once), binds the relay again in the sandbox, so the container's token still
+    gets the role's credentials, and leaves nothing behind once the job completed."""
     d = os.path.join(workdir, "cred-restart")
     os.makedirs(d)
     sock = os.path.join(d, "redis.sock")
@@ -304,18 +305,30 @@ def test_agent_restart_removes_sandbox_and_regrants(make_server, procs, workdir)
     first = procs(argv, log_path=os.path.join(d, "agent-1.log"))
     sm = s.client()
     name = H.unique("cred-restart")
-    script = ('wget -q -O - --header "Authorization: $AWS_CONTAINER_AUTHORIZATION_TOKEN" '
-              '"$AWS_CONTAINER_CREDENTIALS_FULL_URI"; echo; sleep 4; echo done')
+    fetch = ('wget -q -O - --header "Authorization: $AWS_CONTAINER_AUTHORIZATION_TOKEN" '
+             '"$AWS_CONTAINER_CREDENTIALS_FULL_URI"')
+    script = "\n".join([
+        "echo RUN-ONCE", fetch + "; echo", "sleep 6",
+        "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do " + fetch + " && break; sleep 1; done",
+        "echo; echo done"])
     sm.create_training_job(**H.job_request(name, script, RoleArn=DEFAULT_ROLE))
     H.wait_job(sm, name, statuses=("InProgress",), secondary=("Training",), timeout=120)
-    assert len(_job_containers(name)) == 2  # the training container and its sandbox
+    H.wait_for(lambda: len(_job_containers(name)) == 2, 30, "the container and its sandbox")
+    before = sorted(c["Id"] for c in _job_containers(name))
     first.kill()
     procs(argv, log_path=os.path.join(d, "agent-2.log"))
+    H.wait_for(lambda: "event=agent.job.reattached" in open(os.path.join(d, "agent-2.log")).read(),
+               30, "the restarted agent to take the job over")
+    assert sorted(c["Id"] for c in _job_containers(name)) == before  # the same two containers
     desc = H.wait_job(sm, name, timeout=120)
     assert desc["TrainingJobStatus"] == "Completed", desc.get("FailureReason")
-    assert "Restarting" in [t["Status"] for t in desc["SecondaryStatusTransitions"]]
+    assert "Restarting" not in [t["Status"] for t in desc["SecondaryStatusTransitions"]]
     lines = _log_lines(s.client("logs"), name)
-    assert [l for l in lines if '"AccessKeyId"' in l], lines[-20:]
+    assert lines.count("RUN-ONCE") == 1, lines[-20:]
+    # credentials before the restart and again through the relay bound by the second agent
+    assert len([l for l in lines if '"AccessKeyId"' in l]) == 2, lines[-20:]
+    assert "done" in lines
     H.wait_for(lambda: _job_containers(name) == [], 30, f"no container of {name} left")
     log = open(os.path.join(d, "agent-2.log")).read()
-    assert log.count("event=agent.job.leftover_removed") >= 2, log[-3000:]
+    assert "event=agent.relay.started" in log and "event=agent.job.leftover_removed" not in log, \
+        log[-3000:]

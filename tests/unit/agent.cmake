@@ -7,6 +7,10 @@ ty_unit_test(test_agent SOURCES ${TY_TESTS_DIR}/unit/test_agent.c LIBS ty_agent_
 # the staging folder's HMAC name).
 ty_unit_test(test_confine SOURCES ${TY_TESTS_DIR}/unit/test_confine.c LIBS ty_agent_core)
 
+# test_reattach: the plan an agent follows for a job whose containers an earlier agent started
+# (never started again once they ran; taken over, or failed with a reason) and its run record.
+ty_unit_test(test_reattach SOURCES ${TY_TESTS_DIR}/unit/test_reattach.c LIBS ty_agent_core)
+
 # test_agent_e2e: real jobs through a private redis-server and the engine at $TY_DOCKER_HOST
 # (default unix:///run/trainyard-podman.sock; tests/engine.sh starts Podman's service), with the
 # runtime image imported from its tarball when missing. Exits 77 (skipped) without them.

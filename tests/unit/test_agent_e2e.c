@@ -450,8 +450,9 @@ static void test_status_and_no_leftovers(void **state)
 
 static char leftover_id[72];
 
-/* A job claimed by an agent that died mid-run is reclaimed, its leftover container removed, and
-   it runs again from Starting. */
+/* A job claimed by an agent that died mid-run, whose container exited while no agent watched it,
+   is reclaimed: its container is taken over (its logs and its model collected, the script not
+   run again), then removed. */
 static void test_reclaim(void **state)
 {
     struct docker *d;
@@ -465,15 +466,17 @@ static void test_reclaim(void **state)
 
     doc = wait_status("e2e-reclaim", "Completed,Failed,Stopped", TIMEOUT);
     assert_string_equal(json_string_value(json_object_get(doc, "TrainingJobStatus")), "Completed");
+    assert_non_null(json_object_get(doc, "ModelArtifacts"));
     tr = json_object_get(doc, "SecondaryStatusTransitions");
     json_array_foreach(tr, i, e)
     {
         restarted |= strcmp(json_string_value(json_object_get(e, "Status")), "Restarting") == 0;
     }
-    assert_true(restarted);
+    assert_false(restarted);
     json_decref(doc);
     logs = job_logs("e2e-reclaim");
-    assert_non_null(strstr(logs, "again"));
+    assert_non_null(strstr(logs, "attached"));
+    assert_null(strstr(strstr(logs, "attached") + 1, "attached")); /* once */
     free(logs);
     d = docker_open(docker_host, &err);
     assert_non_null(d);
@@ -484,7 +487,7 @@ static void test_reclaim(void **state)
 static struct agent_config cfg;
 
 /* agent_stop leaves a running job's container and queue entry; another agent reclaims it once
-   the first one's heartbeat expired, removes the container and runs the job again. */
+   the first one's heartbeat expired and takes the same container over; a Stop then ends it. */
 static void test_stop_agent_then_reclaim(void **state)
 {
     struct store_transition t = {.expect = "InProgress",
@@ -497,7 +500,7 @@ static void test_stop_agent_then_reclaim(void **state)
     json_t *doc, *list, *tr, *e;
     char first_id[128] = "";
     size_t i;
-    int restarted = 0;
+    int restarted = 0, reattached = 0;
     (void)state;
 
     create_job("e2e-abandon", IMAGE, "echo sleeping; sleep 300", 600);
@@ -526,22 +529,28 @@ static void test_stop_agent_then_reclaim(void **state)
     cfg.id = "e2e-agent2";
     ag = agent_start(&cfg, &err);
     assert_non_null(ag);
-    /* reclaimed: Restarting, then Training again in a new container */
-    for (double end = now_s() + 60; !restarted && now_s() < end;) {
-        doc = store_job_get(st, "e2e-abandon", &err);
-        tr = json_object_get(doc, "SecondaryStatusTransitions");
-        json_array_foreach(tr, i, e)
+    /* reclaimed: the same container, still running, is supervised by the new agent */
+    for (double end = now_s() + 60; !reattached && now_s() < end;) {
+        json_t *stj = agent_status(ag), *jobs = json_object_get(stj, "jobs");
+        json_array_foreach(jobs, i, e)
         {
-            restarted |= strcmp(json_string_value(json_object_get(e, "Status")), "Restarting") == 0;
+            reattached |= strcmp(json_string_value(e), "e2e-abandon") == 0;
         }
-        json_decref(doc);
+        json_decref(stj);
         usleep(200 * 1000);
     }
-    assert_true(restarted);
-    doc = wait_status("e2e-abandon", "Training", TIMEOUT);
+    assert_true(reattached);
+    sleep(2);
+    assert_int_equal(docker_inspect(d, first_id, &ds, &err), 0);
+    assert_int_equal(ds.running, 1);
+    doc = store_job_get(st, "e2e-abandon", &err);
+    tr = json_object_get(doc, "SecondaryStatusTransitions");
+    json_array_foreach(tr, i, e)
+    {
+        restarted |= strcmp(json_string_value(json_object_get(e, "Status")), "Restarting") == 0;
+    }
     json_decref(doc);
-    assert_int_equal(docker_inspect(d, first_id, &ds, &err), -TY_ENOTFOUND);
-    docker_close(d);
+    assert_false(restarted);
     t.now = now_s();
     doc = store_job_transition(st, "e2e-abandon", &t, &err);
     assert_non_null(doc);
@@ -549,6 +558,8 @@ static void test_stop_agent_then_reclaim(void **state)
     doc = wait_status("e2e-abandon", "Completed,Failed,Stopped", 30);
     assert_string_equal(json_string_value(json_object_get(doc, "TrainingJobStatus")), "Stopped");
     json_decref(doc);
+    assert_int_equal(docker_inspect(d, first_id, &ds, &err), -TY_ENOTFOUND);
+    docker_close(d);
 }
 
 static int write_file(const char *path, const char *text)
@@ -671,12 +682,25 @@ int main(void)
         return 1;
     }
     {
-        /* The dead agent's container, still running. */
-        static const char *const sleep_cmd[] = {"sleep", "300", NULL};
+        /* The dead agent's container, in the job's staging folder; it ends before anyone
+           reclaims the job (3 heartbeat TTLs). */
+        static const char *const run_cmd[] = {
+            "sh", "-c", "echo attached; sleep 1; echo r > /opt/ml/model/r.txt", NULL};
         struct docker_create c = {
-            .image = IMAGE, .name = "trainyard-e2e-reclaim-algo-1", .cmd = sleep_cmd};
-        json_t *labels = json_pack("{s:s, s:s}", "trainyard.job", "e2e-reclaim", "trainyard.agent",
-                                   "dead-agent");
+            .image = IMAGE, .name = "trainyard-e2e-reclaim-algo-1", .cmd = run_cmd};
+        json_t *labels = json_pack("{s:s, s:s, s:s}", "trainyard.job", "e2e-reclaim",
+                                   "trainyard.agent", "dead-agent", "trainyard.host", "algo-1");
+        unsigned char key[STAGE_KEY_LEN];
+        char jdir[400], bind[480], cmdl[1000];
+        const char *binds[2] = {bind, NULL};
+        if (stage_key_load(datadir, key, &err) != 0 ||
+            stage_job_dir(stagedir, key, "e2e-reclaim", jdir, sizeof(jdir)) != 0)
+            return 1;
+        snprintf(cmdl, sizeof(cmdl), "mkdir -p %s/algo-1/model %s/algo-1/output/data", jdir, jdir);
+        if (system(cmdl) != 0)
+            return 1;
+        snprintf(bind, sizeof(bind), "%s/algo-1:/opt/ml", jdir);
+        c.binds = binds;
         c.labels = labels;
         d = docker_open(docker_host, &err);
         docker_remove(d, c.name, 1, &err);
