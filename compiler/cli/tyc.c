@@ -8,21 +8,23 @@
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: tyc compile MODEL [--target cpu|cuda] [--emit ir|passes|cuda|ptx|c]\n"
-            "                         [--mode eager|compiled] [--disable PASS[,PASS]] [--batch N]\n"
-            "                         [--optimizer adam|sgd]\n"
-            "       tyc train [--model MODEL] [--train DIR] [--validation DIR] [--model-dir DIR]\n"
-            "                 [--debug-dir DIR] [--hyperparameters FILE] [key=value ...]\n"
-            "                 (--train defaults to /usr/share/datasets/fashion-mnist, or to\n"
-            "                 /usr/share/common-licenses for gpt-tiny and bert-tiny; keys are the\n"
-            "                 built-in trainer's hyperparameters, e.g. epochs=2\n"
-            "                 sagemaker_training_compiler_enabled=true)\n"
-            "       tyc bench [--model MODEL] [--batch N[,N...]] [--steps N] [--warmup N]\n"
-            "                 [--cap-mib N] [--optimizer adam|sgd] [--target cpu|cuda]\n"
-            "MODEL is a JSON file or a built-in name (mlp, mlp-small, mlp-large, cnn, gpt-tiny, "
-            "bert-tiny);\n"
-            "passes: dce cse simplify epilogue xent ewfuse memplan\n");
+    fprintf(
+        stderr,
+        "usage: tyc compile MODEL [--target cpu|cuda] [--emit ir|passes|cuda|ptx|c]\n"
+        "                         [--mode eager|compiled] [--disable PASS[,PASS]] [--batch N]\n"
+        "                         [--optimizer adam|sgd] [--precision fp32|bf16|fp16]\n"
+        "       tyc train [--model MODEL] [--train DIR] [--validation DIR] [--model-dir DIR]\n"
+        "                 [--debug-dir DIR] [--hyperparameters FILE] [key=value ...]\n"
+        "                 (--train defaults to /usr/share/datasets/fashion-mnist, or to\n"
+        "                 /usr/share/common-licenses for gpt-tiny and bert-tiny; keys are the\n"
+        "                 built-in trainer's hyperparameters, e.g. epochs=2\n"
+        "                 sagemaker_training_compiler_enabled=true)\n"
+        "       tyc bench [--model MODEL] [--batch N[,N...]] [--steps N] [--warmup N]\n"
+        "                 [--cap-mib N] [--optimizer adam|sgd] [--target cpu|cuda]\n"
+        "                 [--precision fp32|bf16|fp16] (CUDA compute precision; the CPU is fp32)\n"
+        "MODEL is a JSON file or a built-in name (mlp, mlp-small, mlp-large, cnn, gpt-tiny, "
+        "bert-tiny);\n"
+        "passes: dce cse simplify epilogue xent ewfuse memplan\n");
 }
 
 static void logline(void *ud, int level, const char *l)
@@ -71,7 +73,12 @@ static int cmd_compile(int argc, char **argv)
                 return 2;
         } else if (!strcmp(a, "--batch") && v)
             o.batch = atoi(argv[++i]);
-        else if (!strcmp(a, "--optimizer") && v)
+        else if (!strcmp(a, "--precision") && v) {
+            if ((o.precision = tyc_precision_from_name(argv[++i])) < 0) {
+                fprintf(stderr, "tyc: --precision must be fp32, bf16 or fp16\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--optimizer") && v)
             o.optimizer = !strcmp(argv[++i], "sgd") ? TYC_SGD : TYC_ADAM;
         else if (a[0] != '-' && !model)
             model = a;

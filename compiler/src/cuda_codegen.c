@@ -93,8 +93,11 @@ int tyc__cuda_kernels(const struct tyc__graph *g, int node, struct tyc__kdesc *k
     const struct tyc__node *n = &g->n[node];
     const struct tyc__tensor *o = &g->t[n->out[0]];
     int nk = 0;
-    memset(k, 0, sizeof(*k) * 2);
-    switch (n->op) {
+    memset(k, 0, sizeof(*k) * TYC_CUDA_MAXK);
+    switch (tyc__tf_is_op(n->op) ? -1 : n->op) {
+    case -1:
+        nk = tyc__cuda_tf_kernels(g, node, k);
+        break;
     case OP_MATMUL:
     case OP_MATMUL_EPI:
         snprintf(k[0].name, sizeof(k[0].name), "k%d_matmul", node);
@@ -171,6 +174,11 @@ static void gen_ew(const struct tyc__graph *g, int node, const char *name, struc
                     ")\n{\n    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
                     "    if (i >= %zuu) return;\n",
                     o->numel);
+    for (i = 0; i < n->nout && g->precision == TYC_FP16; i++)
+        if (g->t[n->out[i]].kind == TK_PARAM) { /* an overflowed fp16 step updates nothing */
+            tyc__buf_printf(b, "    if (ty_amp_found_inf) return;\n");
+            break;
+        }
     if (n->op == OP_FUSED_EW) {
         for (i = 0; i < n->nin; i++) {
             char nm[16];
@@ -241,10 +249,10 @@ static void gen_matmul(const struct tyc__graph *g, int node, struct tyc__kdesc *
                     "threadIdx.x;\n    float acc = 0.0f;\n"
                     "    for (int k0 = 0; k0 < %d; k0 += 16) {\n"
                     "        int ka = k0 + threadIdx.x, kb = k0 + threadIdx.y;\n"
-                    "        As[threadIdx.y][threadIdx.x] = (row < %d && ka < %d) ? in0[%s] : "
-                    "0.0f;\n"
-                    "        Bs[threadIdx.y][threadIdx.x] = (kb < %d && col < %d) ? in1[%s] : "
-                    "0.0f;\n"
+                    "        As[threadIdx.y][threadIdx.x] = (row < %d && ka < %d) ? "
+                    "TY_LP(in0[%s]) : 0.0f;\n"
+                    "        Bs[threadIdx.y][threadIdx.x] = (kb < %d && col < %d) ? "
+                    "TY_LP(in1[%s]) : 0.0f;\n"
                     "        __syncthreads();\n"
                     "        for (int kk = 0; kk < 16 && k0 + kk < %d; kk++) acc += "
                     "As[threadIdx.y][kk] * Bs[kk][threadIdx.x];\n"
@@ -284,7 +292,7 @@ static void gen_xent(const struct tyc__graph *g, int node, struct tyc__kdesc *k,
     params(b, n);
     tyc__buf_printf(b, ")\n{\n    __shared__ float part[256];\n    float total = 0.0f;\n");
     if (want_grad)
-        tyc__buf_printf(b, "    const float gscale = %s / (float)%d;\n",
+        tyc__buf_printf(b, "    const float gscale = %s * ty_amp_scale / (float)%d;\n",
                         n->has_f ? "DLOSS" : (n->op == OP_XENT_GRAD ? "in2[0]" : "1.0f"), N);
     tyc__buf_printf(b,
                     "    for (int r = threadIdx.x; r < %d; r += 256) {\n"
@@ -351,56 +359,57 @@ static void gen_spatial(const struct tyc__graph *g, int node, struct tyc__kdesc 
         int N = a->dim[0], C = a->dim[1], H = a->dim[2], W = a->dim[3], F = w->dim[0],
             K = w->dim[2], OH = o->dim[2], OW = o->dim[3];
         (void)N;
-        tyc__buf_printf(b,
-                        "    int ow = i %% %d, oh = (i / %d) %% %d, f = (i / %d) %% %d, nn = i / "
-                        "%d;\n    float acc = 0.0f;\n"
-                        "    for (int c = 0; c < %d; c++) for (int kh = 0; kh < %d; kh++) {\n"
-                        "        int ih = oh * %d - %d + kh; if (ih < 0 || ih >= %d) continue;\n"
-                        "        for (int kw = 0; kw < %d; kw++) {\n"
-                        "            int iw = ow * %d - %d + kw; if (iw < 0 || iw >= %d) "
-                        "continue;\n"
-                        "            acc += in0[(((size_t)nn * %d + c) * %d + ih) * %d + iw] * "
-                        "in1[(((size_t)f * %d + c) * %d + kh) * %d + kw];\n"
-                        "        }\n    }\n    out0[i] = acc;\n",
-                        OW, OW, OH, OW * OH, F, OW * OH * F, C, K, st, pad, H, K, st, pad, W, C, H,
-                        W, C, K, K);
+        tyc__buf_printf(
+            b,
+            "    int ow = i %% %d, oh = (i / %d) %% %d, f = (i / %d) %% %d, nn = i / "
+            "%d;\n    float acc = 0.0f;\n"
+            "    for (int c = 0; c < %d; c++) for (int kh = 0; kh < %d; kh++) {\n"
+            "        int ih = oh * %d - %d + kh; if (ih < 0 || ih >= %d) continue;\n"
+            "        for (int kw = 0; kw < %d; kw++) {\n"
+            "            int iw = ow * %d - %d + kw; if (iw < 0 || iw >= %d) "
+            "continue;\n"
+            "            acc += TY_LP(in0[(((size_t)nn * %d + c) * %d + ih) * %d + iw]) * "
+            "TY_LP(in1[(((size_t)f * %d + c) * %d + kh) * %d + kw]);\n"
+            "        }\n    }\n    out0[i] = acc;\n",
+            OW, OW, OH, OW * OH, F, OW * OH * F, C, K, st, pad, H, K, st, pad, W, C, H, W, C, K, K);
         break;
     }
     case OP_CONV2D_DX: {
         int C = o->dim[1], H = o->dim[2], W = o->dim[3], F = w->dim[0], K = w->dim[2],
             OH = a->dim[2], OW = a->dim[3];
-        tyc__buf_printf(b,
-                        "    int iw = i %% %d, ih = (i / %d) %% %d, c = (i / %d) %% %d, nn = i / "
-                        "%d;\n    float acc = 0.0f;\n"
-                        "    for (int f = 0; f < %d; f++) for (int kh = 0; kh < %d; kh++) {\n"
-                        "        int t = ih + %d - kh; if (t < 0 || t %% %d) continue;\n"
-                        "        int oh = t / %d; if (oh >= %d) continue;\n"
-                        "        for (int kw = 0; kw < %d; kw++) {\n"
-                        "            int u = iw + %d - kw; if (u < 0 || u %% %d) continue;\n"
-                        "            int ow = u / %d; if (ow >= %d) continue;\n"
-                        "            acc += in0[(((size_t)nn * %d + f) * %d + oh) * %d + ow] * "
-                        "in1[(((size_t)f * %d + c) * %d + kh) * %d + kw];\n"
-                        "        }\n    }\n    out0[i] = acc;\n",
-                        W, W, H, W * H, C, W * H * C, F, K, pad, st, st, OH, K, pad, st, st, OW, F,
-                        OH, OW, C, K, K);
+        tyc__buf_printf(
+            b,
+            "    int iw = i %% %d, ih = (i / %d) %% %d, c = (i / %d) %% %d, nn = i / "
+            "%d;\n    float acc = 0.0f;\n"
+            "    for (int f = 0; f < %d; f++) for (int kh = 0; kh < %d; kh++) {\n"
+            "        int t = ih + %d - kh; if (t < 0 || t %% %d) continue;\n"
+            "        int oh = t / %d; if (oh >= %d) continue;\n"
+            "        for (int kw = 0; kw < %d; kw++) {\n"
+            "            int u = iw + %d - kw; if (u < 0 || u %% %d) continue;\n"
+            "            int ow = u / %d; if (ow >= %d) continue;\n"
+            "            acc += TY_LP(in0[(((size_t)nn * %d + f) * %d + oh) * %d + ow]) * "
+            "TY_LP(in1[(((size_t)f * %d + c) * %d + kh) * %d + kw]);\n"
+            "        }\n    }\n    out0[i] = acc;\n",
+            W, W, H, W * H, C, W * H * C, F, K, pad, st, st, OH, K, pad, st, st, OW, F, OH, OW, C,
+            K, K);
         break;
     }
     case OP_CONV2D_DW: {
         int N = a->dim[0], C = a->dim[1], H = a->dim[2], W = a->dim[3], F = o->dim[0],
             K = o->dim[2], OH = w->dim[2], OW = w->dim[3];
-        tyc__buf_printf(b,
-                        "    int kw = i %% %d, kh = (i / %d) %% %d, c = (i / %d) %% %d, f = i / "
-                        "%d;\n    float acc = 0.0f;\n"
-                        "    for (int nn = 0; nn < %d; nn++) for (int oh = 0; oh < %d; oh++) {\n"
-                        "        int ih = oh * %d - %d + kh; if (ih < 0 || ih >= %d) continue;\n"
-                        "        for (int ow = 0; ow < %d; ow++) {\n"
-                        "            int iw = ow * %d - %d + kw; if (iw < 0 || iw >= %d) "
-                        "continue;\n"
-                        "            acc += in0[(((size_t)nn * %d + c) * %d + ih) * %d + iw] * "
-                        "in1[(((size_t)nn * %d + f) * %d + oh) * %d + ow];\n"
-                        "        }\n    }\n    out0[i] = acc;\n",
-                        K, K, K, K * K, C, K * K * C, N, OH, st, pad, H, OW, st, pad, W, C, H, W, F,
-                        OH, OW);
+        tyc__buf_printf(
+            b,
+            "    int kw = i %% %d, kh = (i / %d) %% %d, c = (i / %d) %% %d, f = i / "
+            "%d;\n    float acc = 0.0f;\n"
+            "    for (int nn = 0; nn < %d; nn++) for (int oh = 0; oh < %d; oh++) {\n"
+            "        int ih = oh * %d - %d + kh; if (ih < 0 || ih >= %d) continue;\n"
+            "        for (int ow = 0; ow < %d; ow++) {\n"
+            "            int iw = ow * %d - %d + kw; if (iw < 0 || iw >= %d) "
+            "continue;\n"
+            "            acc += TY_LP(in0[(((size_t)nn * %d + c) * %d + ih) * %d + iw]) * "
+            "TY_LP(in1[(((size_t)nn * %d + f) * %d + oh) * %d + ow]);\n"
+            "        }\n    }\n    out0[i] = acc;\n",
+            K, K, K, K * K, C, K * K * C, N, OH, st, pad, H, OW, st, pad, W, C, H, W, F, OH, OW);
         break;
     }
     case OP_BIAS_CHAN:
@@ -470,11 +479,39 @@ int tyc__cuda_codegen(const struct tyc__graph *g, struct tyc__buf *b)
 {
     int i;
     tyc__buf_printf(b, "%s\n", prelude);
+    /* compute precision: GEMM, convolution and attention operands are rounded to bf16 or fp16
+     * (round to nearest even; PTX cvt for fp16), products accumulate in fp32, parameters and
+     * optimizer state stay fp32 (master weights) */
+    if (g->precision == TYC_BF16)
+        tyc__buf_printf(b, "// precision: bf16 compute, fp32 accumulation and master weights\n"
+                           "__device__ __forceinline__ float TY_LP(float x) {\n"
+                           "    unsigned int u = __float_as_uint(x);\n"
+                           "    if ((u & 0x7f800000u) == 0x7f800000u) return x;\n"
+                           "    u += 0x7fffu + ((u >> 16) & 1u);\n"
+                           "    return __uint_as_float(u & 0xffff0000u);\n}\n");
+    else if (g->precision == TYC_FP16)
+        tyc__buf_printf(b,
+                        "// precision: fp16 compute with dynamic loss scaling, fp32 "
+                        "accumulation and master weights\n"
+                        "__device__ __forceinline__ float TY_LP(float x) {\n"
+                        "    float r;\n"
+                        "    asm(\"{ .reg .b16 h; cvt.rn.f16.f32 h, %%1; cvt.f32.f16 %%0, h; }\"\n"
+                        "        : \"=f\"(r) : \"f\"(x));\n    return r;\n}\n");
+    else
+        tyc__buf_printf(b, "#define TY_LP(x) (x)\n");
+    tyc__buf_printf(b,
+                    "__device__ float ty_amp_scale = %s;\n"
+                    "__device__ int ty_amp_found_inf = 0, ty_amp_good = 0;\n\n",
+                    g->precision == TYC_FP16 ? "65536.0f" : "1.0f");
     for (i = 0; i < g->nn; i++) {
         const struct tyc__node *n = &g->n[i];
-        struct tyc__kdesc k[2];
+        struct tyc__kdesc k[TYC_CUDA_MAXK];
         size_t mark = b->len;
         tyc__cuda_kernels(g, i, k);
+        if (tyc__tf_is_op(n->op)) {
+            tyc__cuda_tf_gen(g, i, k, b);
+            continue;
+        }
         switch (n->op) {
         case OP_MATMUL:
         case OP_MATMUL_EPI:

@@ -308,7 +308,7 @@ struct tyc__cuda_exec {
     CUdeviceptr arena;
     CUdeviceptr *dptr; /* per tensor; temps point into the arena */
     char *own;         /* per tensor: dptr[i] is a separate allocation */
-    CUfunction (*fn)[2];
+    CUfunction (*fn)[TYC_CUDA_MAXK];
     int nt, nn;
 };
 
@@ -365,7 +365,7 @@ int tyc__cuda_exec_new(const struct tyc__graph *g, size_t arena_bytes, const cha
         if (g->t[i].kind == TK_TEMP)
             x->dptr[i] = x->arena + g->t[i].off;
     for (i = 0; i < g->nn; i++) {
-        struct tyc__kdesc k[2];
+        struct tyc__kdesc k[TYC_CUDA_MAXK];
         int nk = tyc__cuda_kernels(g, i, k);
         for (j = 0; j < nk; j++)
             TY_CU(cu.func(&x->fn[i][j], x->mod, k[j].name));
@@ -388,7 +388,7 @@ int tyc__cuda_exec_run(struct tyc__cuda_exec *x, const struct tyc__graph *g)
             TY_CU(cu.htod(x->dptr[i], g->t[i].data, g->t[i].numel * sizeof(float)));
     for (i = 0; i < g->nn; i++) {
         const struct tyc__node *n = &g->n[i];
-        struct tyc__kdesc k[2];
+        struct tyc__kdesc k[TYC_CUDA_MAXK];
         void *args[TYC_MAXIN + TYC_MAXOUT];
         int nk = tyc__cuda_kernels(g, i, k), na = 0;
         tyc__annot_phase(g, i, &phase, &ph); /* launch order: the GPU runs them in this order */

@@ -573,6 +573,32 @@ static int build_forward(struct tyc__graph *g, const struct tyc_model *m,
     return x;
 }
 
+/* fp16 loss scaling (CUDA only; no-ops on the CPU): finite checks over every gradient (chained,
+ * 15 per node), then each gradient divided by the scale before the optimizer reads it. The
+ * flag is left as the last graph output for the scale update appended after the optimizer. */
+static int amp_nodes(struct tyc__graph *g, int *grads, int np)
+{
+    int i = 0, flag = -1, one = 1;
+    while (i < np) {
+        int in[TYC_MAXIN], nin = 0;
+        if (flag >= 0)
+            in[nin++] = flag;
+        while (i < np && nin < TYC_MAXIN)
+            in[nin++] = grads[i++];
+        flag = tyc__op1(g, OP_AMP_CHECK, nin, in, 1, &one);
+        if (flag < 0)
+            return -1;
+    }
+    for (i = 0; i < np; i++) {
+        int in[2] = {grads[i], flag};
+        grads[i] = tyc__op1(g, OP_AMP_UNSCALE, 2, in, g->t[grads[i]].nd, g->t[grads[i]].dim);
+        if (grads[i] < 0)
+            return -1;
+    }
+    g->outputs[g->nout++] = flag;
+    return 0;
+}
+
 static int assign(struct tyc__graph *g, int dst, int val)
 {
     return tyc__node_add(g, OP_ASSIGN, 1, &val, 1, &dst) < 0 ? -1 : 0;
@@ -728,6 +754,9 @@ struct tyc_session *tyc_session_new(const struct tyc_model *m, const struct tyc_
     if (o->batch < 1 || o->batch > (1 << 20))
         return tyc__err_set(err, TYC_EINVAL, "batch_size", "batch size must be in 1..1048576"),
                NULL;
+    if (o->precision < TYC_FP32 || o->precision > TYC_FP16)
+        return tyc__err_set(err, TYC_EINVAL, "precision", "precision must be fp32, bf16 or fp16"),
+               NULL;
     if (!(o->lr > 0.0f) || !isfinite(o->lr))
         return tyc__err_set(err, TYC_EINVAL, "learning_rate", "learning rate must be > 0"), NULL;
     s = tyc__calloc(1, sizeof(*s));
@@ -836,10 +865,18 @@ struct tyc_session *tyc_session_new(const struct tyc_model *m, const struct tyc_
         tyc__err_set(err, -rc, "model", "autodiff failed: %s", tyc_strerror(rc));
         goto fail;
     }
+    s->train.g.precision = o->precision; /* the generated CUDA's; the CPU computes fp32 */
+    if (s->train.g.precision == TYC_FP16 && amp_nodes(&s->train.g, grads, s->nparams) < 0)
+        goto oom;
     s->train.g.phase_end[1] = s->train.g.nn;
     for (i = 0; i < s->nparams; i++)
         if (build_optimizer(&s->train.g, s, ptens[i], grads[i], s->nparams + i * nstate) < 0)
             goto oom;
+    if (s->train.g.precision == TYC_FP16) { /* after every update: adjust the loss scale */
+        int one = 1, flag = s->train.g.outputs[s->train.g.nout - 1];
+        s->train.g.outputs[s->train.g.nout - 1] =
+            tyc__op1(&s->train.g, OP_AMP_UPDATE, 1, &flag, 1, &one);
+    }
     if (s->train.g.failed)
         goto oom;
     /* evaluation graph */

@@ -133,7 +133,8 @@ struct tyc__graph {
     int nn, capn;
     int outputs[8]; /* graph outputs (loss, logits) kept alive to the end */
     int nout;
-    int failed; /* allocation failure while building */
+    int failed;    /* allocation failure while building */
+    int precision; /* enum tyc_precision of the generated CUDA (the CPU ignores it) */
     /* training graphs: nodes [0, phase_end[0]) are the forward pass and the loss,
      * [phase_end[0], phase_end[1]) the backward pass, the rest the optimizer (profiler ranges;
      * passes keep node indices). 0: no phases (evaluation graphs). */

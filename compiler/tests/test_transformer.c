@@ -241,6 +241,44 @@ static void bitwise(const char *spec)
     tyc_model_free(m);
 }
 
+/* fp16 adds loss-scaling nodes that are no-ops on the CPU: the same weights as fp32, bitwise */
+static void test_fp16_graph_on_cpu(void **state)
+{
+    struct tyc_model *m = model_str(gpt_small);
+    struct tyc_options o;
+    struct tyc_err err = {0};
+    struct tyc_session *a, *b;
+    float x[3 * 5], la, lb, *pa, *pb;
+    int32_t y[3 * 5];
+    size_t n;
+    int i, k;
+    (void)state;
+    tyc_options_init(&o);
+    o.batch = 3;
+    a = tyc_session_new(m, &o, &err);
+    o.precision = TYC_FP16;
+    b = tyc_session_new(m, &o, &err);
+    assert_non_null(a);
+    assert_non_null(b);
+    for (k = 0; k < 3; k++) {
+        for (i = 0; i < 15; i++) {
+            x[i] = (float)((i * 3 + k) % 11);
+            y[i] = (i + k) % 11;
+        }
+        assert_int_equal(tyc_session_step(a, x, y, &la), 0);
+        assert_int_equal(tyc_session_step(b, x, y, &lb), 0);
+        assert_true(la == lb);
+    }
+    for (i = 0; i < tyc_session_param_count(a); i++) {
+        tyc_session_param(a, i, &pa, &n);
+        tyc_session_param(b, i, &pb, NULL);
+        assert_memory_equal(pa, pb, n * sizeof(float));
+    }
+    tyc_session_free(a);
+    tyc_session_free(b);
+    tyc_model_free(m);
+}
+
 static void test_gpt_bitwise(void **state)
 {
     (void)state;
@@ -359,7 +397,7 @@ int main(void)
         cmocka_unit_test(test_gradcheck_tf_ops), cmocka_unit_test(test_dropout_mask),
         cmocka_unit_test(test_gpt_bitwise),      cmocka_unit_test(test_encoder_bitwise),
         cmocka_unit_test(test_tf_spec_errors),   cmocka_unit_test(test_text_loader),
-        cmocka_unit_test(test_gpt_tiny_learns),
+        cmocka_unit_test(test_gpt_tiny_learns),  cmocka_unit_test(test_fp16_graph_on_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
