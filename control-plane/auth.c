@@ -4,6 +4,7 @@
 #include "auth.h"
 
 #include "session.h"
+#include "sigv2.h"
 #include "sigv4.h"
 #include "store.h"
 #include "store_iam.h"
@@ -94,8 +95,19 @@ const char *auth_service_of(const struct http_request *req)
     return "s3";
 }
 
+int auth_parse(const struct sigv4_request *req, int allow_v2, struct sigv4_auth *a,
+               struct ty_err *err)
+{
+    if (allow_v2 && sigv2_detect(req))
+        return sigv2_parse(req, a, err);
+    return sigv4_parse(req, a, err);
+}
+
 int auth_check_scope(const struct sigv4_auth *a, const char *service, struct ty_err *err)
 {
+    if (a->sigv2 && service && strcmp(service, "s3") != 0)
+        return ty_err_set(err, TY_EBADSIG, "service",
+                          "Credential should be scoped to correct service: '%s'. ", service);
     if (!service || strcmp(a->service, service) == 0)
         return 0;
     return ty_err_set(err, TY_EBADSIG, "service",
@@ -175,7 +187,8 @@ int auth_verify(struct store *s, const struct sigv4_request *req, const struct s
         return rc;
     if ((rc = auth_lookup(s, a, now, &out, err)) != 0)
         return rc;
-    rc = sigv4_verify(req, a, out.secret, now, err);
+    rc = a->sigv2 ? sigv2_verify(req, a, out.secret, now, err)
+                  : sigv4_verify(req, a, out.secret, now, err);
     auth_principal_cleanse(&out);
     if (rc == 0)
         *p = out;

@@ -2,7 +2,8 @@
  * auth.h - from a parsed SigV4 signature to a verified principal, the one place every front
  * end (route.c for the JSON services, ops/s3.c, ops/sts.c, ops/iamapi.c) authenticates.
  *
- * Owns: the order of the checks (credential scope names the request's service -> the access
+ * Owns: which signature version a request carries (SigV4; SigV2 for S3), the order of the
+ * checks (credential scope names the request's service -> the access
  * key is known: an IAM key (store_principal_get) or temporary credentials (session_get) -> the
  * session token is present and right for temporary credentials, absent for IAM keys -> the
  * temporary credentials have not expired -> the signature and clock (sigv4_verify)), and which
@@ -50,9 +51,18 @@ const char *auth_service_of(const struct http_request *req);
 int auth_form_param(const char *s, size_t n, const char *name, char *out, size_t outn);
 
 /*
+ * Parses the signature of req: S3's SigV2 (sigv2.c) when allow_v2 and the request carries one,
+ * else SigV4 (sigv4_parse). OUT: a (written on success). Returns sigv2_parse's or sigv4_parse's
+ * errors. Only the S3 front end allows SigV2, as AWS does.
+ */
+int auth_parse(const struct sigv4_request *req, int allow_v2, struct sigv4_auth *a,
+               struct ty_err *err);
+
+/*
  * 0 when a's credential scope names service; else -TY_EBADSIG with field "service" and AWS's
  * message for the JSON and query services: "Credential should be scoped to correct service:
  * '<service>'. " (S3 words it differently; its front end rewrites it). service NULL: no check.
+ * A SigV2 signature has no scope: it passes for "s3" only.
  */
 int auth_check_scope(const struct sigv4_auth *a, const char *service, struct ty_err *err);
 
@@ -72,9 +82,10 @@ int auth_lookup(struct store *s, const struct sigv4_auth *a, time_t now, struct 
                 struct ty_err *err);
 
 /*
- * The whole check: auth_check_scope(a, service), auth_lookup, then sigv4_verify of req with the
- * principal's secret at time now. OUT: p (written on success; its secret already cleansed).
- * Returns 0 or the errors of those three calls (sigv4_verify's -TY_EBADSIG messages).
+ * The whole check: auth_check_scope(a, service), auth_lookup, then sigv4_verify (sigv2_verify
+ * for a SigV2 signature) of req with the principal's secret at time now. OUT: p (written on
+ * success; its secret already cleansed). Returns 0 or the errors of those three calls
+ * (sigv4_verify's -TY_EBADSIG messages).
  */
 int auth_verify(struct store *s, const struct sigv4_request *req, const struct sigv4_auth *a,
                 const char *service, time_t now, struct auth_principal *p, struct ty_err *err);

@@ -47,6 +47,10 @@ struct sigv4_auth {
     long expires;             /* presigned X-Amz-Expires, 0 for the header form */
     int presigned;            /* 1 when the signature came from the query string */
     char session_token[2048]; /* X-Amz-Security-Token, "" when none */
+    /* S3 SigV2 (sigv2.c): signature is base64, expires is the query form's Expires (seconds
+       since the epoch), date/region/amz_date/signed_headers stay "" */
+    int sigv2;
+    char v2_bucket[64]; /* virtual-hosted bucket, put before the path in the resource; "" */
 };
 
 /*

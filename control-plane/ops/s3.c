@@ -12,6 +12,7 @@
 #include "authz.h"
 #include "objstore.h"
 #include "s3_int.h"
+#include "sigv2.h"
 #include "sigv4.h"
 #include "store.h"
 #include "ty_buf.h"
@@ -497,6 +498,63 @@ static int s3__signing_key(const struct sigv4_auth *auth, const char *secret, un
     return 0;
 }
 
+/* Parses req's signature (SigV4, or SigV2 as S3 takes it) into OUT: auth; for a SigV2
+   signature on a virtual-hosted request the bucket joins the signed resource. */
+static int s3__parse_sig(const struct http_request *req, const struct sigv4_request *sreq,
+                         struct sigv4_auth *auth, struct ty_err *err)
+{
+    char vb[64];
+    int rc = auth_parse(sreq, 1, auth, err);
+    if (rc == 0 && auth->sigv2 && s3__vhost_bucket(http_header(req, "Host"), vb, sizeof(vb)))
+        snprintf(auth->v2_bucket, sizeof(auth->v2_bucket), "%s", vb);
+    return rc;
+}
+
+/* SignatureDoesNotMatch with what S3 adds to it: the string to sign (and, for SigV4, the
+   canonical request) the server computed. */
+static void s3__sig_mismatch(struct http_request *req, struct http_response *resp,
+                             const struct s3_req *r, const struct sigv4_request *sreq,
+                             const struct sigv4_auth *auth)
+{
+    struct ty_buf cr, sts;
+    struct ty_err e2;
+    unsigned char md[32];
+    unsigned int ml = 0;
+    char hex[65] = "";
+    static const char msg[] = "The request signature we calculated does not match the signature "
+                              "you provided. Check your key and signing method.";
+
+    ty_buf_init(&cr, 256 * 1024);
+    ty_buf_init(&sts, 64 * 1024);
+    ty_err_clear(&e2);
+    if (auth->sigv2) {
+        sigv2_string_to_sign(sreq, auth, &sts, &e2);
+        struct s3_errx x = {{"AWSAccessKeyId", "StringToSign", "SignatureProvided"},
+                            {auth->access_key, sts.data ? sts.data : "", auth->signature},
+                            3};
+        s3__error(req, resp, "SignatureDoesNotMatch", msg, r, &x);
+    } else {
+        if (sigv4_canonical_request(sreq, auth, &cr, &e2) == 0 && cr.data &&
+            EVP_Digest(cr.data, cr.len, md, &ml, EVP_sha256(), NULL) == 1) {
+            static const char hx[] = "0123456789abcdef";
+            for (int i = 0; i < 32; i++) {
+                hex[2 * i] = hx[md[i] >> 4];
+                hex[2 * i + 1] = hx[md[i] & 15];
+            }
+            hex[64] = '\0';
+        }
+        ty_buf_printf(&sts, "AWS4-HMAC-SHA256\n%s\n%s/%s/%s/aws4_request\n%s", auth->amz_date,
+                      auth->date, auth->region, auth->service, hex);
+        struct s3_errx x = {
+            {"AWSAccessKeyId", "StringToSign", "SignatureProvided", "CanonicalRequest"},
+            {auth->access_key, sts.data ? sts.data : "", auth->signature, cr.data ? cr.data : ""},
+            4};
+        s3__error(req, resp, "SignatureDoesNotMatch", msg, r, &x);
+    }
+    ty_buf_cleanup(&cr);
+    ty_buf_cleanup(&sts);
+}
+
 /* Checks the request's signature. 0, or an S3 error already written into resp. */
 static int s3__auth(struct http_request *req, struct http_response *resp, const struct s3_req *r,
                     const struct route_ctx *rc, int streamed, struct sigv4_auth *auth)
@@ -508,13 +566,12 @@ static int s3__auth(struct http_request *req, struct http_response *resp, const 
 
     ty_err_clear(&err);
     s3__fill_sreq(req, &sreq, !streamed);
-    if (sigv4_parse(&sreq, auth, &err) != 0) {
-        const char *a = http_header(req, "Authorization");
-        if ((a && strncmp(a, "AWS ", 4) == 0) || s3__has(r, "AWSAccessKeyId"))
-            s3__error(req, resp, "InvalidRequest",
-                      "The authorization mechanism you have provided is not supported. Please use "
-                      "AWS4-HMAC-SHA256.",
-                      r, NULL);
+    if (s3__parse_sig(req, &sreq, auth, &err) != 0) {
+        if (err.code == TY_EINVAL && sigv2_detect(&sreq))
+            /* SigV2: a malformed header is 400 InvalidArgument, a query 403 AccessDenied */
+            s3__error(req, resp,
+                      strcmp(err.field, "Authorization") == 0 ? "InvalidArgument" : "AccessDenied",
+                      err.msg, r, NULL);
         else if (err.code == TY_ENOAUTH)
             s3__error(req, resp, "AccessDenied", "Access Denied", r, NULL);
         else if (err.code == TY_EBADKEY)
@@ -564,44 +621,15 @@ static int s3__auth(struct http_request *req, struct http_response *resp, const 
                       r, NULL);
         } else if (strcmp(err.msg, "Request has expired") == 0) {
             s3__error(req, resp, "AccessDenied", "Request has expired", r, NULL);
+        } else if (auth->sigv2 && strcmp(err.field, "Date") == 0 && !strstr(err.msg, "Signature")) {
+            s3__error(req, resp, "AccessDenied", err.msg, r, NULL);
         } else if (strcmp(err.field, "x-amz-content-sha256") == 0) {
             s3__error(req, resp, "XAmzContentSHA256Mismatch",
                       "The provided 'x-amz-content-sha256' header does not match what was "
                       "computed.",
                       r, NULL);
         } else {
-            struct ty_buf cr, sts;
-            struct ty_err e2;
-            unsigned char md[32];
-            unsigned int ml = 0;
-            char hex[65] = "";
-            ty_buf_init(&cr, 256 * 1024);
-            ty_buf_init(&sts, 4096);
-            ty_err_clear(&e2);
-            if (sigv4_canonical_request(&sreq, auth, &cr, &e2) == 0 && cr.data &&
-                EVP_Digest(cr.data, cr.len, md, &ml, EVP_sha256(), NULL) == 1) {
-                static const char hx[] = "0123456789abcdef";
-                for (int i = 0; i < 32; i++) {
-                    hex[2 * i] = hx[md[i] >> 4];
-                    hex[2 * i + 1] = hx[md[i] & 15];
-                }
-                hex[64] = '\0';
-            }
-            ty_buf_printf(&sts, "AWS4-HMAC-SHA256\n%s\n%s/%s/%s/aws4_request\n%s", auth->amz_date,
-                          auth->date, auth->region, auth->service, hex);
-            {
-                struct s3_errx x = {
-                    {"AWSAccessKeyId", "StringToSign", "SignatureProvided", "CanonicalRequest"},
-                    {auth->access_key, sts.data ? sts.data : "", auth->signature,
-                     cr.data ? cr.data : ""},
-                    4};
-                s3__error(req, resp, "SignatureDoesNotMatch",
-                          "The request signature we calculated does not match the signature you "
-                          "provided. Check your key and signing method.",
-                          r, &x);
-            }
-            ty_buf_cleanup(&cr);
-            ty_buf_cleanup(&sts);
+            s3__sig_mismatch(req, resp, r, &sreq, auth);
         }
         return -1;
     }
@@ -720,7 +748,7 @@ static int s3__early_auth_fails(const struct http_request *req)
 
     ty_err_clear(&err);
     s3__fill_sreq(req, &sreq, 0);
-    if (sigv4_parse(&sreq, &auth, &err) != 0)
+    if (s3__parse_sig(req, &sreq, &auth, &err) != 0)
         return 1;
     if (auth_verify(s3__store, &sreq, &auth, "s3", time(NULL), &p, &err) == 0)
         return 0;

@@ -126,8 +126,10 @@ static char *s3p__content_encoding(const char *v)
 static int s3p__is_auth_param(const char *name)
 {
     static const char *const auth[] = {
-        "X-Amz-Algorithm",     "X-Amz-Credential", "X-Amz-Date",          "X-Amz-Expires",
-        "X-Amz-SignedHeaders", "X-Amz-Signature",  "X-Amz-Security-Token"};
+        "X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires", "X-Amz-SignedHeaders",
+        "X-Amz-Signature", "X-Amz-Security-Token",
+        /* SigV2 query authentication */
+        "AWSAccessKeyId", "Signature", "Expires", "x-amz-security-token"};
     for (size_t i = 0; i < sizeof(auth) / sizeof(auth[0]); i++)
         if (strcmp(name, auth[i]) == 0)
             return 1;
