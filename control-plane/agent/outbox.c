@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define OUTBOX_LOG_GROUP "/aws/sagemaker/TrainingJobs"
@@ -158,6 +159,19 @@ int outbox_logs(const char *data_dir, const char *job, const char *region, const
     return outbox_append(data_dir, job, rec, OUTBOX_MAX_BYTES, err);
 }
 
+int outbox_metrics(const char *data_dir, const char *job, const char *ns, const char *metric,
+                   json_t *dims, const struct store_metric_point *p, size_t n, struct ty_err *err)
+{
+    json_t *pts = json_array(), *rec;
+
+    for (size_t i = 0; pts && i < n; i++)
+        json_array_append_new(
+            pts, json_pack("[I, I, f]", (json_int_t)p[i].ts_ms, (json_int_t)p[i].seq, p[i].value));
+    rec = json_pack("{s:s, s:s, s:s, s:O?, s:o}", "k", "m", "ns", ns, "metric", metric, "dims",
+                    dims, "points", pts);
+    return outbox_append(data_dir, job, rec, OUTBOX_MAX_BYTES, err);
+}
+
 int outbox_ack(const char *data_dir, const char *job, const char *entry_id, struct ty_err *err)
 {
     return outbox_append(data_dir, job, json_pack("{s:s, s:s}", "k", "a", "entry", entry_id), 0,
@@ -232,6 +246,43 @@ static int outbox_apply_transition(struct store *s, const char *job, json_t *rec
     return 0;
 }
 
+/* Puts one record's metric points again. 0, or a negative code while Redis is away. */
+static int outbox_apply_metrics(struct store *s, const char *job, json_t *rec, struct ty_err *err)
+{
+    json_t *pts = json_object_get(rec, "points"), *pt, *dims = json_object_get(rec, "dims");
+    struct store_metric_point *p;
+    struct timespec ts;
+    size_t i, n = 0;
+    int rc;
+
+    if (!outbox_s(rec, "ns") || !outbox_s(rec, "metric") || json_array_size(pts) == 0)
+        return 0;
+    if (!(p = calloc(json_array_size(pts), sizeof(*p))))
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    json_array_foreach(pts, i, pt)
+    {
+        if (json_array_size(pt) != 3)
+            continue;
+        p[n].ts_ms = (int64_t)json_integer_value(json_array_get(pt, 0));
+        p[n].seq = (long)json_integer_value(json_array_get(pt, 1));
+        p[n].value = json_number_value(json_array_get(pt, 2));
+        n++;
+    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ty_err_clear(err);
+    rc = n ? store_metrics_put(s, outbox_s(rec, "ns"), outbox_s(rec, "metric"),
+                               json_is_array(dims) ? dims : NULL, p, n,
+                               (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, err)
+           : 0;
+    free(p);
+    if (rc != 0 && err->code != TY_EREDIS) {
+        ty_log(TY_LOG_WARN, "agent.outbox.metrics_refused", "job=%s metric='%s' error='%s'", job,
+               outbox_s(rec, "metric"), err->msg);
+        return 0;
+    }
+    return rc;
+}
+
 /* Applies one record. 0 or a negative code (the replay stops there). */
 static int outbox_apply(struct store *s, const char *job, json_t *rec, struct ty_err *err)
 {
@@ -258,6 +309,8 @@ static int outbox_apply(struct store *s, const char *job, json_t *rec, struct ty
         }
         return rc;
     }
+    if (strcmp(k, "m") == 0)
+        return outbox_apply_metrics(s, job, rec, err);
     if (strcmp(k, "a") == 0 && outbox_s(rec, "entry")) {
         ty_err_clear(err);
         rc = queue_ack(s, outbox_s(rec, "entry"), err);

@@ -2,7 +2,7 @@
  * outbox.h - what a job's runner could not write to Redis (status transitions, log events, the
  * queue ack), kept on disk in order and replayed, in order, once Redis is back.
  *
- * Owns: <data_dir>/outbox/<job>.jsonl (one record per line: {"seq":N,"k":"t"|"l"|"a",...},
+ * Owns: <data_dir>/outbox/<job>.jsonl (one record per line: {"seq":N,"k":"t"|"l"|"m"|"a",...},
  * appended with O_APPEND and fsync'ed before outbox_* returns) and <data_dir>/outbox/<job>.done
  * (the last seq applied, fsync'ed after each record, so a replay cut short by a crash resumes
  * after what was applied and never appends a log batch twice). A fully replayed outbox is
@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "store.h"
+#include "store_metrics.h"
 #include "ty_err.h"
 
 #define OUTBOX_MAX_BYTES (64L * 1024 * 1024)
@@ -37,6 +38,12 @@ int outbox_transition(const char *data_dir, const char *job, const struct store_
    -TY_EIO. */
 int outbox_logs(const char *data_dir, const char *job, const char *region, const char *account,
                 const char *stream, json_t *events, struct ty_err *err);
+
+/* Appends CloudWatch metric points (p[n]) of series ns/metric/dims (dims borrowed), put again
+   with store_metrics_put on replay (idempotent: a point's member is its ts, seq and value).
+   0, 1 when the outbox is full (dropped), or -TY_EIO. */
+int outbox_metrics(const char *data_dir, const char *job, const char *ns, const char *metric,
+                   json_t *dims, const struct store_metric_point *p, size_t n, struct ty_err *err);
 
 /* Appends the queue ack of entry_id (the job is terminal once what precedes it is applied). */
 int outbox_ack(const char *data_dir, const char *job, const char *entry_id, struct ty_err *err);

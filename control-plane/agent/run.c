@@ -53,6 +53,7 @@
 #define RUN_BATCH_EVENTS   500
 #define RUN_BATCH_BYTES    (512 * 1024)
 #define RUN_BATCH_HARD_MAX 20000             /* events kept when Redis does not take them */
+#define RUN_MPEND_MAX      20000             /* metric points kept likewise */
 #define RUN_LINE_MAX       (256 * 1024 - 26) /* CloudWatch's event size limit */
 #define RUN_REASON_MAX     1024
 #define RUN_KILL_WAIT_S    30  /* after SIGKILL */
@@ -98,6 +99,7 @@ struct run_logs {
     pthread_mutex_t mu;      /* guards the members below and serialises appends */
     pthread_cond_t cv;       /* signalled when done is set */
     json_t *batch;           /* events not yet appended */
+    json_t *mpend;           /* metric points not yet put: [[def, ts, seq, value], ...] */
     size_t batch_bytes;
     int done;        /* the reader returned */
     long dropped;    /* events dropped while Redis refused them */
@@ -208,6 +210,7 @@ static void run_logs_unref(struct run_logs *l)
     if (!l || atomic_fetch_sub(&l->refs, 1) != 1)
         return;
     json_decref(l->batch);
+    json_decref(l->mpend);
     metrics_free(l->metrics);
     free(l->redis_url);
     free(l->docker_host);
@@ -216,16 +219,32 @@ static void run_logs_unref(struct run_logs *l)
     free(l);
 }
 
-/* Hands the MetricDefinitions points matched so far to their CloudWatch series in namespace
-   /aws/sagemaker/TrainingJobs, dimension Host = <job>/algo-N (store_metrics.h). Points that
-   Redis refuses are dropped (logged): the log events keep the values. */
-static void run_metrics_push(struct run_logs *l, struct store *s)
+/* Moves the points matched so far into l->mpend ([[def, ts, seq, value], ...]), keeping at
+   most RUN_MPEND_MAX (the oldest go). Call with l->mu held. */
+static void run_metrics_collect(struct run_logs *l)
 {
     struct metrics_point pts[256];
-    struct store_metric_point sp[256];
+    size_t n;
+
+    if (!l->metrics || !l->mpend)
+        return;
+    while ((n = metrics_take(l->metrics, pts, 256)) > 0) {
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(l->mpend,
+                                  json_pack("[i, I, I, f]", pts[i].def, (json_int_t)pts[i].ts_ms,
+                                            (json_int_t)pts[i].seq, pts[i].value));
+    }
+    while (json_array_size(l->mpend) > RUN_MPEND_MAX) {
+        json_array_remove(l->mpend, 0);
+        l->dropped++;
+    }
+}
+
+/* The series dimension of l: Host = <job>/algo-N. new: [{"Name":"Host","Value":...}]. */
+static json_t *run_metrics_dims(const struct run_logs *l)
+{
     char host[128];
-    size_t n, hl;
-    json_t *dims;
+    size_t hl;
 
     snprintf(host, sizeof(host), "%s", l->stream); /* <job>/algo-N-<epoch> -> <job>/algo-N */
     hl = strlen(host);
@@ -233,22 +252,56 @@ static void run_metrics_push(struct run_logs *l, struct store *s)
         hl--;
     if (hl > 0 && host[hl - 1] == '-')
         host[hl - 1] = '\0';
-    dims = json_pack("[{s:s,s:s}]", "Name", "Host", "Value", host);
-    while (dims && (n = metrics_take(l->metrics, pts, 256)) > 0) {
-        for (int def = 0; def < metrics_count(l->metrics); def++) {
+    return json_pack("[{s:s,s:s}]", "Name", "Host", "Value", host);
+}
+
+/* OUT: p[<= max] = the pending points of definition def from index *from on (advanced). */
+static size_t run_metrics_of(struct run_logs *l, int def, size_t *from,
+                             struct store_metric_point *p, size_t max)
+{
+    size_t k = 0;
+
+    for (; *from < json_array_size(l->mpend) && k < max; (*from)++) {
+        json_t *e = json_array_get(l->mpend, *from);
+        if (json_integer_value(json_array_get(e, 0)) != def)
+            continue;
+        p[k++] = (struct store_metric_point){json_integer_value(json_array_get(e, 1)),
+                                             (long)json_integer_value(json_array_get(e, 2)),
+                                             json_number_value(json_array_get(e, 3))};
+    }
+    return k;
+}
+
+/* Hands the MetricDefinitions points matched so far to their CloudWatch series in namespace
+   /aws/sagemaker/TrainingJobs, dimension Host = <job>/algo-N (store_metrics.h). What Redis
+   refuses stays pending (l->spill set: the runner moves it into the outbox); putting a point
+   twice is harmless (its member is its ts, seq and value). Call with l->mu held. */
+static void run_metrics_push(struct run_logs *l, struct store *s)
+{
+    struct store_metric_point sp[256];
+    json_t *dims;
+    int failed = 0;
+
+    run_metrics_collect(l);
+    if (json_array_size(l->mpend) == 0 || !(dims = run_metrics_dims(l)))
+        return;
+    for (int def = 0; def < metrics_count(l->metrics) && !failed; def++) {
+        size_t from = 0, k;
+        while (!failed && (k = run_metrics_of(l, def, &from, sp, 256)) > 0) {
             struct ty_err err;
-            size_t k = 0;
-            for (size_t i = 0; i < n; i++)
-                if (pts[i].def == def)
-                    sp[k++] = (struct store_metric_point){pts[i].ts_ms, pts[i].seq, pts[i].value};
-            if (k > 0 &&
-                store_metrics_put(s, STORE_METRICS_NS_SAGEMAKER, metrics_name(l->metrics, def),
-                                  dims, sp, k, run_now_ms(), &err) != 0)
+            if (store_metrics_put(s, STORE_METRICS_NS_SAGEMAKER, metrics_name(l->metrics, def),
+                                  dims, sp, k, run_now_ms(), &err) != 0) {
                 ty_log(TY_LOG_WARN, "agent.metrics.put_failed", "job=%s metric='%s' error='%s'",
                        l->job, metrics_name(l->metrics, def), err.msg);
+                failed = 1;
+            }
         }
     }
     json_decref(dims);
+    if (failed)
+        atomic_store(&l->spill, 1);
+    else
+        json_array_clear(l->mpend);
 }
 
 /* Appends the pending batch with s (may be NULL: kept for later). Call with l->mu held. */
@@ -442,12 +495,42 @@ static int run_outbox_drain(struct run_ctx *r)
         if (!l)
             continue;
         pthread_mutex_lock(&l->mu);
-        if (json_array_size(l->batch) == 0) /* else the runner's next tick moves them first */
+        /* else the runner's next tick moves them first */
+        if (json_array_size(l->batch) == 0 && json_array_size(l->mpend) == 0)
             atomic_store(&l->spill, 0);
         pthread_mutex_unlock(&l->mu);
     }
     ty_log(TY_LOG_INFO, "agent.outbox.drained", "job=%s", r->job);
     return 0;
+}
+
+/* Moves l's pending metric points into the outbox, one record per metric. Call with l->mu
+   held. */
+static void run_metrics_spill(struct run_ctx *r, struct run_logs *l)
+{
+    struct store_metric_point sp[256];
+    struct ty_err err;
+    json_t *dims;
+
+    run_metrics_collect(l);
+    if (json_array_size(l->mpend) == 0 || !(dims = run_metrics_dims(l)))
+        return;
+    for (int def = 0; def < metrics_count(l->metrics); def++) {
+        size_t from = 0, k;
+        while ((k = run_metrics_of(l, def, &from, sp, 256)) > 0) {
+            int rc = outbox_metrics(r->a->cfg.data_dir, r->job, STORE_METRICS_NS_SAGEMAKER,
+                                    metrics_name(l->metrics, def), dims, sp, k, &err);
+            if (rc == 0)
+                r->ob = 1;
+            else if (rc == 1)
+                l->dropped += (long)k;
+            else
+                ty_log(TY_LOG_WARN, "agent.outbox.write_failed", "job=%s error='%s'", r->job,
+                       err.msg);
+        }
+    }
+    json_decref(dims);
+    json_array_clear(l->mpend);
 }
 
 /* Moves host h's events the reader could not append into the outbox (behind what is there). */
@@ -460,6 +543,8 @@ static void run_logs_spill(struct run_ctx *r, struct run_host *h)
     if (!l)
         return;
     pthread_mutex_lock(&l->mu);
+    if (atomic_load(&l->spill) || r->ob)
+        run_metrics_spill(r, l);
     if ((atomic_load(&l->spill) || r->ob) && json_array_size(l->batch) > 0) {
         rc = outbox_logs(r->a->cfg.data_dir, r->job, r->region, r->account, l->stream, l->batch,
                          &err);
@@ -490,7 +575,8 @@ static void run_logs_flush_all(struct run_ctx *r, int force)
             run_logs_flush(l, r->s);
         if (force) {
             pthread_mutex_lock(&l->mu);
-            if (json_array_size(l->batch) > 0)
+            run_metrics_collect(l);
+            if (json_array_size(l->batch) > 0 || json_array_size(l->mpend) > 0)
                 atomic_store(&l->spill, 1);
             pthread_mutex_unlock(&l->mu);
         }
@@ -1378,6 +1464,7 @@ static int run_start_logs(struct run_ctx *r, struct run_host *h, long skip)
     l->redis_url = strdup(r->a->cfg.redis_url);
     l->docker_host = strdup(r->a->cfg.docker_host);
     l->batch = json_array();
+    l->mpend = json_array();
     l->metrics = metrics_new(r->sp.metric_defs);
     run_fmt(l->container, sizeof(l->container), "%s", h->cid);
     run_fmt(l->job, sizeof(l->job), "%s", r->job);
@@ -1387,7 +1474,7 @@ static int run_start_logs(struct run_ctx *r, struct run_host *h, long skip)
     l->last_ts = h->last_log_ts;
     l->skip = skip > 0 ? skip : 0;
     h->logs = l;
-    if (!l->redis_url || !l->docker_host || !l->batch || !l->metrics)
+    if (!l->redis_url || !l->docker_host || !l->batch || !l->mpend || !l->metrics)
         return -1;
     atomic_fetch_add(&l->refs, 1);
     if (pthread_create(&h->log_thr, NULL, run_logs_thread, l) != 0) {

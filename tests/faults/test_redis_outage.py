@@ -4,7 +4,7 @@ standalone agent keeps supervising its containers, buffers what it could not wri
 and replays it, and retries its uploads. Then the API server is killed with SIGKILL during N jobs
 and restarted on the same data dir. Every case counts jobs per terminal state (a `FAULT ...`
 line) and checks that none is stranded or ran twice (one run marker per job in its logs), that
-no container, staging folder, temp file or outbox is left, that each job's model.tar.gz and
+the lines and metrics written while Redis was away arrived once, that no container, staging folder, temp file or outbox is left, that each job's model.tar.gz and
 the objects acknowledged before the fault are readable, and that /healthz said degraded while
 Redis was away and ok after.
 
@@ -118,15 +118,18 @@ def rig(tmp_path_factory):
 
 def _script(name):
     # the marker line counts the runs of the script (a rerun writes it again, in a new stream)
-    return (f"echo {MARK} {name}; sleep {SLEEP}; echo trained > /opt/ml/model/weights.txt; "
-            f"echo data > /opt/ml/output/data/out.txt; echo finished")
+    return (f"echo {MARK} {name}; sleep {SLEEP}; echo loss=0.25; "
+            f"echo trained > /opt/ml/model/weights.txt; "
+            f"echo data > /opt/ml/output/data/out.txt; echo finished {name}")
 
 
 def _submit(g, tag):
     names = [H.unique(f"fr-{tag}") for _ in range(N)]
     for n in names:
-        g.sm.create_training_job(**H.job_request(n, _script(n), max_runtime=600,
-                                                 output=f"s3://{BUCKET}/out"))
+        g.sm.create_training_job(**H.job_request(
+            n, _script(n), max_runtime=600, output=f"s3://{BUCKET}/out",
+            AlgorithmSpecification={"MetricDefinitions": [
+                {"Name": "train:loss", "Regex": "loss=([0-9.]+)"}]}))
     return names
 
 
@@ -154,13 +157,15 @@ def _wait_terminal(g, names, timeout):
 
 
 def _runs(g, name):
-    """How many times the job's script ran: its marker lines over all its log streams."""
+    """How many times the job's script ran (its marker lines over all its log streams) and how
+    many of its last lines (written while Redis was away) reached the logs."""
     r = g.logs.describe_log_streams(logGroupName=H.LOG_GROUP, logStreamNamePrefix=name + "/")
-    n = 0
+    n = last = 0
     for st in r["logStreams"]:
         events, _ = H.log_events(g.logs, st["logStreamName"])
         n += sum(1 for e in events if e["message"].startswith(f"{MARK} {name}"))
-    return n
+        last += sum(1 for e in events if e["message"] == f"finished {name}")
+    return n, last
 
 
 def _leftovers(g, tag):
@@ -189,7 +194,7 @@ def _check(g, label, names, counts, tag):
               if g.sm.describe_training_job(TrainingJobName=n)["TrainingJobStatus"] != "Completed"}
     assert counts["Completed"] == len(names), (line, failed, g.agent.tail(60))
     runs = {n: _runs(g, n) for n in names}
-    assert all(v == 1 for v in runs.values()), ("a job ran other than once", runs)
+    assert all(v == (1, 1) for v in runs.values()), ("(runs, last lines) other than once", runs)
     for n in names:
         d = g.sm.describe_training_job(TrainingJobName=n)
         uri = d["ModelArtifacts"]["S3ModelArtifacts"]
@@ -197,6 +202,8 @@ def _check(g, label, names, counts, tag):
         body = g.s3.get_object(Bucket=b, Key=k)["Body"].read()
         with tarfile.open(fileobj=io.BytesIO(body)) as t:
             assert t.extractfile("weights.txt").read() == b"trained\n", n
+        fm = {m["MetricName"]: m["Value"] for m in d.get("FinalMetricDataList", [])}
+        assert fm.get("train:loss") == 0.25, (n, d.get("FinalMetricDataList"))
         tr = [x["Status"] for x in d["SecondaryStatusTransitions"]]
         assert tr[-1] == "Completed" and "Uploading" in tr, (n, tr)
     assert g.s3.get_object(Bucket=BUCKET, Key="before/ack.txt")["Body"].read() == \

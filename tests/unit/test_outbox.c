@@ -2,8 +2,9 @@
  * test_outbox.c - the agent's outbox (outbox.h) against a private redis-server: records
  * written while Redis is away are replayed in order once it is back (the file then removed), a
  * replay cut short resumes after what was applied (no log batch twice), a transition already
- * applied is skipped, a final Completed that meets a Stopping job records Stopped, and the
- * leftovers of an earlier run are replayed by outbox_replay_all. Exits 77 without redis-server.
+ * applied is skipped, metric points reach their series once, a final Completed that meets a
+ * Stopping job records Stopped, and the leftovers of an earlier run are replayed by
+ * outbox_replay_all. Exits 77 without redis-server.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "outbox.h"
@@ -161,6 +163,41 @@ static void test_replay_in_order(void **state)
     assert_int_equal(transitions(c->s, "j1", "Completed"), 1);
 }
 
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Metric points buffered while Redis was away reach their series once, however often the
+   record is replayed. */
+static void test_metrics(void **state)
+{
+    struct ctx *c = *state;
+    struct ty_err err;
+    int64_t t = now_ms() - 5000;
+    struct store_metric_point p[3] = {{t, 0, 1.5}, {t + 1000, 1, 1.25}, {t + 2000, 2, 1.0}};
+    struct store_metric_point *got = NULL;
+    json_t *dims = json_pack("[{s:s, s:s}]", "Name", "Host", "Value", "j6/algo-1");
+    char *id = store_metrics_id(STORE_METRICS_NS_SAGEMAKER, "train:loss", dims);
+    size_t n = 0;
+
+    assert_non_null(id);
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(outbox_metrics(c->dir, "j6", STORE_METRICS_NS_SAGEMAKER, "train:loss",
+                                        dims, p, 3, &err),
+                         0);
+        assert_int_equal(outbox_replay(c->s, c->dir, "j6", &err), 0);
+    }
+    assert_int_equal(store_metrics_range(c->s, id, t - 1, t + 10000, 100, &got, &n, &err), 0);
+    assert_int_equal(n, 3);
+    assert_true(got[1].value == 1.25 && got[1].ts_ms == t + 1000);
+    free(got);
+    free(id);
+    json_decref(dims);
+}
+
 static void test_resume_after_crash(void **state)
 {
     struct ctx *c = *state;
@@ -260,6 +297,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_replay_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resume_after_crash, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_wins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redis_away_then_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_down_keeps_outbox, setup, teardown),
