@@ -406,8 +406,8 @@ void typrof__sysmon_stop(struct typrof_sysmon *s)
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thread, NULL);
-    if (now_s() - s->prev_t >= 0.05)
-        sample(s); /* the tail of the run */
+    if (now_s() - s->prev_t >= 0.05 || s->samples == 0)
+        sample(s); /* the tail of the run; at least one sample, however short the run */
     if (s->f)
         fclose(s->f);
     if (s->nvml) {
