@@ -73,6 +73,8 @@ const char *auth_service_of(const struct http_request *req)
             return "sagemaker";
         if (strncmp(t, "Logs_20140328.", 14) == 0)
             return "logs";
+        if (strncmp(t, "GraniteServiceVersion20100801.", 30) == 0)
+            return "monitoring"; /* CloudWatch, JSON 1.0 (ops/cloudwatch.c) */
         return NULL;
     }
     if (strncmp(p, "/sagemaker/", 11) == 0)
@@ -88,6 +90,8 @@ const char *auth_service_of(const struct http_request *req)
             return "sts";
         if (strcmp(version, "2010-05-08") == 0)
             return "iam";
+        if (strcmp(version, "2010-08-01") == 0)
+            return "monitoring"; /* CloudWatch, query protocol */
         return NULL;
     }
     if (strcmp(p, "/") == 0 && strcmp(req->method, "POST") == 0)

@@ -39,7 +39,8 @@ struct auth_principal {
 /*
  * The service a request is for, judged from its shape: "sagemaker" (X-Amz-Target SageMaker.*
  * or a /sagemaker/<Op> path), "logs" (X-Amz-Target Logs_20140328.*), "sts" or "iam" (a query
- * protocol request to "/": Action= with Version=2011-06-15 or 2010-05-08), "s3" (any other
+ * protocol request to "/": Action= with Version=2011-06-15 or 2010-05-08), "monitoring"
+ * (CloudWatch: X-Amz-Target GraniteServiceVersion20100801.* or Version=2010-08-01), "s3" (any other
  * path, except the ones below). NULL when the shape does not say: another X-Amz-Target, a
  * POST / without Action= or Version, /healthz, /metrics, /console..., SESSION_CREDENTIALS_PATH.
  * borrowed static string.

@@ -29,6 +29,10 @@
     {                                                                                              \
         "logs", #op, "logs:" #op, res, cond                                                        \
     }
+#define CW(op, res, cond)                                                                          \
+    {                                                                                              \
+        "cloudwatch", #op, "cloudwatch:" #op, res, cond                                            \
+    }
 #define IA(op, res, cond)                                                                          \
     {                                                                                              \
         "iam", #op, "iam:" #op, res, cond                                                          \
@@ -76,6 +80,10 @@ static const struct authz_op authz_ops[] = {
     LG(DescribeLogStreams, AUTHZ_RES_LOG_GROUP, 0),
     LG(GetLogEvents, AUTHZ_RES_LOG_STREAM, 0),
     LG(FilterLogEvents, AUTHZ_RES_LOG_GROUP, 0),
+    /* CloudWatch metrics (ops/cloudwatch.c): no resource types, as AWS */
+    CW(ListMetrics, AUTHZ_RES_STAR, 0),
+    CW(GetMetricStatistics, AUTHZ_RES_STAR, 0),
+    CW(GetMetricData, AUTHZ_RES_STAR, 0),
     /* IAM (ops/iamapi.c) */
     IA(CreateUser, AUTHZ_RES_IAM_USER, AUTHZ_C_REQTAGS),
     IA(GetUser, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),

@@ -16,6 +16,7 @@
 #include "authz.h"
 #include "console.h"
 #include "docker.h"
+#include "ops/cloudwatch.h"
 #include "ops/iamapi.h"
 #include "ops/ops.h"
 #include "ops/s3.h"
@@ -303,6 +304,11 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
     if (shape ? strcmp(shape, "sts") == 0 : sts_is_request(req)) {
         /* STS: query protocol, XML answers and errors (ops/sts.c) */
         sts_route(req, resp, rc);
+        return;
+    }
+    if (shape && strcmp(shape, "monitoring") == 0) {
+        /* CloudWatch metrics: query and JSON 1.0 protocols (ops/cloudwatch.c) */
+        cloudwatch_route(req, resp, rc);
         return;
     }
     /* the console authenticates with its own session cookie, not SigV4 (console.c) */

@@ -255,6 +255,25 @@ static json_t *run_metrics_dims(const struct run_logs *l)
     return json_pack("[{s:s,s:s}]", "Name", "Host", "Value", host);
 }
 
+/* The second series of every point: dimension TrainingJobName = <job>, what the SDK's
+   TrainingJobAnalytics asks for (every host's points in one series). new. */
+static json_t *run_metrics_job_dims(const struct run_logs *l)
+{
+    return json_pack("[{s:s,s:s}]", "Name", "TrainingJobName", "Value", l->job);
+}
+
+/* Rewrites p[0..k)'s seq for the TrainingJobName series, where the hosts' points meet:
+   seq * 1000 + N for host algo-N. */
+static void run_metrics_job_seq(const struct run_logs *l, struct store_metric_point *p, size_t k)
+{
+    const char *dash = strrchr(l->stream, '/');
+    long hostno = 1;
+    if (dash && strncmp(dash + 1, "algo-", 5) == 0)
+        hostno = strtol(dash + 6, NULL, 10);
+    for (size_t i = 0; i < k; i++)
+        p[i].seq = p[i].seq * 1000 + hostno;
+}
+
 /* OUT: p[<= max] = the pending points of definition def from index *from on (advanced). */
 static size_t run_metrics_of(struct run_logs *l, int def, size_t *from,
                              struct store_metric_point *p, size_t max)
@@ -279,18 +298,28 @@ static size_t run_metrics_of(struct run_logs *l, int def, size_t *from,
 static void run_metrics_push(struct run_logs *l, struct store *s)
 {
     struct store_metric_point sp[256];
-    json_t *dims;
+    json_t *dims, *jdims;
     int failed = 0;
 
     run_metrics_collect(l);
     if (json_array_size(l->mpend) == 0 || !(dims = run_metrics_dims(l)))
         return;
+    if (!(jdims = run_metrics_job_dims(l))) {
+        json_decref(dims);
+        return;
+    }
     for (int def = 0; def < metrics_count(l->metrics) && !failed; def++) {
         size_t from = 0, k;
         while (!failed && (k = run_metrics_of(l, def, &from, sp, 256)) > 0) {
             struct ty_err err;
-            if (store_metrics_put(s, STORE_METRICS_NS_SAGEMAKER, metrics_name(l->metrics, def),
-                                  dims, sp, k, run_now_ms(), &err) != 0) {
+            int rc = store_metrics_put(s, STORE_METRICS_NS_SAGEMAKER, metrics_name(l->metrics, def),
+                                       dims, sp, k, run_now_ms(), &err);
+            if (rc == 0) {
+                run_metrics_job_seq(l, sp, k);
+                rc = store_metrics_put(s, STORE_METRICS_NS_SAGEMAKER, metrics_name(l->metrics, def),
+                                       jdims, sp, k, run_now_ms(), &err);
+            }
+            if (rc != 0) {
                 ty_log(TY_LOG_WARN, "agent.metrics.put_failed", "job=%s metric='%s' error='%s'",
                        l->job, metrics_name(l->metrics, def), err.msg);
                 failed = 1;
@@ -298,6 +327,7 @@ static void run_metrics_push(struct run_logs *l, struct store *s)
         }
     }
     json_decref(dims);
+    json_decref(jdims);
     if (failed)
         atomic_store(&l->spill, 1);
     else
@@ -520,6 +550,13 @@ static void run_metrics_spill(struct run_ctx *r, struct run_logs *l)
         while ((k = run_metrics_of(l, def, &from, sp, 256)) > 0) {
             int rc = outbox_metrics(r->a->cfg.data_dir, r->job, STORE_METRICS_NS_SAGEMAKER,
                                     metrics_name(l->metrics, def), dims, sp, k, &err);
+            json_t *jdims = rc == 0 ? run_metrics_job_dims(l) : NULL;
+            if (jdims) {
+                run_metrics_job_seq(l, sp, k);
+                rc = outbox_metrics(r->a->cfg.data_dir, r->job, STORE_METRICS_NS_SAGEMAKER,
+                                    metrics_name(l->metrics, def), jdims, sp, k, &err);
+                json_decref(jdims);
+            }
             if (rc == 0)
                 r->ob = 1;
             else if (rc == 1)
@@ -1472,6 +1509,10 @@ static int run_start_logs(struct run_ctx *r, struct run_host *h, long skip)
     run_fmt(l->account, sizeof(l->account), "%s", r->account);
     run_fmt(l->stream, sizeof(l->stream), "%s", h->stream);
     l->last_ts = h->last_log_ts;
+    /* an engine that stamps whole seconds would put the first lines (and their metric points)
+       before TrainingStartTime, where TrainingJobAnalytics does not look */
+    if (r->t_start > 0 && (int64_t)(r->t_start * 1000.0) > l->last_ts)
+        l->last_ts = (int64_t)(r->t_start * 1000.0);
     l->skip = skip > 0 ? skip : 0;
     h->logs = l;
     if (!l->redis_url || !l->docker_host || !l->batch || !l->mpend || !l->metrics)

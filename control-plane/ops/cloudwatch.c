@@ -1,0 +1,810 @@
+/*
+ * cloudwatch.c - CloudWatch ListMetrics, GetMetricStatistics and GetMetricData in the query and
+ * JSON 1.0 protocols (cloudwatch.h).
+ */
+#define _GNU_SOURCE /* timegm */
+#include "cloudwatch.h"
+
+#include "auth.h"
+#include "authz.h"
+#include "sigv4.h"
+#include "store_metrics.h"
+#include "ty_buf.h"
+#include "ty_log.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#define CW_NS           "http://monitoring.amazonaws.com/doc/2010-08-01/"
+#define CW_TARGET       "GraniteServiceVersion20100801."
+#define CW_MAX_POINTS   1440   /* GetMetricStatistics: data points per call */
+#define CW_MAX_RAW      200000 /* raw points read per series and call */
+#define CW_MAX_LIST     500    /* ListMetrics: metrics per answer */
+#define CW_MAX_QUERIES  500    /* GetMetricData: queries per call */
+#define CW_MAX_DATA     100800 /* GetMetricData: data points per call */
+#define CW_RECENT_S     (3 * 3600)
+#define CW_OUT_MAX      (16u * 1024 * 1024)
+
+static __thread struct store *cw__store;
+static pthread_key_t cw__key;
+static pthread_once_t cw__once = PTHREAD_ONCE_INIT;
+
+static void cw__thread_end(void *unused)
+{
+    (void)unused;
+    store_close(cw__store);
+    cw__store = NULL;
+}
+
+static void cw__key_init(void)
+{
+    pthread_key_create(&cw__key, cw__thread_end);
+}
+
+/* err with the CloudWatch code in field (cloudwatch.h). */
+static int cw__fail(struct ty_err *err, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int cw__fail(struct ty_err *err, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    err->code = TY_EINVAL;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    va_end(ap);
+    snprintf(err->field, sizeof(err->field), "%s", code);
+    return -TY_EINVAL;
+}
+
+/* ---- the query form ---- */
+
+static int cw__hex(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = tolower(c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* new: s[0..n) percent- and '+'-decoded. */
+static char *cw__decode(const char *s, size_t n)
+{
+    char *o = malloc(n + 1), *p = o;
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '+') {
+            *p++ = ' ';
+        } else if (s[i] == '%' && i + 2 < n && cw__hex(s[i + 1]) >= 0 &&
+                   cw__hex(s[i + 2]) >= 0) {
+            *p++ = (char)(cw__hex(s[i + 1]) * 16 + cw__hex(s[i + 2]));
+            i += 2;
+        } else {
+            *p++ = s[i];
+        }
+    }
+    *p = '\0';
+    return o;
+}
+
+/* Sets key path k (dotted, decoded) to string v in root. */
+static void cw__set_path(json_t *root, char *k, const char *v)
+{
+    char *segs[32];
+    int n = 0;
+    json_t *node = root;
+
+    for (char *t = strtok(k, "."); t && n < 32; t = strtok(NULL, "."))
+        segs[n++] = t;
+    for (int i = 0; i < n && node;) {
+        if (i + 2 < n && strcmp(segs[i + 1], "member") == 0) {
+            json_t *arr = json_object_get(node, segs[i]), *el;
+            long idx = strtol(segs[i + 2], NULL, 10) - 1;
+            if (idx < 0 || idx >= 1000)
+                return;
+            if (!json_is_array(arr)) {
+                arr = json_array();
+                json_object_set_new(node, segs[i], arr);
+            }
+            while ((long)json_array_size(arr) <= idx)
+                json_array_append_new(arr, json_null());
+            if (i + 3 == n) {
+                json_array_set_new(arr, (size_t)idx, json_string(v));
+                return;
+            }
+            el = json_array_get(arr, (size_t)idx);
+            if (!json_is_object(el)) {
+                el = json_object();
+                json_array_set_new(arr, (size_t)idx, el);
+            }
+            node = el;
+            i += 3;
+            continue;
+        }
+        if (i + 1 == n) {
+            json_object_set_new(node, segs[i], json_string(v));
+            return;
+        }
+        {
+            json_t *child = json_object_get(node, segs[i]);
+            if (!json_is_object(child)) {
+                child = json_object();
+                json_object_set_new(node, segs[i], child);
+            }
+            node = child;
+        }
+        i++;
+    }
+}
+
+/* Drops the null holes left by sparse member indexes. */
+static void cw__compact(json_t *v)
+{
+    const char *k;
+    json_t *c;
+    if (json_is_object(v)) {
+        json_object_foreach(v, k, c)
+        {
+            cw__compact(c);
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = json_array_size(v); i > 0; i--) {
+            if (json_is_null(json_array_get(v, i - 1)))
+                json_array_remove(v, i - 1);
+            else
+                cw__compact(json_array_get(v, i - 1));
+        }
+    }
+}
+
+json_t *cloudwatch_form_to_json(const char *s, size_t n)
+{
+    json_t *root = json_object();
+    size_t i = 0;
+
+    while (root && i < n) {
+        size_t j = i, eq;
+        char *k, *v;
+        while (j < n && s[j] != '&')
+            j++;
+        for (eq = i; eq < j && s[eq] != '='; eq++)
+            ;
+        k = cw__decode(s + i, eq - i);
+        v = cw__decode(eq < j ? s + eq + 1 : "", eq < j ? j - eq - 1 : 0);
+        if (k && v && *k && strcmp(k, "Action") != 0 && strcmp(k, "Version") != 0)
+            cw__set_path(root, k, v);
+        free(k);
+        free(v);
+        i = j + 1;
+    }
+    cw__compact(root);
+    return root;
+}
+
+/* ---- values ---- */
+
+int cloudwatch_time(json_t *v, double *out)
+{
+    const char *s = json_string_value(v);
+    struct tm tm;
+    int y, mo, d, h = 0, mi = 0, n = 0;
+    double sec = 0, off = 0;
+    char *end;
+
+    if (json_is_number(v)) {
+        *out = json_number_value(v);
+        return 0;
+    }
+    if (!s)
+        return -1;
+    *out = strtod(s, &end);
+    if (end != s && *end == '\0')
+        return 0;
+    if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3)
+        return -1;
+    s += n;
+    if (*s == 'T' || *s == ' ') {
+        if (sscanf(s + 1, "%2d:%2d:%lf%n", &h, &mi, &sec, &n) != 3)
+            return -1;
+        s += 1 + n;
+    }
+    if (*s == '+' || *s == '-') {
+        int oh = 0, om = 0;
+        if (sscanf(s + 1, "%2d:%2d", &oh, &om) < 1)
+            return -1;
+        off = (*s == '-' ? -1 : 1) * (oh * 3600.0 + om * 60.0);
+    } else if (*s != 'Z' && *s != 'z' && *s != '\0') {
+        return -1;
+    }
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    *out = (double)timegm(&tm) + sec - off;
+    return 0;
+}
+
+/* A number member (JSON number or numeric string). 0 or -1 (absent or not a number). */
+static int cw__num(json_t *in, const char *k, double *out)
+{
+    json_t *v = json_object_get(in, k);
+    const char *s = json_string_value(v);
+    char *end;
+    if (json_is_number(v)) {
+        *out = json_number_value(v);
+        return 0;
+    }
+    if (!s || !*s)
+        return -1;
+    *out = strtod(s, &end);
+    return *end == '\0' && isfinite(*out) ? 0 : -1;
+}
+
+static const char *cw__str(json_t *in, const char *k)
+{
+    return json_string_value(json_object_get(in, k));
+}
+
+/* The percentile of an ExtendedStatistics/Stat name "p90", "p99.9"; -1 when not one. */
+static double cw__pct(const char *st)
+{
+    char *end;
+    double p;
+    if (!st || (st[0] != 'p' && st[0] != 'P') || !isdigit((unsigned char)st[1]))
+        return -1;
+    p = strtod(st + 1, &end);
+    return *end == '\0' && p >= 0 && p <= 100 ? p : -1;
+}
+
+static int cw__is_stat(const char *st)
+{
+    static const char *const names[] = {"SampleCount", "Average", "Sum", "Minimum", "Maximum"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (st && strcmp(st, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int cw__cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The statistic st of v[0..n) (n > 0; v is sorted in place for percentiles). */
+static double cw__stat(const char *st, double *v, size_t n)
+{
+    double s = 0, mn = INFINITY, mx = -INFINITY, p = cw__pct(st);
+    if (p >= 0) {
+        double rank;
+        qsort(v, n, sizeof(double), cw__cmpd);
+        rank = p / 100.0 * (double)(n - 1);
+        return v[(size_t)floor(rank)] +
+               (rank - floor(rank)) * (v[(size_t)ceil(rank)] - v[(size_t)floor(rank)]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        s += v[i];
+        mn = v[i] < mn ? v[i] : mn;
+        mx = v[i] > mx ? v[i] : mx;
+    }
+    if (strcmp(st, "SampleCount") == 0)
+        return (double)n;
+    if (strcmp(st, "Sum") == 0)
+        return s;
+    if (strcmp(st, "Minimum") == 0)
+        return mn;
+    if (strcmp(st, "Maximum") == 0)
+        return mx;
+    return s / (double)n;
+}
+
+/* Period: >= 1; below 60 one of 1, 5, 10, 30; otherwise a multiple of 60 (AWS's rule). */
+static int cw__period(json_t *in, const char *field, long *out, struct ty_err *err)
+{
+    double p;
+    if (cw__num(in, field, &p) != 0)
+        return json_object_get(in, field)
+                   ? cw__fail(err, "InvalidParameterValue",
+                              "The parameter %s must be an integer.", field)
+                   : cw__fail(err, "MissingParameter",
+                              "The parameter %s is required.", field);
+    if (p < 1 || p != floor(p) ||
+        (p < 60 && p != 1 && p != 5 && p != 10 && p != 30) || (p >= 60 && fmod(p, 60) != 0))
+        return cw__fail(err, "InvalidParameterValue",
+                        "The parameter %s must be 1, 5, 10, 30 or a multiple of 60.", field);
+    *out = (long)p;
+    return 0;
+}
+
+static int cw__times(json_t *in, double *t0, double *t1, struct ty_err *err)
+{
+    if (!json_object_get(in, "StartTime"))
+        return cw__fail(err, "MissingParameter", "The parameter %s is required.", "StartTime");
+    if (!json_object_get(in, "EndTime"))
+        return cw__fail(err, "MissingParameter", "The parameter %s is required.", "EndTime");
+    if (cloudwatch_time(json_object_get(in, "StartTime"), t0) != 0)
+        return cw__fail(err, "InvalidParameterValue",
+                        "The parameter %s must be a timestamp.", "StartTime");
+    if (cloudwatch_time(json_object_get(in, "EndTime"), t1) != 0)
+        return cw__fail(err, "InvalidParameterValue",
+                        "The parameter %s must be a timestamp.", "EndTime");
+    *t0 = floor(*t0 * 1000.0) / 1000.0; /* the series keep milliseconds */
+    if (*t0 >= *t1)
+        return cw__fail(err, "InvalidParameterValue",
+                        "The parameter StartTime must be less than the parameter EndTime.");
+    return 0;
+}
+
+/* The metric's points in [t0, t1). new: *pts. */
+static int cw__points(struct store *s, const char *ns, const char *metric, json_t *dims,
+                      double t0, double t1, struct store_metric_point **pts, size_t *n,
+                      struct ty_err *err)
+{
+    char *id = store_metrics_id(ns, metric, dims);
+    int rc;
+    if (!id)
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    rc = store_metrics_range(s, id, (int64_t)floor(t0 * 1000), (int64_t)ceil(t1 * 1000), CW_MAX_RAW,
+                             pts, n, err);
+    free(id);
+    return rc;
+}
+
+/* ---- the operations ---- */
+
+int cloudwatch_list_metrics(struct store *s, json_t *in, double now, json_t **out,
+                            struct ty_err *err)
+{
+    const char *recent = cw__str(in, "RecentlyActive");
+    json_t *m;
+    int64_t since = 0;
+
+    if (recent) {
+        if (strcmp(recent, "PT3H") != 0)
+            return cw__fail(err, "InvalidParameterValue",
+                            "The parameter RecentlyActive must be PT3H.");
+        since = (int64_t)((now - CW_RECENT_S) * 1000);
+    }
+    m = store_metrics_list(s, cw__str(in, "Namespace"), cw__str(in, "MetricName"),
+                           json_object_get(in, "Dimensions"), since, CW_MAX_LIST, err);
+    if (!m)
+        return -err->code;
+    *out = json_pack("{s:o}", "Metrics", m);
+    return 0;
+}
+
+int cloudwatch_get_metric_statistics(struct store *s, json_t *in, json_t **out, struct ty_err *err)
+{
+    const char *ns = cw__str(in, "Namespace"), *metric = cw__str(in, "MetricName");
+    json_t *stats = json_object_get(in, "Statistics"), *ext = json_object_get(in, "ExtendedStatistics");
+    json_t *v, *dps;
+    struct store_metric_point *pts = NULL;
+    double t0, t1, *vals = NULL;
+    long period;
+    size_t n = 0, i, nb, start;
+    int rc;
+
+    if (!ns)
+        return cw__fail(err, "MissingParameter", "The parameter %s is required.", "Namespace");
+    if (!metric)
+        return cw__fail(err, "MissingParameter", "The parameter %s is required.", "MetricName");
+    if ((rc = cw__times(in, &t0, &t1, err)) || (rc = cw__period(in, "Period", &period, err)))
+        return rc;
+    if (json_array_size(stats) + json_array_size(ext) == 0)
+        return cw__fail(err, "MissingParameter",
+                        "Must specify either Statistics or ExtendedStatistics, but not both.");
+    if (json_array_size(stats) > 0 && json_array_size(ext) > 0)
+        return cw__fail(err, "InvalidParameterCombination",
+                        "Must specify either Statistics or ExtendedStatistics, but not both.");
+    json_array_foreach(stats, i, v)
+    {
+        if (!cw__is_stat(json_string_value(v)))
+            return cw__fail(err, "InvalidParameterValue",
+                            "The parameter Statistics contains the invalid value '%s'.",
+                            json_string_value(v));
+    }
+    json_array_foreach(ext, i, v)
+    {
+        if (cw__pct(json_string_value(v)) < 0)
+            return cw__fail(err, "InvalidParameterValue",
+                            "The parameter ExtendedStatistics contains the invalid value '%s'.",
+                            json_string_value(v));
+    }
+    nb = (size_t)ceil((t1 - t0) / (double)period);
+    if (nb > CW_MAX_POINTS) {
+        char msg[32];
+        snprintf(msg, sizeof(msg), "%zu", nb);
+        return cw__fail(err, "InvalidParameterCombination",
+                        "You have requested up to %s datapoints, which exceeds the limit of 1440. "
+                        "You may reduce the datapoints requested by increasing Period, or "
+                        "decreasing the time range.",
+                        msg);
+    }
+    if ((rc = cw__points(s, ns, metric, json_object_get(in, "Dimensions"), t0, t1, &pts, &n, err)))
+        return rc;
+    vals = malloc(sizeof(double) * (n ? n : 1));
+    dps = json_array();
+    if (!vals || !dps) {
+        free(pts);
+        free(vals);
+        json_decref(dps);
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    }
+    for (start = 0; start < n;) {
+        double ts = (double)pts[start].ts_ms / 1000.0;
+        long b = (long)floor((ts - t0) / (double)period);
+        double bstart = t0 + (double)b * (double)period;
+        size_t k = 0, j = start;
+        json_t *dp;
+        while (j < n && (double)pts[j].ts_ms / 1000.0 < bstart + (double)period)
+            vals[k++] = pts[j++].value;
+        start = j;
+        dp = json_pack("{s:f,s:s}", "Timestamp", bstart, "Unit", "None");
+        json_array_foreach(stats, i, v)
+        {
+            json_object_set_new(dp, json_string_value(v),
+                                json_real(cw__stat(json_string_value(v), vals, k)));
+        }
+        if (json_array_size(ext) > 0) {
+            json_t *es = json_object();
+            json_array_foreach(ext, i, v)
+            {
+                json_object_set_new(es, json_string_value(v),
+                                    json_real(cw__stat(json_string_value(v), vals, k)));
+            }
+            json_object_set_new(dp, "ExtendedStatistics", es);
+        }
+        json_array_append_new(dps, dp);
+    }
+    free(pts);
+    free(vals);
+    *out = json_pack("{s:s,s:o}", "Label", metric, "Datapoints", dps);
+    return 0;
+}
+
+int cloudwatch_get_metric_data(struct store *s, json_t *in, json_t **out, struct ty_err *err)
+{
+    json_t *qs = json_object_get(in, "MetricDataQueries"), *q, *results;
+    const char *scan = cw__str(in, "ScanBy");
+    double t0, t1, maxdp = CW_MAX_DATA;
+    size_t i, total = 0;
+    int rc, desc = !scan || strcmp(scan, "TimestampAscending") != 0;
+
+    if (json_array_size(qs) == 0)
+        return cw__fail(err, "MissingParameter", "The parameter %s is required.",
+                        "MetricDataQueries");
+    if (json_array_size(qs) > CW_MAX_QUERIES)
+        return cw__fail(err, "InvalidParameterValue",
+                        "The collection MetricDataQueries must not have a size greater than 500.");
+    if ((rc = cw__times(in, &t0, &t1, err)))
+        return rc;
+    if (cw__num(in, "MaxDatapoints", &maxdp) != 0)
+        maxdp = CW_MAX_DATA;
+    results = json_array();
+    json_array_foreach(qs, i, q)
+    {
+        json_t *ms = json_object_get(q, "MetricStat"), *metric = json_object_get(ms, "Metric");
+        json_t *ts = json_array(), *vs = json_array(), *r;
+        const char *id = cw__str(q, "Id"), *stat = cw__str(ms, "Stat"), *label = cw__str(q, "Label");
+        struct store_metric_point *pts = NULL;
+        double *vals;
+        size_t n = 0, start;
+        long period;
+        const char *rd = cw__str(q, "ReturnData");
+        json_t *rdv = json_object_get(q, "ReturnData");
+
+        if (!id) {
+            rc = cw__fail(err, "MissingParameter", "The parameter %s is required.",
+                          "MetricDataQueries.member.Id");
+            goto bad;
+        }
+        if (!ms) {
+            rc = cw__fail(err, "InvalidParameterValue",
+                          "Metric math expressions are not supported here (query '%s' needs a "
+                          "MetricStat).",
+                          id);
+            goto bad;
+        }
+        if (!stat || (!cw__is_stat(stat) && cw__pct(stat) < 0)) {
+            rc = cw__fail(err, "InvalidParameterValue",
+                          "The value of Stat of query '%s' is not a valid statistic.", id);
+            goto bad;
+        }
+        if ((rc = cw__period(ms, "Period", &period, err)))
+            goto bad;
+        if ((rdv && json_is_false(rdv)) || (rd && strcmp(rd, "false") == 0)) {
+            json_decref(ts);
+            json_decref(vs);
+            continue;
+        }
+        rc = cw__points(s, cw__str(metric, "Namespace"), cw__str(metric, "MetricName"),
+                        json_object_get(metric, "Dimensions"), t0, t1, &pts, &n, err);
+        if (rc)
+            goto bad;
+        vals = malloc(sizeof(double) * (n ? n : 1));
+        for (start = 0; vals && start < n;) {
+            double t = (double)pts[start].ts_ms / 1000.0;
+            long b = (long)floor((t - t0) / (double)period);
+            double bstart = t0 + (double)b * (double)period;
+            size_t k = 0, j = start;
+            while (j < n && (double)pts[j].ts_ms / 1000.0 < bstart + (double)period)
+                vals[k++] = pts[j++].value;
+            start = j;
+            if ((double)total >= maxdp)
+                break;
+            total++;
+            if (desc) {
+                json_array_insert_new(ts, 0, json_real(bstart));
+                json_array_insert_new(vs, 0, json_real(cw__stat(stat, vals, k)));
+            } else {
+                json_array_append_new(ts, json_real(bstart));
+                json_array_append_new(vs, json_real(cw__stat(stat, vals, k)));
+            }
+        }
+        free(vals);
+        free(pts);
+        r = json_pack("{s:s,s:s,s:o,s:o,s:s}", "Id", id, "Label",
+                      label ? label : (cw__str(metric, "MetricName") ? cw__str(metric, "MetricName")
+                                                                     : id),
+                      "Timestamps", ts, "Values", vs, "StatusCode", "Complete");
+        json_array_append_new(results, r);
+        continue;
+bad:
+        json_decref(ts);
+        json_decref(vs);
+        json_decref(results);
+        return rc;
+    }
+    *out = json_pack("{s:o,s:[]}", "MetricDataResults", results, "Messages");
+    return 0;
+}
+
+/* ---- the wire ---- */
+
+static void cw__iso(double t, char *buf, size_t n)
+{
+    time_t s = (time_t)floor(t);
+    struct tm tm;
+    int ms = (int)lround((t - floor(t)) * 1000);
+    if (ms >= 1000) {
+        s++;
+        ms = 0;
+    }
+    gmtime_r(&s, &tm);
+    snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+}
+
+/* XML of v (member name key) as the query protocol writes it: arrays as <member>, the
+   ExtendedStatistics map as <entry><key/><value/></entry>, Timestamp(s) in ISO 8601. */
+static void cw__xml(struct ty_buf *b, const char *key, json_t *v, int is_time)
+{
+    char num[64];
+    const char *k;
+    json_t *c;
+    size_t i;
+
+    if (json_is_object(v)) {
+        int map = key && strcmp(key, "ExtendedStatistics") == 0;
+        json_object_foreach(v, k, c)
+        {
+            if (map) {
+                ty_buf_puts(b, "<entry><key>");
+                ty_buf_put_xml(b, k);
+                ty_buf_puts(b, "</key><value>");
+                cw__xml(b, "value", c, 0);
+                ty_buf_puts(b, "</value></entry>");
+                continue;
+            }
+            ty_buf_printf(b, "<%s>", k);
+            cw__xml(b, k, c, strcmp(k, "Timestamp") == 0 || strcmp(k, "Timestamps") == 0);
+            ty_buf_printf(b, "</%s>", k);
+        }
+        return;
+    }
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, c)
+        {
+            ty_buf_puts(b, "<member>");
+            cw__xml(b, "member", c, is_time);
+            ty_buf_puts(b, "</member>");
+        }
+        return;
+    }
+    if (json_is_string(v)) {
+        ty_buf_put_xml(b, json_string_value(v));
+    } else if (json_is_number(v)) {
+        if (is_time)
+            cw__iso(json_number_value(v), num, sizeof(num));
+        else if (key && strcmp(key, "value") != 0 && json_is_integer(v))
+            snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+        else
+            snprintf(num, sizeof(num), "%.17g", json_number_value(v));
+        ty_buf_puts(b, num);
+    } else if (json_is_boolean(v)) {
+        ty_buf_puts(b, json_is_true(v) ? "true" : "false");
+    }
+}
+
+static void cw__error(struct http_request *req, struct http_response *resp, int json, int status,
+                      const char *code, const char *msg)
+{
+    char hdr[128];
+    if (json) {
+        json_t *body;
+        body = json_pack("{s:s,s:s}", "__type", code, "message", msg);
+        resp->body = json_dumps(body, JSON_COMPACT);
+        json_decref(body);
+        resp->len = resp->body ? strlen(resp->body) : 0;
+        resp->content_type = "application/x-amz-json-1.0";
+        snprintf(hdr, sizeof(hdr), "%s;%s", code, status >= 500 ? "Receiver" : "Sender");
+        http_response_header(resp, "x-amzn-query-error", hdr);
+        http_response_header(resp, "x-amzn-ErrorType", code);
+    } else {
+        struct ty_buf b;
+        ty_buf_init(&b, 16384);
+        ty_buf_printf(&b, "<ErrorResponse xmlns=\"" CW_NS "\"><Error><Type>%s</Type><Code>",
+                      status >= 500 ? "Receiver" : "Sender");
+        ty_buf_put_xml(&b, code);
+        ty_buf_puts(&b, "</Code><Message>");
+        ty_buf_put_xml(&b, msg);
+        ty_buf_printf(&b, "</Message></Error><RequestId>%s</RequestId></ErrorResponse>",
+                      req->request_id);
+        resp->content_type = "text/xml";
+        resp->len = b.len;
+        resp->body = ty_buf_steal(&b);
+    }
+    resp->status = status;
+    http_response_header(resp, "x-amzn-RequestId", req->request_id);
+}
+
+static double cw__now(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+void cloudwatch_route(struct http_request *req, struct http_response *resp,
+                      const struct route_ctx *rc)
+{
+    const char *target = http_header(req, "X-Amz-Target");
+    const char *body = req->body.data ? req->body.data : "";
+    struct sigv4_request sreq;
+    struct sigv4_auth auth;
+    struct auth_principal p;
+    struct ty_err err;
+    char action[64] = "";
+    json_t *in = NULL, *out = NULL;
+    int json = target != NULL, r;
+
+    ty_err_clear(&err);
+    if (req->too_big) {
+        cw__error(req, resp, json, 413, "RequestEntityTooLarge", "Request body too large");
+        return;
+    }
+    memset(&sreq, 0, sizeof(sreq));
+    sreq.method = req->method;
+    sreq.path = req->path;
+    sreq.query = req->query;
+    sreq.headers = req->headers;
+    sreq.nheaders = req->nheaders;
+    sreq.body = body;
+    sreq.body_len = req->body.len;
+    if (sigv4_parse(&sreq, &auth, &err) != 0) {
+        if (err.code == TY_ENOAUTH)
+            cw__error(req, resp, json, 403, "MissingAuthenticationToken",
+                      "Request is missing Authentication Token");
+        else
+            cw__error(req, resp, json, 400, "IncompleteSignature", err.msg);
+        return;
+    }
+    pthread_once(&cw__once, cw__key_init);
+    pthread_setspecific(cw__key, (void *)1);
+    if (!cw__store)
+        cw__store = store_open(rc->redis_url, &err);
+    if (!cw__store) {
+        cw__error(req, resp, json, 503, "ServiceUnavailable", err.msg);
+        return;
+    }
+    if (auth_verify(cw__store, &sreq, &auth, "monitoring", time(NULL), &p, &err) != 0) {
+        if (err.code == TY_EREDIS) {
+            store_close(cw__store);
+            cw__store = NULL;
+            cw__error(req, resp, json, 503, "ServiceUnavailable", err.msg);
+        } else if (err.code == TY_ENOTFOUND || err.code == TY_EBADKEY) {
+            cw__error(req, resp, json, 403, "InvalidClientTokenId",
+                      "The security token included in the request is invalid.");
+        } else if (err.code == TY_EEXPIREDTOKEN) {
+            cw__error(req, resp, json, 403, "ExpiredToken", err.msg);
+        } else {
+            cw__error(req, resp, json, 403, "SignatureDoesNotMatch", err.msg);
+        }
+        return;
+    }
+    if (json) {
+        snprintf(action, sizeof(action), "%s",
+                 strncmp(target, CW_TARGET, strlen(CW_TARGET)) == 0 ? target + strlen(CW_TARGET)
+                                                                    : "");
+        in = req->body.len ? json_loadb(body, req->body.len, 0, NULL) : json_object();
+        if (!json_is_object(in)) {
+            json_decref(in);
+            cw__error(req, resp, json, 400, "SerializationException",
+                      "Start of structure or map found where not expected.");
+            return;
+        }
+    } else {
+        if (!auth_form_param(body, req->body.len, "Action", action, sizeof(action)))
+            auth_form_param(req->query, strlen(req->query), "Action", action, sizeof(action));
+        in = req->body.len ? cloudwatch_form_to_json(body, req->body.len)
+                           : cloudwatch_form_to_json(req->query, strlen(req->query));
+    }
+    if (strcmp(action, "ListMetrics") != 0 && strcmp(action, "GetMetricStatistics") != 0 &&
+        strcmp(action, "GetMetricData") != 0) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "Could not find operation %.64s for version 2010-08-01",
+                 action);
+        json_decref(in);
+        cw__error(req, resp, json, 400, json ? "UnknownOperationException" : "InvalidAction",
+                  msg);
+        return;
+    }
+    if (authz_request(cw__store, "cloudwatch", action, in, p.arn, auth.region, rc->account_id,
+                      &err) != 0) {
+        json_decref(in);
+        if (err.code == TY_EDENIED)
+            cw__error(req, resp, json, 403, "AccessDenied", err.msg);
+        else
+            cw__error(req, resp, json, ty_err_http_status(err.code), "InternalFailure", err.msg);
+        return;
+    }
+    if (strcmp(action, "ListMetrics") == 0)
+        r = cloudwatch_list_metrics(cw__store, in, cw__now(), &out, &err);
+    else if (strcmp(action, "GetMetricStatistics") == 0)
+        r = cloudwatch_get_metric_statistics(cw__store, in, &out, &err);
+    else
+        r = cloudwatch_get_metric_data(cw__store, in, &out, &err);
+    json_decref(in);
+    if (r != 0) {
+        if (err.code == TY_EINVAL)
+            cw__error(req, resp, json, 400, err.field[0] ? err.field : "InvalidParameterValue",
+                      err.msg);
+        else
+            cw__error(req, resp, json, ty_err_http_status(err.code), "InternalFailure", err.msg);
+        if (err.code == TY_EREDIS) {
+            store_close(cw__store);
+            cw__store = NULL;
+        }
+        return;
+    }
+    if (json) {
+        resp->body = json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        resp->len = resp->body ? strlen(resp->body) : 0;
+        resp->content_type = "application/x-amz-json-1.0";
+    } else {
+        struct ty_buf b;
+        ty_buf_init(&b, CW_OUT_MAX);
+        ty_buf_printf(&b, "<%sResponse xmlns=\"" CW_NS "\"><%sResult>", action, action);
+        cw__xml(&b, NULL, out, 0);
+        ty_buf_printf(&b,
+                      "</%sResult><ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata>"
+                      "</%sResponse>",
+                      action, req->request_id, action);
+        resp->content_type = "text/xml";
+        resp->len = b.len;
+        resp->body = ty_buf_steal(&b);
+    }
+    json_decref(out);
+    resp->status = 200;
+    http_response_header(resp, "x-amzn-RequestId", req->request_id);
+    ty_log(TY_LOG_DEBUG, "http.ok", "req=%s op=%s protocol=%s", req->request_id, action,
+           json ? "json" : "query");
+}
