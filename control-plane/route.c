@@ -49,6 +49,12 @@ static const struct route_op route_ops[] = {
     {"sagemaker", "StopTrainingJob", op_training_stop},
     {"sagemaker", "UpdateTrainingJob", op_training_update},
     {"sagemaker", "DeleteTrainingJob", op_training_delete},
+    /* hyperparameter tuning (ops/tuning.c) */
+    {"sagemaker", "CreateHyperParameterTuningJob", op_tuning_create},
+    {"sagemaker", "DescribeHyperParameterTuningJob", op_tuning_describe},
+    {"sagemaker", "ListHyperParameterTuningJobs", op_tuning_list},
+    {"sagemaker", "StopHyperParameterTuningJob", op_tuning_stop},
+    {"sagemaker", "ListTrainingJobsForHyperParameterTuningJob", op_tuning_list_training_jobs},
     {"sagemaker", "AddTags", op_tags_add},
     {"sagemaker", "ListTags", op_tags_list},
     {"sagemaker", "DeleteTags", op_tags_delete},

@@ -18,6 +18,7 @@
 #include "route.h"
 #include "s3client.h"
 #include "store.h"
+#include "tuning.h"
 #include "ty_log.h"
 #include "ty_opts.h"
 
@@ -158,6 +159,8 @@ int main(int argc, char **argv)
     char endpoint[300], agent_id[128];
     int nagents, threads, grace, slots, orphan_s, sig, status = 1;
     struct janitor *janitor = NULL;
+    struct tuning_driver *tuning = NULL;
+    struct tuning_config tc;
     struct janitor_config jc;
     struct http_limits limits;
     struct redis_child *redis_child = NULL;
@@ -294,6 +297,15 @@ int main(int argc, char **argv)
     if (!janitor)
         goto fail;
 
+    /* hyperparameter tuning jobs: one pass per second, state in Redis (tuning.h) */
+    memset(&tc, 0, sizeof(tc));
+    tc.redis_url = redis_url;
+    tc.model = model;
+    tc.s3_dir = s3_dir;
+    tc.s3_remote = cfg.s3_endpoint[0] ? &s3_remote : NULL;
+    if (!(tuning = tuning_driver_start(&tc, &err)))
+        goto fail;
+
     memset(&rctx, 0, sizeof(rctx));
     rctx.model = model;
     rctx.redis_url = redis_url;
@@ -321,6 +333,7 @@ fail:
     server__die(&err);
 out:
     http_stop(http);
+    tuning_driver_stop(tuning);
     janitor_stop(janitor);
     for (int i = 0; agents && i < nagents; i++)
         agent_stop(agents[i]);

@@ -4,7 +4,8 @@ if(TARGET ty_sigv4 AND TARGET ty_model AND TARGET ty_store AND TARGET ty_docker 
     ${TY_CP_DIR}/http.c ${TY_CP_DIR}/route.c ${TY_CP_DIR}/creds.c ${TY_CP_DIR}/redis_child.c
     ${TY_CP_DIR}/ops/training.c ${TY_CP_DIR}/ops/doc.c ${TY_CP_DIR}/ops/tags.c ${TY_CP_DIR}/ops/logs.c
     ${TY_CP_DIR}/store_res.c ${TY_CP_DIR}/ops/studio.c ${TY_CP_DIR}/console.c
-    ${TY_CP_DIR}/quota.c ${TY_CP_DIR}/ops/iamapi.c ${TY_CP_DIR}/ops/cloudwatch.c)
+    ${TY_CP_DIR}/quota.c ${TY_CP_DIR}/ops/iamapi.c ${TY_CP_DIR}/ops/cloudwatch.c
+    ${TY_CP_DIR}/ops/tuning.c ${TY_CP_DIR}/tuning.c)
   target_include_directories(ty_server PUBLIC ${TY_CP_DIR})
   target_link_libraries(ty_server PUBLIC ty_tuning ty_s3 ty_agent ty_authz ty_model ty_sigv4 ty_iam ty_store ty_docker ty_core
     PkgConfig::MHD PkgConfig::JANSSON PkgConfig::CRYPTO Threads::Threads)

@@ -555,3 +555,33 @@ int tuning_median_stop(const double *mine, size_t t, const double *const *series
     med = nm % 2 ? means[nm / 2] : (means[nm / 2 - 1] + means[nm / 2]) / 2;
     return best > med;
 }
+
+int tuning_hyperband_stop(const double *mine, size_t t, const double *const *series,
+                          const size_t *lens, size_t n)
+{
+    double best = INFINITY, bests[512];
+    size_t rung = 1, nb = 0, better = 0, keep;
+
+    while (rung * TUNING_HYPERBAND_ETA <= t)
+        rung *= TUNING_HYPERBAND_ETA;
+    if (t == 0 || rung != t)
+        return 0; /* only at a rung */
+    for (size_t i = 0; i < t; i++)
+        best = mine[i] < best ? mine[i] : best;
+    for (size_t j = 0; j < n && nb < sizeof(bests) / sizeof(bests[0]); j++) {
+        double b = INFINITY;
+        if (lens[j] < t)
+            continue;
+        for (size_t i = 0; i < t; i++)
+            b = series[j][i] < b ? series[j][i] : b;
+        bests[nb++] = b;
+    }
+    if (nb + 1 < TUNING_HYPERBAND_ETA)
+        return 0;
+    for (size_t j = 0; j < nb; j++)
+        better += bests[j] < best;
+    keep = (nb + 1) / TUNING_HYPERBAND_ETA;
+    if (keep < 1)
+        keep = 1;
+    return better >= keep;
+}

@@ -105,4 +105,15 @@ void tuning_suggest(enum tuning_strategy_kind k, const struct tuning_space *sp, 
 int tuning_median_stop(const double *mine, size_t t, const double *const *series,
                        const size_t *lens, size_t n);
 
+/*
+ * Hyperband's successive halving (eta = 3): at each rung t = 1, 3, 9, 27, ... points, a
+ * running job whose best value (lower is better) over its first t points is not among the best
+ * 1/eta of every job's best over their first t points (jobs with at least t points, at least
+ * eta of them, mine included) is stopped. Between rungs it never stops. Arguments as
+ * tuning_median_stop. Returns 1 to stop.
+ */
+#define TUNING_HYPERBAND_ETA 3
+int tuning_hyperband_stop(const double *mine, size_t t, const double *const *series,
+                          const size_t *lens, size_t n);
+
 #endif

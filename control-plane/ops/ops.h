@@ -43,6 +43,13 @@ int op_training_stop(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
 int op_training_update(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 int op_training_delete(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 
+/* ops/tuning.c (hyperparameter tuning jobs; tuning.c advances them) */
+int op_tuning_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_tuning_describe(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_tuning_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_tuning_stop(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+int op_tuning_list_training_jobs(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+
 /* ops/tags.c */
 int op_tags_add(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 int op_tags_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);

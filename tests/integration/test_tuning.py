@@ -191,3 +191,210 @@ def test_cloudwatch_cli_and_authz(server, metric_job, aws_cli):
     assert out["Datapoints"][0]["Minimum"] == 0.125, out
     p = aws_cli("cloudwatch", "list-metrics", "--namespace", NS, check=True)
     assert any(m["MetricName"] == "train:loss" for m in json.loads(p.stdout)["Metrics"])
+
+
+# ---------------------------------------------------------------------------------------------
+# hyperparameter tuning
+
+# The training program (busybox sh, script mode: trainyard-train passes the JSON-decoded
+# hyperparameters as --name value). valid:loss = (x - 0.3)^2 + (0 for adam, 0.05 otherwise),
+# reached over three epochs; the tuner minimises it.
+TUNE_SH = r"""#!/bin/sh
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --x) X=$2 ;;
+    --opt) OPT=$2 ;;
+    --epochs) EPOCHS=$2 ;;
+    esac
+    shift 2
+done
+pen=0.05; [ "$OPT" = adam ] && pen=0
+for e in 1 2 3; do
+    awk -v x="$X" -v p="$pen" -v e=$e 'BEGIN{printf "epoch=%d valid:loss=%.6f\n", e, (x-0.3)*(x-0.3)+p+0.3/e-0.1}'
+done
+echo "epochs=$EPOCHS opt=$OPT x=$X"
+"""
+
+
+def _targz(files):
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, data in files.items():
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            ti.mode = 0o755
+            t.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def tune_code(server):
+    s3 = _client(server, "s3")
+    bucket = f"hpo-{os.getpid() % 100000}-{int(time.time() * 1000) % 10000000}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="code/sourcedir.tar.gz", Body=_targz({"train.sh": TUNE_SH.encode()}))
+    return bucket
+
+
+def _tuner_request(name, bucket, strategy, max_jobs=6, max_parallel=2, early="Off"):
+    """Session._get_tuning_request as HyperparameterTuner(estimator, 'valid:loss', ranges,
+    metric_definitions, strategy=..., max_jobs=6, max_parallel_jobs=2, objective_type='Minimize')
+    .fit(job_name=name) builds it for a Framework estimator in script mode (v2.257.6): static
+    hyperparameters JSON-encoded without the tuned ones plus the estimator class metadata,
+    ranges as strings with ScalingType Auto, categorical values JSON-encoded."""
+    static = {
+        "epochs": json.dumps(3),
+        "sagemaker_submit_directory": json.dumps(f"s3://{bucket}/code/sourcedir.tar.gz"),
+        "sagemaker_program": json.dumps("train.sh"),
+        "sagemaker_container_log_level": json.dumps(20),
+        "sagemaker_job_name": json.dumps(name),
+        "sagemaker_region": json.dumps("us-east-1"),
+        "sagemaker_estimator_class_name": json.dumps("Framework"),
+        "sagemaker_estimator_module": json.dumps("sagemaker.estimator"),
+    }
+    return {
+        "HyperParameterTuningJobName": name,
+        "HyperParameterTuningJobConfig": {
+            "Strategy": strategy,
+            "ResourceLimits": {"MaxNumberOfTrainingJobs": max_jobs,
+                               "MaxParallelTrainingJobs": max_parallel},
+            "TrainingJobEarlyStoppingType": early,
+            "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": "valid:loss"},
+            "ParameterRanges": {
+                "ContinuousParameterRanges": [{"Name": "x", "MinValue": "0.0", "MaxValue": "1.0",
+                                               "ScalingType": "Auto"}],
+                "CategoricalParameterRanges": [{"Name": "opt",
+                                                "Values": [json.dumps("adam"), json.dumps("sgd")]}],
+                "IntegerParameterRanges": [],
+            },
+        },
+        "TrainingJobDefinition": {
+            "StaticHyperParameters": static,
+            "RoleArn": H.ROLE,
+            "OutputDataConfig": {"S3OutputPath": f"s3://{bucket}/out"},
+            "StoppingCondition": {"MaxRuntimeInSeconds": 300},
+            "AlgorithmSpecification": {
+                "TrainingInputMode": "File", "TrainingImage": H.RUNTIME_IMAGE,
+                "MetricDefinitions": [{"Name": "valid:loss", "Regex": r"valid:loss=([0-9.]+)"}]},
+            "ResourceConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.large",
+                               "VolumeSizeInGB": 1},
+        },
+        "Tags": [{"Key": "project", "Value": "hpo"}],
+    }
+
+
+def _wait_tuning(sm, name, timeout=240, poll=1.5):
+    """Session.wait_for_tuning_job: DescribeHyperParameterTuningJob until the status is no longer
+    InProgress or Stopping (the SDK polls every 5 s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        d = sm.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=name)
+        if d["HyperParameterTuningJobStatus"] not in ("InProgress", "Stopping"):
+            return d
+        assert d["TrainingJobStatusCounters"]["InProgress"] <= 2, d["TrainingJobStatusCounters"]
+        assert time.monotonic() < deadline, f"tuning job {name} still {d['HyperParameterTuningJobStatus']}: {d}"
+        time.sleep(poll)
+
+
+def test_tuner_random_and_bayesian(server, sm, tune_code, aws_cli):
+    names = {s: f"hpo-{s[:4].lower()}-{os.getpid() % 10000}{int(time.time()) % 10000}"
+             for s in ("Random", "Bayesian")}
+    for strategy, name in names.items():
+        r = sm.create_hyper_parameter_tuning_job(**_tuner_request(name, tune_code, strategy))
+        assert r["HyperParameterTuningJobArn"] == \
+            f"arn:aws:sagemaker:us-east-1:000000000000:hyper-parameter-tuning-job/{name}"
+    with pytest.raises(ClientError) as e:
+        sm.create_hyper_parameter_tuning_job(**_tuner_request(names["Random"], tune_code, "Random"))
+    assert e.value.response["Error"]["Code"] == "ResourceInUse"
+    for strategy, name in names.items():
+        d = _wait_tuning(sm, name)
+        assert d["HyperParameterTuningJobStatus"] == "Completed", d
+        assert d["TrainingJobStatusCounters"] == {"Completed": 6, "InProgress": 0,
+                                                  "RetryableError": 0, "NonRetryableError": 0,
+                                                  "Stopped": 0}, d
+        assert d["ObjectiveStatusCounters"] == {"Succeeded": 6, "Pending": 0, "Failed": 0}
+        assert d["HyperParameterTuningJobConfig"]["Strategy"] == strategy
+        assert d["HyperParameterTuningEndTime"] >= d["CreationTime"]
+        best = d["BestTrainingJob"]  # tuner.best_training_job()
+        jobs = sm.list_training_jobs_for_hyper_parameter_tuning_job(
+            HyperParameterTuningJobName=name, MaxResults=100)["TrainingJobSummaries"]
+        assert len(jobs) == 6
+        for j in jobs:  # SageMaker's names: <tuning job>-<3-digit index>-<8 hex>
+            assert j["TrainingJobName"].startswith(name + "-")
+            idx, tail = j["TrainingJobName"][len(name) + 1:].split("-")
+            assert len(idx) == 3 and 1 <= int(idx) <= 6 and len(tail) == 8
+            int(tail, 16)
+            assert set(j["TunedHyperParameters"]) == {"x", "opt"}
+            assert j["ObjectiveStatus"] == "Succeeded"
+        vals = {j["TrainingJobName"]: j["FinalHyperParameterTuningJobObjectiveMetric"]["Value"]
+                for j in jobs}
+        assert best["TrainingJobName"] == min(vals, key=vals.get)
+        assert best["FinalHyperParameterTuningJobObjectiveMetric"]["Value"] == min(vals.values())
+        # the objective is the job's last valid:loss line: (x-0.3)^2 + penalty + 0
+        tj = sm.describe_training_job(TrainingJobName=best["TrainingJobName"])
+        assert tj["TuningJobArn"] == d["HyperParameterTuningJobArn"]
+        hp = tj["HyperParameters"]
+        x = float(hp["x"])
+        pen = 0 if json.loads(hp["opt"]) == "adam" else 0.05
+        assert abs(best["FinalHyperParameterTuningJobObjectiveMetric"]["Value"]
+                   - ((x - 0.3) ** 2 + pen)) < 1e-5
+        assert hp["epochs"] == "3" and 0 <= x <= 1
+        srt = sm.list_training_jobs_for_hyper_parameter_tuning_job(
+            HyperParameterTuningJobName=name, SortBy="FinalObjectiveMetricValue",
+            SortOrder="Ascending", MaxResults=2)
+        assert srt["TrainingJobSummaries"][0]["TrainingJobName"] == best["TrainingJobName"]
+        assert "NextToken" in srt
+        tags = sm.list_tags(ResourceArn=d["HyperParameterTuningJobArn"])["Tags"]
+        assert {"Key": "project", "Value": "hpo"} in tags
+    listed = sm.list_hyper_parameter_tuning_jobs(NameContains="hpo-", SortBy="Name",
+                                                 SortOrder="Ascending", MaxResults=100)
+    got = [s["HyperParameterTuningJobName"] for s in listed["HyperParameterTuningJobSummaries"]]
+    assert set(names.values()) <= set(got) and got == sorted(got)
+    summ = [s for s in listed["HyperParameterTuningJobSummaries"]
+            if s["HyperParameterTuningJobName"] == names["Bayesian"]][0]
+    assert summ["Strategy"] == "Bayesian" and summ["ResourceLimits"]["MaxParallelTrainingJobs"] == 2
+    p = aws_cli("sagemaker", "describe-hyper-parameter-tuning-job",
+                "--hyper-parameter-tuning-job-name", names["Bayesian"], check=True)
+    out = json.loads(p.stdout)
+    assert out["HyperParameterTuningJobStatus"] == "Completed"
+    assert out["BestTrainingJob"]["TrainingJobName"].startswith(names["Bayesian"])
+
+
+def test_tuning_validation_and_stop(server, sm, tune_code):
+    name = f"hpo-bad-{os.getpid() % 10000}{int(time.time()) % 10000}"
+    req = _tuner_request(name, tune_code, "Random")
+    req["HyperParameterTuningJobConfig"]["HyperParameterTuningJobObjective"]["MetricName"] = "nope"
+    with pytest.raises(ClientError) as e:
+        sm.create_hyper_parameter_tuning_job(**req)
+    assert e.value.response["Error"]["Code"] == "ValidationException"
+    assert "nope" in e.value.response["Error"]["Message"]
+    req = _tuner_request(name, tune_code, "Grid")
+    with pytest.raises(ClientError) as e:  # a continuous range has no grid
+        sm.create_hyper_parameter_tuning_job(**req)
+    assert "Grid" in e.value.response["Error"]["Message"]
+    req = _tuner_request(name, tune_code, "Random")
+    req["TrainingJobDefinition"]["StaticHyperParameters"]["x"] = "1"
+    with pytest.raises(ClientError) as e:
+        sm.create_hyper_parameter_tuning_job(**req)
+    assert "both static and tunable" in e.value.response["Error"]["Message"]
+    with pytest.raises(ClientError) as e:
+        sm.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName="hpo-none")
+    assert e.value.response["Error"]["Code"] == "ResourceNotFound"
+    # Grid over the categorical range only: 2 points; stopped at once
+    req = _tuner_request(name, tune_code, "Grid", max_parallel=1)
+    pr = req["HyperParameterTuningJobConfig"]["ParameterRanges"]
+    pr["ContinuousParameterRanges"] = []
+    req["HyperParameterTuningJobConfig"]["ResourceLimits"].pop("MaxNumberOfTrainingJobs")
+    req["TrainingJobDefinition"]["StaticHyperParameters"]["x"] = "0.5"
+    sm.create_hyper_parameter_tuning_job(**req)
+    d = sm.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=name)
+    assert d["HyperParameterTuningJobConfig"]["ResourceLimits"]["MaxNumberOfTrainingJobs"] == 2
+    sm.stop_hyper_parameter_tuning_job(HyperParameterTuningJobName=name)
+    d = _wait_tuning(sm, name, timeout=60)
+    assert d["HyperParameterTuningJobStatus"] == "Stopped"
+    assert d["TrainingJobStatusCounters"]["InProgress"] == 0
+    with pytest.raises(ClientError) as e:
+        sm.stop_hyper_parameter_tuning_job(HyperParameterTuningJobName=name)
+    assert e.value.response["Error"]["Code"] == "ValidationException"

@@ -258,12 +258,28 @@ static void test_median_stop(void **state)
     assert_int_equal(tuning_median_stop(bad, 0, series, lens, 4), 0);
 }
 
+static void test_hyperband_stop(void **state)
+{
+    double a[] = {0.5, 0.4, 0.3}, b[] = {0.6, 0.5, 0.4}, c[] = {0.7, 0.6, 0.5};
+    double worst[] = {0.9, 0.8, 0.7}, best[] = {0.1, 0.1, 0.1};
+    const double *const series[] = {a, b, c};
+    const size_t lens[] = {3, 3, 3};
+    (void)state;
+    /* rung t=3: 4 jobs, keep the best (4/3 -> 1): the worst stops, the best goes on */
+    assert_int_equal(tuning_hyperband_stop(worst, 3, series, lens, 3), 1);
+    assert_int_equal(tuning_hyperband_stop(best, 3, series, lens, 3), 0);
+    /* t=2 is no rung */
+    assert_int_equal(tuning_hyperband_stop(worst, 2, series, lens, 3), 0);
+    /* rung t=1 with too few jobs */
+    assert_int_equal(tuning_hyperband_stop(worst, 1, series, lens, 1), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_and_scale),    cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_grid_covers),        cmocka_unit_test(test_determinism),
-        cmocka_unit_test(test_bayes_beats_random), cmocka_unit_test(test_median_stop),
+        cmocka_unit_test(test_bayes_beats_random), cmocka_unit_test(test_median_stop), cmocka_unit_test(test_hyperband_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
