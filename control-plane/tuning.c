@@ -213,12 +213,11 @@ static void tuning__early_stop(struct tuning__pass *p, int hyperband)
             others[n] = p->ch[j].series;
             lens[n++] = p->ch[j].nseries;
         }
-        stop = hyperband
-                   ? tuning_hyperband_stop(me->series, me->nseries, others, lens, n)
-                   : tuning_median_stop(me->series, me->nseries, others, lens, n);
+        stop = hyperband ? tuning_hyperband_stop(me->series, me->nseries, others, lens, n)
+                         : tuning_median_stop(me->series, me->nseries, others, lens, n);
         if (stop) {
-            ty_log(TY_LOG_INFO, "tuning.early_stop", "tuning=%s job=%s points=%zu rule=%s",
-                   p->name, me->name, me->nseries, hyperband ? "hyperband" : "median");
+            ty_log(TY_LOG_INFO, "tuning.early_stop", "tuning=%s job=%s points=%zu rule=%s", p->name,
+                   me->name, me->nseries, hyperband ? "hyperband" : "median");
             tuning__stop_job(p, me->name);
             json_array_append_new(early, json_string(me->name));
             me->status = "Stopping";
@@ -230,10 +229,9 @@ static void tuning__early_stop(struct tuning__pass *p, int hyperband)
 
 static json_t *tuning__summary(struct tuning__pass *p, struct tuning__child *ch, json_t *obj)
 {
-    static const char *const keys[] = {"TrainingJobName",   "TrainingJobArn",
-                                       "CreationTime",      "TrainingStartTime",
-                                       "TrainingEndTime",   "TrainingJobStatus",
-                                       "FailureReason",     NULL};
+    static const char *const keys[] = {
+        "TrainingJobName", "TrainingJobArn",    "CreationTime",  "TrainingStartTime",
+        "TrainingEndTime", "TrainingJobStatus", "FailureReason", NULL};
     json_t *s = json_object(), *tuned = json_object(), *v;
     json_t *stat = json_object_get(tuning__definition(p->doc), "StaticHyperParameters");
     const char *k;
@@ -260,14 +258,15 @@ static size_t tuning__parents(struct tuning__pass *p, struct tuning_obs *obs, si
 {
     json_t *par, *jn;
     size_t i, k;
-    json_array_foreach(
-        json_object_get(json_object_get(p->doc, "WarmStartConfig"), "ParentHyperParameterTuningJobs"),
-        i, par)
+    json_array_foreach(json_object_get(json_object_get(p->doc, "WarmStartConfig"),
+                                       "ParentHyperParameterTuningJobs"),
+                       i, par)
     {
         struct ty_err err;
-        json_t *rec = store_res_get(p->s, TUNING_KIND,
-                                    json_string_value(json_object_get(par, "HyperParameterTuningJobName")),
-                                    p->now, &tuning__timing, &err);
+        json_t *rec =
+            store_res_get(p->s, TUNING_KIND,
+                          json_string_value(json_object_get(par, "HyperParameterTuningJobName")),
+                          p->now, &tuning__timing, &err);
         json_array_foreach(json_object_get(rec, "_jobs"), k, jn)
         {
             json_t *job;
@@ -411,8 +410,8 @@ static int tuning__advance(struct store *s, const struct tuning_config *c, json_
             if (r == 0)
                 ch->job = store_job_get(s, ch->name, &e2);
         }
-        ch->status = ch->job ? json_string_value(json_object_get(ch->job, "TrainingJobStatus"))
-                             : "Failed";
+        ch->status =
+            ch->job ? json_string_value(json_object_get(ch->job, "TrainingJobStatus")) : "Failed";
         if (!ch->status)
             ch->status = "InProgress";
         if (ch->job && tuning_objective_of(ch->job, p.metric, &ch->value) == 0 &&
@@ -563,8 +562,8 @@ count:
             ocounts[1]++;
         else
             ocounts[2]++;
-        if (ch->has_y && (strcmp(ch->status, "Completed") == 0 ||
-                          strcmp(ch->status, "Stopped") == 0)) {
+        if (ch->has_y &&
+            (strcmp(ch->status, "Completed") == 0 || strcmp(ch->status, "Stopped") == 0)) {
             any_ok = 1;
             if (!bestc || ch->y < bestc->y) {
                 bestc = ch;
@@ -580,8 +579,9 @@ count:
         (target_hit || (long long)p.nch >= maxjobs)) {
         new_status = any_ok ? "Completed" : "Failed";
         if (!any_ok && !reason[0])
-            snprintf(reason, sizeof(reason), "No training job succeeded with an objective "
-                                             "metric value.");
+            snprintf(reason, sizeof(reason),
+                     "No training job succeeded with an objective "
+                     "metric value.");
     }
     if (strcmp(new_status, "Failed") == 0 && running > 0)
         new_status = status; /* end once the training jobs stopped */
@@ -595,9 +595,9 @@ count:
     if (bestc) {
         bestj = tuning__summary(&p, bestc, obj);
         json_object_set(p.doc, "BestTrainingJob", bestj);
-        json_object_set_new(p.doc, "TuningJobCompletionDetails",
-                            json_pack("{s:i}", "NumberOfTrainingJobsObjectiveNotImproving",
-                                      since_best));
+        json_object_set_new(
+            p.doc, "TuningJobCompletionDetails",
+            json_pack("{s:i}", "NumberOfTrainingJobsObjectiveNotImproving", since_best));
     }
     if (json_object_get(p.doc, "WarmStartConfig") && bestj)
         json_object_set(p.doc, "OverallBestTrainingJob", bestj);
@@ -627,8 +627,8 @@ write:
         else
             ty_err_clear(err);
         if (rec2 && strcmp(new_status, status) != 0)
-            ty_log(TY_LOG_INFO, "tuning.status", "tuning=%s status=%s jobs=%zu", p.name,
-                   new_status, p.nch);
+            ty_log(TY_LOG_INFO, "tuning.status", "tuning=%s status=%s jobs=%zu", p.name, new_status,
+                   p.nch);
         json_decref(rec2);
     }
 out:

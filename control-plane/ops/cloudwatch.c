@@ -13,24 +13,24 @@
 #include "ty_log.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
 
-#define CW_NS           "http://monitoring.amazonaws.com/doc/2010-08-01/"
-#define CW_TARGET       "GraniteServiceVersion20100801."
-#define CW_MAX_POINTS   1440   /* GetMetricStatistics: data points per call */
-#define CW_MAX_RAW      200000 /* raw points read per series and call */
-#define CW_MAX_LIST     500    /* ListMetrics: metrics per answer */
-#define CW_MAX_QUERIES  500    /* GetMetricData: queries per call */
-#define CW_MAX_DATA     100800 /* GetMetricData: data points per call */
-#define CW_RECENT_S     (3 * 3600)
-#define CW_OUT_MAX      (16u * 1024 * 1024)
+#define CW_NS          "http://monitoring.amazonaws.com/doc/2010-08-01/"
+#define CW_TARGET      "GraniteServiceVersion20100801."
+#define CW_MAX_POINTS  1440   /* GetMetricStatistics: data points per call */
+#define CW_MAX_RAW     200000 /* raw points read per series and call */
+#define CW_MAX_LIST    500    /* ListMetrics: metrics per answer */
+#define CW_MAX_QUERIES 500    /* GetMetricData: queries per call */
+#define CW_MAX_DATA    100800 /* GetMetricData: data points per call */
+#define CW_RECENT_S    (3 * 3600)
+#define CW_OUT_MAX     (16u * 1024 * 1024)
 
 static __thread struct store *cw__store;
 static pthread_key_t cw__key;
@@ -81,8 +81,7 @@ static char *cw__decode(const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '+') {
             *p++ = ' ';
-        } else if (s[i] == '%' && i + 2 < n && cw__hex(s[i + 1]) >= 0 &&
-                   cw__hex(s[i + 2]) >= 0) {
+        } else if (s[i] == '%' && i + 2 < n && cw__hex(s[i + 1]) >= 0 && cw__hex(s[i + 2]) >= 0) {
             *p++ = (char)(cw__hex(s[i + 1]) * 16 + cw__hex(s[i + 2]));
             i += 2;
         } else {
@@ -312,12 +311,11 @@ static int cw__period(json_t *in, const char *field, long *out, struct ty_err *e
     double p;
     if (cw__num(in, field, &p) != 0)
         return json_object_get(in, field)
-                   ? cw__fail(err, "InvalidParameterValue",
-                              "The parameter %s must be an integer.", field)
-                   : cw__fail(err, "MissingParameter",
-                              "The parameter %s is required.", field);
-    if (p < 1 || p != floor(p) ||
-        (p < 60 && p != 1 && p != 5 && p != 10 && p != 30) || (p >= 60 && fmod(p, 60) != 0))
+                   ? cw__fail(err, "InvalidParameterValue", "The parameter %s must be an integer.",
+                              field)
+                   : cw__fail(err, "MissingParameter", "The parameter %s is required.", field);
+    if (p < 1 || p != floor(p) || (p < 60 && p != 1 && p != 5 && p != 10 && p != 30) ||
+        (p >= 60 && fmod(p, 60) != 0))
         return cw__fail(err, "InvalidParameterValue",
                         "The parameter %s must be 1, 5, 10, 30 or a multiple of 60.", field);
     *out = (long)p;
@@ -331,11 +329,11 @@ static int cw__times(json_t *in, double *t0, double *t1, struct ty_err *err)
     if (!json_object_get(in, "EndTime"))
         return cw__fail(err, "MissingParameter", "The parameter %s is required.", "EndTime");
     if (cloudwatch_time(json_object_get(in, "StartTime"), t0) != 0)
-        return cw__fail(err, "InvalidParameterValue",
-                        "The parameter %s must be a timestamp.", "StartTime");
+        return cw__fail(err, "InvalidParameterValue", "The parameter %s must be a timestamp.",
+                        "StartTime");
     if (cloudwatch_time(json_object_get(in, "EndTime"), t1) != 0)
-        return cw__fail(err, "InvalidParameterValue",
-                        "The parameter %s must be a timestamp.", "EndTime");
+        return cw__fail(err, "InvalidParameterValue", "The parameter %s must be a timestamp.",
+                        "EndTime");
     *t0 = floor(*t0 * 1000.0) / 1000.0; /* the series keep milliseconds */
     if (*t0 >= *t1)
         return cw__fail(err, "InvalidParameterValue",
@@ -344,9 +342,8 @@ static int cw__times(json_t *in, double *t0, double *t1, struct ty_err *err)
 }
 
 /* The metric's points in [t0, t1). new: *pts. */
-static int cw__points(struct store *s, const char *ns, const char *metric, json_t *dims,
-                      double t0, double t1, struct store_metric_point **pts, size_t *n,
-                      struct ty_err *err)
+static int cw__points(struct store *s, const char *ns, const char *metric, json_t *dims, double t0,
+                      double t1, struct store_metric_point **pts, size_t *n, struct ty_err *err)
 {
     char *id = store_metrics_id(ns, metric, dims);
     int rc;
@@ -384,7 +381,8 @@ int cloudwatch_list_metrics(struct store *s, json_t *in, double now, json_t **ou
 int cloudwatch_get_metric_statistics(struct store *s, json_t *in, json_t **out, struct ty_err *err)
 {
     const char *ns = cw__str(in, "Namespace"), *metric = cw__str(in, "MetricName");
-    json_t *stats = json_object_get(in, "Statistics"), *ext = json_object_get(in, "ExtendedStatistics");
+    json_t *stats = json_object_get(in, "Statistics"),
+           *ext = json_object_get(in, "ExtendedStatistics");
     json_t *v, *dps;
     struct store_metric_point *pts = NULL;
     double t0, t1, *vals = NULL;
@@ -493,7 +491,8 @@ int cloudwatch_get_metric_data(struct store *s, json_t *in, json_t **out, struct
     {
         json_t *ms = json_object_get(q, "MetricStat"), *metric = json_object_get(ms, "Metric");
         json_t *ts = json_array(), *vs = json_array(), *r;
-        const char *id = cw__str(q, "Id"), *stat = cw__str(ms, "Stat"), *label = cw__str(q, "Label");
+        const char *id = cw__str(q, "Id"), *stat = cw__str(ms, "Stat"),
+                   *label = cw__str(q, "Label");
         struct store_metric_point *pts = NULL;
         double *vals;
         size_t n = 0, start;
@@ -552,8 +551,8 @@ int cloudwatch_get_metric_data(struct store *s, json_t *in, json_t **out, struct
         free(vals);
         free(pts);
         r = json_pack("{s:s,s:s,s:o,s:o,s:s}", "Id", id, "Label",
-                      label ? label : (cw__str(metric, "MetricName") ? cw__str(metric, "MetricName")
-                                                                     : id),
+                      label ? label
+                            : (cw__str(metric, "MetricName") ? cw__str(metric, "MetricName") : id),
                       "Timestamps", ts, "Values", vs, "StatusCode", "Complete");
         json_array_append_new(results, r);
         continue;
@@ -750,11 +749,9 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
     if (strcmp(action, "ListMetrics") != 0 && strcmp(action, "GetMetricStatistics") != 0 &&
         strcmp(action, "GetMetricData") != 0) {
         char msg[160];
-        snprintf(msg, sizeof(msg), "Could not find operation %.64s for version 2010-08-01",
-                 action);
+        snprintf(msg, sizeof(msg), "Could not find operation %.64s for version 2010-08-01", action);
         json_decref(in);
-        cw__error(req, resp, json, 400, json ? "UnknownOperationException" : "InvalidAction",
-                  msg);
+        cw__error(req, resp, json, 400, json ? "UnknownOperationException" : "InvalidAction", msg);
         return;
     }
     if (authz_request(cw__store, "cloudwatch", action, in, p.arn, auth.region, rc->account_id,

@@ -42,8 +42,7 @@ int cloudwatch_time(json_t *v, double *out);
    InvalidParameterCombination) or -TY_EREDIS. */
 int cloudwatch_list_metrics(struct store *s, json_t *in, double now, json_t **out,
                             struct ty_err *err);
-int cloudwatch_get_metric_statistics(struct store *s, json_t *in, json_t **out,
-                                     struct ty_err *err);
+int cloudwatch_get_metric_statistics(struct store *s, json_t *in, json_t **out, struct ty_err *err);
 int cloudwatch_get_metric_data(struct store *s, json_t *in, json_t **out, struct ty_err *err);
 
 #endif

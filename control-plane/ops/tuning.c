@@ -61,9 +61,8 @@ static int op_tuning__objective(json_t *cfg, json_t *def, struct ty_err *err)
     if (!obj || !metric)
         return ty_err_set(err, TY_EINVAL, "HyperParameterTuningJobObjective",
                           "The HyperParameterTuningJobObjective is required.");
-    json_array_foreach(json_object_get(json_object_get(def, "AlgorithmSpecification"),
-                                       "MetricDefinitions"),
-                       i, md)
+    json_array_foreach(
+        json_object_get(json_object_get(def, "AlgorithmSpecification"), "MetricDefinitions"), i, md)
     {
         if (op_str(md, "Name") && strcmp(op_str(md, "Name"), metric) == 0)
             return 0;
@@ -179,7 +178,8 @@ int op_tuning_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
     if (json_object_get(in, "TrainingJobDefinition"))
         op_copy(doc, in, "TrainingJobDefinition");
     else
-        json_object_set(doc, "TrainingJobDefinitions", json_object_get(in, "TrainingJobDefinitions"));
+        json_object_set(doc, "TrainingJobDefinitions",
+                        json_object_get(in, "TrainingJobDefinitions"));
     op_copy(doc, in, "WarmStartConfig");
     op_copy(doc, in, "Autotune");
     json_object_set_new(doc, "HyperParameterTuningJobStatus", json_string("InProgress"));
@@ -354,10 +354,15 @@ static double op_tuning__t(json_t *in, const char *k)
 
 int op_tuning_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    static const char *const keys[] = {
-        "HyperParameterTuningJobName", "HyperParameterTuningJobArn", "HyperParameterTuningJobStatus",
-        "CreationTime", "HyperParameterTuningEndTime", "LastModifiedTime",
-        "TrainingJobStatusCounters", "ObjectiveStatusCounters", NULL};
+    static const char *const keys[] = {"HyperParameterTuningJobName",
+                                       "HyperParameterTuningJobArn",
+                                       "HyperParameterTuningJobStatus",
+                                       "CreationTime",
+                                       "HyperParameterTuningEndTime",
+                                       "LastModifiedTime",
+                                       "TrainingJobStatusCounters",
+                                       "ObjectiveStatusCounters",
+                                       NULL};
     const char *contains = op_str(in, "NameContains"), *status = op_str(in, "StatusEquals");
     json_t *all = store_res_list(ctx->store, TUNING_KIND, NULL, NULL, ctx->now, &op_tuning__timing,
                                  err),
@@ -431,10 +436,9 @@ int op_tuning_stop(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *
 
 int op_tuning_list_training_jobs(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    static const char *const keys[] = {"TrainingJobName",  "TrainingJobArn",
-                                       "CreationTime",     "TrainingStartTime",
-                                       "TrainingEndTime",  "TrainingJobStatus",
-                                       "FailureReason",    NULL};
+    static const char *const keys[] = {
+        "TrainingJobName", "TrainingJobArn",    "CreationTime",  "TrainingStartTime",
+        "TrainingEndTime", "TrainingJobStatus", "FailureReason", NULL};
     const char *status = op_str(in, "StatusEquals"), *by = op_str(in, "SortBy"), *sk;
     json_t *rec = op_tuning__get(ctx, in, err), *items, *jn, *obj;
     const char *metric, *type, *tname;
@@ -486,9 +490,9 @@ int op_tuning_list_training_jobs(struct op_ctx *ctx, json_t *in, json_t **out, s
                                           "MetricName", metric, "Value", v));
             json_object_set_new(s, "ObjectiveStatus", json_string("Succeeded"));
         } else {
-            json_object_set_new(s, "ObjectiveStatus",
-                                json_string(js && strcmp(js, "InProgress") == 0 ? "Pending"
-                                                                                : "Failed"));
+            json_object_set_new(
+                s, "ObjectiveStatus",
+                json_string(js && strcmp(js, "InProgress") == 0 ? "Pending" : "Failed"));
         }
         json_array_append_new(items, s);
         json_decref(job);

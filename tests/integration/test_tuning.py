@@ -202,7 +202,7 @@ def test_cloudwatch_cli_and_authz(server, metric_job, aws_cli):
 TUNE_SH = r"""#!/bin/sh
 while [ $# -gt 0 ]; do
     case "$1" in
-    --x) X=$2 ;;
+    -x|--x) X=$2 ;;  # one-letter names come as -x (the toolkit's to_cmd_args)
     --opt) OPT=$2 ;;
     --epochs) EPOCHS=$2 ;;
     esac
@@ -330,7 +330,7 @@ def test_tuner_random_and_bayesian(server, sm, tune_code, aws_cli):
             assert j["ObjectiveStatus"] == "Succeeded"
         vals = {j["TrainingJobName"]: j["FinalHyperParameterTuningJobObjectiveMetric"]["Value"]
                 for j in jobs}
-        assert best["TrainingJobName"] == min(vals, key=vals.get)
+        assert best["TrainingJobName"] == min(vals, key=vals.get), (best, vals)
         assert best["FinalHyperParameterTuningJobObjectiveMetric"]["Value"] == min(vals.values())
         # the objective is the job's last valid:loss line: (x-0.3)^2 + penalty + 0
         tj = sm.describe_training_job(TrainingJobName=best["TrainingJobName"])

@@ -279,7 +279,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_and_scale),    cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_grid_covers),        cmocka_unit_test(test_determinism),
-        cmocka_unit_test(test_bayes_beats_random), cmocka_unit_test(test_median_stop), cmocka_unit_test(test_hyperband_stop),
+        cmocka_unit_test(test_bayes_beats_random), cmocka_unit_test(test_median_stop),
+        cmocka_unit_test(test_hyperband_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
