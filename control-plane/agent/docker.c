@@ -1074,6 +1074,33 @@ int docker_inspect(struct docker *d, const char *id, struct docker_state *st, st
     return 0;
 }
 
+int docker_stats(struct docker *d, const char *id, struct docker_stats *st, struct ty_err *err)
+{
+    char path[320];
+    long status = 0;
+    json_t *resp = NULL, *cpu, *mem;
+    struct docker_stats out;
+    int rc = check_name(id, "container stats", err);
+    if (rc)
+        return rc;
+    snprintf(path, sizeof(path), "/containers/%s/stats?stream=false&one-shot=true", id);
+    rc = call(d, "GET", path, NULL, TY_DOCKER_SHORT_S, "container stats", &status, &resp, err);
+    if (rc)
+        return rc;
+    memset(&out, 0, sizeof(out));
+    cpu = json_object_get(resp, "cpu_stats");
+    mem = json_object_get(resp, "memory_stats");
+    out.cpu_total_ns =
+        json_number_value(json_object_get(json_object_get(cpu, "cpu_usage"), "total_usage"));
+    out.system_ns = json_number_value(json_object_get(cpu, "system_cpu_usage"));
+    out.online_cpus = (int)json_integer_value(json_object_get(cpu, "online_cpus"));
+    out.mem_usage = json_number_value(json_object_get(mem, "usage"));
+    out.mem_limit = json_number_value(json_object_get(mem, "limit"));
+    json_decref(resp);
+    *st = out;
+    return 0;
+}
+
 int docker_wait(struct docker *d, const char *id, int *exit_code, struct ty_err *err)
 {
     char path[320];

@@ -93,6 +93,17 @@ struct docker_state {
 /* GET /containers/{id}/json. 0, -TY_ENOTFOUND for an unknown container, or -TY_EENGINE. */
 int docker_inspect(struct docker *d, const char *id, struct docker_state *st, struct ty_err *err);
 
+/* A container's resource use at one moment (GET /containers/{id}/stats?stream=false). */
+struct docker_stats {
+    double cpu_total_ns; /* cpu_stats.cpu_usage.total_usage */
+    double system_ns;    /* cpu_stats.system_cpu_usage (0 when the engine gives none) */
+    int online_cpus;     /* cpu_stats.online_cpus (0 when absent) */
+    double mem_usage;    /* memory_stats.usage, bytes */
+    double mem_limit;    /* memory_stats.limit, bytes (0 when absent) */
+};
+/* OUT: *st. 0 or -TY_EENGINE (container gone, engine away). */
+int docker_stats(struct docker *d, const char *id, struct docker_stats *st, struct ty_err *err);
+
 /* Blocks until the container exits (POST /containers/{id}/wait); OUT: exit code. */
 int docker_wait(struct docker *d, const char *id, int *exit_code, struct ty_err *err);
 

@@ -19,6 +19,7 @@
 #include "docker.h"
 #include "fence.h"
 #include "instances.h"
+#include "instmetrics.h"
 #include "metrics.h"
 #include "objstore.h"
 #include "outbox.h"
@@ -50,6 +51,7 @@
 #define RUN_TICK_MS        200
 #define RUN_POLL_MS        1000 /* job document poll (Stop, MaxRuntime) */
 #define RUN_METRICS_MS     5000 /* FinalMetricDataList refresh while training */
+#define RUN_INSTANCE_MS    2000 /* instance metrics (CPU, memory, disk) sampling */
 #define RUN_BATCH_EVENTS   500
 #define RUN_BATCH_BYTES    (512 * 1024)
 #define RUN_BATCH_HARD_MAX 20000             /* events kept when Redis does not take them */
@@ -122,11 +124,13 @@ struct run_host {
     struct run_logs *logs; /* one ref held by the runner */
     pthread_t log_thr;
     int log_started;
-    int64_t last_log_ts;     /* timestamp of the agent's last own line in the stream */
-    long log_base;           /* events in the stream when the container started, -1 unknown */
-    char ckpt_dir[PATH_MAX]; /* host side of CheckpointConfig.LocalPath */
-    json_t *ckpt_seen;       /* owned: path -> signature of uploaded checkpoint files */
-    struct docker_state st;  /* its end, once exited */
+    int64_t last_log_ts;         /* timestamp of the agent's last own line in the stream */
+    long log_base;               /* events in the stream when the container started, -1 unknown */
+    char ckpt_dir[PATH_MAX];     /* host side of CheckpointConfig.LocalPath */
+    json_t *ckpt_seen;           /* owned: path -> signature of uploaded checkpoint files */
+    struct docker_state st;      /* its end, once exited */
+    struct docker_stats st_prev; /* the previous engine stats sample (instance metrics) */
+    int st_have;                 /* st_prev holds one */
     int exited;
 
     char sbid[72];       /* its sandbox container (owns the network namespace the training
@@ -1680,9 +1684,42 @@ static int run_host_failed(const struct run_host *h)
 
 /* Watches the running containers until all exited (or one failed while others run), the job is
    stopped, hits MaxRuntime, or the agent stops. */
+/* Samples each running host's CPUUtilization, MemoryUtilization and DiskUtilization into its
+   CloudWatch series (Host = <job>/algo-N), as SageMaker publishes them (instmetrics.h). */
+static void run_instance_metrics(struct run_ctx *r)
+{
+    static const char *const names[] = {"CPUUtilization", "MemoryUtilization", "DiskUtilization"};
+
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        struct docker_stats cur;
+        struct instmetrics m;
+        struct ty_err err;
+        char host[200];
+        json_t *dims;
+        int64_t now = run_now_ms();
+
+        if (!h->cid[0] || h->exited || docker_stats(r->d, h->cid, &cur, &err) != 0)
+            continue;
+        instmetrics_compute(h->st_have ? &h->st_prev : NULL, &cur, h->dir, &m);
+        h->st_prev = cur;
+        h->st_have = 1;
+        run_fmt(host, sizeof(host), "%s/%s", r->job, h->name);
+        dims = json_pack("[{s:s,s:s}]", "Name", "Host", "Value", host);
+        for (int k = 0; dims && k < 3; k++) {
+            double v = k == 0 ? m.cpu : k == 1 ? m.mem : m.disk;
+            struct store_metric_point p = {now, (long)(now / 1000), v};
+            if (v >= 0 && store_metrics_put(r->s, STORE_METRICS_NS_SAGEMAKER, names[k], dims, &p, 1,
+                                            now, &err) != 0)
+                break; /* Redis away: the next sample will do */
+        }
+        json_decref(dims);
+    }
+}
+
 static enum run_outcome run_supervise(struct run_ctx *r)
 {
-    double next_poll = 0, next_metrics = run_now() + RUN_METRICS_MS / 1000.0;
+    double next_poll = 0, next_metrics = run_now() + RUN_METRICS_MS / 1000.0, next_inst = 0;
     double next_ckpt = run_now() + RUN_CKPT_MS / 1000.0;
 
     for (;;) {
@@ -1725,6 +1762,10 @@ static enum run_outcome run_supervise(struct run_ctx *r)
         if (now >= next_ckpt) {
             run_checkpoints_sync(r, 0);
             next_ckpt = run_now() + RUN_CKPT_MS / 1000.0;
+        }
+        if (now >= next_inst) {
+            run_instance_metrics(r);
+            next_inst = now + RUN_INSTANCE_MS / 1000.0;
         }
         if (now >= next_metrics && r->h[0].logs) {
             int changed = 0;

@@ -34,7 +34,7 @@ NS = "/aws/sagemaker/TrainingJobs"
 # (categorical): the tuner has something to find. Busybox sh has no floats: awk computes.
 METRIC_SH = r"""
 echo "start $(date +%s)"
-for e in 1 2 3 4; do echo "epoch=$e loss=$(awk -v e=$e 'BEGIN{printf "%.4f", 1.0/e}') acc=0.$((e * 2))"; sleep 0.3; done
+for e in 1 2 3 4; do echo "epoch=$e loss=$(awk -v e=$e 'BEGIN{printf "%.4f", 1.0/e}') acc=0.$((e * 2))"; sleep 0.6; done
 echo "final loss=0.125"
 """
 
@@ -85,8 +85,18 @@ def test_final_metrics_and_cloudwatch_series(server, metric_job):
     host = f"{name}/algo-1"
     r = cw.list_metrics(Namespace=NS, Dimensions=[{"Name": "Host", "Value": host}])
     names = sorted(m["MetricName"] for m in r["Metrics"])
-    assert names == ["train:acc", "train:loss"], r["Metrics"]
+    # the instance metrics the agent samples, beside the algorithm's
+    assert {"train:acc", "train:loss", "MemoryUtilization", "DiskUtilization"} <= set(names), names
     assert r["Metrics"][0]["Dimensions"] == [{"Name": "Host", "Value": host}]
+    for inst in ("MemoryUtilization", "DiskUtilization", "CPUUtilization"):
+        if inst not in names:
+            continue
+        dps = cw.get_metric_statistics(
+            Namespace=NS, MetricName=inst, Dimensions=[{"Name": "Host", "Value": host}],
+            StartTime=desc["TrainingStartTime"].timestamp() - 60, EndTime=time.time() + 60,
+            Period=60, Statistics=["Maximum"])["Datapoints"]
+        assert dps and all(0 <= p["Maximum"] for p in dps), (inst, dps)
+        assert inst == "CPUUtilization" or all(p["Maximum"] <= 100 for p in dps), (inst, dps)
     r = cw.list_metrics(Namespace=NS, MetricName="train:loss",
                         Dimensions=[{"Name": "TrainingJobName", "Value": name}],
                         RecentlyActive="PT3H")

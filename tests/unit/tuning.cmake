@@ -10,3 +10,9 @@ if(TARGET test_store_metrics)
   target_include_directories(test_store_metrics PRIVATE ${TY_TESTS_DIR}/unit)
   set_tests_properties(test_store_metrics PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
 endif()
+
+# test_instmetrics: CPUUtilization/MemoryUtilization/DiskUtilization arithmetic (agent/instmetrics.h).
+ty_unit_test(test_instmetrics SOURCES ${TY_TESTS_DIR}/unit/test_instmetrics.c LIBS ty_agent_core)
+if(TARGET test_instmetrics)
+  target_include_directories(test_instmetrics PRIVATE ${TY_CP_DIR}/agent)
+endif()
