@@ -408,3 +408,31 @@ def test_tuning_validation_and_stop(server, sm, tune_code):
     with pytest.raises(ClientError) as e:
         sm.stop_hyper_parameter_tuning_job(HyperParameterTuningJobName=name)
     assert e.value.response["Error"]["Code"] == "ValidationException"
+
+
+def test_tuning_survives_server_restart(make_server):
+    """The driver's state is in Redis: a tuning job whose server stops after launching its first
+    training jobs (an API-only server: they only queue) goes on on the next server of the same
+    data dir, which launches the third and completes it."""
+    first = make_server(agents=0)
+    sm = first.client("sagemaker")
+    s3 = first.client("s3")
+    bucket = f"hpo-rs-{os.getpid() % 100000}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="code/sourcedir.tar.gz",
+                  Body=_targz({"train.sh": TUNE_SH.encode()}))
+    name = f"hpo-rs-{os.getpid() % 10000}{int(time.time()) % 10000}"
+    sm.create_hyper_parameter_tuning_job(**_tuner_request(name, bucket, "Bayesian", max_jobs=3,
+                                                          max_parallel=2))
+    H.wait_for(lambda: len(sm.list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName=name)["TrainingJobSummaries"]) == 2, 20, "2 launched jobs")
+    time.sleep(1.5)  # another pass: still 2 (the parallel limit)
+    assert len(sm.list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName=name)["TrainingJobSummaries"]) == 2
+    assert first.stop(timeout=60) == 0
+    second = make_server(agents=1, data_dir=first.data_dir, port=first.port)
+    sm = second.client("sagemaker")
+    d = _wait_tuning(sm, name, timeout=150)
+    assert d["HyperParameterTuningJobStatus"] == "Completed", d
+    assert d["TrainingJobStatusCounters"]["Completed"] == 3, d
+    assert d["BestTrainingJob"]["TrainingJobName"].startswith(name + "-")
