@@ -201,6 +201,22 @@ def test_cloudwatch_cli_and_authz(server, metric_job, aws_cli):
     assert out["Datapoints"][0]["Minimum"] == 0.125, out
     p = aws_cli("cloudwatch", "list-metrics", "--namespace", NS, check=True)
     assert any(m["MetricName"] == "train:loss" for m in json.loads(p.stdout)["Metrics"])
+    # IAM: cloudwatch:* actions through the same authorization as every operation
+    iam = _client(server, "iam")
+    user = f"hpo-cw-{os.getpid() % 100000}"
+    iam.create_user(UserName=user)
+    k = iam.create_access_key(UserName=user)["AccessKey"]
+    iam.put_user_policy(UserName=user, PolicyName="list-only", PolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "cloudwatch:ListMetrics", "Resource": "*"}]}))
+    cw = server.client("cloudwatch", keys=(k["AccessKeyId"], k["SecretAccessKey"]))
+    time.sleep(1.1)  # the policy cache
+    assert cw.list_metrics(Namespace=NS)["Metrics"]
+    with pytest.raises(ClientError) as e:
+        cw.get_metric_statistics(Namespace=NS, MetricName="train:loss", StartTime=0,
+                                 EndTime=60, Period=60, Statistics=["Average"])
+    assert e.value.response["Error"]["Code"] == "AccessDenied"
+    assert "cloudwatch:GetMetricStatistics" in e.value.response["Error"]["Message"]
 
 
 # ---------------------------------------------------------------------------------------------
