@@ -2002,6 +2002,16 @@ static int run_conclude(struct run_ctx *r, enum run_outcome out)
         out = RUN_EXITED;
     r->t_end = run_now();
     run_drain_logs(r);
+    if (r->h[0].logs && metrics_count(r->h[0].logs->metrics) > 0) {
+        /* the last values, recorded before the upload (in the outbox while Redis is away):
+           an agent that takes the ended job over after this one died reads no log again */
+        json_t *fm = json_object();
+        run_set_metrics(r, fm);
+        if (json_object_size(fm) > 0)
+            run_transition(r, "InProgress,Stopping", NULL, NULL, NULL, fm);
+        else
+            json_decref(fm);
+    }
     for (int i = 0; i < r->nh; i++) {
         failed |= run_host_failed(&r->h[i]);
         ty_log(TY_LOG_INFO, "agent.job.exited", "job=%s host=%s exit_code=%d oom=%d outcome=%d",

@@ -94,13 +94,18 @@ def rig(tmp_path_factory):
     g.start_server = start_server
     start_server()
     os.makedirs(g.agent_dir)
-    g.agent = procs([H.AGENT_BIN, "--redis", g.redis.url, "--docker-host", H.DOCKER_HOST,
-                     "--data-dir", g.agent_dir, "--staging-dir", g.staging,
-                     "--s3-dir", os.path.join(g.data, "s3"), "--id", "fr-outage-agent",
-                     "--stop-grace", "2", "--slots", str(N), "--heartbeat-ttl", "5",
-                     "--runtime-image-tar", H.RUNTIME_TAR],
-                    log_path=os.path.join(base, "agent.log"))
-    g.agent.wait_line("event=agent.started", 120)
+
+    def start_agent():
+        g.agent = procs([H.AGENT_BIN, "--redis", g.redis.url, "--docker-host", H.DOCKER_HOST,
+                         "--data-dir", g.agent_dir, "--staging-dir", g.staging,
+                         "--s3-dir", os.path.join(g.data, "s3"), "--id", "fr-outage-agent",
+                         "--stop-grace", "2", "--slots", str(N), "--heartbeat-ttl", "5",
+                         "--runtime-image-tar", H.RUNTIME_TAR],
+                        log_path=os.path.join(base, "agent.log"))
+        g.agent.wait_line("event=agent.started", 120)
+
+    g.start_agent = start_agent
+    start_agent()
     # an object acknowledged before any fault: it must survive every one of them
     g.s3.create_bucket(Bucket=BUCKET)
     g.s3.put_object(Bucket=BUCKET, Key="before/ack.txt", Body=b"acknowledged before the faults")
@@ -232,6 +237,42 @@ def test_redis_killed_during_jobs(rig, down_s):
     H.wait_for(lambda: g.server.healthz()[0] == 200, 30, "/healthz ok after Redis is back")
     counts = _wait_terminal(g, names, 90)
     _check(g, f"redis-down-{down_s}s", names, counts, tag)
+
+
+def test_redis_killed_as_jobs_start(rig):
+    """Redis gone while the agent claims and starts the jobs: a runner that cannot read its job
+    leaves the entry pending and the agent, alive, takes its own pending entries again (every
+    AGENT_OWN_RESCAN_S = 30 s) once Redis is back; each job runs once."""
+    g = rig
+    names = _submit(g, "st")
+    g.redis.kill()
+    assert g.server.healthz()[0] == 503
+    time.sleep(20)
+    g.redis.start()
+    H.wait_for(lambda: g.server.healthz()[0] == 200, 30, "/healthz ok after Redis is back")
+    counts = _wait_terminal(g, names, 120)
+    _check(g, "redis-down-at-start-20s", names, counts, "st")
+
+
+def test_agent_killed_while_redis_down(rig):
+    """Redis gone, the containers end (the agent's outbox holds their last lines, metrics and
+    Uploading), then the agent is killed with SIGKILL; Redis comes back and the agent is started
+    again under the same id: it replays the outbox, takes the ended containers' exits from its
+    run record (reattach.h) and uploads, without running any script again."""
+    g = rig
+    names = _submit(g, "ak")
+    H.wait_for(lambda: _training(g, names), 120, "every job training")
+    g.redis.kill()
+    H.wait_for(lambda: not any(c.get("State") == "running" for c in _containers("fr-ak")),
+               SLEEP + 30, "the containers to end")
+    H.wait_for(lambda: len([l for l in g.agent.lines if "transition_buffered" in l
+                            and "fr-ak" in l and "secondary=Uploading" in l]) >= N, 30, "every job's Uploading in the outbox")
+    g.agent.kill()
+    assert os.listdir(os.path.join(g.agent_dir, "outbox")), "no outbox left by the killed agent"
+    g.redis.start()
+    g.start_agent()
+    counts = _wait_terminal(g, names, 120)
+    _check(g, "redis-down-agent-killed", names, counts, "ak")
 
 
 def test_server_killed_during_jobs(rig):
