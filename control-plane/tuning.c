@@ -599,8 +599,37 @@ count:
             p.doc, "TuningJobCompletionDetails",
             json_pack("{s:i}", "NumberOfTrainingJobsObjectiveNotImproving", since_best));
     }
-    if (json_object_get(p.doc, "WarmStartConfig") && bestj)
-        json_object_set(p.doc, "OverallBestTrainingJob", bestj);
+    if (json_object_get(p.doc, "WarmStartConfig")) {
+        /* the best across this tuning job and its parents, as SageMaker reports it */
+        json_t *overall = json_incref(bestj), *par;
+        double oy = bestc ? bestc->y : INFINITY;
+        json_array_foreach(json_object_get(json_object_get(p.doc, "WarmStartConfig"),
+                                           "ParentHyperParameterTuningJobs"),
+                           i, par)
+        {
+            struct ty_err e2;
+            json_t *prec = store_res_get(
+                s, TUNING_KIND,
+                json_string_value(json_object_get(par, "HyperParameterTuningJobName")), now,
+                &tuning__timing, &e2);
+            json_t *pb = json_object_get(prec, "OverallBestTrainingJob");
+            json_t *v;
+            if (!pb)
+                pb = json_object_get(prec, "BestTrainingJob");
+            v = json_object_get(json_object_get(pb, "FinalHyperParameterTuningJobObjectiveMetric"),
+                                "Value");
+            if (json_is_number(v) &&
+                (p.maximize ? -json_number_value(v) : json_number_value(v)) < oy) {
+                oy = p.maximize ? -json_number_value(v) : json_number_value(v);
+                json_decref(overall);
+                overall = json_incref(pb);
+            }
+            json_decref(prec);
+        }
+        if (overall)
+            json_object_set(p.doc, "OverallBestTrainingJob", overall);
+        json_decref(overall);
+    }
     json_decref(bestj);
 write:
     if (reason[0])

@@ -381,6 +381,21 @@ def test_tuner_random_and_bayesian(server, sm, tune_code, aws_cli):
     summ = [s for s in listed["HyperParameterTuningJobSummaries"]
             if s["HyperParameterTuningJobName"] == names["Bayesian"]][0]
     assert summ["Strategy"] == "Bayesian" and summ["ResourceLimits"]["MaxParallelTrainingJobs"] == 2
+    # warm start from both: their 12 jobs join the Bayesian history
+    warm = f"hpo-warm-{os.getpid() % 10000}{int(time.time()) % 10000}"
+    req = _tuner_request(warm, tune_code, "Bayesian", max_jobs=2, max_parallel=2)
+    req["WarmStartConfig"] = {"WarmStartType": "TransferLearning", "ParentHyperParameterTuningJobs": [
+        {"HyperParameterTuningJobName": n} for n in names.values()]}
+    sm.create_hyper_parameter_tuning_job(**req)
+    d = _wait_tuning(sm, warm)
+    assert d["HyperParameterTuningJobStatus"] == "Completed", d
+    assert d["WarmStartConfig"]["WarmStartType"] == "TransferLearning"
+    # OverallBestTrainingJob: the best of the warm-start job and its parents
+    bests = [sm.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=n)["BestTrainingJob"]
+             for n in list(names.values())] + [d["BestTrainingJob"]]
+    val = lambda b: b["FinalHyperParameterTuningJobObjectiveMetric"]["Value"]  # noqa: E731
+    assert val(d["OverallBestTrainingJob"]) == min(val(b) for b in bests)
+    assert d["OverallBestTrainingJob"]["TrainingJobName"] in [b["TrainingJobName"] for b in bests]
     p = aws_cli("sagemaker", "describe-hyper-parameter-tuning-job",
                 "--hyper-parameter-tuning-job-name", names["Bayesian"], check=True)
     out = json.loads(p.stdout)
