@@ -256,6 +256,9 @@ static void epi_rows(void *p, int r0, int r1)
         float *row = e->c + (size_t)r * e->N;
         if (bias)
             ew_vec(OP_ADD, 0, row, row, bias, 1, (size_t)e->N);
+        if (nd->epi_pre)
+            memcpy(e->g->t[nd->out[nd->epi_pre]].data + (size_t)r * e->N, row,
+                   (size_t)e->N * sizeof(float));
         if (nd->epi_act)
             ew_vec(nd->epi_act, 0, row, row, NULL, 1, (size_t)e->N);
         if (mask)

@@ -199,8 +199,8 @@ static void gen_ew(const struct tyc__graph *g, int node, const char *name, struc
             tyc__buf_printf(b, "    out%d[i] = r%d;\n", i, n->outreg[i]);
     } else {
         struct tyc__buf lx, ly;
-        tyc__buf_init(&lx, 256);
-        tyc__buf_init(&ly, 256);
+        tyc__buf_init(&lx, 4096); /* the first allocation is 4096 bytes */
+        tyc__buf_init(&ly, 4096);
         load(&lx, g, n->in[0], o->numel, C, "in0", "i");
         if (n->nin > 1)
             load(&ly, g, n->in[1], o->numel, C, "in1", "i");
@@ -263,6 +263,8 @@ static void gen_matmul(const struct tyc__graph *g, int node, struct tyc__kdesc *
     if (n->op == OP_MATMUL_EPI) {
         if (n->epi_bias >= 0)
             tyc__buf_printf(b, "    v = v + in%d[col];\n", n->epi_bias);
+        if (n->epi_pre)
+            tyc__buf_printf(b, "    out%d[i] = v;\n", n->epi_pre);
         if (n->epi_act) {
             tyc__buf_printf(b, "    v = ");
             expr(b, n->epi_act, "v", "", 0);

@@ -305,10 +305,10 @@ void tyc__graph_dump(const struct tyc__graph *g, struct tyc__buf *b)
         if (n->op == OP_MAXPOOL || n->op == OP_MAXPOOL_GRAD)
             tyc__buf_printf(b, " size=%d", n->stride);
         if (n->op == OP_MATMUL_EPI)
-            tyc__buf_printf(b, " bias=%d act=%s grad=%s saved=%d colsum=%d", n->epi_bias,
+            tyc__buf_printf(b, " bias=%d act=%s grad=%s saved=%d colsum=%d pre=%d", n->epi_bias,
                             n->epi_act ? tyc__op_name(n->epi_act) : "none",
                             n->epi_gop ? tyc__op_name(n->epi_gop) : "none", n->epi_mask,
-                            n->epi_colsum);
+                            n->epi_colsum, n->epi_pre);
         if (n->op == OP_SCALE || (n->op == OP_XENT_GRAD && n->has_f))
             tyc__buf_printf(b, " f=%g", (double)n->f);
         if (n->op == OP_FUSED_EW) {

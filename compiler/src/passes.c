@@ -174,6 +174,31 @@ static int is_act_grad(int op)
     return op == OP_RELU_GRAD || op == OP_GELU_GRAD || op == OP_TANH_GRAD || op == OP_SIGMOID_GRAD;
 }
 
+/* t (a temp, not an output) read by exactly two nodes: an activation (t as its input) and, later,
+ * anything else (the activation's gradient). Returns the activation's node or -1. */
+static int act_keeping_pre(const struct tyc__graph *g, int t)
+{
+    int i, j, act = -1, other = -1;
+    if (tyc__is_output(g, t) || g->t[t].kind != TK_TEMP)
+        return -1;
+    for (i = 0; i < g->nn; i++) {
+        int reads = 0;
+        if (g->n[i].dead)
+            continue;
+        for (j = 0; j < g->n[i].nin; j++)
+            reads |= g->n[i].in[j] == t;
+        if (!reads)
+            continue;
+        if (act < 0 && other < 0 && is_act(g->n[i].op) && g->n[i].in[0] == t)
+            act = i;
+        else if (other < 0)
+            other = i;
+        else
+            return -1;
+    }
+    return act >= 0 && other > act ? act : -1;
+}
+
 /* Finds a REDUCE_COLS reading t (the bias gradient); returns its node or -1. */
 static int find_colsum(const struct tyc__graph *g, int t)
 {
@@ -242,6 +267,16 @@ static int pass_epilogue(struct tyc__graph *g, struct tyc__buf *log)
             c = g->n[k].out[0];
             lastpos = k;
             nabs++;
+        } else if (m.epi_bias >= 0 && (k = act_keeping_pre(g, c)) >= 0) {
+            /* bias + activation whose gradient reads the pre-activation (GELU): one kernel
+             * writes both */
+            m.epi_act = g->n[k].op;
+            m.epi_pre = m.nout;
+            m.out[m.nout++] = c;
+            g->n[k].dead = 1;
+            c = g->n[k].out[0];
+            lastpos = k;
+            nabs++;
         } else if (m.epi_bias < 0 && only_consumer(g, c, &k) && is_act_grad(g->n[k].op) &&
                    g->n[k].in[0] == c && g->n[k].in[1] != c) {
             m.epi_gop = g->n[k].op;
@@ -269,11 +304,14 @@ static int pass_epilogue(struct tyc__graph *g, struct tyc__buf *log)
         g->t[c].producer = lastpos;
         if (m.epi_colsum >= 0)
             g->t[m.out[m.epi_colsum]].producer = lastpos;
-        tyc__buf_printf(log, "    %%t%d = matmul%s%s%s%s%s%s\n", c,
+        if (m.epi_pre)
+            g->t[m.out[m.epi_pre]].producer = lastpos;
+        tyc__buf_printf(log, "    %%t%d = matmul%s%s%s%s%s%s%s\n", c,
                         m.epi_bias >= 0 ? " + bias" : "", m.epi_act ? " + " : "",
                         m.epi_act ? tyc__op_name(m.epi_act) : "", m.epi_gop ? " + " : "",
                         m.epi_gop ? tyc__op_name(m.epi_gop) : "",
-                        m.epi_colsum >= 0 ? " + bias-grad column sum" : "");
+                        m.epi_colsum >= 0 ? " + bias-grad column sum" : "",
+                        m.epi_pre ? " (pre-activation kept)" : "");
         fused++;
     }
     return fused;

@@ -115,6 +115,8 @@ struct tyc__node {
      * its saved tensor in[epi_mask] (dgrad epilogue), colsum output (out index) */
     int epi_bias, epi_act, epi_mask, epi_colsum;
     int epi_gop; /* activation-gradient op applied with in[epi_mask] (relu mask, tanh', ...) */
+    int epi_pre; /* out index (>= 1) that also receives the pre-activation (bias added, before
+                    the activation) when the activation's gradient needs it (GELU); 0 none */
     /* transformer ops (ops_transformer.c): ATTN/ATTN_GRAD aux = {heads, seq len, causal};
      * DROPOUT* aux[0] = seed, f = drop probability; SEQMEAN* aux[1] = seq len;
      * LAYERNORM* f = epsilon */

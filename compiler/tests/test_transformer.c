@@ -281,8 +281,25 @@ static void test_fp16_graph_on_cpu(void **state)
 
 static void test_gpt_bitwise(void **state)
 {
+    struct tyc_model *m = model_str(gpt_small);
+    struct tyc_options o;
+    struct tyc_err err = {0};
+    struct tyc_session *s;
+    char *log = NULL;
     (void)state;
     bitwise(gpt_small);
+    /* the fusions that pay for transformers: bias + GELU (keeping the pre-activation for the
+     * gradient), bias-gradient column sums, the whole Adam update per parameter */
+    tyc_options_init(&o);
+    o.batch = 2;
+    s = tyc_session_new(m, &o, &err);
+    assert_non_null(s);
+    assert_int_equal(tyc_session_emit(s, TYC_EMIT_PASSLOG, &log, &err), 0);
+    assert_non_null(strstr(log, "matmul + bias + gelu (pre-activation kept)"));
+    assert_non_null(strstr(log, "gelu_grad + bias-grad column sum"));
+    tyc_free(log);
+    tyc_session_free(s);
+    tyc_model_free(m);
 }
 
 static void test_encoder_bitwise(void **state)
