@@ -108,6 +108,14 @@ static const struct authz_op authz_ops[] = {
     IA(GetRolePolicy, AUTHZ_RES_IAM_ROLE, 0),
     IA(ListRolePolicies, AUTHZ_RES_IAM_ROLE, 0),
     IA(DeleteRolePolicy, AUTHZ_RES_IAM_ROLE, 0),
+    /* console passwords (console_login.c) */
+    IA(CreateLoginProfile, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(UpdateLoginProfile, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(GetLoginProfile, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(DeleteLoginProfile, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(GetAccountPasswordPolicy, AUTHZ_RES_STAR, 0),
+    IA(UpdateAccountPasswordPolicy, AUTHZ_RES_STAR, 0),
+    IA(DeleteAccountPasswordPolicy, AUTHZ_RES_STAR, 0),
 };
 
 const struct authz_op *authz_find(const char *service, const char *op)

@@ -1,30 +1,34 @@
 /*
- * console.c - /console/...: presigned-URL sign-in, sessions, and the profiler app's plain pages.
+ * console.c - /console/...: dispatch, sign-in (password and presigned URL), sign-out, the
+ * action endpoint and the Studio user's profiler app (console.h).
  *
- * Owns: the session cookie (OP_STUDIO_COOKIE: HttpOnly, SameSite=Lax, Path=/console,
- * Max-Age = SessionExpirationDurationInSeconds), the pages and their access control (see
- * console.h). Does not own tokens' and sessions' storage (store_res.c) nor the Studio
- * resources (ops/studio.c). Denials are 403 pages; a user whose DetailedProfiler app is not
- * InService gets a 503 page; unknown pages 404; methods other than GET/HEAD 405.
+ * Answers: pages are HTML (console_html.c); an unknown page 404; a page without a session
+ * 403 with a link to /console/login; methods other than GET/HEAD/POST 405; a POST whose CSRF
+ * token or Origin is wrong 403 (nothing is done).
  */
 #include "console.h"
 
 #include <ctype.h>
 #include <jansson.h>
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
+#include "console_assets.h"
+#include "console_auth.h"
+#include "console_call.h"
+#include "console_html.h"
+#include "console_job.h"
+#include "console_pages.h"
+#include "ops/iamapi.h"
 #include "ops/studio.h"
+#include "route.h"
 #include "store_res.h"
 #include "ty_log.h"
 
-#define CONSOLE_PAGE_MAX  (2u * 1024u * 1024u)
 #define CONSOLE_MAX_JOBS  1000
-#define CONSOLE_SID_LEN   64
 #define CONSOLE_TAG_OWNER "sagemaker:user-profile-arn"
 
 /* ---- pure helpers ---- */
@@ -120,110 +124,154 @@ int console_query_param(const char *query, const char *name, char *out, size_t n
     return -1;
 }
 
-/* ---- responses ---- */
-
-static void console__headers(struct http_request *req, struct http_response *resp)
+int console_back_ok(const char *back)
 {
-    http_response_header(resp, "Cache-Control", "no-store");
-    http_response_header(resp, "X-Content-Type-Options", "nosniff");
-    http_response_header(resp, "X-Frame-Options", "DENY");
-    http_response_header(resp, "Content-Security-Policy",
-                         "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
-    http_response_header(resp, "x-amzn-RequestId", req->request_id);
-}
-
-static void console__page_start(struct ty_buf *b, const char *title)
-{
-    ty_buf_puts(b, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>");
-    ty_buf_put_html(b, title);
-    ty_buf_puts(b, "</title><style>body{font-family:sans-serif;margin:2em}"
-                   "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;"
-                   "text-align:left}</style></head><body>\n<h1>");
-    ty_buf_put_html(b, title);
-    ty_buf_puts(b, "</h1>\n");
-}
-
-static void console__send(struct http_request *req, struct http_response *resp, int status,
-                          struct ty_buf *b)
-{
-    ty_buf_puts(b, "</body></html>\n");
-    resp->status = status;
-    resp->content_type = "text/html; charset=utf-8";
-    if (strcmp(req->method, "HEAD") == 0) {
-        ty_buf_cleanup(b);
-        resp->body = NULL;
-        resp->len = 0;
-    } else {
-        resp->len = b->len;
-        resp->body = ty_buf_steal(b);
-    }
-    console__headers(req, resp);
-}
-
-/* A page with a title and one paragraph. */
-static void console__message(struct http_request *req, struct http_response *resp, int status,
-                             const char *title, const char *text)
-{
-    struct ty_buf b;
-    ty_buf_init(&b, CONSOLE_PAGE_MAX);
-    console__page_start(&b, title);
-    ty_buf_puts(&b, "<p>");
-    ty_buf_put_html(&b, text);
-    ty_buf_puts(&b, "</p>\n");
-    console__send(req, resp, status, &b);
-}
-
-static void console__redirect(struct http_request *req, struct http_response *resp,
-                              const char *location)
-{
-    struct ty_buf b;
-    ty_buf_init(&b, CONSOLE_PAGE_MAX);
-    console__page_start(&b, "Redirecting");
-    ty_buf_puts(&b, "<p><a href=\"");
-    ty_buf_put_html(&b, location);
-    ty_buf_puts(&b, "\">Continue</a></p>\n");
-    console__send(req, resp, 302, &b);
-    http_response_header(resp, "Location", location);
+    return back && strncmp(back, "/console/", 9) == 0 && !strpbrk(back, "\r\n\\\"<>'") &&
+           !strstr(back, "//") && strlen(back) < 1024;
 }
 
 static void console__forbidden(struct http_request *req, struct http_response *resp)
 {
-    console__message(req, resp, 403, "Forbidden",
-                     "You are not signed in to this console, or your session has ended. Open "
-                     "the console through a new presigned domain URL "
-                     "(aws sagemaker create-presigned-domain-url).");
+    struct ty_buf b;
+    console_html_start(&b, "Sign in", NULL);
+    ty_buf_puts(&b, "<p>You are not signed in to this console, or your session has ended.</p>"
+                    "<p><a href=\"/console/login\">Sign in</a> with your IAM user name and "
+                    "password, or open the console through a new presigned domain URL "
+                    "(<code>aws sagemaker create-presigned-domain-url</code>).</p>\n");
+    console_html_send(req, resp, 403, &b);
 }
 
-/* ---- sign-in ---- */
+/* ---- sign-in with a password ---- */
+
+static void console__login_form(struct http_request *req, struct http_response *resp,
+                                const struct route_ctx *rc, int status, const char *error)
+{
+    struct ty_buf b;
+    console_html_start(&b, "Sign in", NULL);
+    if (error) {
+        ty_buf_puts(&b, "<div class=\"alert error\" role=\"alert\">");
+        ty_buf_put_html(&b, error);
+        ty_buf_puts(&b, "</div>\n");
+    }
+    ty_buf_puts(&b, "<form class=\"card login\" method=\"post\" action=\"/console/login\">"
+                    "<label for=\"account\">Account ID</label>"
+                    "<input id=\"account\" name=\"account\" autocomplete=\"organization\" "
+                    "required value=\"");
+    ty_buf_put_html(&b, rc->account_id);
+    ty_buf_puts(&b, "\"><label for=\"username\">IAM user name</label>"
+                    "<input id=\"username\" name=\"username\" autocomplete=\"username\" "
+                    "required autofocus>"
+                    "<label for=\"password\">Password</label>"
+                    "<input id=\"password\" name=\"password\" type=\"password\" "
+                    "autocomplete=\"current-password\" required>"
+                    "<button type=\"submit\">Sign in</button></form>\n"
+                    "<p class=\"hint\">Domain users: open the console through a presigned domain "
+                    "URL (<code>aws sagemaker create-presigned-domain-url</code>).</p>\n");
+    console_html_send(req, resp, status, &b);
+}
+
+static void console__login(struct http_request *req, struct http_response *resp, struct store *s,
+                           const struct route_ctx *rc)
+{
+    char account[64] = "", user[130] = "", pw[260] = "", sid[CONSOLE_AUTH_SID_LEN + 1];
+    char cookie[256];
+    struct ty_err err;
+    const char *origin = http_header(req, "Origin"), *host = http_header(req, "Host");
+
+    ty_err_clear(&err);
+    /* a login form posted from another site is refused (login CSRF) */
+    if (origin && strcmp(origin, "null") != 0 &&
+        (!strstr(origin, "://") || !host || strcasecmp(strstr(origin, "://") + 3, host) != 0)) {
+        console__login_form(req, resp, rc, 403, "This sign-in request came from another site.");
+        return;
+    }
+    console_auth_form(req, "account", account, sizeof(account));
+    console_auth_form(req, "username", user, sizeof(user));
+    console_auth_form(req, "password", pw, sizeof(pw));
+    if (console_auth_login(s, rc->account_id, account, user, pw, sid, sizeof(sid), &err) != 0) {
+        memset(pw, 0, sizeof(pw));
+        console__login_form(req, resp, rc, err.code == TY_EREDIS ? 503 : 401, err.msg);
+        return;
+    }
+    memset(pw, 0, sizeof(pw));
+    console_html_redirect(req, resp, "/console/home");
+    console_auth_cookie(cookie, sizeof(cookie), sid, CONSOLE_AUTH_TTL_S, console_auth_secure(req));
+    http_response_header(resp, "Set-Cookie", cookie);
+}
+
+static void console__logout(struct http_request *req, struct http_response *resp, struct store *s)
+{
+    struct console_sess sess;
+    struct ty_err err;
+    char cookie[256];
+    ty_err_clear(&err);
+    if (console_auth_session(s, req, &sess, &err) == 0) {
+        if (!console_auth_csrf_ok(&sess, req)) {
+            console_html_message(req, resp, 403, "Forbidden",
+                                 "This form is stale or came from another site; nothing was done.",
+                                 &sess);
+            console_auth_release(&sess);
+            return;
+        }
+        console_auth_logout(s, req, &err);
+        console_auth_release(&sess);
+    }
+    console_html_redirect(req, resp, "/console/login");
+    console_auth_cookie(cookie, sizeof(cookie), NULL, 0, console_auth_secure(req));
+    http_response_header(resp, "Set-Cookie", cookie);
+}
+
+/* ---- sign-in through a presigned domain URL ---- */
+
+/* The execution role of a user profile (its own, else its domain's default). OUT: out. */
+static void console__exec_role(struct store *s, json_t *prof, char *out, size_t n)
+{
+    const char *r =
+        json_string_value(json_object_get(json_object_get(prof, "UserSettings"), "ExecutionRole"));
+    json_t *dom = NULL;
+    struct ty_err err;
+    ty_err_clear(&err);
+    if (!r) {
+        const char *did = json_string_value(json_object_get(prof, "DomainId"));
+        if (did)
+            dom = store_res_get(s, OP_STUDIO_KIND_DOMAIN, did, (double)time(NULL),
+                                op_studio_timing(), &err);
+        r = json_string_value(
+            json_object_get(json_object_get(dom, "DefaultUserSettings"), "ExecutionRole"));
+    }
+    snprintf(out, n, "%s", r ? r : "");
+    json_decref(dom);
+}
 
 static void console__auth(struct http_request *req, struct http_response *resp, struct store *s)
 {
-    char token[128], sid[CONSOLE_SID_LEN + 1], cookie[256], scope[256];
+    char token[128], sid[CONSOLE_AUTH_SID_LEN + 1], cookie[256], role[1024];
     const char *landing, *pid, *st;
     struct ty_err err;
     json_t *tok, *prof = NULL, *sess = NULL;
+    struct ty_buf b;
     int secs;
 
     ty_err_clear(&err);
     if (console_query_param(req->query, "token", token, sizeof(token)) != 0) {
-        console__message(req, resp, 403, "Forbidden", "This sign-in link is not valid.");
+        console_html_message(req, resp, 403, "Forbidden", "This sign-in link is not valid.", NULL);
         return;
     }
     tok = store_res_token_take(s, token, &err);
     if (!tok) {
         if (err.code == TY_ENOTFOUND)
-            console__message(req, resp, 403, "Forbidden",
-                             "This sign-in link has expired or has already been used. Ask for a "
-                             "new presigned domain URL.");
+            console_html_message(req, resp, 403, "Forbidden",
+                                 "This sign-in link has expired or has already been used. Ask "
+                                 "for a new presigned domain URL.",
+                                 NULL);
         else
-            console__message(req, resp, 503, "Service unavailable", err.msg);
+            console_html_message(req, resp, 503, "Service unavailable", err.msg, NULL);
         return;
     }
     landing = json_string_value(json_object_get(tok, "Landing"));
     pid = json_string_value(json_object_get(tok, "ProfileId"));
     secs = (int)json_integer_value(json_object_get(tok, "SessionSeconds"));
-    if (!landing || !pid || secs < 1 || strncmp(landing, "/console", 8) != 0 ||
-        strpbrk(landing, "\r\n")) {
+    if (!landing || !pid || secs < 1 || !console_back_ok(landing)) {
         console__forbidden(req, resp);
         goto out;
     }
@@ -235,22 +283,30 @@ static void console__auth(struct http_request *req, struct http_response *resp, 
         console__forbidden(req, resp);
         goto out;
     }
-    if (op_studio_random_hex(sid, CONSOLE_SID_LEN) != 0) {
-        console__message(req, resp, 500, "Internal error", "random source failed");
-        goto out;
-    }
+    console__exec_role(s, prof, role, sizeof(role));
     sess = json_deep_copy(tok);
     json_object_del(sess, "Landing");
+    json_object_set_new(sess, "Kind", json_string("studio"));
+    json_object_set_new(sess, "Principal", json_string(role));
     json_object_set_new(sess, "Expires", json_integer((json_int_t)time(NULL) + secs));
-    snprintf(scope, sizeof(scope), "%s", pid);
-    if (store_res_session_put(s, sid, scope, sess, secs, &err) != 0) {
-        console__message(req, resp, 503, "Service unavailable", err.msg);
+    if (console_auth_start(s, sess, pid, secs, sid, sizeof(sid), &err) != 0) {
+        console_html_message(req, resp, 503, "Service unavailable", err.msg, NULL);
         goto out;
     }
     ty_log(TY_LOG_INFO, "console.signin", "profile=%s ttl=%d", pid, secs);
-    console__redirect(req, resp, landing);
-    snprintf(cookie, sizeof(cookie), "%s=%s; Path=/console; Max-Age=%d; HttpOnly; SameSite=Lax",
-             OP_STUDIO_COOKIE, sid, secs);
+    /* a page, not a redirect: the SameSite=Strict cookie rides on the same-site navigation
+       that the page starts (a redirect from a cross-site link would not carry it) */
+    console_html_start(&b, "Signing in", NULL);
+    ty_buf_puts(&b, "<p>You are signed in. <a id=\"landing\" href=\"");
+    ty_buf_put_html(&b, landing);
+    ty_buf_puts(&b, "\">Continue</a></p>\n");
+    console_html_send(req, resp, 200, &b);
+    {
+        char refresh[1100];
+        snprintf(refresh, sizeof(refresh), "0; url=%s", landing);
+        http_response_header(resp, "Refresh", refresh);
+    }
+    console_auth_cookie(cookie, sizeof(cookie), sid, secs, console_auth_secure(req));
     http_response_header(resp, "Set-Cookie", cookie);
 out:
     json_decref(tok);
@@ -258,51 +314,28 @@ out:
     json_decref(sess);
 }
 
-/* ---- sessions ---- */
+/* ---- the Studio user's profiler app ---- */
 
-struct console_user {
-    json_t *session; /* DomainId, ProfileId, UserProfileName, UserProfileArn, Region */
-    const char *domain, *profile_id, *name, *arn;
-};
-
-/* 0 and u filled, or -1 with the response written (403 / 503). */
-static int console__session(struct http_request *req, struct http_response *resp, struct store *s,
-                            struct console_user *u)
+/* 0 when sess's DetailedProfiler app is InService; else the page is written, -1. */
+static int console__app_running(struct http_request *req, struct http_response *resp,
+                                struct store *s, const struct console_sess *sess)
 {
-    char sid[128];
     struct ty_err err;
+    const char *pid = json_string_value(json_object_get(sess->doc, "ProfileId"));
     json_t *apps, *a;
     size_t i;
     int running = 0;
 
     ty_err_clear(&err);
-    memset(u, 0, sizeof(*u));
-    if (console_cookie(http_header(req, "Cookie"), OP_STUDIO_COOKIE, sid, sizeof(sid)) != 0) {
+    if (!pid) {
         console__forbidden(req, resp);
         return -1;
     }
-    u->session = store_res_session_get(s, sid, &err);
-    if (!u->session) {
-        if (err.code == TY_ENOTFOUND)
-            console__forbidden(req, resp);
-        else
-            console__message(req, resp, 503, "Service unavailable", err.msg);
-        return -1;
-    }
-    u->domain = json_string_value(json_object_get(u->session, "DomainId"));
-    u->profile_id = json_string_value(json_object_get(u->session, "ProfileId"));
-    u->name = json_string_value(json_object_get(u->session, "UserProfileName"));
-    u->arn = json_string_value(json_object_get(u->session, "UserProfileArn"));
-    if (!u->domain || !u->profile_id || !u->name || !u->arn) {
-        console__forbidden(req, resp);
-        goto fail;
-    }
-    /* the profiler app is served only while the user's DetailedProfiler app is InService */
-    apps = store_res_list(s, OP_STUDIO_KIND_APP, OP_STUDIO_KIND_PROFILE, u->profile_id,
-                          (double)time(NULL), op_studio_timing(), &err);
+    apps = store_res_list(s, OP_STUDIO_KIND_APP, OP_STUDIO_KIND_PROFILE, pid, (double)time(NULL),
+                          op_studio_timing(), &err);
     if (!apps) {
-        console__message(req, resp, 503, "Service unavailable", err.msg);
-        goto fail;
+        console_html_message(req, resp, 503, "Service unavailable", err.msg, sess);
+        return -1;
     }
     json_array_foreach(apps, i, a)
     {
@@ -318,15 +351,11 @@ static int console__session(struct http_request *req, struct http_response *resp
                  "The DetailedProfiler app of user profile %s is not InService. Create it (aws "
                  "sagemaker create-app --app-type DetailedProfiler ...) and reload this page "
                  "once it is InService.",
-                 u->name);
-        console__message(req, resp, 503, "Profiler app not running", text);
-        goto fail;
+                 sess->user);
+        console_html_message(req, resp, 503, "Profiler app not running", text, sess);
+        return -1;
     }
     return 0;
-fail:
-    json_decref(u->session);
-    u->session = NULL;
-    return -1;
 }
 
 /* 1 when the job's tags name the user's profile as its owner. */
@@ -342,71 +371,40 @@ static int console__owns(struct store *s, const char *job_arn, const char *profi
     {
         const char *k = json_string_value(json_object_get(t, "Key"));
         const char *v = json_string_value(json_object_get(t, "Value"));
-        if (k && v && strcmp(k, CONSOLE_TAG_OWNER) == 0 && strcasecmp(v, profile_arn) == 0)
+        if (k && v && profile_arn && strcmp(k, CONSOLE_TAG_OWNER) == 0 &&
+            strcasecmp(v, profile_arn) == 0)
             mine = 1;
     }
     json_decref(tags);
     return mine;
 }
 
-static void console__time(struct ty_buf *b, json_t *v)
-{
-    char buf[64];
-    time_t t;
-    struct tm tm;
-    if (!json_is_number(v)) {
-        ty_buf_puts(b, "-");
-        return;
-    }
-    t = (time_t)json_number_value(v);
-    gmtime_r(&t, &tm);
-    strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm);
-    ty_buf_put_html(b, buf);
-}
-
-/* The S3 prefix of a job's profiler output, or "" when profiling is not enabled. OUT: buf. */
-static void console__profiler_uri(json_t *job, char *buf, size_t n)
-{
-    const char *name = json_string_value(json_object_get(job, "TrainingJobName"));
-    const char *st = json_string_value(json_object_get(job, "ProfilingStatus"));
-    const char *path =
-        json_string_value(json_object_get(json_object_get(job, "ProfilerConfig"), "S3OutputPath"));
-    size_t len;
-    buf[0] = '\0';
-    if (!name || !st || strcmp(st, "Enabled") != 0)
-        return;
-    if (!path)
-        path = json_string_value(
-            json_object_get(json_object_get(job, "OutputDataConfig"), "S3OutputPath"));
-    if (!path)
-        return;
-    len = strlen(path);
-    while (len > 0 && path[len - 1] == '/')
-        len--;
-    snprintf(buf, n, "%.*s/%s/profiler-output/", (int)(len > 900 ? 900 : len), path, name);
-}
-
-static void console__jobs(struct http_request *req, struct http_response *resp, struct store *s,
-                          const struct console_user *u)
+static void console__profiler(struct http_request *req, struct http_response *resp, struct store *s,
+                              const struct console_sess *sess)
 {
     struct store_job_query q;
     struct ty_buf b;
     struct ty_err err;
     char *next = NULL, title[160];
+    const char *arn = json_string_value(json_object_get(sess->doc, "UserProfileArn"));
+    const char *dom = json_string_value(json_object_get(sess->doc, "DomainId"));
     int shown = 0, scanned = 0;
 
     ty_err_clear(&err);
-    ty_buf_init(&b, CONSOLE_PAGE_MAX);
-    snprintf(title, sizeof(title), "Profiler - %s", u->name);
-    console__page_start(&b, title);
+    snprintf(title, sizeof(title), "Profiler - %.100s", sess->user);
+    console_html_start(&b, title, sess);
     ty_buf_puts(&b, "<p>Domain <code>");
-    ty_buf_put_html(&b, u->domain);
+    ty_buf_put_html(&b, dom);
     ty_buf_puts(&b, "</code>, user profile <code>");
-    ty_buf_put_html(&b, u->arn);
-    ty_buf_puts(&b, "</code>. Training jobs tagged <code>" CONSOLE_TAG_OWNER
-                    "</code> with this user profile's ARN:</p>\n"
-                    "<table><tr><th>Training job</th><th>Status</th><th>Created</th>"
-                    "<th>Profiling</th><th>Profiler output</th></tr>\n");
+    ty_buf_put_html(&b, arn);
+    ty_buf_puts(&b,
+                "</code>. Your training jobs: the jobs tagged <code>" CONSOLE_TAG_OWNER
+                "</code> with this profile's ARN (jobs you create are tagged "
+                "automatically).</p>\n"
+                "<table><caption>My training jobs</caption><thead><tr><th scope=\"col\">"
+                "Training job</th><th scope=\"col\">Status</th><th scope=\"col\">Created"
+                "</th><th scope=\"col\">Profiling</th><th scope=\"col\">Profiler output</th></tr>"
+                "</thead><tbody>\n");
     memset(&q, 0, sizeof(q));
     q.max_results = 100;
     do {
@@ -422,127 +420,265 @@ static void console__jobs(struct http_request *req, struct http_response *resp, 
         json_array_foreach(jobs, i, j)
         {
             const char *name = json_string_value(json_object_get(j, "TrainingJobName"));
-            const char *arn = json_string_value(json_object_get(j, "TrainingJobArn"));
+            const char *jarn = json_string_value(json_object_get(j, "TrainingJobArn"));
             const char *prof = json_string_value(json_object_get(j, "ProfilingStatus"));
-            char uri[1024];
+            const char *st = json_string_value(json_object_get(j, "TrainingJobStatus"));
             scanned++;
-            if (!name || !arn || !console__owns(s, arn, u->arn))
+            if (!name || !jarn || !console__owns(s, jarn, arn))
                 continue;
             shown++;
-            console__profiler_uri(j, uri, sizeof(uri));
             ty_buf_puts(&b, "<tr><td><a href=\"/console/profiler/jobs/");
             ty_buf_put_html(&b, name);
             ty_buf_puts(&b, "\">");
             ty_buf_put_html(&b, name);
-            ty_buf_puts(&b, "</a></td><td>");
-            ty_buf_put_html(&b, json_string_value(json_object_get(j, "TrainingJobStatus")));
-            ty_buf_puts(&b, "</td><td>");
-            console__time(&b, json_object_get(j, "CreationTime"));
+            ty_buf_printf(&b, "</a></td><td><span class=\"status s-%s\">", st ? st : "");
+            ty_buf_put_html(&b, st);
+            ty_buf_puts(&b, "</span></td><td>");
+            console_html_time(&b, json_object_get(j, "CreationTime"));
             ty_buf_puts(&b, "</td><td>");
             ty_buf_put_html(&b, prof ? prof : "Disabled");
             ty_buf_puts(&b, "</td><td>");
-            ty_buf_put_html(&b, uri[0] ? uri : "-");
+            {
+                char *pp = console_job_profiler_prefix(j);
+                if (pp) {
+                    ty_buf_puts(&b, "<code>");
+                    ty_buf_put_html(&b, pp);
+                    ty_buf_puts(&b, "/profiler-output/</code>");
+                } else {
+                    ty_buf_puts(&b, "-");
+                }
+                free(pp);
+            }
             ty_buf_puts(&b, "</td></tr>\n");
         }
         json_decref(jobs);
     } while (next && scanned < CONSOLE_MAX_JOBS);
     free(next);
-    ty_buf_puts(&b, "</table>\n");
+    ty_buf_puts(&b, "</tbody></table>\n");
     if (shown == 0)
         ty_buf_puts(&b, "<p>No training jobs yet.</p>\n");
-    console__send(req, resp, 200, &b);
+    console_html_send(req, resp, 200, &b);
 }
 
-static void console__job(struct http_request *req, struct http_response *resp, struct store *s,
-                         const struct console_user *u, const char *name)
-{
-    struct ty_buf b;
-    struct ty_err err;
-    char uri[1024], title[160];
-    json_t *job;
-    const char *arn;
+/* ---- the action endpoint ---- */
 
-    ty_err_clear(&err);
-    job = strlen(name) <= 63 ? store_job_get(s, name, &err) : NULL;
-    arn = json_string_value(json_object_get(job, "TrainingJobArn"));
-    if (!job || !arn || !console__owns(s, arn, u->arn)) {
-        json_decref(job);
-        console__message(req, resp, 404, "Not found",
-                         "There is no such training job among this user's jobs.");
+static void console__render(const struct console_ctx *c, const char *path, const char *query,
+                            const struct console_banner *bn, struct http_response *resp);
+
+static void console__do(const struct console_ctx *c, struct http_response *resp)
+{
+    struct console_banner bn;
+    char svc[16] = "", op[64] = "", back[1100] = "", path[1100], *q;
+    json_t *in = NULL, *out = NULL;
+
+    memset(&bn, 0, sizeof(bn));
+    ty_err_clear(&bn.err);
+    console_auth_form(c->req, "svc", svc, sizeof(svc));
+    console_auth_form(c->req, "op", op, sizeof(op));
+    console_auth_form(c->req, "back", back, sizeof(back));
+    if (!console_back_ok(back))
+        snprintf(back, sizeof(back), "%s",
+                 c->sess->kind == CONSOLE_IAM ? "/console/home" : "/console/profiler");
+    bn.op = op;
+    in = console_call_input(c->req->body.data ? c->req->body.data : "", c->req->body.len, &bn.err);
+    if (!in)
+        goto show;
+    if (strcmp(svc, "iam") == 0) {
+        struct ty_buf xml;
+        ty_buf_init(&xml, 1u << 20);
+        json_object_set_new(in, "Action", json_string(op));
+        if (console_call_iam(c, in, &xml, &bn.err) == 0) {
+            out = json_pack("{s:s}", "Xml", xml.data ? xml.data : "");
+        } else {
+            bn.code_name = op_iamapi_error_code(bn.err.code);
+        }
+        ty_buf_cleanup(&xml);
+    } else if (strcmp(svc, "sagemaker") == 0 || strcmp(svc, "logs") == 0) {
+        console_call(c, svc, op, in, &out, &bn.err);
+    } else {
+        ty_err_set(&bn.err, TY_EUNKNOWNOP, NULL, "Unknown service %.16s", svc);
+    }
+    if (bn.err.code == TY_EOK)
+        snprintf(bn.ok, sizeof(bn.ok), "%s succeeded.", op);
+    ty_log(TY_LOG_INFO, "console.action", "principal=%s op=%s:%s code=%s", c->sess->principal, svc,
+           op, bn.err.code ? ty_err_aws_name(bn.err.code) : "ok");
+show:
+    bn.result = out;
+    snprintf(path, sizeof(path), "%s", back);
+    q = strchr(path, '?');
+    if (q)
+        *q++ = '\0';
+    console__render(c, path, q ? q : "", &bn, resp);
+    json_decref(in);
+    json_decref(out);
+}
+
+/* ---- dispatch ---- */
+
+/* 1 when name is a job name's shape ([A-Za-z0-9-], 1..63). */
+static int console__job_name_ok(const char *name, size_t n)
+{
+    if (n < 1 || n > 63)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(isalnum((unsigned char)name[i]) || name[i] == '-'))
+            return 0;
+    return 1;
+}
+
+/* A job path's name and sub-page: "<name>" or "<name>/<sub>". 0 or -1. */
+static int console__job_path(const char *rest, char *name, char *sub)
+{
+    const char *slash = strchr(rest, '/');
+    size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+    if (!console__job_name_ok(rest, n))
+        return -1;
+    memcpy(name, rest, n);
+    name[n] = '\0';
+    snprintf(sub, 32, "%s", slash ? slash + 1 : "");
+    if (sub[0] && strcmp(sub, "logs.json") != 0)
+        return -1;
+    return 0;
+}
+
+static void console__render(const struct console_ctx *c, const char *path, const char *query,
+                            const struct console_banner *bn, struct http_response *resp)
+{
+    struct http_request *req = c->req;
+    char name[64], sub[32];
+
+    if (c->sess->kind == CONSOLE_STUDIO) {
+        if (console__app_running(req, resp, c->s, c->sess) != 0)
+            return;
+        if (strcmp(path, "/console/profiler") == 0 || strcmp(path, "/console/profiler/") == 0) {
+            console__profiler(req, resp, c->s, c->sess);
+            return;
+        }
+        if (strncmp(path, "/console/profiler/jobs/", 23) == 0 &&
+            console__job_path(path + 23, name, sub) == 0) {
+            json_t *job;
+            struct ty_err err;
+            const char *arn;
+            ty_err_clear(&err);
+            job = store_job_get(c->s, name, &err);
+            arn = json_string_value(json_object_get(job, "TrainingJobArn"));
+            if (!job || !arn ||
+                !console__owns(
+                    c->s, arn,
+                    json_string_value(json_object_get(c->sess->doc, "UserProfileArn")))) {
+                json_decref(job);
+                console_html_message(req, resp, 404, "Not found",
+                                     "There is no such training job among this user's jobs.",
+                                     c->sess);
+                return;
+            }
+            json_decref(job);
+            console_job_serve(c, "/console/profiler/jobs/", name, sub, query, bn, resp);
+            return;
+        }
+        if (strcmp(path, "/console/download") == 0) {
+            console_job_download(c, query, resp);
+            return;
+        }
+        if (strncmp(path, "/console/profiler", 17) == 0) {
+            console_html_message(req, resp, 404, "Not found", "No such page.", c->sess);
+            return;
+        }
+        console_html_message(req, resp, 403, "Forbidden",
+                             "Domain users see their profiler app only (/console/profiler).",
+                             c->sess);
         return;
     }
-    ty_buf_init(&b, CONSOLE_PAGE_MAX);
-    snprintf(title, sizeof(title), "Training job %.63s", name);
-    console__page_start(&b, title);
-    console__profiler_uri(job, uri, sizeof(uri));
-    ty_buf_puts(&b, "<table><tr><th>ARN</th><td>");
-    ty_buf_put_html(&b, arn);
-    ty_buf_puts(&b, "</td></tr><tr><th>Status</th><td>");
-    ty_buf_put_html(&b, json_string_value(json_object_get(job, "TrainingJobStatus")));
-    ty_buf_puts(&b, " / ");
-    ty_buf_put_html(&b, json_string_value(json_object_get(job, "SecondaryStatus")));
-    ty_buf_puts(&b, "</td></tr><tr><th>Created</th><td>");
-    console__time(&b, json_object_get(job, "CreationTime"));
-    ty_buf_puts(&b, "</td></tr><tr><th>Profiling</th><td>");
-    ty_buf_put_html(&b, json_string_value(json_object_get(job, "ProfilingStatus"))
-                            ? json_string_value(json_object_get(job, "ProfilingStatus"))
-                            : "Disabled");
-    ty_buf_puts(&b, "</td></tr><tr><th>Profiler output</th><td>");
-    ty_buf_put_html(&b, uri[0] ? uri : "-");
-    ty_buf_puts(&b, "</td></tr></table>\n<p><a href=\"/console/profiler\">All jobs</a></p>\n");
-    json_decref(job);
-    console__send(req, resp, 200, &b);
+    if (strcmp(path, "/console/download") == 0) {
+        console_job_download(c, query, resp);
+        return;
+    }
+    if (strncmp(path, "/console/jobs/", 14) == 0 && console__job_path(path + 14, name, sub) == 0) {
+        console_job_serve(c, "/console/jobs/", name, sub, query, bn, resp);
+        return;
+    }
+    if (console_pages_serve(c, path, query, bn, resp))
+        return;
+    console_html_message(req, resp, 404, "Not found", "No such page.", c->sess);
 }
 
 void console_handle(struct http_request *req, struct http_response *resp, struct store *s,
-                    const char *account_id)
+                    const struct route_ctx *rc)
 {
     const char *path = req->path;
-    struct console_user u;
-    (void)account_id;
+    int get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
+    int post = strcmp(req->method, "POST") == 0;
+    struct console_sess sess;
+    struct console_ctx c;
+    struct ty_err err;
 
-    if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
-        console__message(req, resp, 405, "Method not allowed", "The console serves GET only.");
-        http_response_header(resp, "Allow", "GET, HEAD");
+    ty_err_clear(&err);
+    if (strncmp(path, "/console/assets/", 16) == 0 && get) {
+        console_assets_serve(req, resp, path + 16);
+        return;
+    }
+    if (!get && !post) {
+        console_html_message(req, resp, 405, "Method not allowed",
+                             "The console serves GET and POST only.", NULL);
+        http_response_header(resp, "Allow", "GET, HEAD, POST");
         return;
     }
     if (!s) {
-        console__message(req, resp, 503, "Service unavailable", "The state store is unreachable.");
+        console_html_message(req, resp, 503, "Service unavailable",
+                             "The state store is unreachable.", NULL);
         return;
     }
     if (strcmp(path, "/console/auth") == 0) {
+        if (!get) {
+            console_html_message(req, resp, 405, "Method not allowed",
+                                 "Sign-in links are opened with GET.", NULL);
+            http_response_header(resp, "Allow", "GET, HEAD");
+            return;
+        }
         console__auth(req, resp, s);
         return;
     }
-    if (strcmp(path, "/console") == 0 || strcmp(path, "/console/") == 0 ||
-        strncmp(path, "/console/domain/", 16) == 0) {
-        char sid[128];
-        if (console_cookie(http_header(req, "Cookie"), OP_STUDIO_COOKIE, sid, sizeof(sid)) == 0)
-            console__redirect(req, resp, "/console/profiler");
+    if (strcmp(path, "/console/login") == 0) {
+        if (post)
+            console__login(req, resp, s, rc);
+        else
+            console__login_form(req, resp, rc, 200, NULL);
+        return;
+    }
+    if (strcmp(path, "/console/logout") == 0 && post) {
+        console__logout(req, resp, s);
+        return;
+    }
+    if (console_auth_session(s, req, &sess, &err) != 0) {
+        if (err.code == TY_EREDIS)
+            console_html_message(req, resp, 503, "Service unavailable", err.msg, NULL);
+        else if (strcmp(path, "/console") == 0 || strcmp(path, "/console/") == 0 ||
+                 strncmp(path, "/console/domain/", 16) == 0)
+            console_html_redirect(req, resp, "/console/login");
         else
             console__forbidden(req, resp);
         return;
     }
-    if (strcmp(path, "/console/profiler") == 0 || strcmp(path, "/console/profiler/") == 0) {
-        if (console__session(req, resp, s, &u) != 0)
-            return;
-        console__jobs(req, resp, s, &u);
-        json_decref(u.session);
-        return;
+    c.rc = rc;
+    c.s = s;
+    c.req = req;
+    c.sess = &sess;
+    if (strcmp(path, "/console") == 0 || strcmp(path, "/console/") == 0 ||
+        strncmp(path, "/console/domain/", 16) == 0) {
+        console_html_redirect(req, resp,
+                              sess.kind == CONSOLE_IAM ? "/console/home" : "/console/profiler");
+    } else if (post) {
+        if (!console_auth_csrf_ok(&sess, req))
+            console_html_message(req, resp, 403, "Forbidden",
+                                 "This form is stale or came from another site; nothing was done. "
+                                 "Reload the page and try again.",
+                                 &sess);
+        else if (strcmp(path, "/console/do") == 0)
+            console__do(&c, resp);
+        else
+            console_html_message(req, resp, 404, "Not found", "No such action.", &sess);
+    } else {
+        console__render(&c, path, req->query ? req->query : "", NULL, resp);
     }
-    if (strncmp(path, "/console/profiler/jobs/", 23) == 0 && path[23]) {
-        const char *name = path + 23;
-        for (const char *p = name; *p; p++) {
-            if (!(isalnum((unsigned char)*p) || *p == '-')) {
-                console__message(req, resp, 404, "Not found", "No such page.");
-                return;
-            }
-        }
-        if (console__session(req, resp, s, &u) != 0)
-            return;
-        console__job(req, resp, s, &u, name);
-        json_decref(u.session);
-        return;
-    }
-    console__message(req, resp, 404, "Not found", "No such page.");
+    console_auth_release(&sess);
 }

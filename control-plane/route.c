@@ -93,6 +93,14 @@ const char *route_op_at(size_t i, const char **service)
     return route_ops[i].name;
 }
 
+op_fn route_op_find(const char *service, const char *op)
+{
+    for (size_t i = 0; service && op && i < route_op_count(); i++)
+        if (strcmp(route_ops[i].service, service) == 0 && strcmp(route_ops[i].name, op) == 0)
+            return route_ops[i].fn;
+    return NULL;
+}
+
 static __thread struct store *route__store;
 static __thread struct docker *route__docker;
 
@@ -319,7 +327,7 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
     }
     /* the console authenticates with its own session cookie, not SigV4 (console.c) */
     if (console_path(req->path)) {
-        console_handle(req, resp, route__thread_store(rc, &err), rc->account_id);
+        console_handle(req, resp, route__thread_store(rc, &err), rc);
         return;
     }
     if (strncmp(req->path, "/sagemaker/", 11) == 0)

@@ -6,6 +6,7 @@
  * errors (one clear line and exit status 1), and the shutdown order.
  */
 #include "agent.h"
+#include "console_login.h"
 #include "creds.h"
 #include "docker.h"
 #include "http.h"
@@ -76,6 +77,9 @@
       "of its previous response; slower ones are closed")                                          \
     X(body_timeout, "body-timeout", "TRAINYARD_BODY_TIMEOUT", "3600",                              \
       "seconds to receive a request body after its headers; 0 = no limit")                         \
+    X(admin_password_file, "admin-password-file", "TRAINYARD_ADMIN_PASSWORD_FILE", "",             \
+      "file whose first line becomes IAM user admin's console password at the first start "        \
+      "(when admin has none); sign in at http://<listen>/console/login")                           \
     X(log_level, "log-level", "TRAINYARD_LOG_LEVEL", "info", "debug, info, warn or error")         \
     X(max_training, "max-training-jobs-per-instance-type", "TRAINYARD_MAX_TRAINING_JOBS", "100",   \
       "quota: concurrent InProgress training instances per instance type; 0 = no limit")           \
@@ -247,6 +251,9 @@ int main(int argc, char **argv)
         goto fail;
     if (queue_init(store, &err) != 0 || creds_bootstrap(store, data_dir, cfg.account_id, &err))
         goto fail;
+    if (cfg.admin_password_file[0] &&
+        console_login_bootstrap(store, cfg.admin_password_file, &err) != 0)
+        goto fail;
 
     if (cfg.docker_host[0])
         snprintf(docker_host, sizeof(docker_host), "%s", cfg.docker_host);
@@ -309,6 +316,7 @@ int main(int argc, char **argv)
     memset(&rctx, 0, sizeof(rctx));
     rctx.model = model;
     rctx.redis_url = redis_url;
+    rctx.region = cfg.region;
     rctx.docker_host = nagents > 0 ? docker_host : NULL;
     rctx.account_id = cfg.account_id;
     rctx.agents = agents;

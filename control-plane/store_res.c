@@ -497,6 +497,19 @@ json_t *store_res_session_get(struct store *s, const char *sid, struct ty_err *e
     return res__json_reply(store__cmdv(s, err, "GET", key, NULL), "GET", err);
 }
 
+int store_res_session_end(struct store *s, const char *sid, struct ty_err *err)
+{
+    char key[RES_KEY_MAX];
+    redisReply *r;
+    if (res__secret_key(key, sizeof(key), "ty:console:session:", sid, err) < 0)
+        return 0;
+    r = store__cmdv(s, err, "DEL", key, NULL);
+    if (!r)
+        return -TY_EREDIS;
+    freeReplyObject(r);
+    return 0;
+}
+
 int store_res_session_revoke(struct store *s, const char *scope, long long *n, struct ty_err *err)
 {
     char set[RES_KEY_MAX];

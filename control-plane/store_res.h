@@ -116,6 +116,8 @@ int store_res_session_put(struct store *s, const char *sid, const char *scope, j
                           int ttl_s, struct ty_err *err);
 /* new: the session's value, or NULL with -TY_ENOTFOUND (unknown, expired or revoked). */
 json_t *store_res_session_get(struct store *s, const char *sid, struct ty_err *err);
+/* Ends session sid (sign-out). 0 (also when it was gone already) or -TY_EREDIS. */
+int store_res_session_end(struct store *s, const char *sid, struct ty_err *err);
 /* Ends every session of scope. OUT: *n (may be NULL) how many were live. 0 or error. */
 int store_res_session_revoke(struct store *s, const char *scope, long long *n, struct ty_err *err);
 

@@ -17,6 +17,7 @@
 
 #include "auth.h"
 #include "authz.h"
+#include "console_login.h"
 #include "iam.h"
 #include "store_iam.h"
 #include "ty_buf.h"
@@ -685,7 +686,16 @@ static int iamapi_list_users(struct iamapi__ctx *x, struct ty_err *err)
 static int iamapi_delete_user(struct iamapi__ctx *x, struct ty_err *err)
 {
     const char *name = iamapi__s(x->in, "UserName");
-    int rc = store_iam_user_delete(x->c->store, name, err);
+    struct store_iam_user u;
+    double created;
+    int reset, rc;
+    /* as IAM: a user with a console password keeps it until DeleteLoginProfile */
+    if (store_iam_user_get(x->c->store, name, &u, NULL, err) == 0 &&
+        console_login_get(x->c->store, name, u.id, &created, &reset, err) == 0)
+        return ty_err_set(err, TY_ECONFLICT, "UserName",
+                          "Cannot delete entity, must delete login profile first.");
+    ty_err_clear(err);
+    rc = store_iam_user_delete(x->c->store, name, err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
         return iamapi__no_user(err, name);
     if (rc == -TY_ECONFLICT)
@@ -1194,6 +1204,142 @@ static int iamapi_delete_role_policy(struct iamapi__ctx *x, struct ty_err *err)
     return rc;
 }
 
+/* ---- login profiles and the account password policy (console_login.c) ---- */
+
+/* The IAM user of a login-profile action. OUT: u. 0 or NoSuchEntity. */
+static int iamapi__login_user(struct iamapi__ctx *x, struct store_iam_user *u, struct ty_err *err)
+{
+    const char *name = iamapi__target(x);
+    int rc = store_iam_user_get(x->c->store, name, u, NULL, err);
+    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
+        return iamapi__no_user(err, name);
+    return rc;
+}
+
+/* "true"/"false" of a boolean parameter: 1, 0, or dflt when absent. */
+static int iamapi__bool(json_t *in, const char *k, int dflt)
+{
+    const char *v = iamapi__s(in, k);
+    if (!v)
+        return dflt;
+    return strcmp(v, "true") == 0;
+}
+
+static void iamapi__login_xml(struct ty_buf *b, const char *name, double created, int reset)
+{
+    ty_buf_puts(b, "<LoginProfile>");
+    xml__el(b, "UserName", name);
+    xml__date(b, "CreateDate", created);
+    xml__el(b, "PasswordResetRequired", reset ? "true" : "false");
+    ty_buf_puts(b, "</LoginProfile>");
+}
+
+static int iamapi_create_login_profile(struct iamapi__ctx *x, struct ty_err *err)
+{
+    struct store_iam_user u;
+    int reset = iamapi__bool(x->in, "PasswordResetRequired", 0), rc;
+    double now = (double)time(NULL);
+    if ((rc = iamapi__login_user(x, &u, err)) != 0)
+        return rc;
+    rc = console_login_put(x->c->store, u.name, u.id, iamapi__s(x->in, "Password"), 0, reset, now,
+                           err);
+    if (rc)
+        return rc;
+    iamapi__login_xml(x->out, u.name, now, reset);
+    return 0;
+}
+
+static int iamapi_update_login_profile(struct iamapi__ctx *x, struct ty_err *err)
+{
+    struct store_iam_user u;
+    int rc;
+    if ((rc = iamapi__login_user(x, &u, err)) != 0)
+        return rc;
+    return console_login_put(x->c->store, u.name, u.id, iamapi__s(x->in, "Password"), 1,
+                             iamapi__bool(x->in, "PasswordResetRequired", -1), (double)time(NULL),
+                             err);
+}
+
+static int iamapi_get_login_profile(struct iamapi__ctx *x, struct ty_err *err)
+{
+    struct store_iam_user u;
+    double created;
+    int reset, rc;
+    if ((rc = iamapi__login_user(x, &u, err)) != 0)
+        return rc;
+    if ((rc = console_login_get(x->c->store, u.name, u.id, &created, &reset, err)) != 0)
+        return rc;
+    iamapi__login_xml(x->out, u.name, created, reset);
+    return 0;
+}
+
+static int iamapi_delete_login_profile(struct iamapi__ctx *x, struct ty_err *err)
+{
+    struct store_iam_user u;
+    double created;
+    int reset, rc;
+    if ((rc = iamapi__login_user(x, &u, err)) != 0)
+        return rc;
+    if ((rc = console_login_get(x->c->store, u.name, u.id, &created, &reset, err)) != 0)
+        return rc;
+    return console_login_delete(x->c->store, u.name, err);
+}
+
+static int iamapi_get_password_policy(struct iamapi__ctx *x, struct ty_err *err)
+{
+    struct console_login_policy p;
+    int rc = console_login_policy_get(x->c->store, &p, err);
+    if (rc)
+        return rc;
+    if (!p.custom)
+        return ty_err_set(err, TY_ENOTFOUND, NULL,
+                          "The Password Policy with domain name %s cannot be found.",
+                          x->c->account_id);
+    ty_buf_printf(x->out,
+                  "<PasswordPolicy><MinimumPasswordLength>%d</MinimumPasswordLength>"
+                  "<RequireSymbols>%s</RequireSymbols><RequireNumbers>%s</RequireNumbers>"
+                  "<RequireUppercaseCharacters>%s</RequireUppercaseCharacters>"
+                  "<RequireLowercaseCharacters>%s</RequireLowercaseCharacters>"
+                  "<AllowUsersToChangePassword>%s</AllowUsersToChangePassword>"
+                  "<ExpirePasswords>false</ExpirePasswords></PasswordPolicy>",
+                  p.min_length, p.req_symbols ? "true" : "false", p.req_numbers ? "true" : "false",
+                  p.req_upper ? "true" : "false", p.req_lower ? "true" : "false",
+                  p.allow_change ? "true" : "false");
+    return 0;
+}
+
+static int iamapi_update_password_policy(struct iamapi__ctx *x, struct ty_err *err)
+{
+    struct console_login_policy p;
+    const char *ml = iamapi__s(x->in, "MinimumPasswordLength");
+    console_login_policy_default(&p);
+    p.custom = 1;
+    p.allow_change = iamapi__bool(x->in, "AllowUsersToChangePassword", 0);
+    p.req_symbols = iamapi__bool(x->in, "RequireSymbols", 0);
+    p.req_numbers = iamapi__bool(x->in, "RequireNumbers", 0);
+    p.req_upper = iamapi__bool(x->in, "RequireUppercaseCharacters", 0);
+    p.req_lower = iamapi__bool(x->in, "RequireLowercaseCharacters", 0);
+    if (ml) {
+        char *end;
+        long v = strtol(ml, &end, 10);
+        if (*end || v < 6 || v > 128)
+            return iamapi__invalid(err, "minimumPasswordLength", ml,
+                                   v < 6 ? "have value greater than or equal to 6"
+                                         : "have value less than or equal to 128");
+        p.min_length = (int)v;
+    }
+    return console_login_policy_put(x->c->store, &p, err);
+}
+
+static int iamapi_delete_password_policy(struct iamapi__ctx *x, struct ty_err *err)
+{
+    int rc = console_login_policy_delete(x->c->store, err);
+    if (rc == -TY_ENOTFOUND)
+        return ty_err_set(err, TY_ENOTFOUND, NULL,
+                          "The account policy with name PasswordPolicy cannot be found.");
+    return rc;
+}
+
 /* ---- the action table ---- */
 
 #define P_USER_REQ                                                                                 \
@@ -1296,6 +1442,29 @@ static const struct iamapi__action iamapi__actions[] = {
     {"GetRolePolicy", iamapi_get_role_policy, 1, T_NONE, {P_ROLE_REQ, P_POLICYNAME}},
     {"ListRolePolicies", iamapi_list_role_policies, 1, T_NONE, {P_ROLE_REQ, P_MARKER, P_MAXITEMS}},
     {"DeleteRolePolicy", iamapi_delete_role_policy, 0, T_NONE, {P_ROLE_REQ, P_POLICYNAME}},
+    {"CreateLoginProfile",
+     iamapi_create_login_profile,
+     1,
+     T_NONE,
+     {P_USER_OPT,
+      {"Password", "password", 1, 1, 128, PAT_TEXT},
+      {"PasswordResetRequired", "passwordResetRequired", 0, 4, 5, PAT_WORD}}},
+    {"UpdateLoginProfile",
+     iamapi_update_login_profile,
+     0,
+     T_NONE,
+     {P_USER_REQ,
+      {"Password", "password", 0, 1, 128, PAT_TEXT},
+      {"PasswordResetRequired", "passwordResetRequired", 0, 4, 5, PAT_WORD}}},
+    {"GetLoginProfile", iamapi_get_login_profile, 1, T_NONE, {P_USER_OPT}},
+    {"DeleteLoginProfile", iamapi_delete_login_profile, 0, T_NONE, {P_USER_OPT}},
+    {"GetAccountPasswordPolicy", iamapi_get_password_policy, 1, T_NONE, {{0}}},
+    {"UpdateAccountPasswordPolicy",
+     iamapi_update_password_policy,
+     0,
+     T_NONE,
+     {{"MinimumPasswordLength", "minimumPasswordLength", 0, 1, 3, PAT_WORD}}},
+    {"DeleteAccountPasswordPolicy", iamapi_delete_password_policy, 0, T_NONE, {{0}}},
 };
 
 static int iamapi__validate(const struct iamapi__action *a, json_t *in, struct ty_err *err)
@@ -1480,4 +1649,44 @@ void op_iamapi_route(const struct op_iamapi_call *oc, struct http_response *resp
         return;
     }
     iamapi__route(&c, resp);
+}
+
+int op_iamapi_invoke(struct store *s, const char *account_id, const char *region,
+                     const char *principal_arn, json_t *in, struct ty_buf *out, struct ty_err *err)
+{
+    const struct iamapi__action *a = NULL;
+    const char *action = iamapi__s(in, "Action");
+    struct iamapi__call c;
+    struct iamapi__ctx x;
+    int rc;
+
+    for (size_t i = 0; action && i < sizeof(iamapi__actions) / sizeof(iamapi__actions[0]); i++)
+        if (strcmp(iamapi__actions[i].name, action) == 0)
+            a = &iamapi__actions[i];
+    if (!a)
+        return ty_err_set(err, TY_EUNKNOWNOP, "Action", "Could not find operation %.64s",
+                          action ? action : "");
+    if (iamapi__validate(a, in, err) != 0)
+        return -TY_EINVAL;
+    if ((rc = authz_request(s, "iam", a->name, in, principal_arn, region, account_id, err)) != 0)
+        return rc;
+    memset(&c, 0, sizeof(c));
+    c.store = s;
+    c.account_id = account_id;
+    c.region = region;
+    c.principal_arn = principal_arn;
+    c.access_key = "";
+    c.service = "iam";
+    x.c = &c;
+    x.in = in;
+    x.out = out;
+    return a->fn(&x, err);
+}
+
+const char *op_iamapi_error_code(int code)
+{
+    for (size_t i = 0; i < sizeof(iamapi__errs) / sizeof(iamapi__errs[0]); i++)
+        if (iamapi__errs[i].code == code)
+            return iamapi__errs[i].name;
+    return "ServiceFailure";
 }

@@ -9,8 +9,10 @@
  *   </Error><RequestId>...</RequestId></ErrorResponse>
  * with IAM's HTTP statuses: 404 NoSuchEntity; 409 EntityAlreadyExists, LimitExceeded,
  * DeleteConflict; 400 MalformedPolicyDocument, ValidationError, InvalidAction; 403 AccessDenied.
- * Actions: CreateUser, GetUser, ListUsers, DeleteUser, TagUser, UntagUser, ListUserTags,
- * CreateAccessKey, ListAccessKeys, DeleteAccessKey, PutUserPolicy, GetUserPolicy,
+ * Actions: CreateLoginProfile, UpdateLoginProfile, GetLoginProfile, DeleteLoginProfile,
+ * GetAccountPasswordPolicy, UpdateAccountPasswordPolicy, DeleteAccountPasswordPolicy (console
+ * passwords: console_login.h), CreateUser, GetUser, ListUsers, DeleteUser, TagUser, UntagUser,
+ * ListUserTags, CreateAccessKey, ListAccessKeys, DeleteAccessKey, PutUserPolicy, GetUserPolicy,
  * ListUserPolicies, DeleteUserPolicy; STS GetCallerIdentity (always allowed, as in AWS).
  * Every IAM action is authorised through authz_request (authz.h) after validation.
  * Does not own: SigV4 (route.c verifies the request before calling here), storage
@@ -26,6 +28,7 @@
 #include "http.h"
 #include "sigv4.h"
 #include "store.h"
+#include "ty_buf.h"
 #include "ty_err.h"
 
 /* One IAM/STS call whose SigV4 authorization was parsed (not yet verified). Every member is
@@ -58,5 +61,18 @@ void op_iamapi_route(const struct op_iamapi_call *c, struct http_response *resp)
  * Exposed for the unit tests.
  */
 json_t *op_iamapi_form(json_t *into, const char *text, size_t len, struct ty_err *err);
+
+/*
+ * Runs one IAM action on behalf of principal_arn without an HTTP request (the console's
+ * path): in (borrowed) holds "Action" and the action's parameters as the form decoder makes
+ * them (strings; "Tags", "TagKeys" arrays); the same validation, authorisation (authz_request)
+ * and handler as a signed request. OUT: out receives the <XxxResult> members (XML, escaped).
+ * 0, or the handler's -TY_E* with err (-TY_EDENIED: AWS's AccessDenied message).
+ */
+int op_iamapi_invoke(struct store *s, const char *account_id, const char *region,
+                     const char *principal_arn, json_t *in, struct ty_buf *out, struct ty_err *err);
+
+/* IAM's error code for a ty_err code ("NoSuchEntity", "AccessDenied", ...). borrowed static. */
+const char *op_iamapi_error_code(int code);
 
 #endif

@@ -1,0 +1,483 @@
+/*
+ * console_login.c - login profiles, the password policy, the KDF and the sign-in lock-out
+ * (console_login.h).
+ *
+ * Invariants: a password reaches only the KDF (never a key, a log line or a reply); every
+ * user name is checked ([\w+=,.@-], 1..64) before it builds a key; every redisReply is freed
+ * on every path.
+ */
+#include "console_login.h"
+
+#include <ctype.h>
+#include <hiredis/hiredis.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store_iam.h"
+#include "store_int.h"
+
+#define LOGIN_KEY_MAX    128
+#define LOGIN_POLICY_KEY "ty:iam:pwpolicy"
+
+/* A dummy hash verified for unknown users (same iteration count: same time). */
+#define LOGIN_DUMMY                                                                                \
+    CONSOLE_LOGIN_SCHEME "$310000$00000000000000000000000000000000$"                               \
+                         "0000000000000000000000000000000000000000000000000000000000000000"
+
+/* ---- the password policy ---- */
+
+void console_login_policy_default(struct console_login_policy *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->min_length = 8;
+    p->allow_change = 1;
+}
+
+static int login__is_symbol(int c)
+{
+    /* IAM's symbol set: ! @ # $ % ^ & * ( ) _ + - = [ ] { } | ' */
+    return c && strchr("!@#$%^&*()_+-=[]{}|'", c) != NULL;
+}
+
+int console_login_policy_check(const struct console_login_policy *p, const char *password,
+                               struct ty_err *err)
+{
+    int up = 0, lo = 0, num = 0, sym = 0;
+    size_t n = strlen(password);
+
+    for (const char *c = password; *c; c++) {
+        int ch = (unsigned char)*c;
+        if (ch < 0x20 || ch == 0x7f)
+            return ty_err_set(err, TY_EINVAL, "Password",
+                              "Password should not contain control characters");
+        up |= isupper(ch) != 0;
+        lo |= islower(ch) != 0;
+        num |= isdigit(ch) != 0;
+        sym |= login__is_symbol(ch);
+    }
+    if (n > CONSOLE_LOGIN_PW_MAX)
+        return ty_err_set(err, TY_EINVAL, "Password", "Password should have at most %d characters",
+                          CONSOLE_LOGIN_PW_MAX);
+    if ((int)n < p->min_length)
+        return ty_err_set(err, TY_EINVAL, "Password", "Password should have a minimum length of %d",
+                          p->min_length);
+    if (!p->custom) {
+        if (up + lo + num + sym < 3)
+            return ty_err_set(err, TY_EINVAL, "Password",
+                              "Password should have at least three of these: uppercase letters, "
+                              "lowercase letters, numbers and symbols");
+        return 0;
+    }
+    if (p->req_upper && !up)
+        return ty_err_set(err, TY_EINVAL, "Password",
+                          "Password should have at least one uppercase letter");
+    if (p->req_lower && !lo)
+        return ty_err_set(err, TY_EINVAL, "Password",
+                          "Password should have at least one lowercase letter");
+    if (p->req_numbers && !num)
+        return ty_err_set(err, TY_EINVAL, "Password", "Password should have at least one number");
+    if (p->req_symbols && !sym)
+        return ty_err_set(err, TY_EINVAL, "Password", "Password should have at least one symbol");
+    return 0;
+}
+
+/* ---- the KDF ---- */
+
+static void login__hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char h[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = h[in[i] >> 4];
+        out[2 * i + 1] = h[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static int login__unhex(const char *in, size_t len, unsigned char *out, size_t n)
+{
+    if (len != 2 * n)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        int v = 0;
+        for (int k = 0; k < 2; k++) {
+            int c = in[2 * i + k];
+            v <<= 4;
+            if (c >= '0' && c <= '9')
+                v |= c - '0';
+            else if (c >= 'a' && c <= 'f')
+                v |= c - 'a' + 10;
+            else
+                return -1;
+        }
+        out[i] = (unsigned char)v;
+    }
+    return 0;
+}
+
+static int login__kdf(const char *password, const unsigned char *salt, int iter,
+                      unsigned char key[CONSOLE_LOGIN_KEY])
+{
+    return PKCS5_PBKDF2_HMAC(password, (int)strlen(password), salt, CONSOLE_LOGIN_SALT, iter,
+                             EVP_sha256(), CONSOLE_LOGIN_KEY, key) == 1
+               ? 0
+               : -1;
+}
+
+int console_login_hash(const char *password, int iterations, char *out, size_t n,
+                       struct ty_err *err)
+{
+    unsigned char salt[CONSOLE_LOGIN_SALT], key[CONSOLE_LOGIN_KEY];
+    char salth[2 * CONSOLE_LOGIN_SALT + 1], keyh[2 * CONSOLE_LOGIN_KEY + 1];
+
+    if (!password || strlen(password) > CONSOLE_LOGIN_PW_MAX || n < CONSOLE_LOGIN_HASH_MAX ||
+        iterations < 1)
+        return ty_err_set(err, TY_EINVAL, "Password", "Password cannot be hashed");
+    if (RAND_bytes(salt, sizeof(salt)) != 1 || login__kdf(password, salt, iterations, key) != 0)
+        return ty_err_set(err, TY_EINTERNAL, NULL, "cannot hash the password");
+    login__hex(salt, sizeof(salt), salth);
+    login__hex(key, sizeof(key), keyh);
+    OPENSSL_cleanse(key, sizeof(key));
+    snprintf(out, n, "%s$%d$%s$%s", CONSOLE_LOGIN_SCHEME, iterations, salth, keyh);
+    return 0;
+}
+
+int console_login_verify(const char *password, const char *encoded)
+{
+    unsigned char salt[CONSOLE_LOGIN_SALT], want[CONSOLE_LOGIN_KEY], got[CONSOLE_LOGIN_KEY];
+    const char *p, *d1, *d2;
+    char *end;
+    long iter;
+    int ok;
+
+    if (!password || !encoded || strlen(password) > CONSOLE_LOGIN_PW_MAX)
+        return 0;
+    p = encoded;
+    if (strncmp(p, CONSOLE_LOGIN_SCHEME "$", sizeof(CONSOLE_LOGIN_SCHEME)) != 0)
+        return 0;
+    p += sizeof(CONSOLE_LOGIN_SCHEME);
+    iter = strtol(p, &end, 10);
+    if (end == p || *end != '$' || iter < 1 || iter > 100000000)
+        return 0;
+    d1 = end + 1;
+    d2 = strchr(d1, '$');
+    if (!d2 || login__unhex(d1, (size_t)(d2 - d1), salt, sizeof(salt)) != 0 ||
+        login__unhex(d2 + 1, strlen(d2 + 1), want, sizeof(want)) != 0)
+        return 0;
+    if (login__kdf(password, salt, (int)iter, got) != 0)
+        return 0;
+    ok = CRYPTO_memcmp(got, want, sizeof(got)) == 0;
+    OPENSSL_cleanse(got, sizeof(got));
+    return ok;
+}
+
+/* ---- keys ---- */
+
+/* The ty:iam:<what>:<lname> key of user name; -1 for a name IAM would refuse. */
+static int login__key(const char *what, const char *name, char *out, size_t n)
+{
+    char lname[65];
+    size_t i;
+    for (i = 0; name && name[i]; i++) {
+        int c = (unsigned char)name[i];
+        if (i >= 64 || !(isalnum(c) || strchr("_+=,.@-", c)))
+            return -1;
+        lname[i] = (char)tolower(c);
+    }
+    if (i == 0)
+        return -1;
+    lname[i] = '\0';
+    snprintf(out, n, "ty:iam:%s:%s", what, lname);
+    return 0;
+}
+
+static int login__no_profile(struct ty_err *err, const char *name)
+{
+    return ty_err_set(err, TY_ENOTFOUND, "UserName",
+                      "Login Profile for User %.64s cannot be found.", name);
+}
+
+/* ---- the policy in the store ---- */
+
+int console_login_policy_get(struct store *s, struct console_login_policy *p, struct ty_err *err)
+{
+    redisReply *r = store__cmdv(s, err, "GET", LOGIN_POLICY_KEY, NULL);
+    json_t *doc;
+    if (!r)
+        return -TY_EREDIS;
+    console_login_policy_default(p);
+    if (r->type == REDIS_REPLY_STRING) {
+        doc = json_loads(r->str, 0, NULL);
+        if (json_is_object(doc)) {
+            json_t *v;
+            p->custom = 1;
+            if (json_is_integer(v = json_object_get(doc, "MinimumPasswordLength")))
+                p->min_length = (int)json_integer_value(v);
+            p->req_symbols = json_is_true(json_object_get(doc, "RequireSymbols"));
+            p->req_numbers = json_is_true(json_object_get(doc, "RequireNumbers"));
+            p->req_upper = json_is_true(json_object_get(doc, "RequireUppercaseCharacters"));
+            p->req_lower = json_is_true(json_object_get(doc, "RequireLowercaseCharacters"));
+            p->allow_change = json_is_true(json_object_get(doc, "AllowUsersToChangePassword"));
+        }
+        json_decref(doc);
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        int rc = store__reply_err(r, "GET pwpolicy", err);
+        freeReplyObject(r);
+        return rc;
+    }
+    freeReplyObject(r);
+    return 0;
+}
+
+int console_login_policy_put(struct store *s, const struct console_login_policy *p,
+                             struct ty_err *err)
+{
+    json_t *doc =
+        json_pack("{s:i,s:b,s:b,s:b,s:b,s:b}", "MinimumPasswordLength", p->min_length,
+                  "RequireSymbols", p->req_symbols, "RequireNumbers", p->req_numbers,
+                  "RequireUppercaseCharacters", p->req_upper, "RequireLowercaseCharacters",
+                  p->req_lower, "AllowUsersToChangePassword", p->allow_change);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    redisReply *r;
+    int rc = 0;
+    json_decref(doc);
+    if (!text)
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    r = store__cmdv(s, err, "SET", LOGIN_POLICY_KEY, text, NULL);
+    free(text);
+    if (!r)
+        return -TY_EREDIS;
+    if (r->type == REDIS_REPLY_ERROR)
+        rc = store__reply_err(r, "SET pwpolicy", err);
+    freeReplyObject(r);
+    return rc;
+}
+
+int console_login_policy_delete(struct store *s, struct ty_err *err)
+{
+    redisReply *r = store__cmdv(s, err, "DEL", LOGIN_POLICY_KEY, NULL);
+    int rc = 0;
+    if (!r)
+        return -TY_EREDIS;
+    if (r->type != REDIS_REPLY_INTEGER)
+        rc = store__reply_err(r, "DEL pwpolicy", err);
+    else if (r->integer == 0)
+        rc = ty_err_set(err, TY_ENOTFOUND, NULL,
+                        "The Password Policy with domain name %s cannot be found.", "account");
+    freeReplyObject(r);
+    return rc;
+}
+
+/* ---- login profiles ---- */
+
+/* Reads the profile's fields. OUT: hash (may be NULL), uid, created, reset. 0 / ENOTFOUND. */
+static int login__read(struct store *s, const char *key, char *hash, size_t hn, char *uid,
+                       size_t un, double *created, int *reset, struct ty_err *err)
+{
+    redisReply *r = store__cmdv(s, err, "HMGET", key, "hash", "uid", "created", "reset", NULL);
+    int rc = 0;
+    if (!r)
+        return -TY_EREDIS;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 4) {
+        rc = store__reply_err(r, "HMGET login", err);
+        goto out;
+    }
+    if (r->element[0]->type != REDIS_REPLY_STRING) {
+        rc = -TY_ENOTFOUND;
+        goto out;
+    }
+    if (hash)
+        snprintf(hash, hn, "%s", r->element[0]->str);
+    snprintf(uid, un, "%s", r->element[1]->type == REDIS_REPLY_STRING ? r->element[1]->str : "");
+    *created = r->element[2]->type == REDIS_REPLY_STRING ? strtod(r->element[2]->str, NULL) : 0;
+    *reset = r->element[3]->type == REDIS_REPLY_STRING && strcmp(r->element[3]->str, "1") == 0;
+out:
+    freeReplyObject(r);
+    return rc;
+}
+
+int console_login_put(struct store *s, const char *name, const char *uid, const char *password,
+                      int replace, int reset, double now, struct ty_err *err)
+{
+    char key[LOGIN_KEY_MAX], fkey[LOGIN_KEY_MAX], hash[CONSOLE_LOGIN_HASH_MAX] = "";
+    char olduid[64], created[32], rs[2];
+    struct console_login_policy pol;
+    double oc = 0;
+    int oreset = 0, rc;
+    redisReply *r;
+
+    if (login__key("login", name, key, sizeof(key)) != 0 ||
+        login__key("loginfail", name, fkey, sizeof(fkey)) != 0)
+        return ty_err_set(err, TY_ENOTFOUND, "UserName",
+                          "The user with name %.64s cannot be found.", name);
+    rc = login__read(s, key, NULL, 0, olduid, sizeof(olduid), &oc, &oreset, err);
+    if (rc != 0 && rc != -TY_ENOTFOUND)
+        return rc;
+    if (rc == 0 && strcmp(olduid, uid) != 0)
+        rc = -TY_ENOTFOUND; /* left by an earlier user of that name */
+    if (!replace && rc == 0)
+        return ty_err_set(err, TY_EINUSE, "UserName",
+                          "Login Profile for user %.64s already exists.", name);
+    if (replace && rc != 0)
+        return login__no_profile(err, name);
+    if (password) {
+        if ((rc = console_login_policy_get(s, &pol, err)) != 0)
+            return rc;
+        if ((rc = console_login_policy_check(&pol, password, err)) != 0)
+            return rc;
+        if ((rc = console_login_hash(password, CONSOLE_LOGIN_ITERATIONS, hash, sizeof(hash),
+                                     err)) != 0)
+            return rc;
+    }
+    snprintf(created, sizeof(created), "%.3f", replace ? oc : now);
+    snprintf(rs, sizeof(rs), "%d", reset < 0 ? oreset : reset != 0);
+    if (hash[0])
+        r = store__cmdv(s, err, "HSET", key, "hash", hash, "uid", uid, "created", created, "reset",
+                        rs, NULL);
+    else
+        r = store__cmdv(s, err, "HSET", key, "reset", rs, NULL);
+    OPENSSL_cleanse(hash, sizeof(hash));
+    if (!r)
+        return -TY_EREDIS;
+    rc = r->type == REDIS_REPLY_ERROR ? store__reply_err(r, "HSET login", err) : 0;
+    freeReplyObject(r);
+    if (rc == 0 && (r = store__cmdv(s, err, "DEL", fkey, NULL)) != NULL)
+        freeReplyObject(r);
+    return rc;
+}
+
+int console_login_get(struct store *s, const char *name, const char *uid, double *created,
+                      int *reset, struct ty_err *err)
+{
+    char key[LOGIN_KEY_MAX], olduid[64];
+    double c = 0;
+    int rs = 0, rc;
+    if (login__key("login", name, key, sizeof(key)) != 0)
+        return login__no_profile(err, name);
+    rc = login__read(s, key, NULL, 0, olduid, sizeof(olduid), &c, &rs, err);
+    if (rc == -TY_ENOTFOUND || (rc == 0 && strcmp(olduid, uid) != 0))
+        return login__no_profile(err, name);
+    if (rc)
+        return rc;
+    *created = c;
+    *reset = rs;
+    return 0;
+}
+
+int console_login_delete(struct store *s, const char *name, struct ty_err *err)
+{
+    char key[LOGIN_KEY_MAX];
+    redisReply *r;
+    int rc = 0;
+    if (login__key("login", name, key, sizeof(key)) != 0)
+        return login__no_profile(err, name);
+    r = store__cmdv(s, err, "DEL", key, NULL);
+    if (!r)
+        return -TY_EREDIS;
+    if (r->type != REDIS_REPLY_INTEGER)
+        rc = store__reply_err(r, "DEL login", err);
+    else if (r->integer == 0)
+        rc = login__no_profile(err, name);
+    freeReplyObject(r);
+    return rc;
+}
+
+static int login__denied(struct ty_err *err)
+{
+    return ty_err_set(err, TY_EDENIED, NULL,
+                      "Your authentication information is incorrect. Please try again.");
+}
+
+int console_login_attempt(struct store *s, const char *name, const char *uid, const char *password,
+                          int *reset, struct ty_err *err)
+{
+    char key[LOGIN_KEY_MAX], fkey[LOGIN_KEY_MAX], hash[CONSOLE_LOGIN_HASH_MAX], olduid[64];
+    char ttl[16];
+    double created = 0;
+    int rs = 0, rc, ok;
+    long long fails = 0, left = 0;
+    redisReply *r;
+
+    if (login__key("login", name, key, sizeof(key)) != 0 ||
+        login__key("loginfail", name, fkey, sizeof(fkey)) != 0) {
+        console_login_verify(password, LOGIN_DUMMY);
+        return login__denied(err);
+    }
+    /* locked out? */
+    r = store__cmdv(s, err, "GET", fkey, NULL);
+    if (!r)
+        return -TY_EREDIS;
+    if (r->type == REDIS_REPLY_STRING)
+        fails = strtoll(r->str, NULL, 10);
+    freeReplyObject(r);
+    if (fails >= CONSOLE_LOGIN_MAX_FAILS) {
+        r = store__cmdv(s, err, "TTL", fkey, NULL);
+        if (!r)
+            return -TY_EREDIS;
+        left = r->type == REDIS_REPLY_INTEGER ? r->integer : CONSOLE_LOGIN_LOCK_S;
+        freeReplyObject(r);
+        return ty_err_set(err, TY_ETHROTTLE, NULL,
+                          "Too many failed sign-in attempts. Try again in %lld minutes.",
+                          left > 0 ? (left + 59) / 60 : 1);
+    }
+    rc = login__read(s, key, hash, sizeof(hash), olduid, sizeof(olduid), &created, &rs, err);
+    if (rc != 0 && rc != -TY_ENOTFOUND)
+        return rc;
+    if (rc == 0 && uid[0] && strcmp(olduid, uid) == 0) {
+        ok = console_login_verify(password, hash);
+    } else {
+        console_login_verify(password, LOGIN_DUMMY);
+        ok = 0;
+    }
+    OPENSSL_cleanse(hash, sizeof(hash));
+    if (ok) {
+        if ((r = store__cmdv(s, err, "DEL", fkey, NULL)) != NULL)
+            freeReplyObject(r);
+        *reset = rs;
+        return 0;
+    }
+    /* count the failure; the window restarts at each one */
+    snprintf(ttl, sizeof(ttl), "%d", CONSOLE_LOGIN_LOCK_S);
+    r = store__cmdv(s, err, "INCR", fkey, NULL);
+    if (r)
+        freeReplyObject(r);
+    r = store__cmdv(s, err, "EXPIRE", fkey, ttl, NULL);
+    if (r)
+        freeReplyObject(r);
+    return login__denied(err);
+}
+
+int console_login_bootstrap(struct store *s, const char *path, struct ty_err *err)
+{
+    char pw[CONSOLE_LOGIN_PW_MAX + 4];
+    struct store_iam_user u;
+    double created;
+    int reset, rc;
+    size_t n;
+    FILE *f;
+
+    if ((rc = store_iam_user_get(s, "admin", &u, NULL, err)) != 0)
+        return rc;
+    if (console_login_get(s, u.name, u.id, &created, &reset, err) == 0)
+        return 0;
+    ty_err_clear(err);
+    f = fopen(path, "r");
+    if (!f)
+        return ty_err_set(err, TY_EIO, "admin-password-file", "cannot read '%s'", path);
+    if (!fgets(pw, sizeof(pw), f))
+        pw[0] = '\0';
+    fclose(f);
+    n = strcspn(pw, "\r\n");
+    pw[n] = '\0';
+    if (n == 0) {
+        rc = ty_err_set(err, TY_EINVAL, "admin-password-file", "'%s' holds no password", path);
+    } else {
+        rc = console_login_put(s, u.name, u.id, pw, 0, 0, (double)time(NULL), err);
+    }
+    OPENSSL_cleanse(pw, sizeof(pw));
+    return rc;
+}

@@ -1,0 +1,120 @@
+/*
+ * console_login.h - console passwords of IAM users, as AWS's login profiles: the password hash
+ * (a slow KDF with a per-user salt), the account's password policy, and sign-in attempts with
+ * a lock-out after repeated failures.
+ *
+ * Owns: the keys
+ *   ty:iam:login:<lname>      hash: hash (CONSOLE_LOGIN_SCHEME$<iterations>$<salt hex>$<key
+ *                             hex>), uid (the IAM user's id when the profile was made: a user
+ *                             deleted and made again under the same name has no password),
+ *                             created (epoch s), reset ("0"/"1": PasswordResetRequired)
+ *   ty:iam:loginfail:<lname>  counter of failed sign-ins; expires CONSOLE_LOGIN_LOCK_S after
+ *                             the last failure. At CONSOLE_LOGIN_MAX_FAILS the user is locked
+ *                             out until it expires (even with the right password).
+ *   ty:iam:pwpolicy           JSON object: the account password policy (AWS's member names)
+ * The password itself is never stored nor logged.
+ * Does not own: the IAM query API's wire form (ops/iamapi.c calls these), console sessions
+ * (console_auth.c), the IAM users themselves (store_iam.c).
+ * Thread-safety: reentrant; the store is the caller's per-thread connection.
+ */
+#ifndef TY_CP_CONSOLE_LOGIN_H
+#define TY_CP_CONSOLE_LOGIN_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "store.h"
+#include "ty_err.h"
+
+#define CONSOLE_LOGIN_SCHEME     "pbkdf2-sha256"
+#define CONSOLE_LOGIN_ITERATIONS 310000 /* OWASP's figure for PBKDF2-HMAC-SHA256 (2021) */
+#define CONSOLE_LOGIN_SALT       16     /* bytes */
+#define CONSOLE_LOGIN_KEY        32     /* bytes */
+#define CONSOLE_LOGIN_HASH_MAX   160    /* an encoded hash, with the NUL */
+#define CONSOLE_LOGIN_PW_MAX     128    /* IAM's limit on a password's length */
+#define CONSOLE_LOGIN_MAX_FAILS  5      /* failed sign-ins before the lock-out */
+#define CONSOLE_LOGIN_LOCK_S     900    /* lock-out (and failure window), seconds */
+
+/* The account password policy (GetAccountPasswordPolicy's members). */
+struct console_login_policy {
+    int min_length;   /* MinimumPasswordLength, 6..128 */
+    int req_symbols;  /* RequireSymbols */
+    int req_numbers;  /* RequireNumbers */
+    int req_upper;    /* RequireUppercaseCharacters */
+    int req_lower;    /* RequireLowercaseCharacters */
+    int allow_change; /* AllowUsersToChangePassword */
+    int custom;       /* 1 when set by UpdateAccountPasswordPolicy; 0: AWS's default policy */
+};
+
+/* AWS's default policy (no custom one): at least 8 characters, and at least three of upper
+   case, lower case, digits and symbols. OUT: p. */
+void console_login_policy_default(struct console_login_policy *p);
+
+/*
+ * Checks password against p (the default policy's three-of-four rule when !p->custom). 0, or
+ * -TY_EINVAL with field "Password" and a message naming the first rule it breaks ("Password
+ * should have at least one uppercase letter", IAM's PasswordPolicyViolation wording).
+ */
+int console_login_policy_check(const struct console_login_policy *p, const char *password,
+                               struct ty_err *err);
+
+/*
+ * Hashes password with a fresh random salt and iterations rounds of PBKDF2-HMAC-SHA256 into
+ * OUT: out (n >= CONSOLE_LOGIN_HASH_MAX) as "pbkdf2-sha256$<iter>$<salt hex>$<key hex>".
+ * 0, or -TY_EINTERNAL (no randomness, KDF failure), -TY_EINVAL (password too long, n small).
+ */
+int console_login_hash(const char *password, int iterations, char *out, size_t n,
+                       struct ty_err *err);
+
+/* 1 when password matches encoded (a console_login_hash result; constant-time compare), 0
+   when not or when encoded is malformed. */
+int console_login_verify(const char *password, const char *encoded);
+
+/* The account password policy from the store (the default one when none was set). OUT: p. */
+int console_login_policy_get(struct store *s, struct console_login_policy *p, struct ty_err *err);
+/* Stores p as the account policy (custom = 1). 0 or -TY_EREDIS. */
+int console_login_policy_put(struct store *s, const struct console_login_policy *p,
+                             struct ty_err *err);
+/* Removes the custom policy (DeleteAccountPasswordPolicy). 0, -TY_ENOTFOUND, -TY_EREDIS. */
+int console_login_policy_delete(struct store *s, struct ty_err *err);
+
+/*
+ * Gives IAM user name (whose id is uid) a login profile with password (checked against the
+ * account policy, then hashed). replace: 0 = CreateLoginProfile (-TY_EINUSE when one exists),
+ * 1 = UpdateLoginProfile (-TY_ENOTFOUND when none; password NULL keeps the old one). reset:
+ * PasswordResetRequired, -1 = keep (update only). Clears the user's failed sign-ins.
+ * 0, -TY_EINVAL (policy), -TY_EINUSE, -TY_ENOTFOUND, -TY_EREDIS, -TY_EINTERNAL.
+ */
+int console_login_put(struct store *s, const char *name, const char *uid, const char *password,
+                      int replace, int reset, double now, struct ty_err *err);
+
+/* The login profile of name (uid: the user's current id). OUT: *created, *reset. 0 or
+   -TY_ENOTFOUND (none, or one made for an earlier user of that name). */
+int console_login_get(struct store *s, const char *name, const char *uid, double *created,
+                      int *reset, struct ty_err *err);
+
+/* Deletes name's login profile. 0, -TY_ENOTFOUND, -TY_EREDIS. */
+int console_login_delete(struct store *s, const char *name, struct ty_err *err);
+
+/*
+ * One sign-in attempt of IAM user name (uid: its current id, "" when no such user: the KDF
+ * still runs, so an unknown user takes as long as a wrong password). Returns 0 when the
+ * password is right and the user is not locked out (its failures are cleared; OUT: *reset the
+ * PasswordResetRequired flag), or -TY_EDENIED with one message for an unknown user, a user
+ * without a login profile and a wrong password ("Your authentication information is
+ * incorrect. Please try again."), -TY_ETHROTTLE while locked out ("Too many failed sign-in
+ * attempts. Try again in N minutes."), -TY_EREDIS.
+ */
+int console_login_attempt(struct store *s, const char *name, const char *uid, const char *password,
+                          int *reset, struct ty_err *err);
+
+/*
+ * --admin-password-file: gives IAM user "admin" (store_iam_bootstrap_admin's) a login profile
+ * with the first line of the file at path when it has none yet (a later start keeps the one it
+ * has: change it with UpdateLoginProfile). 0 (also when it had one), or -TY_EIO (unreadable
+ * file), -TY_EINVAL (empty, or against the password policy: the message says which rule),
+ * -TY_ENOTFOUND (no admin user), -TY_EREDIS.
+ */
+int console_login_bootstrap(struct store *s, const char *path, struct ty_err *err);
+
+#endif

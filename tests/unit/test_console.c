@@ -1,0 +1,319 @@
+/*
+ * test_console.c - the console's security pieces: the password KDF (PBKDF2-SHA256 with a
+ * per-user salt), the password policy, the CSRF check, the session cookie's attributes and
+ * cookie/form parsing, the form -> operation input mapping; and, against a private
+ * redis-server, login profiles and the lock-out after repeated failures (skipped without
+ * redis-server).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "console.h"
+#include "console_auth.h"
+#include "console_call.h"
+#include "console_login.h"
+#include "redis_fixture.h"
+#include "store.h"
+#include "store_iam.h"
+
+static struct redis_fixture fx;
+static int have_redis;
+
+static void test_kdf(void **state)
+{
+    char h1[CONSOLE_LOGIN_HASH_MAX], h2[CONSOLE_LOGIN_HASH_MAX];
+    struct ty_err err;
+    (void)state;
+    ty_err_clear(&err);
+    assert_int_equal(console_login_hash("S3cret-pw", 1000, h1, sizeof(h1), &err), 0);
+    assert_int_equal(console_login_hash("S3cret-pw", 1000, h2, sizeof(h2), &err), 0);
+    assert_true(strncmp(h1, "pbkdf2-sha256$1000$", 19) == 0);
+    assert_string_not_equal(h1, h2); /* a fresh salt each time */
+    assert_int_equal(strlen(h1), 19 + 32 + 1 + 64);
+    assert_true(console_login_verify("S3cret-pw", h1));
+    assert_true(console_login_verify("S3cret-pw", h2));
+    assert_false(console_login_verify("S3cret-pX", h1));
+    assert_false(console_login_verify("", h1));
+    assert_false(console_login_verify("S3cret-pw", "pbkdf2-sha256$1000$zz$00"));
+    assert_false(console_login_verify("S3cret-pw", "md5$1$00$00"));
+    assert_false(console_login_verify("S3cret-pw", ""));
+    assert_false(console_login_verify(NULL, h1));
+    h1[strlen(h1) - 1] = h1[strlen(h1) - 1] == '0' ? '1' : '0';
+    assert_false(console_login_verify("S3cret-pw", h1));
+    /* the default iteration count is the slow one */
+    assert_true(CONSOLE_LOGIN_ITERATIONS >= 300000);
+    assert_int_not_equal(console_login_hash("x", 1000, h1, 10, &err), 0);
+}
+
+static void test_policy(void **state)
+{
+    struct console_login_policy p;
+    struct ty_err err;
+    (void)state;
+    ty_err_clear(&err);
+    console_login_policy_default(&p);
+    assert_int_equal(console_login_policy_check(&p, "Abcdef1!", &err), 0);
+    assert_int_equal(console_login_policy_check(&p, "abcdefg1!", &err), 0); /* 3 of 4 */
+    assert_int_equal(console_login_policy_check(&p, "Ab1!", &err), -TY_EINVAL);
+    assert_string_equal(err.field, "Password");
+    assert_non_null(strstr(err.msg, "minimum length of 8"));
+    assert_int_equal(console_login_policy_check(&p, "abcdefghij", &err), -TY_EINVAL);
+    assert_non_null(strstr(err.msg, "three of these"));
+    assert_int_equal(console_login_policy_check(&p, "Abcdefg1\n", &err), -TY_EINVAL);
+    p.custom = 1;
+    p.min_length = 10;
+    p.req_symbols = 1;
+    p.req_upper = 1;
+    assert_int_equal(console_login_policy_check(&p, "abcdefghij!", &err), -TY_EINVAL);
+    assert_string_equal(err.msg, "Password should have at least one uppercase letter");
+    assert_int_equal(console_login_policy_check(&p, "Abcdefghijk", &err), -TY_EINVAL);
+    assert_string_equal(err.msg, "Password should have at least one symbol");
+    assert_int_equal(console_login_policy_check(&p, "Abcdefghij!", &err), 0);
+}
+
+/* A request with a Cookie, Origin, Host and a form body. */
+static void mkreq(struct http_request *r, const char *cookie, const char *origin, const char *host,
+                  const char *body)
+{
+    memset(r, 0, sizeof(*r));
+    r->method = "POST";
+    r->path = (char *)"/console/do";
+    r->query = (char *)"";
+    if (cookie) {
+        r->headers[r->nheaders].name = "Cookie";
+        r->headers[r->nheaders++].value = cookie;
+    }
+    if (origin) {
+        r->headers[r->nheaders].name = "Origin";
+        r->headers[r->nheaders++].value = origin;
+    }
+    if (host) {
+        r->headers[r->nheaders].name = "Host";
+        r->headers[r->nheaders++].value = host;
+    }
+    ty_buf_init(&r->body, 65536);
+    if (body)
+        ty_buf_puts(&r->body, body);
+}
+
+static void test_csrf(void **state)
+{
+    struct console_sess s;
+    struct http_request r;
+    const char *tok = "6f1c2a9e0b7d4c3a8e5f6a7b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f70819";
+    char body[256];
+    (void)state;
+    memset(&s, 0, sizeof(s));
+    s.csrf = tok;
+    snprintf(body, sizeof(body), "csrf=%s&op=StopTrainingJob", tok);
+    mkreq(&r, NULL, NULL, "127.0.0.1:8080", body);
+    assert_true(console_auth_csrf_ok(&s, &r));
+    ty_buf_cleanup(&r.body);
+    /* same origin: fine; another site: refused even with the right token */
+    mkreq(&r, NULL, "http://127.0.0.1:8080", "127.0.0.1:8080", body);
+    assert_true(console_auth_csrf_ok(&s, &r));
+    ty_buf_cleanup(&r.body);
+    mkreq(&r, NULL, "http://evil.example", "127.0.0.1:8080", body);
+    assert_false(console_auth_csrf_ok(&s, &r));
+    ty_buf_cleanup(&r.body);
+    /* missing, wrong, truncated, longer tokens */
+    mkreq(&r, NULL, NULL, "h", "op=StopTrainingJob");
+    assert_false(console_auth_csrf_ok(&s, &r));
+    ty_buf_cleanup(&r.body);
+    mkreq(&r, NULL, NULL, "h", "csrf=00&op=x");
+    assert_false(console_auth_csrf_ok(&s, &r));
+    ty_buf_cleanup(&r.body);
+    snprintf(body, sizeof(body), "csrf=%.63s", tok);
+    mkreq(&r, NULL, NULL, "h", body);
+    assert_false(console_auth_csrf_ok(&s, &r));
+    ty_buf_cleanup(&r.body);
+    snprintf(body, sizeof(body), "csrf=%s0", tok);
+    mkreq(&r, NULL, NULL, "h", body);
+    assert_false(console_auth_csrf_ok(&s, &r));
+    ty_buf_cleanup(&r.body);
+    /* a session without a token accepts nothing */
+    s.csrf = NULL;
+    mkreq(&r, NULL, NULL, "h", "csrf=");
+    assert_false(console_auth_csrf_ok(&s, &r));
+    ty_buf_cleanup(&r.body);
+    assert_false(console_auth_same("", ""));
+    assert_true(console_auth_same("ab", "ab"));
+    assert_false(console_auth_same("ab", "abc"));
+}
+
+static void test_cookie(void **state)
+{
+    char c[256], v[80];
+    (void)state;
+    console_auth_cookie(c, sizeof(c), "abc123", 43200, 0);
+    assert_string_equal(c, "ty_console=abc123; Path=/console; Max-Age=43200; HttpOnly; "
+                           "SameSite=Strict");
+    console_auth_cookie(c, sizeof(c), "abc123", 60, 1);
+    assert_non_null(strstr(c, "; Secure"));
+    console_auth_cookie(c, sizeof(c), NULL, 60, 0);
+    assert_true(strncmp(c, "ty_console=; Path=/console; Max-Age=0;", 38) == 0);
+    /* parsing */
+    assert_int_equal(console_cookie("a=1; ty_console=xyz; b=2", "ty_console", v, sizeof(v)), 0);
+    assert_string_equal(v, "xyz");
+    assert_int_equal(console_cookie("xty_console=1", "ty_console", v, sizeof(v)), -1);
+    assert_int_equal(console_cookie("ty_console=", "ty_console", v, sizeof(v)), -1);
+    assert_int_equal(console_cookie("ty_console=\"q\"", "ty_console", v, sizeof(v)), 0);
+    assert_string_equal(v, "q");
+    assert_int_equal(console_cookie("ty_console=0123456789", "ty_console", v, 5), -1);
+    assert_int_equal(console_cookie(NULL, "ty_console", v, sizeof(v)), -1);
+}
+
+static void test_back_and_input(void **state)
+{
+    struct ty_err err;
+    const char *body = "csrf=x&svc=sagemaker&op=CreateDomain&p.DomainName=d1&"
+                       "p.DefaultUserSettings.ExecutionRole=arn%3Aaws%3Aiam%3A%3A1%3Arole%2Fr&"
+                       "l.SubnetIds=subnet-1&n.MaxResults=5&p.Empty=&t.trainyard%3Aiam-user=bob";
+    json_t *in;
+    (void)state;
+    ty_err_clear(&err);
+    assert_true(console_back_ok("/console/domains"));
+    assert_true(console_back_ok("/console/jobs?status=Failed"));
+    assert_false(console_back_ok("https://evil.example/"));
+    assert_false(console_back_ok("/console//evil.example"));
+    assert_false(console_back_ok("/console/x\r\nSet-Cookie: a=b"));
+    assert_false(console_back_ok("/consolex"));
+    assert_false(console_back_ok(NULL));
+    in = console_call_input(body, strlen(body), &err);
+    assert_non_null(in);
+    assert_string_equal(json_string_value(json_object_get(in, "DomainName")), "d1");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(in, "DefaultUserSettings"), "ExecutionRole")),
+                        "arn:aws:iam::1:role/r");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(in, "SubnetIds"), 0)),
+                        "subnet-1");
+    assert_int_equal(json_integer_value(json_object_get(in, "MaxResults")), 5);
+    assert_null(json_object_get(in, "Empty"));
+    assert_null(json_object_get(in, "csrf"));
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(in, "Tags"), 0), "Key")),
+        "trainyard:iam-user");
+    json_decref(in);
+    in = console_call_input("n.MaxResults=5x", 15, &err);
+    assert_null(in);
+    assert_int_equal(err.code, TY_EINVAL);
+    in = console_call_input("p.a..b=1", 8, &err);
+    assert_null(in);
+}
+
+static void test_login_profiles(void **state)
+{
+    struct store *s;
+    struct ty_err err;
+    struct store_iam_user u;
+    double created;
+    int reset = -1, rc;
+    char sid[CONSOLE_AUTH_SID_LEN + 1];
+    (void)state;
+    if (!have_redis)
+        skip();
+    ty_err_clear(&err);
+    s = store_open(fx.url_tcp, &err);
+    assert_non_null(s);
+    memset(&u, 0, sizeof(u));
+    snprintf(u.name, sizeof(u.name), "con-ann");
+    snprintf(u.id, sizeof(u.id), "AIDAANN");
+    snprintf(u.path, sizeof(u.path), "/");
+    snprintf(u.arn, sizeof(u.arn), "arn:aws:iam::000000000000:user/con-ann");
+    assert_int_equal(store_iam_user_create(s, &u, NULL, &err), 0);
+
+    assert_int_equal(console_login_get(s, "con-ann", u.id, &created, &reset, &err), -TY_ENOTFOUND);
+    assert_int_equal(console_login_put(s, "con-ann", u.id, "short", 0, 0, 1000, &err), -TY_EINVAL);
+    assert_int_equal(console_login_put(s, "con-ann", u.id, "Ann-Passw0rd", 0, 1, 1000, &err), 0);
+    assert_int_equal(console_login_put(s, "con-ann", u.id, "Ann-Passw0rd", 0, 0, 1000, &err),
+                     -TY_EINUSE);
+    assert_int_equal(console_login_get(s, "CON-ANN", u.id, &created, &reset, &err), 0);
+    assert_true(created == 1000 && reset == 1);
+    /* another user of the same name (a new id) has no password */
+    assert_int_equal(console_login_get(s, "con-ann", "AIDAOTHER", &created, &reset, &err),
+                     -TY_ENOTFOUND);
+    assert_int_equal(console_login_attempt(s, "con-ann", "AIDAOTHER", "Ann-Passw0rd", &reset, &err),
+                     -TY_EDENIED);
+
+    /* sign-in: right, wrong, then locked out even with the right one */
+    assert_int_equal(console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd", &reset, &err), 0);
+    assert_int_equal(console_login_attempt(s, "nobody", "", "x", &reset, &err), -TY_EDENIED);
+    for (int i = 0; i < CONSOLE_LOGIN_MAX_FAILS; i++) {
+        rc = console_login_attempt(s, "con-ann", u.id, "wrong", &reset, &err);
+        assert_int_equal(rc, -TY_EDENIED);
+        assert_string_equal(err.msg,
+                            "Your authentication information is incorrect. Please try again.");
+    }
+    assert_int_equal(console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd", &reset, &err),
+                     -TY_ETHROTTLE);
+    assert_non_null(strstr(err.msg, "Too many failed sign-in attempts"));
+    /* an administrator's new password lifts the lock-out */
+    assert_int_equal(console_login_put(s, "con-ann", u.id, "Ann-Passw0rd-2", 1, -1, 2000, &err), 0);
+    assert_int_equal(console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd", &reset, &err),
+                     -TY_EDENIED);
+    assert_int_equal(console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd-2", &reset, &err), 0);
+    assert_int_equal(reset, 1); /* kept by the update */
+
+    /* a whole sign-in makes a session with a CSRF token; a wrong account is refused */
+    assert_int_equal(console_auth_login(s, "000000000000", "111111111111", "con-ann",
+                                        "Ann-Passw0rd-2", sid, sizeof(sid), &err),
+                     -TY_EDENIED);
+    assert_int_equal(console_auth_login(s, "000000000000", "000000000000", "con-ann",
+                                        "Ann-Passw0rd-2", sid, sizeof(sid), &err),
+                     0);
+    assert_int_equal(strlen(sid), CONSOLE_AUTH_SID_LEN);
+
+    /* the policy */
+    {
+        struct console_login_policy p;
+        assert_int_equal(console_login_policy_get(s, &p, &err), 0);
+        assert_false(p.custom);
+        p.custom = 1;
+        p.min_length = 12;
+        assert_int_equal(console_login_policy_put(s, &p, &err), 0);
+        assert_int_equal(console_login_put(s, "con-ann", u.id, "Ann-Passw0r", 1, -1, 3000, &err),
+                         -TY_EINVAL);
+        assert_int_equal(console_login_policy_delete(s, &err), 0);
+        assert_int_equal(console_login_policy_delete(s, &err), -TY_ENOTFOUND);
+    }
+    assert_int_equal(console_login_delete(s, "con-ann", &err), 0);
+    assert_int_equal(console_login_delete(s, "con-ann", &err), -TY_ENOTFOUND);
+    store_close(s);
+}
+
+static int setup(void **state)
+{
+    int rc = redis_fixture_start(&fx);
+    (void)state;
+    have_redis = rc == 0;
+    return rc == 0 || rc == 77 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (have_redis)
+        redis_fixture_stop(&fx);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kdf),
+        cmocka_unit_test(test_policy),
+        cmocka_unit_test(test_csrf),
+        cmocka_unit_test(test_cookie),
+        cmocka_unit_test(test_back_and_input),
+        cmocka_unit_test(test_login_profiles),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
