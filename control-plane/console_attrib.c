@@ -1,0 +1,85 @@
+/*
+ * console_attrib.c - a new job's owner profile from the IAM user who created it
+ * (console_attrib.h).
+ */
+#include "console_attrib.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "ops/studio.h"
+#include "store_res.h"
+#include "ty_log.h"
+
+static int attrib__has(json_t *tags, const char *key)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(tags, i, t)
+    {
+        const char *k = json_string_value(json_object_get(t, "Key"));
+        if (k && strcmp(k, key) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int console_attrib_job(struct store *s, const char *principal_arn, const char *region,
+                       const char *account, const char *job_arn, json_t *tags, struct ty_err *err)
+{
+    const char *user, *u;
+    json_t *profiles, *p, *add = NULL;
+    size_t i;
+    int rc = 0;
+
+    if (attrib__has(tags, "sagemaker:user-profile-arn") || !principal_arn ||
+        strncmp(principal_arn, "arn:aws:iam::", 13) != 0 || !(u = strstr(principal_arn, ":user/")))
+        return 0;
+    user = strrchr(u, '/') + 1;
+    if (!*user)
+        return 0;
+    profiles = store_res_list(s, OP_STUDIO_KIND_PROFILE, NULL, NULL, (double)time(NULL),
+                              op_studio_timing(), err);
+    if (!profiles)
+        return -err->code;
+    json_array_foreach(profiles, i, p)
+    {
+        const char *arn = json_string_value(json_object_get(p, "UserProfileArn"));
+        const char *dom = json_string_value(json_object_get(p, "DomainId"));
+        const char *st = json_string_value(json_object_get(p, "Status"));
+        json_t *ptags, *t;
+        size_t k;
+        int mine = 0;
+        if (!arn || !dom || (st && (strcmp(st, "Deleting") == 0 || strcmp(st, "Deleted") == 0)))
+            continue;
+        ptags = store_tags_list(s, arn, err);
+        json_array_foreach(ptags, k, t)
+        {
+            const char *key = json_string_value(json_object_get(t, "Key"));
+            const char *v = json_string_value(json_object_get(t, "Value"));
+            if (key && v && strcmp(key, CONSOLE_ATTRIB_TAG) == 0 && strcasecmp(v, user) == 0)
+                mine = 1;
+        }
+        json_decref(ptags);
+        if (mine) {
+            char darn[512];
+            op_studio_arn(region, account, "domain", dom, darn, sizeof(darn));
+            add = json_pack("[{s:s,s:s},{s:s,s:s}]", "Key", "sagemaker:user-profile-arn", "Value",
+                            arn, "Key", "sagemaker:domain-arn", "Value", darn);
+            break;
+        }
+    }
+    json_decref(profiles);
+    if (add) {
+        ty_err_clear(err);
+        rc = store_tags_add(s, job_arn, add, err);
+        if (rc == 0)
+            ty_log(TY_LOG_INFO, "console.attributed", "job=%s profile=%s", job_arn,
+                   json_string_value(json_object_get(json_array_get(add, 0), "Value")));
+        json_decref(add);
+    }
+    return rc;
+}

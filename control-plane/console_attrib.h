@@ -1,0 +1,35 @@
+/*
+ * console_attrib.h - which user profile a training job belongs to, for the profiler app:
+ * SageMaker Studio tags the jobs it launches with sagemaker:user-profile-arn and
+ * sagemaker:domain-arn; trainyard adds the same tags at CreateTrainingJob when the caller is an
+ * IAM user mapped to a user profile and the request carries no sagemaker:user-profile-arn tag
+ * of its own (an explicit tag always wins: jobs made on someone's behalf keep it).
+ *
+ * The mapping (documented in README's Console section): a user profile tagged
+ *   trainyard:iam-user = <IAM user name>      (case-insensitive; the console's "IAM user it
+ *                                              belongs to" field sets it)
+ * belongs to that IAM user; with several, the first one in creation order wins. A profile
+ * being deleted does not count.
+ * Owns: the lookup and the two tags. Does not own tags' storage (store.c) nor the job.
+ * Thread-safety: reentrant.
+ */
+#ifndef TY_CP_CONSOLE_ATTRIB_H
+#define TY_CP_CONSOLE_ATTRIB_H
+
+#include <jansson.h>
+
+#include "store.h"
+#include "ty_err.h"
+
+#define CONSOLE_ATTRIB_TAG "trainyard:iam-user"
+
+/*
+ * Tags job_arn with the user profile and domain of principal_arn (an IAM user ARN; other
+ * principals: nothing) unless tags (borrowed, the request's, may be NULL) already name a
+ * profile. 0 (also when nothing was added), or a store error (the caller logs it: the job
+ * exists already).
+ */
+int console_attrib_job(struct store *s, const char *principal_arn, const char *region,
+                       const char *account, const char *job_arn, json_t *tags, struct ty_err *err);
+
+#endif
