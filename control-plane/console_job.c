@@ -222,7 +222,17 @@ static void job__page(const struct console_ctx *c, const char *base, const char 
         ty_buf_put_html(&b, job__s(t, "Status"));
         ty_buf_puts(&b, "</strong> <span class=\"when\">");
         console_html_time(&b, s0);
-        ty_buf_puts(&b, "</span> <span class=\"dur\">(");
+        ty_buf_puts(&b, "</span>");
+        if (!json_is_number(e0) &&
+            i + 1 == json_array_size(json_object_get(job, "SecondaryStatusTransitions")) &&
+            strcmp(st, "InProgress") != 0 && strcmp(st, "Stopping") != 0) {
+            /* the final status has no duration */
+            ty_buf_puts(&b, "<br>");
+            ty_buf_put_html(&b, job__s(t, "StatusMessage"));
+            ty_buf_puts(&b, "</li>");
+            continue;
+        }
+        ty_buf_puts(&b, " <span class=\"dur\">(");
         job__dur(&b, json_is_number(s0)
                          ? (json_is_number(e0) ? json_number_value(e0) : (double)time(NULL)) -
                                json_number_value(s0)

@@ -71,7 +71,10 @@
       if (!p.u) {
         p.u = new window.uPlot({
           width: width, height: 220,
-          scales: { x: { time: true } },
+          scales: { x: { time: true, range: function (u, min, max) {
+            /* a job that logged everything within seconds still gets a readable axis */
+            return max - min < 60 ? [min - 30, max + 30] : [min, max];
+          } } },
           series: [
             { label: "Time (UTC)", value: "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}" },
             { label: def.Name, stroke: "#0b5cad", width: 2, points: { show: true, size: 4 } }
