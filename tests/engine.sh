@@ -67,8 +67,16 @@ fi
 mkdir -p "$(dirname "$sock")"
 
 echo "engine.sh: starting podman system service on $sock (log $log)"
-setsid nohup podman --runtime "$runtime" --storage-driver vfs system service --time=0 \
-    "unix://$sock" >>"$log" 2>&1 </dev/null &
+# The service outlives this script: it must not keep the caller's other descriptors (a lock
+# held by `flock`, a pipe a test reads to its end), so they are closed in the child first.
+(
+    for fd in /proc/$BASHPID/fd/*; do
+        fd=${fd##*/}
+        [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null
+    done
+    exec setsid nohup podman --runtime "$runtime" --storage-driver vfs system service --time=0 \
+        "unix://$sock" >>"$log" 2>&1 </dev/null
+) &
 pid=$!
 
 deadline=$((SECONDS + timeout))
