@@ -30,9 +30,13 @@ def keys(credfile):
 
 def client(url, credfile, service="sagemaker"):
     akid, secret = keys(credfile)
-    return boto3.session.Session().client(
+    c = boto3.session.Session().client(
         service, endpoint_url=url, region_name=REGION, aws_access_key_id=akid,
         aws_secret_access_key=secret, config=botocore.config.Config(retries={"max_attempts": 0}))
+    if service == "sagemaker":
+        # job() writes to s3://bench/out: a job whose output bucket is missing fails, as on AWS
+        client(url, credfile, "s3").create_bucket(Bucket="bench")
+    return c
 
 
 def job(name, script, max_runtime=600):

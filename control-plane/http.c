@@ -14,6 +14,7 @@
  */
 #include "http.h"
 
+#include "metrics.h"
 #include "ty_log.h"
 
 #include <arpa/inet.h>
@@ -312,8 +313,14 @@ static enum MHD_Result http__send(struct MHD_Connection *conn, struct http_respo
     else {
         if (resp->content_type)
             MHD_add_response_header(r, "Content-Type", resp->content_type);
-        for (int i = 0; i < resp->nhdr; i++)
-            MHD_add_response_header(r, resp->hdr_name[i], resp->hdr_value[i]);
+        for (int i = 0; i < resp->nhdr; i++) {
+            const char *v = resp->hdr_value[i];
+            /* MHD refuses an empty value; for user metadata (S3's x-amz-meta-* with "") a lone
+               space, optional whitespace that every client strips to the empty value */
+            if ((!v || !v[0]) && strncasecmp(resp->hdr_name[i], "x-amz-meta-", 11) == 0)
+                v = " ";
+            MHD_add_response_header(r, resp->hdr_name[i], v);
+        }
         ret = MHD_queue_response(conn, (unsigned)resp->status, r);
         MHD_destroy_response(r);
     }
@@ -367,7 +374,14 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
     resp.status = 500;
     if (!req->body.data)
         ty_buf_append(&req->body, "", 0);
-    srv->handler(req, &resp, srv->ud);
+    {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        srv->handler(req, &resp, srv->ud);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        metrics_observe(req->metric_service, req->metric_op, resp.status,
+                        (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    }
     return http__send(conn, &resp);
 }
 

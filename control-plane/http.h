@@ -43,6 +43,9 @@ struct http_request {
     char request_id[40];   /* x-amzn-RequestId of this request */
     struct http_sink sink; /* set by the prepare hook to stream the body; zero otherwise */
     int sink_failed;       /* sink.write returned non-zero */
+    /* what metrics.c counts this request under, set by the handler (borrowed static strings;
+       NULL: "other") */
+    const char *metric_service, *metric_op;
 };
 
 struct http_response {

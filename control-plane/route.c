@@ -16,6 +16,8 @@
 #include "authz.h"
 #include "console.h"
 #include "docker.h"
+#include "metrics.h"
+#include "metrics_scrape.h"
 #include "ops/cloudwatch.h"
 #include "ops/iamapi.h"
 #include "ops/ops.h"
@@ -226,6 +228,20 @@ static void route__healthz(const struct route_ctx *rc, struct http_response *res
     json_decref(body);
 }
 
+/* GET /metrics: Prometheus text (metrics_scrape.c), behind --metrics-token when set. */
+static void route__metrics(const struct route_ctx *rc, struct http_request *req,
+                           struct http_response *resp)
+{
+    struct ty_err err;
+    struct store *s;
+
+    ty_err_clear(&err);
+    s = route__thread_store(rc, &err);
+    if (rc->docker_host && !route__docker)
+        route__docker = docker_open(rc->docker_host, &err);
+    metrics_scrape(req, resp, rc->metrics_token, s, route__docker, rc->docker_host != NULL);
+}
+
 /*
  * GET SESSION_CREDENTIALS_PATH: the container credentials endpoint (session.h). The container
  * token in the Authorization header is the authentication; the answer is the JSON that the
@@ -300,7 +316,13 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
 
     ty_err_clear(&err);
     if (strcmp(req->path, "/healthz") == 0 && strcmp(req->method, "GET") == 0) {
+        req->metric_service = "trainyard";
+        req->metric_op = "Healthz";
         route__healthz(rc, resp);
+        return;
+    }
+    if (strcmp(req->path, "/metrics") == 0 && strcmp(req->method, "GET") == 0) {
+        route__metrics(rc, req, resp);
         return;
     }
     if (strcmp(req->path, SESSION_CREDENTIALS_PATH) == 0) { /* the container token is the auth */
@@ -312,11 +334,14 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
     shape = auth_service_of(req);
     if (shape ? strcmp(shape, "s3") == 0 : s3_is_request(req)) {
         /* S3: its own auth, XML errors and streamed bodies (ops/s3.c) */
+        req->metric_service = "s3";
+        req->metric_op = metrics_method(req->method);
         s3_route(req, resp, rc);
         return;
     }
     if (shape ? strcmp(shape, "sts") == 0 : sts_is_request(req)) {
         /* STS: query protocol, XML answers and errors (ops/sts.c) */
+        req->metric_service = "sts";
         sts_route(req, resp, rc);
         return;
     }
@@ -388,6 +413,8 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
         ty_err_set(&err, TY_EUNKNOWNOP, NULL, "Unknown operation %s", opname ? opname : "");
         goto fail;
     }
+    req->metric_service = op->service;
+    req->metric_op = op->name;
     if (strcmp(req->method, "POST") != 0) {
         ty_err_set(&err, TY_EUNKNOWNOP, NULL, "%s must be called with POST", op->name);
         goto fail;

@@ -27,6 +27,7 @@ struct route_ctx {
     const char *s3_dir;                 /* the embedded object store's directory (objstore.h) */
     const struct s3c_config *s3_remote; /* the external store (--s3-endpoint), NULL when none */
     const char *region;                 /* --region: what the console's calls are scoped to */
+    const char *metrics_token;          /* bearer token GET /metrics needs; NULL/"": none */
 };
 
 /* The operation table, for tests (every operation must have an authz.c row): the number of

@@ -95,7 +95,9 @@
     X(s3_secret_key, "s3-secret-access-key", "TRAINYARD_S3_SECRET_ACCESS_KEY", "",                 \
       "secret key for --s3-endpoint; empty: $AWS_SECRET_ACCESS_KEY (prefer a variable to a flag)") \
     X(s3_region, "s3-region", "TRAINYARD_S3_REGION", "",                                           \
-      "region requests to --s3-endpoint are signed for; empty: --region")
+      "region requests to --s3-endpoint are signed for; empty: --region")                          \
+    X(metrics_token, "metrics-token", "TRAINYARD_METRICS_TOKEN", "",                               \
+      "bearer token GET /metrics (Prometheus) requires; empty: /metrics is open")
 
 struct server_cfg {
 #define CFG_FIELD(field, flag, env, def, help) const char *field;
@@ -323,6 +325,7 @@ int main(int argc, char **argv)
     rctx.nagents = nagents;
     rctx.s3_dir = s3_dir;
     rctx.s3_remote = cfg.s3_endpoint[0] ? &s3_remote : NULL;
+    rctx.metrics_token = cfg.metrics_token;
     http = http_start(cfg.listen, threads, &limits, route_handle, &rctx, &err);
     if (!http)
         goto fail;

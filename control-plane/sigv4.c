@@ -1028,7 +1028,8 @@ static int check_time(const struct sigv4_auth *auth, time_t t, time_t now, struc
                           auth->amz_date, hi, cur);
     }
     if (auth->presigned) {
-        if ((long long)now > (long long)t + auth->expires)
+        /* AWS documents X-Amz-Expires as 1..604800: a URL valid for 0 seconds never is */
+        if (auth->expires < 1 || (long long)now > (long long)t + auth->expires)
             return ty_err_set(err, TY_EBADSIG, NULL, "Request has expired");
         return 0;
     }

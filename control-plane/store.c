@@ -463,6 +463,54 @@ int store_ping(struct store *s, struct ty_err *err)
     return rc;
 }
 
+long long store_log_group_created_get(struct store *s, const char *group, struct ty_err *err)
+{
+    char key[STORE_KEY_MAX];
+    redisReply *r;
+    long long v = 0;
+    if (snprintf(key, sizeof(key), "ty:loggroup:%s:created", group) >= (int)sizeof(key))
+        return ty_err_set(err, TY_EINVAL, "logGroupName", "log group name too long"), -1;
+    r = store__cmdv(s, err, "GET", key, NULL);
+    if (!r)
+        return -1;
+    if (r->type == REDIS_REPLY_STRING)
+        v = strtoll(r->str, NULL, 10);
+    freeReplyObject(r);
+    return v;
+}
+
+long long store_log_group_created(struct store *s, const char *group, long long candidate_ms,
+                                  struct ty_err *err)
+{
+    char key[STORE_KEY_MAX], val[32];
+    redisReply *r;
+    if (snprintf(key, sizeof(key), "ty:loggroup:%s:created", group) >= (int)sizeof(key))
+        return ty_err_set(err, TY_EINVAL, "logGroupName", "log group name too long"), -1;
+    snprintf(val, sizeof(val), "%lld", candidate_ms);
+    r = store__cmdv(s, err, "SET", key, val, "NX", NULL);
+    if (!r)
+        return -1;
+    freeReplyObject(r);
+    return store_log_group_created_get(s, group, err);
+}
+
+long store_job_count(struct store *s, const char *status, struct ty_err *err)
+{
+    char key[128];
+    redisReply *r;
+    long n = -1;
+    snprintf(key, sizeof(key), "ty:idx:job:status:%s", status);
+    r = store__cmdv(s, err, "SCARD", key, NULL);
+    if (!r)
+        return -1;
+    if (r->type == REDIS_REPLY_INTEGER)
+        n = (long)r->integer;
+    else
+        store__reply_err(r, "SCARD", err);
+    freeReplyObject(r);
+    return n;
+}
+
 /* ---- small helpers ---- */
 
 static int store_key(char *out, size_t n, const char *a, const char *b, const char *c,

@@ -50,6 +50,8 @@ void store_close(struct store *s);
 void store_set_identity(struct store *s, const char *region, const char *account);
 /* PING. 0 or -TY_EREDIS. */
 int store_ping(struct store *s, struct ty_err *err);
+/* Number of training jobs whose TrainingJobStatus is status (its index set), or -1 (err). */
+long store_job_count(struct store *s, const char *status, struct ty_err *err);
 
 /* ---- training jobs ---- */
 
@@ -149,6 +151,16 @@ long store_log_count(struct store *s, const char *group, const char *stream, str
  */
 json_t *store_log_streams(struct store *s, const char *group, const char *prefix, int by_last_event,
                           int descending, struct ty_err *err);
+
+/*
+ * The creation time (epoch ms) of log group group: the one recorded (ty:loggroup:<group>:created)
+ * or, the first time, candidate_ms, recorded then (SET NX, so concurrent first calls agree).
+ * Returns it, or -1 (err).
+ */
+long long store_log_group_created(struct store *s, const char *group, long long candidate_ms,
+                                  struct ty_err *err);
+/* The recorded creation time of group, 0 when none yet, -1 (err). */
+long long store_log_group_created_get(struct store *s, const char *group, struct ty_err *err);
 
 /*
  * Raw event range of one stream: entries with stream ids in [start_id, end_id] ("-" and "+"

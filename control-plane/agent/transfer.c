@@ -472,23 +472,21 @@ int transfer_download_prefix(struct transfer *t, const char *uri, const char *ro
     return rc;
 }
 
+/* The bucket an upload goes to must exist: SageMaker never creates one, it fails the job. */
 static int transfer_ensure_bucket(struct transfer *t, const char *bucket, struct ty_err *err)
 {
     struct ty_err e2;
-    int rc;
 
     ty_err_clear(&e2);
     if (objstore_bucket_get(t->os, bucket, NULL, &e2) == 0)
         return 0;
     if (e2.code != TY_ENOTFOUND)
         return ty_err_set(err, TY_EIO, NULL, "InternalServerError: object store: %s", e2.msg);
-    /* SageMaker would fail the job; trainyard creates the bucket it was asked to write to. */
-    rc = objstore_bucket_create(t->os, bucket, t->region ? t->region : "us-east-1", &e2);
-    if (rc != 0 && e2.code != TY_EINUSE)
-        return ty_err_set(err, TY_EIO, NULL, "ClientError: cannot create bucket '%s': %s", bucket,
-                          e2.msg);
-    ty_log(TY_LOG_INFO, "agent.bucket.created", "bucket=%s", bucket);
-    return 0;
+    return ty_err_set(err, TY_EINVAL, NULL,
+                      "ClientError: Artifact upload failed: The specified bucket does not exist "
+                      "(bucket '%s'). Create the bucket or choose an existing one in "
+                      "OutputDataConfig.S3OutputPath.",
+                      bucket);
 }
 
 int transfer_put_file(struct transfer *t, const char *src, const char *bucket, const char *key,

@@ -45,19 +45,49 @@ static int lg__group_exists(struct op_ctx *ctx, const char *group, struct ty_err
     return exists;
 }
 
+/*
+ * The training-job group's creationTime (epoch ms): recorded the first time it is asked for,
+ * as the earliest of now and its streams' creation times, then stable. -1 (err).
+ */
+static long long lg__group_created(struct op_ctx *ctx, const char *group, struct ty_err *err)
+{
+    long long have = store_log_group_created_get(ctx->store, group, err), first;
+    json_t *streams, *st;
+    size_t i;
+
+    if (have != 0)
+        return have;
+    first = (long long)(ctx->now * 1000.0);
+    streams = store_log_streams(ctx->store, group, NULL, 0, 0, err);
+    if (!streams)
+        return -1;
+    json_array_foreach(streams, i, st)
+    {
+        long long c = (long long)json_integer_value(json_object_get(st, "creationTime"));
+        if (c > 0 && c < first)
+            first = c;
+    }
+    json_decref(streams);
+    return store_log_group_created(ctx->store, group, first, err);
+}
+
 int op_logs_describe_groups(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
     const char *prefix = lg__str(in, "logGroupNamePrefix");
     json_t *groups = json_array();
     char arn[512];
-    (void)err;
 
     if (!prefix || strncmp(TRAINING_GROUP, prefix, strlen(prefix)) == 0) {
+        long long created = lg__group_created(ctx, TRAINING_GROUP, err);
+        if (created < 0) {
+            json_decref(groups);
+            return -err->code;
+        }
         snprintf(arn, sizeof(arn), "arn:aws:logs:%s:%s:log-group:%s:*", ctx->region,
                  ctx->account_id, TRAINING_GROUP);
-        json_array_append_new(groups,
-                              json_pack("{s:s,s:i,s:i,s:s}", "logGroupName", TRAINING_GROUP,
-                                        "creationTime", 0, "metricFilterCount", 0, "arn", arn));
+        json_array_append_new(groups, json_pack("{s:s,s:I,s:i,s:s}", "logGroupName", TRAINING_GROUP,
+                                                "creationTime", (json_int_t)created,
+                                                "metricFilterCount", 0, "arn", arn));
     }
     *out = json_pack("{s:o}", "logGroups", groups);
     return 0;

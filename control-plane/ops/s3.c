@@ -1015,8 +1015,18 @@ static void s3__create_bucket(struct http_request *req, struct http_response *re
         }
     }
     if (objstore_bucket_create(os, r->bucket, region, &err) != 0) {
-        s3__error_from(req, resp, &err, r);
-        return;
+        struct objstore_bucket bk;
+        struct ty_err e2;
+        ty_err_clear(&e2);
+        /* us-east-1 (the legacy region) answers 200 to the owner re-creating its bucket there;
+           every other region 409 BucketAlreadyOwnedByYou */
+        if (!(err.code == TY_EINUSE && strcmp(err.field, "BucketAlreadyOwnedByYou") == 0 &&
+              strcmp(region, "us-east-1") == 0 &&
+              objstore_bucket_get(os, r->bucket, &bk, &e2) == 0 &&
+              strcmp(bk.region, "us-east-1") == 0)) {
+            s3__error_from(req, resp, &err, r);
+            return;
+        }
     }
     snprintf(loc, sizeof(loc), "/%s", r->bucket);
     s3__empty(req, resp, 200);
@@ -1031,7 +1041,10 @@ static void s3__list_objects(struct http_request *req, struct http_response *res
     const char *token = v2 ? s3__qget(r, "continuation-token") : NULL;
     const char *after = v2 ? s3__qget(r, "start-after") : s3__qget(r, "marker");
     const char *mk = s3__qget(r, "max-keys"), *enc = s3__qget(r, "encoding-type");
+    const char *fo = v2 ? s3__qget(r, "fetch-owner") : NULL;
     int url = enc && strcmp(enc, "url") == 0, max = 1000;
+    /* v1 always names the owner; v2 when asked (fetch-owner=true) */
+    int owner = !v2 || (fo && strcmp(fo, "true") == 0);
     struct objstore_listing l;
     struct ty_err err;
     struct ty_buf b;
@@ -1063,7 +1076,9 @@ static void s3__list_objects(struct http_request *req, struct http_response *res
     ty_buf_puts(&b, S3_XML_HDR "<ListBucketResult xmlns=\"" S3_NS "\"><Name>");
     s3__xml_esc(&b, r->bucket);
     ty_buf_puts(&b, "</Name><Prefix>");
-    s3__list_esc(&b, prefix ? prefix : "", url);
+    /* ListObjects (v1) answers Prefix as sent even with encoding-type=url (botocore decodes
+       it only for v2) */
+    s3__list_esc(&b, prefix ? prefix : "", url && v2);
     ty_buf_puts(&b, "</Prefix>");
     if (v2) {
         if (token) {
@@ -1113,7 +1128,7 @@ static void s3__list_objects(struct http_request *req, struct http_response *res
                       "</Key><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
                       "<Size>%llu</Size><StorageClass>STANDARD</StorageClass>",
                       d, l.e[i].meta.etag, (unsigned long long)l.e[i].meta.size);
-        if (!v2)
+        if (owner)
             ty_buf_puts(&b,
                         "<Owner><ID>trainyard</ID><DisplayName>trainyard</DisplayName></Owner>");
         ty_buf_puts(&b, "</Contents>");

@@ -179,3 +179,104 @@ def test_sigv2_goes_through_iam(s3server, s3, bucket):
     with pytest.raises(ClientError) as e3:
         ghost.get_object(Bucket=bucket, Key="r")
     assert e3.value.response["Error"]["Code"] == "InvalidAccessKeyId"
+
+
+# ---------------------------------------------------------------------------------------------
+# listings, metadata, presigned expiry, CreateBucket
+
+def test_list_v2_fetch_owner(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="o", Body=b"1")
+    assert "Owner" not in s3.list_objects_v2(Bucket=bucket)["Contents"][0]
+    c = s3.list_objects_v2(Bucket=bucket, FetchOwner=True)["Contents"][0]
+    assert c["Owner"]["ID"], c
+    assert s3.list_objects(Bucket=bucket)["Contents"][0]["Owner"]["ID"] == c["Owner"]["ID"]
+
+
+def test_list_v1_encoding_url_prefix_as_sent(s3, bucket):
+    """ListObjects (v1) with EncodingType=url: keys, markers and delimiters are encoded and
+    boto3 decodes them; Prefix comes back as sent (boto3 does not decode it for v1)."""
+    key = "dir a/b+c&d.txt"
+    s3.put_object(Bucket=bucket, Key=key, Body=b"1")
+    r = s3.list_objects(Bucket=bucket, Prefix="dir a/", EncodingType="url")
+    assert r["Prefix"] == "dir a/" and [c["Key"] for c in r["Contents"]] == [key]
+    r = s3.list_objects(Bucket=bucket, Delimiter="/", EncodingType="url")
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["dir a/"]
+    r = s3.list_objects_v2(Bucket=bucket, Prefix="dir a/", EncodingType="url")
+    assert r["Prefix"] == "dir a/" and [c["Key"] for c in r["Contents"]] == [key]
+    # on the wire: v1 Prefix raw, Key encoded
+    url = s3.generate_presigned_url("list_objects", Params={
+        "Bucket": bucket, "Prefix": "dir a/", "EncodingType": "url"}, ExpiresIn=60)
+    body = urllib.request.urlopen(url).read().decode()
+    assert "<Prefix>dir a/</Prefix>" in body and "<Key>dir%20a/b%2Bc%26d.txt</Key>" in body, body
+
+
+def test_empty_user_metadata_kept(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="m", Body=b"1", Metadata={"empty": "", "full": "x"})
+    assert s3.head_object(Bucket=bucket, Key="m")["Metadata"] == {"empty": "", "full": "x"}
+    assert s3.get_object(Bucket=bucket, Key="m")["Metadata"] == {"empty": "", "full": "x"}
+
+
+def test_presigned_v4_expires_zero_and_malformed(s3server, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="e", Body=b"1")
+    v4 = s3server.client("s3", region="us-east-1", s3={"addressing_style": "path"},
+                         signature_version="s3v4")
+    url = v4.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "e"},
+                                    ExpiresIn=0)
+    assert "X-Amz-Expires=0" in url
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(url)
+    body = e.value.read()
+    assert e.value.code == 403 and xml_code(body) == "AccessDenied", body
+    # malformed X-Amz-Expires: 400 AuthorizationQueryParametersError, as AWS answers
+    good = v4.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "e"},
+                                     ExpiresIn=60)
+    assert urllib.request.urlopen(good).read() == b"1"
+    for bad in ("-1", "abc", "604801"):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(good.replace("X-Amz-Expires=60", "X-Amz-Expires=" + bad))
+        body = e.value.read()
+        assert e.value.code == 400 and \
+            xml_code(body) == "AuthorizationQueryParametersError", (bad, body)
+
+
+def test_create_owned_bucket(s3server, s3, bucket):
+    # us-east-1: the owner re-creating its bucket gets 200
+    s3.create_bucket(Bucket=bucket)
+    # elsewhere: 409 BucketAlreadyOwnedByYou
+    w2 = s3server.client("s3", region="us-west-2", s3={"addressing_style": "path"})
+    name = "cpt-" + uuid.uuid4().hex[:12]
+    w2.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    with pytest.raises(ClientError) as e:
+        w2.create_bucket(Bucket=name,
+                         CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    assert e.value.response["Error"]["Code"] == "BucketAlreadyOwnedByYou"
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 409
+
+
+# ---------------------------------------------------------------------------------------------
+# CloudWatch Logs creation times; a job whose output bucket is missing
+
+def test_log_group_creation_time(s3server):
+    logs = s3server.client("logs", region="us-east-1")
+    before = int(time.time() * 1000) - 5000
+    g = [x for x in logs.describe_log_groups()["logGroups"]
+         if x["logGroupName"] == "/aws/sagemaker/TrainingJobs"]
+    assert len(g) == 1 and before <= g[0]["creationTime"] <= int(time.time() * 1000) + 5000, g
+    time.sleep(0.05)
+    again = logs.describe_log_groups(logGroupNamePrefix="/aws/sagemaker")["logGroups"][0]
+    assert again["creationTime"] == g[0]["creationTime"]  # stable, not "now" each time
+
+
+def test_job_with_missing_output_bucket_fails(sm, server):
+    name = "cpt-nobucket-" + uuid.uuid4().hex[:8]
+    bucket = "cpt-missing-" + uuid.uuid4().hex[:8]
+    sm.create_training_job(**H.job_request(name, "echo hi > /opt/ml/model/m.txt",
+                                           output=f"s3://{bucket}/out"))
+    d = H.wait_job(sm, name, timeout=120)
+    assert d["TrainingJobStatus"] == "Failed", d
+    assert "The specified bucket does not exist" in d["FailureReason"], d["FailureReason"]
+    assert bucket in d["FailureReason"]
+    s3 = server.client("s3", region="us-east-1", s3={"addressing_style": "path"})
+    with pytest.raises(ClientError) as e:
+        s3.head_bucket(Bucket=bucket)
+    assert e.value.response["Error"]["Code"] in ("404", "NoSuchBucket")

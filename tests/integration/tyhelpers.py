@@ -234,6 +234,13 @@ class Server:
         os.makedirs(self.data_dir, exist_ok=True)
         self.proc = Proc(self.argv(), env=self.env, log_path=self.log_path)
         self.proc.wait_line("event=server.ready", timeout)
+        # job_request()'s default output bucket: a job whose output bucket is missing fails, as
+        # on SageMaker. Best effort (a server may start without Redis, or with other keys).
+        try:
+            self.client("s3", region="us-east-1",
+                        s3={"addressing_style": "path"}).create_bucket(Bucket="bucket")
+        except Exception:  # noqa: BLE001
+            pass
         return self
 
     def stop(self, timeout=30, sig=signal.SIGTERM):

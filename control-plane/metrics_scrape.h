@@ -1,0 +1,28 @@
+/*
+ * metrics_scrape.h - GET /metrics: the Prometheus text page (format 0.0.4) of one server.
+ *
+ * Owns: the bearer-token check (--metrics-token), and the gauges read at scrape time from
+ * Redis, the queue and the engine: trainyard_up, trainyard_redis_up, trainyard_engine_up,
+ * trainyard_queue_depth, trainyard_training_jobs{status}, trainyard_agents_live,
+ * trainyard_agent_slots{agent} and trainyard_agent_slots_busy{agent}; the request series come
+ * from metrics.c. Does not own the connections it is handed.
+ * Thread-safety: reentrant (per-thread store and engine handles from the caller).
+ */
+#ifndef TY_CP_METRICS_SCRAPE_H
+#define TY_CP_METRICS_SCRAPE_H
+
+#include "http.h"
+
+struct store;
+struct docker;
+
+/*
+ * Answers req into resp: 401 with WWW-Authenticate when token is set and the request's
+ * "Authorization: Bearer <token>" is not it (compared in constant time); else 200 text/plain
+ * version 0.0.4. s (the thread's store, NULL when Redis is unreachable) and d (the engine,
+ * NULL when this server runs no agents) are borrowed; engine_host says whether d applies.
+ */
+void metrics_scrape(struct http_request *req, struct http_response *resp, const char *token,
+                    struct store *s, struct docker *d, int has_engine);
+
+#endif
