@@ -16,6 +16,7 @@ import boto3
 import botocore.auth
 import botocore.awsrequest
 import botocore.config
+import botocore.exceptions
 import botocore.credentials
 
 IMAGE = "trainyard/runtime:0.1.0"
@@ -35,7 +36,11 @@ def client(url, credfile, service="sagemaker"):
         aws_secret_access_key=secret, config=botocore.config.Config(retries={"max_attempts": 0}))
     if service == "sagemaker":
         # job() writes to s3://bench/out: a job whose output bucket is missing fails, as on AWS
-        client(url, credfile, "s3").create_bucket(Bucket="bench")
+        try:
+            client(url, credfile, "s3").create_bucket(Bucket="bench")
+        except botocore.exceptions.ClientError as e:
+            if e.response["Error"]["Code"] != "BucketAlreadyOwnedByYou":
+                raise
     return c
 
 

@@ -1799,9 +1799,149 @@ static int objstore__append_file(int out, const char *src)
     return r < 0 ? -1 : 0;
 }
 
+/* The SHA-256 of file path. OUT: md (32 bytes). 0 or -1 (errno). */
+static int objstore__sha256_file(const char *path, unsigned char *md)
+{
+    unsigned char buf[65536];
+    unsigned int ml = 0;
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
+    ssize_t r;
+
+    if (fd < 0 || !c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1)
+        goto out;
+    while ((r = read(fd, buf, sizeof(buf))) > 0)
+        EVP_DigestUpdate(c, buf, (size_t)r);
+    if (r == 0 && EVP_DigestFinal_ex(c, md, &ml) == 1)
+        rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    EVP_MD_CTX_free(c);
+    return rc;
+}
+
+/* 1 when base64 b (with or without a "-N" suffix) is want (base64, "-N" suffixed). */
+static int objstore__same_ck(const char *b, const char *want)
+{
+    const char *dash = strrchr(want, '-');
+    size_t wl = dash ? (size_t)(dash - want) : strlen(want);
+    return strcmp(b, want) == 0 || (strlen(b) == wl && strncmp(b, want, wl) == 0);
+}
+
+/*
+ * The checksum checks of objstore_mpu_complete_ck over the already matched parts (got[i] is
+ * parts[i]'s stored part). OUT: composite. 0 or InvalidPart / BadDigest / EIO.
+ */
+static int objstore__mpu_checksums(struct objstore *os, const char *id,
+                                   const struct objstore_part *const *got, size_t n,
+                                   const char *const *part_sha256, const char *expect,
+                                   char *composite, struct ty_err *err)
+{
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    unsigned char md[32], all[32];
+    unsigned int ml = 0;
+    char b64[64], src[PATH_MAX];
+    int rc = 0;
+
+    if (!c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(c);
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (objstore__fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got[i]->number) != 0 ||
+            objstore__sha256_file(src, md) != 0) {
+            rc = ty_err_set(err, TY_EIO, NULL, "cannot read part %d: %s", got[i]->number,
+                            strerror(errno));
+            goto out;
+        }
+        if (part_sha256 && part_sha256[i] && part_sha256[i][0]) {
+            EVP_EncodeBlock((unsigned char *)b64, md, 32);
+            if (strcmp(b64, part_sha256[i]) != 0) {
+                rc = ty_err_set(err, TY_EINVAL, "InvalidPart",
+                                "One or more of the specified parts could not be found. The part "
+                                "may not have been uploaded, or the specified checksum may not "
+                                "match the part's checksum.");
+                goto out;
+            }
+        }
+        EVP_DigestUpdate(c, md, 32);
+    }
+    EVP_DigestFinal_ex(c, all, &ml);
+    EVP_EncodeBlock((unsigned char *)b64, all, 32); /* 44 characters */
+    b64[44] = '\0';
+    snprintf(composite, OBJSTORE_CK_SZ, "%.44s-%u", b64, (unsigned)(n % 100000));
+    if (expect && *expect && !objstore__same_ck(expect, composite))
+        rc = ty_err_set(err, TY_EINVAL, "BadDigest",
+                        "The sha256 you specified did not match the calculated checksum.");
+out:
+    EVP_MD_CTX_free(c);
+    return rc;
+}
+
 int objstore_mpu_complete(struct objstore *os, const char *bucket, const char *key, const char *id,
                           const struct objstore_part *parts, size_t n, struct objstore_meta *meta,
                           struct ty_err *err)
+{
+    return objstore_mpu_complete_ck(os, bucket, key, id, parts, n, NULL, NULL, NULL, meta, err);
+}
+
+int objstore_mpu_completed(struct objstore *os, const char *bucket, const char *key, const char *id,
+                           char *etag, char *composite, struct ty_err *err)
+{
+    char rk[96];
+    redisReply *r;
+    json_t *j;
+    int rc = ty_err_set(err, TY_ENOTFOUND, "NoSuchUpload",
+                        "The specified upload does not exist. The upload ID may be invalid, or "
+                        "the upload may have been aborted or completed.");
+
+    if (os->remote)
+        return rc;
+    snprintf(rk, sizeof(rk), "ty:s3:mpudone:%.64s", id);
+    r = store__cmdv(os->st, err, "GET", rk, NULL);
+    if (!r)
+        return -TY_EREDIS;
+    j = r->type == REDIS_REPLY_STRING ? json_loads(r->str, 0, NULL) : NULL;
+    freeReplyObject(r);
+    if (j && json_is_string(json_object_get(j, "b")) && json_is_string(json_object_get(j, "k")) &&
+        strcmp(json_string_value(json_object_get(j, "b")), bucket) == 0 &&
+        strcmp(json_string_value(json_object_get(j, "k")), key) == 0) {
+        const char *e = json_string_value(json_object_get(j, "e"));
+        const char *c = json_string_value(json_object_get(j, "c"));
+        snprintf(etag, 48, "%s", e ? e : "");
+        snprintf(composite, OBJSTORE_CK_SZ, "%s", c ? c : "");
+        rc = 0;
+    }
+    json_decref(j);
+    return rc;
+}
+
+/* Records that upload id completed bucket/key (for a repeated CompleteMultipartUpload). */
+static void objstore__mpu_done(struct objstore *os, const char *bucket, const char *key,
+                               const char *id, const char *etag, const char *composite)
+{
+    char rk[96];
+    struct ty_err e;
+    json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "b", bucket, "k", key, "e", etag, "c",
+                          composite ? composite : "");
+    char *v = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    redisReply *r;
+
+    json_decref(j);
+    if (!v)
+        return;
+    ty_err_clear(&e);
+    snprintf(rk, sizeof(rk), "ty:s3:mpudone:%.64s", id);
+    r = store__cmdv(os->st, &e, "SET", rk, v, "EX", "86400", NULL);
+    freeReplyObject(r);
+    free(v);
+}
+
+int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char *key,
+                             const char *id, const struct objstore_part *parts, size_t n,
+                             const char *const *part_sha256, const char *expect, char *composite,
+                             struct objstore_meta *meta, struct ty_err *err)
 {
     if (objstore__local_only(os, err))
         return -err->code;
@@ -1861,6 +2001,21 @@ int objstore_mpu_complete(struct objstore *os, const char *bucket, const char *k
             goto out;
         }
     }
+    if (composite) {
+        const struct objstore_part **got = calloc(n, sizeof(*got));
+        if (!got) {
+            rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < nh; j++)
+                if (have[j].number == parts[i].number)
+                    got[i] = &have[j];
+        rc = objstore__mpu_checksums(os, id, got, n, part_sha256, expect, composite, err);
+        free(got);
+        if (rc != 0)
+            goto out;
+    }
     c = EVP_MD_CTX_new();
     if (!c || EVP_DigestInit_ex(c, EVP_md5(), NULL) != 1) {
         rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
@@ -1900,6 +2055,7 @@ int objstore_mpu_complete(struct objstore *os, const char *bucket, const char *k
     rc = objstore_put_tmp(os, bucket, key, tmp, etag, total, (int)n, hdrs, meta, err);
     if (rc == 0) {
         tmp[0] = '\0';
+        objstore__mpu_done(os, bucket, key, id, etag, composite);
         objstore__mpu_drop(os, bucket, key, id);
     }
 out:

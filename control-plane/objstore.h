@@ -25,9 +25,9 @@
  * index is written after the rename, under a per-key lock, so a crash leaves either the old or
  * the new object, never a torn one. An index that missed a commit (a crash or a Redis error
  * between the rename and the index write) is repaired by the next read of the key, which finds
- * the file is not the indexed version and indexes it again. A file found at <s3>/<bucket>/<key> that the index lacks
- * (written by the agent or copied by hand) is adopted on first access (HEAD/GET, or a bucket
- * directory seen for the first time), or at once through objstore_put_file.
+ * the file is not the indexed version and indexes it again. A file found at <s3>/<bucket>/<key>
+ * that the index lacks (written by the agent or copied by hand) is adopted on first access
+ * (HEAD/GET, or a bucket directory seen for the first time), or at once through objstore_put_file.
  * Errors: ty_err codes, with err->field set to S3's error code (NoSuchBucket, NoSuchKey,
  * BucketNotEmpty, InvalidPart, ...) so that the S3 layer picks the wire form.
  * Thread-safety: a struct objstore wraps one borrowed struct store (one Redis connection): use
@@ -210,6 +210,25 @@ int objstore_mpu_parts(struct objstore *os, const char *id, struct objstore_part
 int objstore_mpu_complete(struct objstore *os, const char *bucket, const char *key, const char *id,
                           const struct objstore_part *parts, size_t n, struct objstore_meta *meta,
                           struct ty_err *err);
+/*
+ * As objstore_mpu_complete, with SHA-256 checksums (S3's ChecksumSHA256): part_sha256[i]
+ * (base64; NULL, or a NULL/"" entry = not given) must be the SHA-256 of part i's bytes, else
+ * InvalidPart; the composite checksum, base64(SHA-256(the parts' binary SHA-256s)) "-" n, goes
+ * to OUT: composite (OBJSTORE_CK_SZ) and, when expect (base64, with or without "-n") is given,
+ * must equal it, else BadDigest. Both are checked before anything is written.
+ */
+#define OBJSTORE_CK_SZ 64
+int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char *key,
+                             const char *id, const struct objstore_part *parts, size_t n,
+                             const char *const *part_sha256, const char *expect, char *composite,
+                             struct objstore_meta *meta, struct ty_err *err);
+/*
+ * Whether upload id completed bucket/key within the last day (S3 answers a repeated
+ * CompleteMultipartUpload with the same result): 0 with OUT: etag (48) and composite
+ * (OBJSTORE_CK_SZ, "" when none), or -TY_ENOTFOUND (NoSuchUpload), -TY_EREDIS.
+ */
+int objstore_mpu_completed(struct objstore *os, const char *bucket, const char *key, const char *id,
+                           char *etag, char *composite, struct ty_err *err);
 /* Aborts upload id, removing its parts. 0 or -TY_ENOTFOUND (NoSuchUpload). */
 int objstore_mpu_abort(struct objstore *os, const char *bucket, const char *key, const char *id,
                        struct ty_err *err);

@@ -136,6 +136,25 @@ def trainyard_paths():
                     "`reasons` says which."), **body("Health")),
             },
         }},
+        "/metrics": {"get": {
+            "operationId": "Metrics",
+            "summary": "Prometheus metrics (text exposition format 0.0.4)",
+            "description": (
+                "`trainyard_requests_total{service,operation,code}` (code is the status class, "
+                "`2xx`..`5xx`) and the histogram `trainyard_request_duration_seconds{service,"
+                "operation}` per operation; gauges read at scrape time: `trainyard_up`, "
+                "`trainyard_redis_up`, `trainyard_engine_up` (servers with agents), "
+                "`trainyard_queue_depth`, `trainyard_training_jobs{status}`, "
+                "`trainyard_agents_live`, `trainyard_agent_slots{agent}` and "
+                "`trainyard_agent_slots_busy{agent}`. Open unless the server runs with "
+                "`--metrics-token`; then `Authorization: Bearer <token>` is required."),
+            "security": [{}, {"metricsToken": []}],
+            "responses": {
+                "200": {"description": "The metrics page.", "content": {
+                    "text/plain; version=0.0.4; charset=utf-8": {"schema": {"type": "string"}}}},
+                "401": {"description": "`--metrics-token` is set and the request lacks it."},
+            },
+        }},
     }
 
 
@@ -244,6 +263,11 @@ def build(model):
         "paths": paths,
         "components": {
             "securitySchemes": {
+                "metricsToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The server's `--metrics-token` (`TRAINYARD_METRICS_TOKEN`).",
+                },
                 "containerToken": {
                     "type": "apiKey",
                     "in": "header",

@@ -1715,41 +1715,84 @@ static void s3__create_upload(struct http_request *req, struct http_response *re
     json_decref(hdrs);
 }
 
+/* CompleteMultipartUploadResult for bucket/key with etag (and ChecksumSHA256 when composite is
+   not empty). */
+static void s3__complete_result(struct http_request *req, struct http_response *resp,
+                                const struct s3_req *r, const char *etag, const char *composite)
+{
+    struct ty_buf b;
+    const char *host = http_header(req, "Host");
+
+    ty_buf_init(&b, 16384);
+    ty_buf_puts(&b, S3_XML_HDR "<CompleteMultipartUploadResult xmlns=\"" S3_NS "\"><Location>");
+    ty_buf_puts(&b, "http://");
+    s3__xml_esc(&b, host ? host : "localhost");
+    ty_buf_puts(&b, "/");
+    s3__xml_esc(&b, r->bucket);
+    ty_buf_puts(&b, "/");
+    s3__url_esc(&b, r->key);
+    ty_buf_puts(&b, "</Location><Bucket>");
+    s3__xml_esc(&b, r->bucket);
+    ty_buf_puts(&b, "</Bucket><Key>");
+    s3__xml_esc(&b, r->key);
+    ty_buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag>", etag);
+    if (composite && *composite) {
+        ty_buf_puts(&b, "<ChecksumSHA256>");
+        s3__xml_esc(&b, composite);
+        ty_buf_puts(&b, "</ChecksumSHA256><ChecksumType>COMPOSITE</ChecksumType>");
+    }
+    ty_buf_puts(&b, "</CompleteMultipartUploadResult>");
+    s3__xml_resp(req, resp, 200, &b);
+}
+
 static void s3__complete_upload(struct http_request *req, struct http_response *resp,
                                 struct objstore *os, const struct s3_req *r, const char *id)
 {
     const char *in, *in_end, *p, *pi, *pe, *end;
+    const char *expect = http_header(req, "x-amz-checksum-sha256");
+    const char *algo = http_header(req, "x-amz-checksum-algorithm");
     struct objstore_part *parts = NULL;
+    char(*psha)[OBJSTORE_CK_SZ] = NULL;
+    const char **pshap = NULL;
     struct objstore_meta m;
     struct ty_err err;
-    struct ty_buf b;
     size_t n = 0;
     json_t *hdrs = NULL;
+    int want_ck = (expect && *expect) || (algo && strcasecmp(algo, "SHA256") == 0);
+    char composite[OBJSTORE_CK_SZ] = "";
 
     ty_err_clear(&err);
     if (objstore_mpu_get(os, r->bucket, r->key, id, &hdrs, &err) != 0) {
+        char etag[48];
+        struct ty_err e2;
+        ty_err_clear(&e2);
+        /* completed already: S3 answers the same result again */
+        if (err.code == TY_ENOTFOUND &&
+            objstore_mpu_completed(os, r->bucket, r->key, id, etag, composite, &e2) == 0) {
+            s3__complete_result(req, resp, r, etag, composite);
+            return;
+        }
         s3__error_from(req, resp, &err, r);
         return;
     }
     if (req->too_big || !req->body.len) {
-        json_decref(hdrs);
         s3__malformed(req, resp, r);
-        return;
+        goto out;
     }
     end = req->body.data + req->body.len;
     if (!ty_xml_find(req->body.data, end, "CompleteMultipartUpload", &in, &in_end)) {
-        json_decref(hdrs);
         s3__malformed(req, resp, r);
-        return;
+        goto out;
     }
     parts = calloc(OBJSTORE_MAX_PARTS, sizeof(*parts));
-    if (!parts) {
-        json_decref(hdrs);
+    psha = calloc(OBJSTORE_MAX_PARTS, sizeof(*psha));
+    pshap = calloc(OBJSTORE_MAX_PARTS, sizeof(*pshap));
+    if (!parts || !psha || !pshap) {
         s3__error(req, resp, "InternalError", "out of memory", r, NULL);
-        return;
+        goto out;
     }
     for (p = in; (p = ty_xml_find(p, in_end, "Part", &pi, &pe)) != NULL;) {
-        const char *ni, *ne, *ei, *ee;
+        const char *ni, *ne, *ei, *ee, *ci, *ce;
         char num[16];
         char *etag;
         if (n == OBJSTORE_MAX_PARTS || !ty_xml_find(pi, pe, "PartNumber", &ni, &ne) ||
@@ -1769,40 +1812,35 @@ static void s3__complete_upload(struct http_request *req, struct http_response *
         }
         snprintf(parts[n].etag, sizeof(parts[n].etag), "%s", etag);
         free(etag);
+        if (ty_xml_find(pi, pe, "ChecksumSHA256", &ci, &ce)) {
+            char *ck = ty_xml_text(ci, ce);
+            snprintf(psha[n], sizeof(psha[n]), "%s", ck ? ck : "");
+            free(ck);
+            pshap[n] = psha[n];
+            want_ck = 1;
+        }
         n++;
     }
     if (n == 0) {
-        free(parts);
-        json_decref(hdrs);
         s3__malformed(req, resp, r);
-        return;
+        goto out;
     }
-    if (objstore_mpu_complete(os, r->bucket, r->key, id, parts, n, &m, &err) != 0) {
-        free(parts);
-        json_decref(hdrs);
-        s3__error_from(req, resp, &err, r);
-        return;
+    if (objstore_mpu_complete_ck(os, r->bucket, r->key, id, parts, n, pshap, expect,
+                                 want_ck ? composite : NULL, &m, &err) != 0) {
+        if (strcmp(err.field, "BadDigest") == 0)
+            s3__error(req, resp, "BadDigest", err.msg, r, NULL);
+        else
+            s3__error_from(req, resp, &err, r);
+        goto out;
     }
-    free(parts);
-    ty_buf_init(&b, 16384);
-    ty_buf_puts(&b, S3_XML_HDR "<CompleteMultipartUploadResult xmlns=\"" S3_NS "\"><Location>");
-    {
-        const char *host = http_header(req, "Host");
-        ty_buf_puts(&b, "http://");
-        s3__xml_esc(&b, host ? host : "localhost");
-        ty_buf_puts(&b, "/");
-        s3__xml_esc(&b, r->bucket);
-        ty_buf_puts(&b, "/");
-        s3__url_esc(&b, r->key);
-    }
-    ty_buf_puts(&b, "</Location><Bucket>");
-    s3__xml_esc(&b, r->bucket);
-    ty_buf_puts(&b, "</Bucket><Key>");
-    s3__xml_esc(&b, r->key);
-    ty_buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", m.etag);
-    s3__xml_resp(req, resp, 200, &b);
+    s3__complete_result(req, resp, r, m.etag, want_ck ? composite : NULL);
     s3__echo_sse(req, resp, hdrs);
+    objstore_meta_cleanup(&m);
+out:
     json_decref(hdrs);
+    free(parts);
+    free(psha);
+    free(pshap);
 }
 
 static void s3__list_parts(struct http_request *req, struct http_response *resp,

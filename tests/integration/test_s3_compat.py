@@ -280,3 +280,57 @@ def test_job_with_missing_output_bucket_fails(sm, server):
     with pytest.raises(ClientError) as e:
         s3.head_bucket(Bucket=bucket)
     assert e.value.response["Error"]["Code"] in ("404", "NoSuchBucket")
+
+
+# ---------------------------------------------------------------------------------------------
+# multipart: repeated completion, SHA-256 checksums
+
+def test_multipart_sha256_and_repeated_complete(s3, bucket):
+    key = "mp/obj"
+    p1, p2 = os.urandom(5 * 1024 * 1024), b"the tail"
+    d1, d2 = hashlib.sha256(p1).digest(), hashlib.sha256(p2).digest()
+    b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
+    composite = b64(hashlib.sha256(d1 + d2).digest()) + "-2"
+    up = s3.create_multipart_upload(Bucket=bucket, Key=key, ChecksumAlgorithm="SHA256")["UploadId"]
+    e1 = s3.upload_part(Bucket=bucket, Key=key, UploadId=up, PartNumber=1, Body=p1,
+                        ChecksumAlgorithm="SHA256")["ETag"]
+    e2 = s3.upload_part(Bucket=bucket, Key=key, UploadId=up, PartNumber=2, Body=p2,
+                        ChecksumAlgorithm="SHA256")["ETag"]
+    parts = [{"ETag": e1, "PartNumber": 1, "ChecksumSHA256": b64(d1)},
+             {"ETag": e2, "PartNumber": 2, "ChecksumSHA256": b64(d2)}]
+    # a wrong whole-object checksum: 400 BadDigest, the upload stays
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up,
+                                     MultipartUpload={"Parts": parts},
+                                     ChecksumSHA256=b64(hashlib.sha256(b"wrong").digest()))
+    assert e.value.response["Error"]["Code"] == "BadDigest"
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    # a part checksum that is not the part's: InvalidPart
+    bad = [dict(parts[0]), parts[1]]
+    bad[0]["ChecksumSHA256"] = b64(d2)
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up,
+                                     MultipartUpload={"Parts": bad})
+    assert e.value.response["Error"]["Code"] == "InvalidPart"
+    r = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up,
+                                     MultipartUpload={"Parts": parts}, ChecksumSHA256=composite)
+    assert r["ChecksumSHA256"] == composite, r
+    # completing it again answers the same result
+    again = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up,
+                                         MultipartUpload={"Parts": parts})
+    assert (again["ETag"], again["ChecksumSHA256"]) == (r["ETag"], composite)
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == p1 + p2
+    # a plain upload completed twice, too; another key with that id is still NoSuchUpload
+    up2 = s3.create_multipart_upload(Bucket=bucket, Key="mp/plain")["UploadId"]
+    e = s3.upload_part(Bucket=bucket, Key="mp/plain", UploadId=up2, PartNumber=1,
+                       Body=b"x")["ETag"]
+    one = {"Parts": [{"ETag": e, "PartNumber": 1}]}
+    first = s3.complete_multipart_upload(Bucket=bucket, Key="mp/plain", UploadId=up2,
+                                         MultipartUpload=one)
+    second = s3.complete_multipart_upload(Bucket=bucket, Key="mp/plain", UploadId=up2,
+                                          MultipartUpload=one)
+    assert first["ETag"] == second["ETag"] and "ChecksumSHA256" not in second
+    with pytest.raises(ClientError) as ei:
+        s3.complete_multipart_upload(Bucket=bucket, Key="mp/other", UploadId=up2,
+                                     MultipartUpload=one)
+    assert ei.value.response["Error"]["Code"] == "NoSuchUpload"
