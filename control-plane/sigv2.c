@@ -191,13 +191,13 @@ int sigv2_parse(const struct sigv4_request *req, struct sigv4_auth *auth, struct
             return ty_err_set(err, buf[0] ? TY_EBADKEY : TY_EINVAL, "AWSAccessKeyId",
                               "Query-string authentication requires the Signature, Expires and "
                               "AWSAccessKeyId parameters");
-        snprintf(a.access_key, sizeof(a.access_key), "%s", buf);
+        memcpy(a.access_key, buf, strlen(buf) + 1); /* length checked above */
         if (!sigv2_qparam(req->query, "Signature", 0, buf, sizeof(buf)) || !buf[0] ||
             strlen(buf) >= sizeof(a.signature))
             return ty_err_set(err, TY_EINVAL, "Signature",
                               "Query-string authentication requires the Signature, Expires and "
                               "AWSAccessKeyId parameters");
-        snprintf(a.signature, sizeof(a.signature), "%s", buf);
+        memcpy(a.signature, buf, strlen(buf) + 1); /* length checked above */
         if (!sigv2_qparam(req->query, "Expires", 0, buf, sizeof(buf)) || !buf[0])
             return ty_err_set(err, TY_EINVAL, "Expires",
                               "Query-string authentication requires the Signature, Expires and "
