@@ -1,6 +1,7 @@
 // check_report.js REPORT.html - runs the dashboard's script against a stub DOM (node, no
 // browser): the embedded JSON parses, every chart and the timeline draw, and zoom, pan and
-// hover handlers run without throwing. Prints "events N lanes M" on success.
+// hover handlers run without throwing, the charts' time axes carry several labels and hovering a
+// chart shows its values. Prints the page's summary line on success.
 'use strict';
 const fs = require('fs');
 const html = fs.readFileSync(process.argv[2], 'utf8');
@@ -13,7 +14,10 @@ while ((m = re.exec(html))) {
 }
 const code = html.slice(html.lastIndexOf('<script>') + 8, html.lastIndexOf('</script>'));
 let calls = 0;
-const ctx = new Proxy({}, { get: (t, k) => (k in t ? t[k] : () => { calls++; }),
+const texts = [];
+const ctx = new Proxy({}, { get: (t, k) => (k in t ? t[k] : k === 'fillText' ?
+                                              (s) => { calls++; texts.push(String(s)); } :
+                                              () => { calls++; }),
                             set: (t, k, v) => { t[k] = v; return true; } });
 const handlers = {};
 const el = id => ({
@@ -38,4 +42,13 @@ handlers['window:mouseup']();
 handlers['tl:mousemove'](ev);
 handlers['tl:dblclick']();
 if (!calls) throw new Error('nothing drawn');
+// time axes: several labels (ms / s / m:ss)
+const timeLabels = new Set(texts.filter(t => /^\d+(\.\d)? (ms|s)$|^\d+:\d\d$/.test(t)));
+if (timeLabels.size < 3) throw new Error('time axes have ' + timeLabels.size + ' labels');
+// hover on the CPU chart: a tooltip with the time and each series' value
+handlers['c_cpu:mousemove']({ clientX: 300, clientY: 50 });
+if (!/^t = /.test(els.tip.textContent) || !/cpu: [\d.]+ %/.test(els.tip.textContent))
+  throw new Error('no hover values: ' + els.tip.textContent);
+handlers['c_cpu:mouseleave']();
+if (els.tip.style.display !== 'none') throw new Error('tooltip stays');
 console.log(els.meta.textContent);

@@ -20,6 +20,9 @@ grep -q '"schema":"typrof.report/1"' "$DIR/a/summary.json" || fail "summary.json
 "$TYPROF" report "$DIR/a" >/dev/null || fail "report of a CPU-only run"
 grep -q '"name":"command"' "$DIR/a/timeline.trace.json" || fail "no process span"
 grep -q '"ph":"C"' "$DIR/a/timeline.trace.json" || fail "no counters"
+if command -v node >/dev/null 2>&1; then
+    node "$SRC/check_report.js" "$DIR/a/report.html" >/dev/null || fail "CPU-only dashboard script"
+fi
 "$TYPROF" run --out "$DIR/a" -- /nonexistent/cmd 2>/dev/null && fail "missing command ran"
 "$TYPROF" run --interval 1 -- true 2>/dev/null && fail "bad interval accepted"
 

@@ -95,7 +95,7 @@ const T0=t0,T1=t1,LW=220,AX=18;let sy0=0;
 if(!evs.length&&!CS.length)$('tlnote').textContent='no timeline events';
 function draw(){const dpr=window.devicePixelRatio||1,W0=cv.clientWidth||1000,H0=cv.clientHeight||480;cv.width=W0*dpr;cv.height=H0*dpr;g.setTransform&&g.setTransform(dpr,0,0,dpr,0,0);
   const W=W0-LW,k=W/(t1-t0);g.clearRect(0,0,W0,H0);g.font='10px sans-serif';
-  g.strokeStyle='#eee';g.fillStyle='#555';ticks(t0,t1,Math.max(3,Math.floor(W/110))).forEach(t=>{const x=LW+(t-t0)*k;g.beginPath();g.moveTo(x,AX);g.lineTo(x,H0);g.stroke();g.fillText(tlabel((t-T0)/1e6),x+2,12);});
+  g.strokeStyle='#eee';g.fillStyle='#555';ticks(t0-T0,t1-T0,Math.max(3,Math.floor(W/110))).forEach(v=>{const x=LW+(v+T0-t0)*k;if(x<LW)return;g.beginPath();g.moveTo(x,AX);g.lineTo(x,H0);g.stroke();g.fillText(tlabel(v/1e6),x+2,12);});
   CS.forEach(c=>{const ly=c.y-sy0+AX;if(ly>H0||ly+26<AX)return;g.fillStyle='#333';g.fillText(c.name.slice(0,38),4,ly+16);g.fillStyle='rgba(78,121,167,.35)';g.strokeStyle='#4e79a7';g.beginPath();g.moveTo(LW,ly+26);
     c.t.forEach((t,i)=>g.lineTo(LW+(t-t0)*k,ly+26-24*c.v[i]/c.max));g.lineTo(LW+(c.t[c.t.length-1]-t0)*k,ly+26);g.fill();});
   LS.forEach(l=>{const ly=l.y-sy0+AX+14;if(ly>H0||ly+14*l.rows<AX)return;g.fillStyle='#eee';g.fillRect(0,ly-12,W0,1);g.fillStyle='#333';g.fillText(String(l.name).slice(0,40),4,ly);
