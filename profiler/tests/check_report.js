@@ -1,7 +1,7 @@
 // check_report.js REPORT.html - runs the dashboard's script against a stub DOM (node, no
 // browser): the embedded JSON parses, every chart and the timeline draw, and zoom, pan and
-// hover handlers run without throwing, the charts' time axes carry several labels and hovering a
-// chart shows its values. Prints the page's summary line on success.
+// hover handlers run without throwing, the charts' time axes carry several labels, hovering a
+// chart shows its values and dragging zooms. Prints the page's summary line on success.
 'use strict';
 const fs = require('fs');
 const html = fs.readFileSync(process.argv[2], 'utf8');
@@ -49,6 +49,14 @@ if (timeLabels.size < 3) throw new Error('time axes have ' + timeLabels.size + '
 handlers['c_cpu:mousemove']({ clientX: 300, clientY: 50 });
 if (!/^t = /.test(els.tip.textContent) || !/cpu: [\d.]+ %/.test(els.tip.textContent))
   throw new Error('no hover values: ' + els.tip.textContent);
+// drag-select zooms: the axis then starts past 0
+handlers['c_cpu:mousedown']({ clientX: 400, clientY: 50 });
+handlers['c_cpu:mousemove']({ clientX: 700, clientY: 50 });
+texts.length = 0;
+handlers['c_cpu:mouseup']();
+if (texts.includes('0 ms')) throw new Error('zoom did not move the time axis');
+handlers['c_cpu:dblclick']();
+if (!texts.includes('0 ms')) throw new Error('reset did not restore the time axis');
 handlers['c_cpu:mouseleave']();
 if (els.tip.style.display !== 'none') throw new Error('tooltip stays');
 console.log(els.meta.textContent);

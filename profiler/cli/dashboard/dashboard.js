@@ -17,28 +17,35 @@ function ticks(a,b,n){const span=Math.max(b-a,1e-9),raw=span/n,p=Math.pow(10,Mat
 function tlabel(s){if(Math.abs(s)<1)return f(s*1e3,0)+' ms';if(s<120)return f(s,s<10?1:0)+' s';const m=Math.floor(s/60),r=Math.round(s-60*m);
   return m<60?m+':'+String(r).padStart(2,'0'):Math.floor(m/60)+'h'+String(m%60).padStart(2,'0');}
 function vlabel(v){return Math.abs(v)>=1e4?v.toExponential(1):f(v,Math.abs(v)<10&&v%1?1:0);}
-/* a line chart: lines [{n,t,v,c}] (t in s), drawn at the canvas' CSS width; hover shows the values */
+/* a line chart: lines [{n,t,v,c}] (t in s), drawn at the canvas' CSS width; hover shows the
+   values, drag selects a time range to zoom into, double-click resets */
 function chart(id,lines,ymax,unit){
   const c=$(id),g=c.getContext('2d'),lg=$('lg_'+id.slice(2));
   if(lg)lg.innerHTML=lines.map((l,k)=>'<span><i style="background:'+(l.c||COL[k%10])+'"></i>'+esc(l.n)+'</span>').join('');
   let tmax=0,vmax=ymax||0;lines.forEach(l=>{if(l.t.length)tmax=Math.max(tmax,l.t[l.t.length-1]);if(!ymax)l.v.forEach(v=>vmax=Math.max(vmax,v));});
   if(!(tmax>0))tmax=1;if(!(vmax>0))vmax=1;
-  const L=48,R=10,T=8,B=22;let hx=-1;
-  function draw(){const dpr=window.devicePixelRatio||1,W=c.clientWidth||560,H=c.clientHeight||220;c.width=W*dpr;c.height=H*dpr;
-    g.setTransform&&g.setTransform(dpr,0,0,dpr,0,0);g.clearRect(0,0,W,H);g.font='11px sans-serif';g.lineWidth=1;
-    const X=t=>L+(W-L-R)*t/tmax,Y=v=>H-B-(H-B-T)*Math.min(v,vmax)/vmax;
+  const L=48,R=10,T=8,B=22;let hx=-1,lo=0,hi=tmax,sel=null;
+  const W=()=>c.clientWidth||560,tat=x=>lo+(x-L)/(W()-L-R)*(hi-lo);
+  function draw(){const dpr=window.devicePixelRatio||1,Wd=W(),H=c.clientHeight||220;c.width=Wd*dpr;c.height=H*dpr;
+    g.setTransform&&g.setTransform(dpr,0,0,dpr,0,0);g.clearRect(0,0,Wd,H);g.font='11px sans-serif';g.lineWidth=1;
+    const X=t=>L+(Wd-L-R)*(t-lo)/(hi-lo),Y=v=>H-B-(H-B-T)*Math.min(v,vmax)/vmax;
     g.strokeStyle='#e3e3e3';g.fillStyle='#555';
-    ticks(0,vmax,4).forEach(v=>{const y=Y(v);g.beginPath();g.moveTo(L,y);g.lineTo(W-R,y);g.stroke();g.fillText(vlabel(v),2,y+4);});
-    const tt=ticks(0,tmax,Math.max(3,Math.floor((W-L)/90)));
-    tt.forEach(t=>{const x=X(t);g.beginPath();g.moveTo(x,T);g.lineTo(x,H-B);g.stroke();g.fillText(tlabel(t),Math.min(x-12,W-50),H-6);});
+    ticks(0,vmax,4).forEach(v=>{const y=Y(v);g.beginPath();g.moveTo(L,y);g.lineTo(Wd-R,y);g.stroke();g.fillText(vlabel(v),2,y+4);});
+    ticks(lo,hi,Math.max(3,Math.floor((Wd-L)/90))).forEach(t=>{const x=X(t);g.beginPath();g.moveTo(x,T);g.lineTo(x,H-B);g.stroke();g.fillText(tlabel(t),Math.min(x-12,Wd-50),H-6);});
+    g.save&&g.save();g.beginPath();g.rect&&g.rect(L,0,Wd-L-R,H);g.clip&&g.clip();
     lines.forEach((l,k)=>{g.strokeStyle=l.c||COL[k%10];g.lineWidth=1.5;g.beginPath();l.t.forEach((t,i)=>{const x=X(t),y=Y(l.v[i]);i?g.lineTo(x,y):g.moveTo(x,y);});g.stroke();});
+    g.restore&&g.restore();
+    if(sel){g.fillStyle='rgba(78,121,167,.15)';g.fillRect(Math.min(sel.a,sel.b),T,Math.abs(sel.b-sel.a),H-B-T);}
     if(hx>=L){g.strokeStyle='#888';g.lineWidth=1;g.beginPath();g.moveTo(hx,T);g.lineTo(hx,H-B);g.stroke();}
     if(!lines.length){g.fillStyle='#777';g.fillText('no data',L+10,H/2);}}
-  c.addEventListener('mousemove',ev=>{const r=c.getBoundingClientRect(),W=c.clientWidth||560;hx=ev.clientX-r.left;
-    const t=(hx-L)/(W-L-R)*tmax;if(t<0||t>tmax||!lines.length){hideTip();draw();return;}
+  c.addEventListener('mousedown',ev=>{const r=c.getBoundingClientRect();sel={a:ev.clientX-r.left,b:ev.clientX-r.left};});
+  c.addEventListener('mouseup',()=>{if(sel&&Math.abs(sel.b-sel.a)>4){const a=tat(Math.min(sel.a,sel.b)),b=tat(Math.max(sel.a,sel.b));lo=Math.max(0,a);hi=Math.max(lo+1e-3,b);}sel=null;draw();});
+  c.addEventListener('dblclick',()=>{lo=0;hi=tmax;sel=null;draw();});
+  c.addEventListener('mousemove',ev=>{const r=c.getBoundingClientRect();hx=ev.clientX-r.left;if(sel)sel.b=hx;
+    const t=tat(hx);if(t<lo||t>hi||!lines.length){hideTip();draw();return;}
     const rows=lines.map(l=>{let b=0;for(let i=0;i<l.t.length;i++)if(Math.abs(l.t[i]-t)<Math.abs(l.t[b]-t))b=i;return l.n+': '+(l.t.length?vlabel(l.v[b])+(unit||''):'-');});
     showTip(ev.clientX,ev.clientY,'t = '+tlabel(t)+'\n'+rows.join('\n'));draw();});
-  c.addEventListener('mouseleave',()=>{hx=-1;hideTip();draw();});
+  c.addEventListener('mouseleave',()=>{hx=-1;sel=null;hideTip();draw();});
   window.addEventListener('resize',draw);draw();}
 const ser=(n,d)=>M.series[n+'|'+d];
 let cpu=null;for(let k=0;ser('cpu'+k,'CPUUtilization');k++){const s=ser('cpu'+k,'CPUUtilization');if(!cpu)cpu={n:'cpu',t:s.t.slice(),v:s.v.map(()=>0),k:0};cpu.k++;s.v.forEach((v,i)=>{if(i<cpu.v.length)cpu.v[i]+=v;});}
