@@ -156,6 +156,7 @@ fi
 kill "$smi_pid" 2>/dev/null || true
 smi_pid=
 peak_mib=$(sort -n "$work/smi.txt" | tail -1)
+peak_mib=${peak_mib:-$base_mib}
 say "peak device memory (nvidia-smi, all of the above): $((peak_mib - base_mib)) MiB above the idle $base_mib MiB"
 
 # 4d. typrof on a tyc CUDA training run, and the tracing overhead
