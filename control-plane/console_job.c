@@ -463,10 +463,16 @@ void console_job_download(const struct console_ctx *c, const char *query,
         return;
     }
     resp->content_type = "application/octet-stream";
-    snprintf(disp, sizeof(disp), "attachment; filename=\"%.200s\"", base);
-    for (char *p = disp + 22; *p; p++)
-        if (*p == '"' && p[1] != '\0')
-            *p = '_';
+    {
+        char fname[201];
+        size_t k;
+        for (k = 0; base[k] && k + 1 < sizeof(fname); k++)
+            fname[k] = (base[k] == '"' || base[k] == '\\' || (unsigned char)base[k] < 0x20)
+                           ? '_'
+                           : base[k];
+        fname[k] = '\0';
+        snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", fname);
+    }
     http_response_header(resp, "Content-Disposition", disp);
     http_response_header(resp, "Content-Security-Policy", "default-src 'none'; sandbox");
 }
