@@ -48,7 +48,7 @@ void console_html_start(struct ty_buf *b, const char *title, const struct consol
             chtml__nav(b, "/console/jobs", "Training jobs");
             chtml__nav(b, "/console/iam/users", "IAM users");
             chtml__nav(b, "/console/iam/roles", "Roles");
-            chtml__nav(b, "/console/system", "Agents &amp; queue");
+            chtml__nav(b, "/console/system", "Agents, queue, quotas");
         } else {
             chtml__nav(b, "/console/profiler", "My training jobs");
         }

@@ -16,6 +16,7 @@
 #include "console_html.h"
 #include "ops/iamapi.h"
 #include "queue.h"
+#include "quota.h"
 #include "store_iam.h"
 #include "ty_xml.h"
 
@@ -798,7 +799,7 @@ static int pg__system(const struct console_ctx *c, const struct console_banner *
                                        "GPUs",  "Slots in use", NULL};
 
     ty_err_clear(&err);
-    pg__start(&b, c, "Agents and queue", bn);
+    pg__start(&b, c, "Agents, queue and quotas", bn);
     /* who may list training jobs may see what runs them */
     if (console_call(c, "sagemaker", "ListTrainingJobs", in, &out, &err) != 0) {
         console_html_error(&b, &err, NULL);
@@ -833,6 +834,17 @@ static int pg__system(const struct console_ctx *c, const struct console_banner *
                       (long long)json_integer_value(json_object_get(a, "slots")));
     }
     ty_buf_puts(&b, "</tbody></table>\n");
+    {
+        struct quota_limits q;
+        quota_get(&q);
+        ty_buf_puts(&b, "<h2>Quotas</h2>\n<dl class=\"facts\">");
+        ty_buf_printf(&b, "<dt>Training instances per instance type (InProgress)</dt><dd>%ld</dd>",
+                      q.training_instances_per_type);
+        ty_buf_printf(&b, "<dt>User profiles per domain</dt><dd>%ld</dd>", q.profiles_per_domain);
+        ty_buf_printf(&b, "<dt>Apps per user profile</dt><dd>%ld</dd></dl>\n", q.apps_per_user);
+        ty_buf_puts(&b, "<p class=\"hint\">0 means no limit; trainyard-server's --max-* flags set "
+                        "them.</p>\n");
+    }
 done:
     json_decref(agents);
     json_decref(in);

@@ -173,6 +173,10 @@ try {
   api(trainer.akid, trainer.secret, "create-job", jobA, "profiled");
   api(trainer.akid, trainer.secret, "create-job", jobB, "long");
   log(`jobs ${jobA} ${jobB} created`);
+  await admin.goto(URL0 + "/console/system");
+  assert.equal((await admin.locator("#live-agents").textContent()).trim(), "1");
+  assert.ok((await admin.content()).includes("Quotas"));
+  await shot(admin, "system");
 
   // --- the trainer signs in with his password and watches job B live ---
   const tp = await signin(browser, `${P}-ua`, "Trainer-Passw0rd");

@@ -71,10 +71,7 @@
       if (!p.u) {
         p.u = new window.uPlot({
           width: width, height: 220,
-          scales: { x: { time: true, range: function (u, min, max) {
-            /* a job that logged everything within seconds still gets a readable axis */
-            return max - min < 60 ? [min - 30, max + 30] : [min, max];
-          } } },
+          scales: { x: { time: true } },
           series: [
             { label: "Time (UTC)", value: "{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}" },
             { label: def.Name, stroke: "#0b5cad", width: 2, points: { show: true, size: 4 } }
@@ -84,6 +81,12 @@
         }, data, p.area);
       } else {
         p.u.setData(data);
+      }
+      /* a job that logged everything within seconds still gets a readable time axis */
+      var xs = data[0];
+      if (xs.length) {
+        var lo = xs[0], hi = xs[xs.length - 1];
+        if (hi - lo < 60) p.u.setScale("x", { min: lo - 30, max: hi + 30 });
       }
     });
   }
