@@ -175,10 +175,9 @@ def xml_code(body):
 def test_bucket_lifecycle(s3):
     name = "it-life-" + uuid.uuid4().hex[:8]
     s3.create_bucket(Bucket=name)
-    with pytest.raises(ClientError) as e:
-        s3.create_bucket(Bucket=name)
-    assert code_of(e) == "BucketAlreadyOwnedByYou"
-    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 409
+    # us-east-1 answers the owner's second CreateBucket with 200 (409 BucketAlreadyOwnedByYou
+    # elsewhere: test_s3_compat.py)
+    s3.create_bucket(Bucket=name)
     s3.head_bucket(Bucket=name)
     assert name in [b["Name"] for b in s3.list_buckets()["Buckets"]]
     s3.put_object(Bucket=name, Key="x", Body=b"1")
