@@ -1877,7 +1877,10 @@ static void run_record(struct run_ctx *r, int with_exits)
         struct run_host *h = &r->h[i];
         struct reattach_rec_host *rh = &rec.h[i];
         if (!with_exits) {
-            long n = r->s ? store_log_count(r->s, RUN_LOG_GROUP, h->stream, &err) : -1;
+            /* lines still in the outbox would land after the count: unknown then */
+            long n = r->s && (!r->ob || run_outbox_drain(r) == 0)
+                         ? store_log_count(r->s, RUN_LOG_GROUP, h->stream, &err)
+                         : -1;
             h->log_base = n >= 0 ? n : -1;
         }
         run_fmt(rh->stream, sizeof(rh->stream), "%s", h->stream);

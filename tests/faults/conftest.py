@@ -22,3 +22,20 @@ workdir = _it.workdir
 make_server = _it.make_server
 procs = _it.procs
 _responses_match_api_description = _it._responses_match_api_description
+
+_FAULT_LINES = []
+
+
+def pytest_runtest_logreport(report):
+    """Keeps the `FAULT <case>: ...` lines a test printed, whether it passed or not."""
+    if report.when == "call":
+        _FAULT_LINES.extend(l.strip() for l in report.capstdout.splitlines()
+                            if l.startswith("FAULT "))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Every case's counts per terminal state, in one place at the end of the run."""
+    if _FAULT_LINES:
+        terminalreporter.section("fault counts")
+        for line in _FAULT_LINES:
+            terminalreporter.write_line(line)
