@@ -251,6 +251,13 @@ static void *agent_claim_thread(void *arg)
         }
         if (rc >= 0)
             rc = queue_reclaim(s, a->id, min_idle_ms, &item, &err);
+        if (rc == 1 && agent_job_running(item.job, a)) {
+            /* ours again (the server's janitor took it while Redis had lost our heartbeat):
+               its runner here goes on and acknowledges it; no second run */
+            ty_log(TY_LOG_INFO, "agent.claim.already_running", "agent=%s job=%s entry=%s", a->id,
+                   item.job, item.entry_id);
+            continue;
+        }
         if (rc == 1) {
             ty_log(TY_LOG_INFO, "agent.claim.reclaimed", "agent=%s job=%s entry=%s", a->id,
                    item.job, item.entry_id);

@@ -42,6 +42,8 @@ struct janitor {
     struct store *s;
     struct docker *d;
     struct janitor_orphan orphans[JANITOR_ORPHANS];
+    int redis_lost;     /* the last pass could not reach Redis */
+    double quiet_until; /* no action before: agents' heartbeats lost with Redis come back */
 };
 
 static double janitor_now(void)
@@ -157,10 +159,24 @@ static void janitor_pass(struct janitor *j)
     char after[sizeof(it.entry_id)] = "";
     int n = 0;
 
-    if (!j->s && !(j->s = store_open(j->redis_url, &err)))
+    if (!j->s && !(j->s = store_open(j->redis_url, &err))) {
+        j->redis_lost = 1;
         return;
+    }
     if (!(live = queue_agents(j->s, &err)))
         goto broken;
+    if (j->redis_lost) {
+        /* Redis is back, maybe without the agents' heartbeat keys (expired while it was away,
+           or lost with it): a live agent writes its own again within a third of its TTL, so
+           nothing is taken from it before two TTLs have passed */
+        j->redis_lost = 0;
+        j->quiet_until = janitor_now() + 2.0 * j->cfg.heartbeat_ttl_s;
+        ty_log(TY_LOG_INFO, "janitor.redis_back", "quiet_s=%d", 2 * j->cfg.heartbeat_ttl_s);
+    }
+    if (janitor_now() < j->quiet_until) {
+        json_decref(live);
+        return;
+    }
     n = (int)json_array_size(live);
     json_decref(live);
     if (n > 0)
@@ -190,6 +206,7 @@ static void janitor_pass(struct janitor *j)
 broken:
     store_close(j->s);
     j->s = NULL;
+    j->redis_lost = 1;
 }
 
 static void *janitor_thread(void *arg)

@@ -1690,6 +1690,8 @@ static void run_instance_metrics(struct run_ctx *r)
 {
     static const char *const names[] = {"CPUUtilization", "MemoryUtilization", "DiskUtilization"};
 
+    if (!r->s)
+        return; /* Redis away (the connection was dropped): no sample this time */
     for (int i = 0; i < r->nh; i++) {
         struct run_host *h = &r->h[i];
         struct docker_stats cur;
