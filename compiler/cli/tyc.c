@@ -13,8 +13,10 @@ static void usage(void)
         "usage: tyc compile MODEL [--target cpu|cuda] [--emit ir|passes|cuda|ptx|c]\n"
         "                         [--mode eager|compiled] [--disable PASS[,PASS]] [--batch N]\n"
         "                         [--optimizer adam|sgd] [--precision fp32|bf16|fp16]\n"
+        "                         [--threads N]\n"
         "       tyc train [--model MODEL] [--train DIR] [--validation DIR] [--model-dir DIR]\n"
-        "                 [--debug-dir DIR] [--hyperparameters FILE] [key=value ...]\n"
+        "                 [--debug-dir DIR] [--hyperparameters FILE] [--threads N]\n"
+        "                 [key=value ...]\n"
         "                 (--train defaults to /usr/share/datasets/fashion-mnist, or to\n"
         "                 /usr/share/common-licenses for gpt-tiny and bert-tiny; keys are the\n"
         "                 built-in trainer's hyperparameters, e.g. epochs=2\n"
@@ -22,6 +24,7 @@ static void usage(void)
         "       tyc bench [--model MODEL] [--batch N[,N...]] [--steps N] [--warmup N]\n"
         "                 [--cap-mib N] [--optimizer adam|sgd] [--target cpu|cuda]\n"
         "                 [--precision fp32|bf16|fp16] (CUDA compute precision; the CPU is fp32)\n"
+        "                 [--threads N[,N...]] [--modes eager,eager-cached,compiled]\n"
         "MODEL is a JSON file or a built-in name (mlp, mlp-small, mlp-large, cnn, gpt-tiny, "
         "bert-tiny);\n"
         "passes: dce cse simplify epilogue xent ewfuse memplan\n");
@@ -80,6 +83,8 @@ static int cmd_compile(int argc, char **argv)
             }
         } else if (!strcmp(a, "--optimizer") && v)
             o.optimizer = !strcmp(argv[++i], "sgd") ? TYC_SGD : TYC_ADAM;
+        else if (!strcmp(a, "--threads") && v)
+            o.threads = atoi(argv[++i]);
         else if (a[0] != '-' && !model)
             model = a;
         else {
@@ -160,6 +165,10 @@ static int cmd_train(int argc, char **argv)
             static char buf[1100];
             snprintf(buf, sizeof(buf), "model=%s", argv[++i]);
             over[n++] = buf;
+        } else if (!strcmp(a, "--threads") && v) {
+            static char tbuf[64];
+            snprintf(tbuf, sizeof(tbuf), "threads=%s", argv[++i]);
+            over[n++] = tbuf;
         } else if (!strcmp(a, "--train") && v)
             p.train_dir = argv[++i];
         else if (!strcmp(a, "--validation") && v)
@@ -274,10 +283,30 @@ static int max_batch(const struct tyc_model *m, struct tyc_options o, size_t cap
     return lo;
 }
 
+/* 1 when the comma-separated list holds name */
+static int has_token(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    const char *p = list;
+    while ((p = strstr(p, name)) != NULL) {
+        if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+static void print_row(int batch, int threads, const char *mode, const struct result *r)
+{
+    printf("%-6d %-7d %-14s %10.3f %10.3f %10.0f %8d %14zu %14zu\n", batch, threads, mode, r->ms,
+           r->cpu_ms, batch / r->ms * 1e3, r->st.train_kernels, r->st.temp_bytes, r->st.peak_bytes);
+}
+
 static int cmd_bench(int argc, char **argv)
 {
-    const char *model = "mlp", *batches = "64,512";
+    const char *model = "mlp", *batches = "64,512", *threads = "1", *modes = NULL;
     int steps = 30, warmup = 5, cap_mib = 64, i, rc = 0, opt = TYC_ADAM, cuda = 0;
+    int do_eager = 1, do_cached = 1;
     struct tyc_model *m;
     struct tyc_err err = {0};
     char tmp[256], *tok, *save = NULL;
@@ -297,10 +326,18 @@ static int cmd_bench(int argc, char **argv)
             opt = !strcmp(argv[++i], "sgd") ? TYC_SGD : TYC_ADAM;
         else if (!strcmp(a, "--target") && v)
             cuda = !strcmp(argv[++i], "cuda");
+        else if (!strcmp(a, "--threads") && v)
+            threads = argv[++i];
+        else if (!strcmp(a, "--modes") && v)
+            modes = argv[++i];
         else {
             usage();
             return 2;
         }
+    }
+    if (modes) {
+        do_eager = has_token(modes, "eager");
+        do_cached = has_token(modes, "eager-cached");
     }
     if (cuda && !tyc_cuda_available()) {
         printf("target cuda: no libcuda.so.1 or no GPU here; CPU figures only\n");
@@ -316,76 +353,86 @@ static int cmd_bench(int argc, char **argv)
         return 1;
     }
     printf("model=%s optimizer=%s target=cpu steps=%d warmup=%d (medians of wall and thread-cpu "
-           "time per step; synthetic deterministic data; single thread)\n"
+           "time per step; synthetic deterministic data)\n"
            "eager: one kernel per op, fresh malloc per tensor per step; eager-cached: same, but "
            "each tensor keeps its buffer across steps (caching allocator)\n",
            model, opt == TYC_ADAM ? "adam" : "sgd", steps, warmup);
-    printf("%-6s %-14s %10s %10s %10s %8s %14s %14s\n", "batch", "mode", "step_ms", "cpu_ms",
-           "samples/s", "kernels", "temp_bytes", "peak_bytes");
+    printf("%-6s %-7s %-14s %10s %10s %10s %8s %14s %14s\n", "batch", "threads", "mode", "step_ms",
+           "cpu_ms", "samples/s", "kernels", "temp_bytes", "peak_bytes");
     snprintf(tmp, sizeof(tmp), "%s", batches);
     for (tok = strtok_r(tmp, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
-        struct tyc_options o;
-        struct result re, rcmp, rca;
-        tyc_options_init(&o);
-        o.batch = atoi(tok);
-        o.optimizer = opt;
-        o.mode = TYC_EAGER;
-        if (o.batch < 1 || bench_one(m, &o, steps, warmup, &re) < 0) {
-            rc = 1;
-            break;
-        }
-        o.eager_cache = 1;
-        if (bench_one(m, &o, steps, warmup, &rca) < 0) {
-            rc = 1;
-            break;
-        }
-        o.eager_cache = 0;
-        o.mode = TYC_COMPILED;
-        if (bench_one(m, &o, steps, warmup, &rcmp) < 0) {
-            rc = 1;
-            break;
-        }
-        printf("%-6d %-14s %10.3f %10.3f %10.0f %8d %14zu %14zu\n", o.batch, "eager", re.ms,
-               re.cpu_ms, o.batch / re.ms * 1e3, re.st.train_kernels, re.st.temp_bytes,
-               re.st.peak_bytes);
-        printf("%-6d %-14s %10.3f %10.3f %10.0f %8d %14zu %14zu\n", o.batch, "eager-cached", rca.ms,
-               rca.cpu_ms, o.batch / rca.ms * 1e3, rca.st.train_kernels, rca.st.temp_bytes,
-               rca.st.peak_bytes);
-        printf("%-6d %-14s %10.3f %10.3f %10.0f %8d %14zu %14zu\n", o.batch, "compiled", rcmp.ms,
-               rcmp.cpu_ms, o.batch / rcmp.ms * 1e3, rcmp.st.train_kernels, rcmp.st.temp_bytes,
-               rcmp.st.peak_bytes);
-        if (cuda) {
-            struct result ge, gc;
-            o.target = TYC_TARGET_CUDA;
+        char ttmp[128], *ttok, *tsave = NULL;
+        snprintf(ttmp, sizeof(ttmp), "%s", threads);
+        for (ttok = strtok_r(ttmp, ",", &tsave); ttok && rc == 0;
+             ttok = strtok_r(NULL, ",", &tsave)) {
+            struct tyc_options o;
+            struct result re, rcmp, rca;
+            tyc_options_init(&o);
+            o.batch = atoi(tok);
+            o.optimizer = opt;
+            o.threads = atoi(ttok);
+            if (o.batch < 1) {
+                rc = 1;
+                break;
+            }
             o.mode = TYC_EAGER;
-            if (bench_one(m, &o, steps, warmup, &ge) < 0) {
+            if (do_eager && bench_one(m, &o, steps, warmup, &re) < 0) {
                 rc = 1;
                 break;
             }
+            o.eager_cache = 1;
+            if (do_cached && bench_one(m, &o, steps, warmup, &rca) < 0) {
+                rc = 1;
+                break;
+            }
+            o.eager_cache = 0;
             o.mode = TYC_COMPILED;
-            if (bench_one(m, &o, steps, warmup, &gc) < 0) {
+            if (bench_one(m, &o, steps, warmup, &rcmp) < 0) {
                 rc = 1;
                 break;
             }
-            o.target = TYC_TARGET_CPU;
-            printf("%-6d %-14s %10.3f %10.3f %10.0f %8d\n", o.batch, "cuda-eager", ge.ms, ge.cpu_ms,
-                   o.batch / ge.ms * 1e3, ge.st.train_kernels);
-            printf("%-6d %-14s %10.3f %10.3f %10.0f %8d\n", o.batch, "cuda-compiled", gc.ms,
-                   gc.cpu_ms, o.batch / gc.ms * 1e3, gc.st.train_kernels);
-            printf("ratio batch=%d cuda_speedup_vs_cuda_eager=%.2fx\n", o.batch, ge.ms / gc.ms);
+            if (do_eager)
+                print_row(o.batch, rcmp.st.threads, "eager", &re);
+            if (do_cached)
+                print_row(o.batch, rcmp.st.threads, "eager-cached", &rca);
+            print_row(o.batch, rcmp.st.threads, "compiled", &rcmp);
+            if (cuda) {
+                struct result ge, gc;
+                o.target = TYC_TARGET_CUDA;
+                o.mode = TYC_EAGER;
+                if (bench_one(m, &o, steps, warmup, &ge) < 0) {
+                    rc = 1;
+                    break;
+                }
+                o.mode = TYC_COMPILED;
+                if (bench_one(m, &o, steps, warmup, &gc) < 0) {
+                    rc = 1;
+                    break;
+                }
+                o.target = TYC_TARGET_CPU;
+                printf("%-6d %-7s %-14s %10.3f %10.3f %10.0f %8d\n", o.batch, "-", "cuda-eager",
+                       ge.ms, ge.cpu_ms, o.batch / ge.ms * 1e3, ge.st.train_kernels);
+                printf("%-6d %-7s %-14s %10.3f %10.3f %10.0f %8d\n", o.batch, "-", "cuda-compiled",
+                       gc.ms, gc.cpu_ms, o.batch / gc.ms * 1e3, gc.st.train_kernels);
+                printf("ratio batch=%d cuda_speedup_vs_cuda_eager=%.2fx\n", o.batch, ge.ms / gc.ms);
+            }
+            if (do_eager && do_cached)
+                printf("ratio batch=%d threads=%d speedup_vs_eager=%.2fx (cpu %.2fx) "
+                       "speedup_vs_eager_cached=%.2fx (cpu %.2fx) peak_memory=%.2fx "
+                       "temp_memory=%.2fx kernels=%d->%d\n",
+                       o.batch, rcmp.st.threads, re.ms / rcmp.ms, re.cpu_ms / rcmp.cpu_ms,
+                       rca.ms / rcmp.ms, rca.cpu_ms / rcmp.cpu_ms,
+                       (double)rcmp.st.peak_bytes / (double)re.st.peak_bytes,
+                       (double)rcmp.st.temp_bytes / (double)re.st.temp_bytes, re.st.train_kernels,
+                       rcmp.st.train_kernels);
         }
-        printf("ratio batch=%d speedup_vs_eager=%.2fx (cpu %.2fx) speedup_vs_eager_cached=%.2fx "
-               "(cpu %.2fx) peak_memory=%.2fx temp_memory=%.2fx kernels=%d->%d\n",
-               o.batch, re.ms / rcmp.ms, re.cpu_ms / rcmp.cpu_ms, rca.ms / rcmp.ms,
-               rca.cpu_ms / rcmp.cpu_ms, (double)rcmp.st.peak_bytes / (double)re.st.peak_bytes,
-               (double)rcmp.st.temp_bytes / (double)re.st.temp_bytes, re.st.train_kernels,
-               rcmp.st.train_kernels);
     }
-    if (rc == 0) {
+    if (rc == 0 && cap_mib > 0 && do_eager) {
         struct tyc_options o;
         int be, bc;
         tyc_options_init(&o);
         o.optimizer = opt;
+        o.threads = 1;
         o.mode = TYC_EAGER;
         be = max_batch(m, o, (size_t)cap_mib << 20);
         o.mode = TYC_COMPILED;

@@ -132,8 +132,11 @@ struct tyc_options {
                               scaling); the CPU always computes in fp32 */
     int eager_cache;       /* eager: keep each tensor's own buffer across steps (as a caching
                               allocator would) instead of malloc/free of every tensor every step */
+    int threads;           /* CPU threads for the kernels, 0..1024; 0 (default): all online cores
+                              the affinity mask allows. Results are bitwise equal for every
+                              thread count (work is split over independent outputs only) */
 };
-/* Fills defaults: compiled, all passes, cpu, batch 64, adam, lr 1e-3, momentum 0.9. */
+/* Fills defaults: compiled, all passes, cpu, batch 64, adam, lr 1e-3, momentum 0.9, all cores. */
 TY_EXPORT void tyc_options_init(struct tyc_options *o);
 
 struct tyc_session;
@@ -168,6 +171,7 @@ struct tyc_stats {
     size_t temp_bytes;  /* peak bytes of intermediates per step (arena, or eager sum) */
     size_t peak_bytes;  /* param_bytes + temp_bytes + scratch */
     int nodes_before;   /* primitive nodes in the training graph */
+    int threads;        /* CPU threads the session runs its kernels on */
 };
 TY_EXPORT void tyc_session_stats(const struct tyc_session *s, struct tyc_stats *st);
 

@@ -2,7 +2,11 @@
  * hook), elementwise ops, fused elementwise programs (tiles of TILE elements kept in L1),
  * column sums and softmax-cross-entropy. Eager and compiled modes call the same scalar
  * arithmetic in the same order, so they agree bitwise (libtyc is built with -ffp-contract=off:
- * no FMA contraction differs between a fused and an unfused loop). Single-threaded. */
+ * no FMA contraction differs between a fused and an unfused loop). Kernels run on the thread
+ * pool bound by the caller (pool.c; serial when none is bound): work is split only over
+ * independent outputs, and every reduction (column sums, the loss, channel sums, the conv weight
+ * gradient over samples) runs in the same order as the serial loop, so results are bitwise equal
+ * for every thread count. */
 #include "tyc_int.h"
 #include <math.h>
 #include <string.h>
@@ -27,8 +31,14 @@ static float gelu_grad(float dy, float x)
     return dy * (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du);
 }
 
-/* o[i] = op(a[i], b[i]) over n elements; b is NULL, full (bstride 1) or a scalar (bstride 0). */
-static void ew_vec(int op, float f, float *o, const float *a, const float *b, int bs, size_t n)
+/* o[i] = op(a[i], b[i]) over n elements; b is NULL, full (bstride 1) or a scalar (bstride 0).
+ * Cloned for AVX-512 and AVX2 (ifunc): +, -, *, / and sqrt round the same at every vector width
+ * and the transcendental functions stay scalar libm calls, so every clone gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void
+ew_vec(int op, float f, float *o, const float *a, const float *b, int bs, size_t n)
 {
     size_t i;
 #define LOOP(expr)                                                                                 \
@@ -114,33 +124,62 @@ static const float *operand(const struct tyc__tensor *t, size_t full, int lastdi
     return tmp;
 }
 
-static void run_ew(const struct tyc__graph *g, const struct tyc__node *nd, float *scratch)
+/* elements per parallel task of an elementwise kernel (a multiple of TILE) */
+#define EW_CHUNK (64 * TILE)
+
+struct ew_job {
+    const struct tyc__graph *g;
+    const struct tyc__node *nd;
+    const struct tyc__cpu_ctx *c;
+};
+
+static void ew_range(const struct tyc__graph *g, const struct tyc__node *nd, size_t lo, size_t hi,
+                     float *scratch)
 {
     const struct tyc__tensor *o = &g->t[nd->out[0]], *a = &g->t[nd->in[0]];
     const struct tyc__tensor *b = nd->nin > 1 ? &g->t[nd->in[1]] : NULL;
     int lastdim = o->dim[o->nd - 1], bs = 1;
     size_t i0, n;
     if (!b || b->numel == o->numel || b->numel == 1) {
-        ew_vec(nd->op, nd->f, o->data, a->data, b ? b->data : NULL, !b || b->numel != 1, o->numel);
+        size_t boff = b && b->numel != 1 ? lo : 0;
+        ew_vec(nd->op, nd->f, o->data + lo, a->data + lo, b ? b->data + boff : NULL,
+               !b || b->numel != 1, hi - lo);
         return;
     }
-    for (i0 = 0; i0 < o->numel; i0 += TILE) {
+    for (i0 = lo; i0 < hi; i0 += TILE) {
         const float *bp;
-        n = o->numel - i0 < TILE ? o->numel - i0 : TILE;
+        n = hi - i0 < TILE ? hi - i0 : TILE;
         bp = operand(b, o->numel, lastdim, i0, n, scratch, &bs);
         ew_vec(nd->op, nd->f, o->data + i0, a->data + i0, bp, bs, n);
     }
 }
 
-static void run_fused(const struct tyc__graph *g, const struct tyc__node *nd, float *scratch)
+static void ew_task(void *p, int task, int tid)
+{
+    struct ew_job *j = p;
+    size_t full = j->g->t[j->nd->out[0]].numel, lo = (size_t)task * EW_CHUNK;
+    ew_range(j->g, j->nd, lo, full - lo < EW_CHUNK ? full : lo + EW_CHUNK,
+             j->c->local + (size_t)tid * j->c->local_n);
+}
+
+static void run_ew(const struct tyc__graph *g, const struct tyc__node *nd,
+                   const struct tyc__cpu_ctx *c)
+{
+    struct ew_job j = {g, nd, c};
+    size_t full = g->t[nd->out[0]].numel;
+    tyc__pool_run(c->pool, (int)((full + EW_CHUNK - 1) / EW_CHUNK), ew_task, &j);
+}
+
+static void fused_range(const struct tyc__graph *g, const struct tyc__node *nd, size_t lo,
+                        size_t hi, float *scratch)
 {
     const struct tyc__tensor *o0 = &g->t[nd->out[0]];
     size_t full = o0->numel, i0, n;
     int lastdim = o0->dim[o0->nd - 1], k, nreg = nd->nin + nd->nuop;
     const float *reg[TYC_MAXIN + TYC_MAXUOP];
     int rbs[TYC_MAXIN + TYC_MAXUOP];
-    for (i0 = 0; i0 < full; i0 += TILE) {
-        n = full - i0 < TILE ? full - i0 : TILE;
+    for (i0 = lo; i0 < hi; i0 += TILE) {
+        n = hi - i0 < TILE ? hi - i0 : TILE;
         for (k = 0; k < nd->nin; k++)
             reg[k] = operand(&g->t[nd->in[k]], full, lastdim, i0, n, scratch + (size_t)k * TILE,
                              &rbs[k]);
@@ -174,106 +213,90 @@ static void run_fused(const struct tyc__graph *g, const struct tyc__node *nd, fl
     }
 }
 
-/* ---- GEMM ------------------------------------------------------------------------------------ */
-typedef void (*epi_fn)(void *ctx, int r0, int r1);
-
-/* C[M,N] = A(M,K) * B[K,N]; A(i,k) = A[i*sai + k*sak]; every C element is the sum over k in
- * increasing order starting from 0, whatever the blocking. */
-static void gemm_nn(int M, int N, int K, const float *A, size_t sai, size_t sak, const float *B,
-                    float *C, epi_fn epi, void *ctx)
+static void fused_task(void *p, int task, int tid)
 {
-    int i0, j0, k, r;
-    for (i0 = 0; i0 < M; i0 += 4) {
-        int mi = M - i0 < 4 ? M - i0 : 4;
-        for (j0 = 0; j0 + 8 <= N && mi == 4; j0 += 8) {
-            v4f acc[4][2];
-            memset(acc, 0, sizeof(acc));
-            for (k = 0; k < K; k++) {
-                v4f b0, b1;
-                memcpy(&b0, B + (size_t)k * N + j0, sizeof(b0));
-                memcpy(&b1, B + (size_t)k * N + j0 + 4, sizeof(b1));
-                for (r = 0; r < 4; r++) {
-                    float av = A[(size_t)(i0 + r) * sai + (size_t)k * sak];
-                    v4f a = {av, av, av, av};
-                    acc[r][0] += a * b0;
-                    acc[r][1] += a * b1;
-                }
-            }
-            for (r = 0; r < 4; r++) {
-                memcpy(C + (size_t)(i0 + r) * N + j0, &acc[r][0], sizeof(v4f));
-                memcpy(C + (size_t)(i0 + r) * N + j0 + 4, &acc[r][1], sizeof(v4f));
-            }
-        }
-        for (r = 0; r < mi; r++) {
-            int j;
-            for (j = mi == 4 ? j0 : 0; j < N; j++) {
-                float c = 0.0f;
-                for (k = 0; k < K; k++)
-                    c += A[(size_t)(i0 + r) * sai + (size_t)k * sak] * B[(size_t)k * N + j];
-                C[(size_t)(i0 + r) * N + j] = c;
-            }
-        }
-        if (epi)
-            epi(ctx, i0, i0 + mi);
-    }
+    struct ew_job *j = p;
+    size_t full = j->g->t[j->nd->out[0]].numel, lo = (size_t)task * EW_CHUNK;
+    fused_range(j->g, j->nd, lo, full - lo < EW_CHUNK ? full : lo + EW_CHUNK,
+                j->c->local + (size_t)tid * j->c->local_n);
 }
 
-static void gemm_any(int M, int N, int K, const float *A, int ta, const float *B, int tb, float *C,
-                     float *scratch, epi_fn epi, void *ctx)
+static void run_fused(const struct tyc__graph *g, const struct tyc__node *nd,
+                      const struct tyc__cpu_ctx *c)
 {
-    size_t sai = ta ? 1 : (size_t)K, sak = ta ? (size_t)M : 1;
-    if (tb) { /* B is stored [N,K]: transpose into scratch */
-        int k, j;
-        for (k = 0; k < K; k++)
-            for (j = 0; j < N; j++)
-                scratch[(size_t)k * N + j] = B[(size_t)j * K + k];
-        B = scratch;
-    }
-    gemm_nn(M, N, K, A, sai, sak, B, C, epi, ctx);
+    struct ew_job j = {g, nd, c};
+    size_t full = g->t[nd->out[0]].numel;
+    tyc__pool_run(c->pool, (int)((full + EW_CHUNK - 1) / EW_CHUNK), fused_task, &j);
 }
 
+/* ---- GEMM glue ---------------------------------------------------------------------------------
+ */
 void tyc__gemm(int M, int N, int K, const float *A, int ta, const float *B, int tb, float *C,
                float *scratch)
 {
-    gemm_any(M, N, K, A, ta, B, tb, C, scratch, NULL, NULL);
+    const struct tyc__cpu_ctx *c = tyc__pool_bound();
+    if (c)
+        tyc__gemm_par(c, M, N, K, A, ta, B, tb, C, NULL, NULL);
+    else
+        tyc__gemm_serial(M, N, K, A, ta, B, tb, C, scratch, NULL, NULL);
 }
 
 struct epi_ctx {
     const struct tyc__graph *g;
     const struct tyc__node *nd;
-    float *c, *cs;
+    float *c;
     int N;
 };
 
-static void epi_rows(void *p, int r0, int r1)
+/* bias, activation and activation gradient on a finished tile, element by element */
+static void epi_tile(void *p, int r0, int r1, int c0, int c1)
 {
     struct epi_ctx *e = p;
     const struct tyc__node *nd = e->nd;
     const float *bias = nd->epi_bias >= 0 ? e->g->t[nd->in[nd->epi_bias]].data : NULL;
     const float *mask = nd->epi_mask >= 0 ? e->g->t[nd->in[nd->epi_mask]].data : NULL;
+    size_t w = (size_t)(c1 - c0);
     int r;
     for (r = r0; r < r1; r++) {
-        float *row = e->c + (size_t)r * e->N;
+        float *row = e->c + (size_t)r * e->N + c0;
         if (bias)
-            ew_vec(OP_ADD, 0, row, row, bias, 1, (size_t)e->N);
-        if (nd->epi_pre)
-            memcpy(e->g->t[nd->out[nd->epi_pre]].data + (size_t)r * e->N, row,
-                   (size_t)e->N * sizeof(float));
+            ew_vec(OP_ADD, 0, row, row, bias + c0, 1, w);
+        if (nd->epi_pre) /* the pre-activation, kept for the activation's gradient */
+            memcpy(e->g->t[nd->out[nd->epi_pre]].data + (size_t)r * e->N + c0, row,
+                   w * sizeof(float));
         if (nd->epi_act)
-            ew_vec(nd->epi_act, 0, row, row, NULL, 1, (size_t)e->N);
+            ew_vec(nd->epi_act, 0, row, row, NULL, 1, w);
         if (mask)
-            ew_vec(nd->epi_gop, 0, row, row, mask + (size_t)r * e->N, 1, (size_t)e->N);
-        if (e->cs)
-            ew_vec(OP_ADD, 0, e->cs, e->cs, row, 1, (size_t)e->N);
+            ew_vec(nd->epi_gop, 0, row, row, mask + (size_t)r * e->N + c0, 1, w);
     }
 }
 
-static void reduce_cols(const float *x, size_t rows, int C, float *out)
+/* column sums in row order, split over column ranges */
+#define COLS_CHUNK 64
+struct cols_job {
+    const float *x;
+    size_t rows;
+    int C;
+    float *out;
+};
+
+static void cols_task(void *p, int task, int tid)
 {
+    struct cols_job *j = p;
+    int c0 = task * COLS_CHUNK, w = j->C - c0 < COLS_CHUNK ? j->C - c0 : COLS_CHUNK;
     size_t r;
-    memset(out, 0, (size_t)C * sizeof(float));
-    for (r = 0; r < rows; r++)
-        ew_vec(OP_ADD, 0, out, out, x + r * (size_t)C, 1, (size_t)C);
+    (void)tid;
+    memset(j->out + c0, 0, (size_t)w * sizeof(float));
+    for (r = 0; r < j->rows; r++)
+        ew_vec(OP_ADD, 0, j->out + c0, j->out + c0, j->x + r * (size_t)j->C + c0, 1, (size_t)w);
+}
+
+static void reduce_cols(const struct tyc__cpu_ctx *c, const float *x, size_t rows, int C,
+                        float *out)
+{
+    struct cols_job j = {x, rows, C, out};
+    tyc__pool_run(rows * (size_t)C >= 16384 ? c->pool : NULL, (C + COLS_CHUNK - 1) / COLS_CHUNK,
+                  cols_task, &j);
 }
 
 /* ---- softmax cross-entropy ------------------------------------------------------------------- */
@@ -296,6 +319,21 @@ static int label_of(float v, int C)
 {
     int l = (int)v;
     return l < 0 || l >= C ? 0 : l;
+}
+
+struct xent_job {
+    const float *x, *y;
+    int C;
+    float *loss, *grad, gscale;
+};
+
+static void xent_task(void *p, int r, int tid)
+{
+    struct xent_job *j = p;
+    (void)tid;
+    tyc__xent_row(j->x + (size_t)r * j->C, j->C, label_of(j->y[r], j->C),
+                  j->loss ? &j->loss[r] : NULL, j->grad ? j->grad + (size_t)r * j->C : NULL,
+                  j->gscale);
 }
 
 /* ---- convolution (NCHW) as im2col + the GEMM above --------------------------------------------
@@ -362,81 +400,155 @@ static void col2im(const struct convdims *d, const float *col, float *x)
             }
 }
 
-static size_t conv_scratch(const struct convdims *d)
+/* per-thread floats of a convolution task: col (or dcol) + a serial GEMM's workspace */
+static size_t conv_local(const struct convdims *d, int op)
 {
-    /* col + (dcol or a dW partial) + the GEMM's transposed B */
-    size_t a = d->ckk * d->ohow, b = (size_t)d->F * d->ckk;
-    return 2 * a + (a > b ? a : b) + b;
+    size_t sh, pt;
+    if (op == OP_CONV2D)
+        tyc__gemm_ws(d->F, (int)d->ohow, (int)d->ckk, &sh, &pt);
+    else if (op == OP_CONV2D_DX)
+        tyc__gemm_ws((int)d->ckk, (int)d->ohow, d->F, &sh, &pt);
+    else
+        tyc__gemm_ws(d->F, (int)d->ckk, (int)d->ohow, &sh, &pt);
+    return d->ckk * d->ohow + sh + pt;
 }
 
-static void conv2d(const struct tyc__tensor *x, const struct tyc__tensor *w, float *y, int st,
-                   int pad, const struct tyc__tensor *o, const float *bias, int act, float *scratch)
+#define DW_GROUP 16 /* samples whose weight-gradient partials are computed at once */
+
+static size_t conv_shared(const struct convdims *d, int op)
 {
-    struct convdims d = cdims(x, w, o, st, pad);
-    float *col = scratch, *gs = scratch + d.ckk * d.ohow;
-    int n, f;
-    for (n = 0; n < d.N; n++) {
-        float *yn = y + (size_t)n * d.F * d.ohow;
-        im2col(&d, x->data + (size_t)n * d.C * d.H * d.W, col);
-        gemm_any(d.F, (int)d.ohow, (int)d.ckk, w->data, 0, col, 0, yn, gs, NULL, NULL);
-        if (bias) /* epilogue: the same ops as bias_channel and the activation */
-            for (f = 0; f < d.F; f++) {
-                float *row = yn + (size_t)f * d.ohow;
-                ew_vec(OP_ADD, 0, row, row, bias + f, 0, d.ohow);
-                if (act)
-                    ew_vec(act, 0, row, row, NULL, 1, d.ohow);
-            }
+    return op == OP_CONV2D_DW ? (size_t)(d->N < DW_GROUP ? d->N : DW_GROUP) * d->F * d->ckk : 0;
+}
+
+struct conv_job {
+    struct convdims d;
+    const float *x, *w, *dy, *bias;
+    float *y, *part;
+    int act, n0;
+    const struct tyc__cpu_ctx *c;
+};
+
+static void conv_fwd_task(void *p, int n, int tid)
+{
+    struct conv_job *j = p;
+    const struct convdims *d = &j->d;
+    float *col = j->c->local + (size_t)tid * j->c->local_n, *gs = col + d->ckk * d->ohow;
+    float *yn = j->y + (size_t)n * d->F * d->ohow;
+    int f;
+    im2col(d, j->x + (size_t)n * d->C * d->H * d->W, col);
+    tyc__gemm_serial(d->F, (int)d->ohow, (int)d->ckk, j->w, 0, col, 0, yn, gs, NULL, NULL);
+    if (j->bias) /* epilogue: the same ops as bias_channel and the activation */
+        for (f = 0; f < d->F; f++) {
+            float *row = yn + (size_t)f * d->ohow;
+            ew_vec(OP_ADD, 0, row, row, j->bias + f, 0, d->ohow);
+            if (j->act)
+                ew_vec(j->act, 0, row, row, NULL, 1, d->ohow);
+        }
+}
+
+static void conv_dx_task(void *p, int n, int tid)
+{
+    struct conv_job *j = p;
+    const struct convdims *d = &j->d;
+    float *dcol = j->c->local + (size_t)tid * j->c->local_n, *gs = dcol + d->ckk * d->ohow;
+    /* dcol (CKK x OHOW) = W^T (CKK x F) * dY[n] (F x OHOW) */
+    tyc__gemm_serial((int)d->ckk, (int)d->ohow, d->F, j->w, 1, j->dy + (size_t)n * d->F * d->ohow,
+                     0, dcol, gs, NULL, NULL);
+    col2im(d, dcol, j->y + (size_t)n * d->C * d->H * d->W);
+}
+
+static void conv_dw_task(void *p, int i, int tid)
+{
+    struct conv_job *j = p;
+    const struct convdims *d = &j->d;
+    float *col = j->c->local + (size_t)tid * j->c->local_n, *gs = col + d->ckk * d->ohow;
+    int n = j->n0 + i;
+    /* partial (F x CKK) = dY[n] (F x OHOW) * col^T (OHOW x CKK) */
+    im2col(d, j->x + (size_t)n * d->C * d->H * d->W, col);
+    tyc__gemm_serial(d->F, (int)d->ckk, (int)d->ohow, j->dy + (size_t)n * d->F * d->ohow, 0, col, 1,
+                     j->part + (size_t)i * d->F * d->ckk, gs, NULL, NULL);
+}
+
+/* dw = part[0] + part[1] + ... in sample order, split over elements */
+struct dwsum_job {
+    float *dw;
+    const float *part;
+    int first, cnt;
+    size_t len;
+};
+
+static void dwsum_task(void *p, int task, int tid)
+{
+    struct dwsum_job *j = p;
+    size_t lo = (size_t)task * EW_CHUNK, hi = j->len - lo < EW_CHUNK ? j->len : lo + EW_CHUNK;
+    int i;
+    (void)tid;
+    for (i = 0; i < j->cnt; i++) {
+        const float *src = j->part + (size_t)i * j->len + lo;
+        if (j->first && i == 0)
+            memcpy(j->dw + lo, src, (hi - lo) * sizeof(float));
+        else
+            ew_vec(OP_ADD, 0, j->dw + lo, j->dw + lo, src, 1, hi - lo);
     }
 }
 
-static void conv2d_dx(const struct tyc__tensor *dy, const struct tyc__tensor *w, float *dx, int st,
-                      int pad, const struct tyc__tensor *xs, float *scratch)
+static void conv_run(const struct tyc__graph *g, const struct tyc__node *nd,
+                     const struct tyc__cpu_ctx *c)
 {
-    struct convdims d = cdims(xs, w, dy, st, pad);
-    float *dcol = scratch, *gs = scratch + d.ckk * d.ohow;
-    int n;
-    for (n = 0; n < d.N; n++) {
-        /* dcol (CKK x OHOW) = W^T (CKK x F) * dY[n] (F x OHOW) */
-        gemm_any((int)d.ckk, (int)d.ohow, d.F, w->data, 1, dy->data + (size_t)n * d.F * d.ohow, 0,
-                 dcol, gs, NULL, NULL);
-        col2im(&d, dcol, dx + (size_t)n * d.C * d.H * d.W);
+    const struct tyc__tensor *o = &g->t[nd->out[0]];
+    struct conv_job j;
+    memset(&j, 0, sizeof(j));
+    j.c = c;
+    if (nd->op == OP_CONV2D) {
+        j.d = cdims(&g->t[nd->in[0]], &g->t[nd->in[1]], o, nd->stride, nd->pad);
+        j.x = g->t[nd->in[0]].data;
+        j.w = g->t[nd->in[1]].data;
+        j.y = o->data;
+        j.bias = nd->epi_bias >= 0 ? g->t[nd->in[nd->epi_bias]].data : NULL;
+        j.act = nd->epi_act;
+        tyc__pool_run(c->pool, j.d.N, conv_fwd_task, &j);
+    } else if (nd->op == OP_CONV2D_DX) {
+        j.d = cdims(o, &g->t[nd->in[1]], &g->t[nd->in[0]], nd->stride, nd->pad);
+        j.dy = g->t[nd->in[0]].data;
+        j.w = g->t[nd->in[1]].data;
+        j.y = o->data;
+        tyc__pool_run(c->pool, j.d.N, conv_dx_task, &j);
+    } else {
+        struct dwsum_job s;
+        j.d = cdims(&g->t[nd->in[0]], o, &g->t[nd->in[1]], nd->stride, nd->pad);
+        j.x = g->t[nd->in[0]].data;
+        j.dy = g->t[nd->in[1]].data;
+        j.part = c->shared;
+        s.dw = o->data;
+        s.part = c->shared;
+        s.len = (size_t)j.d.F * j.d.ckk;
+        for (j.n0 = 0; j.n0 < j.d.N; j.n0 += DW_GROUP) {
+            int cnt = j.d.N - j.n0 < DW_GROUP ? j.d.N - j.n0 : DW_GROUP;
+            tyc__pool_run(c->pool, cnt, conv_dw_task, &j);
+            s.first = j.n0 == 0;
+            s.cnt = cnt;
+            tyc__pool_run(c->pool, (int)((s.len + EW_CHUNK - 1) / EW_CHUNK), dwsum_task, &s);
+        }
     }
 }
 
-static void conv2d_dw(const struct tyc__tensor *x, const struct tyc__tensor *dy, float *dw, int st,
-                      int pad, const struct tyc__tensor *ws, float *scratch)
+/* max pooling with window = stride = k over planes [p0, p1); the gradient goes to the first
+ * maximum (windows do not overlap: every dx element gets at most one contribution) */
+static void maxpool_planes(const struct tyc__tensor *x, float *y, float *dx, const float *dy, int k,
+                           float *index, int p0, int p1)
 {
-    struct convdims d = cdims(x, ws, dy, st, pad);
-    float *col = scratch, *part = scratch + d.ckk * d.ohow;
-    float *gs =
-        part + (d.ckk * d.ohow > (size_t)d.F * d.ckk ? d.ckk * d.ohow : (size_t)d.F * d.ckk);
-    int n;
-    for (n = 0; n < d.N; n++) {
-        /* dW (F x CKK) += dY[n] (F x OHOW) * col^T (OHOW x CKK) */
-        im2col(&d, x->data + (size_t)n * d.C * d.H * d.W, col);
-        gemm_any(d.F, (int)d.ckk, (int)d.ohow, dy->data + (size_t)n * d.F * d.ohow, 0, col, 1,
-                 n ? part : dw, gs, NULL, NULL);
-        if (n)
-            ew_vec(OP_ADD, 0, dw, dw, part, 1, (size_t)d.F * d.ckk);
-    }
-}
-
-/* max pooling with window = stride = k; the gradient goes to the first maximum */
-static void maxpool(const struct tyc__tensor *x, float *y, float *dx, const float *dy, int k,
-                    float *index)
-{
-    int N = x->dim[0], C = x->dim[1], H = x->dim[2], W = x->dim[3], OH = H / k, OW = W / k;
-    int nc, oh, ow, i, j;
+    int H = x->dim[2], W = x->dim[3], OH = H / k, OW = W / k;
+    int nc, oh, ow, i, jj;
     if (dx)
-        memset(dx, 0, x->numel * sizeof(float));
-    for (nc = 0; nc < N * C; nc++)
+        memset(dx + (size_t)p0 * H * W, 0, (size_t)(p1 - p0) * H * W * sizeof(float));
+    for (nc = p0; nc < p1; nc++)
         for (oh = 0; oh < OH; oh++)
             for (ow = 0; ow < OW; ow++) {
                 const float *p = x->data + (size_t)nc * H * W;
                 int best = (oh * k) * W + ow * k;
                 for (i = 0; i < k; i++)
-                    for (j = 0; j < k; j++) {
-                        int idx = (oh * k + i) * W + ow * k + j;
+                    for (jj = 0; jj < k; jj++) {
+                        int idx = (oh * k + i) * W + ow * k + jj;
                         if (p[idx] > p[best])
                             best = idx;
                     }
@@ -450,65 +562,176 @@ static void maxpool(const struct tyc__tensor *x, float *y, float *dx, const floa
             }
 }
 
+static void pool_idx_grad_planes(const struct tyc__tensor *o, const struct tyc__tensor *dy,
+                                 const float *ix, int k, int p0, int p1)
+{
+    int H = o->dim[2], W = o->dim[3], OH = dy->dim[2], OW = dy->dim[3], oh, ow, nc;
+    memset(o->data + (size_t)p0 * H * W, 0, (size_t)(p1 - p0) * H * W * sizeof(float));
+    for (nc = p0; nc < p1; nc++)
+        for (oh = 0; oh < OH; oh++)
+            for (ow = 0; ow < OW; ow++) {
+                size_t q = ((size_t)nc * OH + oh) * OW + ow;
+                int pos = (int)ix[q];
+                o->data[(size_t)nc * H * W + (size_t)(oh * k + pos / k) * W + ow * k + pos % k] +=
+                    dy->data[q];
+            }
+}
+
+#define PLANES_PER_TASK 16
+struct plane_job {
+    const struct tyc__graph *g;
+    const struct tyc__node *nd;
+    int planes;
+};
+
+static void plane_task(void *p, int task, int tid)
+{
+    struct plane_job *j = p;
+    const struct tyc__graph *g = j->g;
+    const struct tyc__node *nd = j->nd;
+    const struct tyc__tensor *o = &g->t[nd->out[0]];
+    int p0 = task * PLANES_PER_TASK,
+        p1 = p0 + PLANES_PER_TASK < j->planes ? p0 + PLANES_PER_TASK : j->planes;
+    size_t i, hw, lo, hi;
+    (void)tid;
+    switch (nd->op) {
+    case OP_MAXPOOL:
+        maxpool_planes(&g->t[nd->in[0]], o->data, NULL, NULL, nd->stride,
+                       nd->nout > 1 ? g->t[nd->out[1]].data : NULL, p0, p1);
+        break;
+    case OP_MAXPOOL_GRAD:
+        maxpool_planes(&g->t[nd->in[1]], NULL, o->data, g->t[nd->in[0]].data, nd->stride, NULL, p0,
+                       p1);
+        break;
+    case OP_MAXPOOL_GRAD_IDX:
+        pool_idx_grad_planes(o, &g->t[nd->in[0]], g->t[nd->in[1]].data, nd->stride, p0, p1);
+        break;
+    case OP_BIAS_CHAN: {
+        const struct tyc__tensor *x = &g->t[nd->in[0]];
+        const float *b = g->t[nd->in[1]].data;
+        int C = x->dim[1];
+        hw = (size_t)x->dim[2] * x->dim[3];
+        lo = (size_t)p0 * hw;
+        hi = (size_t)p1 * hw;
+        for (i = lo; i < hi; i++)
+            o->data[i] = x->data[i] + b[(i / hw) % (size_t)C];
+        break;
+    }
+    default: { /* OP_REDUCE_CHAN: "planes" are channels; samples, then positions, in order */
+        const struct tyc__tensor *x = &g->t[nd->in[0]];
+        int C = x->dim[1], n, ch;
+        hw = (size_t)x->dim[2] * x->dim[3];
+        for (ch = p0; ch < p1; ch++) {
+            float acc = 0.0f;
+            for (n = 0; n < x->dim[0]; n++) {
+                const float *src = x->data + ((size_t)n * C + ch) * hw;
+                for (i = 0; i < hw; i++)
+                    acc += src[i];
+            }
+            o->data[ch] = acc;
+        }
+        break;
+    }
+    }
+}
+
+static void run_planes(const struct tyc__graph *g, const struct tyc__node *nd,
+                       const struct tyc__cpu_ctx *c, int planes)
+{
+    struct plane_job j = {g, nd, planes};
+    tyc__pool_run(c->pool, (planes + PLANES_PER_TASK - 1) / PLANES_PER_TASK, plane_task, &j);
+}
+
 /* ---- dispatch -------------------------------------------------------------------------------- */
+/* OUT: the node's scratch: shared floats and floats per thread */
+static void node_need(const struct tyc__graph *g, const struct tyc__node *n, size_t *shared,
+                      size_t *local)
+{
+    const struct tyc__tensor *o = &g->t[n->out[0]];
+    *shared = 0;
+    *local = 2 * TILE;
+    if (n->op == OP_MATMUL || n->op == OP_MATMUL_EPI) {
+        const struct tyc__tensor *a = &g->t[n->in[0]];
+        tyc__gemm_ws(o->dim[0], o->dim[1], n->ta ? a->dim[0] : a->dim[1], shared, local);
+    }
+    if (n->op == OP_FUSED_EW)
+        *local = (size_t)(n->nin + n->nuop) * TILE;
+    if (n->op == OP_XENT || n->op == OP_XENT_GRAD || n->op == OP_XENT_FUSED)
+        *shared = (size_t)g->t[n->in[0]].dim[0];
+    if (n->op == OP_CONV2D || n->op == OP_CONV2D_DW) {
+        struct convdims d = cdims(&g->t[n->in[0]], n->op == OP_CONV2D ? &g->t[n->in[1]] : o,
+                                  n->op == OP_CONV2D ? o : &g->t[n->in[1]], 1, 0);
+        *local = conv_local(&d, n->op);
+        *shared = conv_shared(&d, n->op);
+    }
+    if (n->op == OP_CONV2D_DX) {
+        struct convdims d = cdims(o, &g->t[n->in[1]], &g->t[n->in[0]], 1, 0);
+        *local = conv_local(&d, n->op);
+    }
+    if (*local < 2 * TILE)
+        *local = 2 * TILE;
+}
+
+void tyc__cpu_scratch_split(const struct tyc__graph *g, size_t *shared, size_t *local)
+{
+    int i;
+    *shared = 0;
+    *local = 2 * TILE;
+    for (i = 0; i < g->nn; i++) {
+        size_t s, l;
+        node_need(g, &g->n[i], &s, &l);
+        if (s > *shared)
+            *shared = s;
+        if (l > *local)
+            *local = l;
+    }
+}
+
 int tyc__cpu_scratch_need(const struct tyc__graph *g, size_t *floats)
 {
-    size_t need = 2 * TILE;
-    int i;
-    for (i = 0; i < g->nn; i++) {
-        const struct tyc__node *n = &g->n[i];
-        const struct tyc__tensor *o = &g->t[n->out[0]];
-        size_t s = 0;
-        if ((n->op == OP_MATMUL || n->op == OP_MATMUL_EPI) && n->tb)
-            s = g->t[n->in[1]].numel;
-        if (n->op == OP_FUSED_EW)
-            s = (size_t)(n->nin + n->nuop) * TILE;
-        if (n->op != OP_FUSED_EW && tyc__op_is_ew(n->op))
-            s = TILE;
-        if (n->op == OP_CONV2D || n->op == OP_CONV2D_DW) {
-            struct convdims d = cdims(&g->t[n->in[0]], n->op == OP_CONV2D ? &g->t[n->in[1]] : o,
-                                      n->op == OP_CONV2D ? o : &g->t[n->in[1]], 1, 0);
-            s = conv_scratch(&d);
-        }
-        if (n->op == OP_CONV2D_DX) {
-            struct convdims d = cdims(o, &g->t[n->in[1]], &g->t[n->in[0]], 1, 0);
-            s = conv_scratch(&d);
-        }
-        if (s > need)
-            need = s;
-    }
-    *floats = need;
+    size_t s, l;
+    tyc__cpu_scratch_split(g, &s, &l);
+    *floats = s + l;
     return 0;
 }
 
 void tyc__cpu_run_node(const struct tyc__graph *g, const struct tyc__node *nd, float *scratch)
 {
     const struct tyc__tensor *o = &g->t[nd->out[0]];
+    const struct tyc__cpu_ctx *c = tyc__pool_bound();
+    struct tyc__cpu_ctx serial;
     if (tyc__tf_is_op(nd->op)) {
         tyc__tf_cpu_run(g, nd);
         return;
+    }
+    if (!c) { /* no pool bound: one thread, the caller's scratch */
+        size_t sh, lo;
+        node_need(g, nd, &sh, &lo);
+        memset(&serial, 0, sizeof(serial));
+        serial.threads = 1;
+        serial.shared = scratch;
+        serial.local = scratch + sh;
+        serial.local_n = lo;
+        c = &serial;
     }
     switch (nd->op) {
     case OP_MATMUL:
     case OP_MATMUL_EPI: {
         const struct tyc__tensor *a = &g->t[nd->in[0]], *b = &g->t[nd->in[1]];
         int M = o->dim[0], N = o->dim[1], K = nd->ta ? a->dim[0] : a->dim[1];
-        struct epi_ctx e = {g, nd, o->data, NULL, N};
-        if (nd->op == OP_MATMUL) {
-            gemm_any(M, N, K, a->data, nd->ta, b->data, nd->tb, o->data, scratch, NULL, NULL);
-            break;
-        }
-        if (nd->epi_colsum >= 0) {
-            e.cs = g->t[nd->out[nd->epi_colsum]].data;
-            memset(e.cs, 0, (size_t)N * sizeof(float));
-        }
-        gemm_any(M, N, K, a->data, nd->ta, b->data, nd->tb, o->data, scratch, epi_rows, &e);
+        struct epi_ctx e = {g, nd, o->data, N};
+        int epi = nd->op == OP_MATMUL_EPI &&
+                  (nd->epi_bias >= 0 || nd->epi_act || nd->epi_mask >= 0 || nd->epi_pre);
+        tyc__gemm_par(c, M, N, K, a->data, nd->ta, b->data, nd->tb, o->data, epi ? epi_tile : NULL,
+                      &e);
+        if (nd->op == OP_MATMUL_EPI && nd->epi_colsum >= 0)
+            reduce_cols(c, o->data, (size_t)M, N, g->t[nd->out[nd->epi_colsum]].data);
         break;
     }
     case OP_REDUCE_COLS: {
         const struct tyc__tensor *x = &g->t[nd->in[0]];
         int C = (int)o->numel;
-        reduce_cols(x->data, x->numel / (size_t)C, C, o->data);
+        reduce_cols(c, x->data, x->numel / (size_t)C, C, o->data);
         break;
     }
     case OP_XENT:
@@ -516,7 +739,7 @@ void tyc__cpu_run_node(const struct tyc__graph *g, const struct tyc__node *nd, f
     case OP_XENT_FUSED: {
         const struct tyc__tensor *x = &g->t[nd->in[0]], *y = &g->t[nd->in[1]];
         int N = x->dim[0], C = x->dim[1], r;
-        float total = 0.0f, dloss, gscale;
+        float total = 0.0f, dloss;
         float *loss = nd->op == OP_XENT_GRAD ? NULL : o->data;
         float *grad = nd->op == OP_XENT        ? NULL
                       : nd->op == OP_XENT_GRAD ? o->data
@@ -524,76 +747,42 @@ void tyc__cpu_run_node(const struct tyc__graph *g, const struct tyc__node *nd, f
         float *cs = nd->op == OP_XENT_FUSED && nd->epi_colsum >= 0
                         ? g->t[nd->out[nd->epi_colsum]].data
                         : NULL;
+        struct xent_job j;
         dloss = nd->has_f ? nd->f : nd->op == OP_XENT_GRAD ? g->t[nd->in[2]].data[0] : 1.0f;
-        gscale = dloss / (float)N;
-        if (cs)
-            memset(cs, 0, (size_t)C * sizeof(float));
-        for (r = 0; r < N; r++) {
-            float l = 0.0f;
-            float *gr = grad ? grad + (size_t)r * C : NULL;
-            tyc__xent_row(x->data + (size_t)r * C, C, label_of(y->data[r], C), loss ? &l : NULL, gr,
-                          gscale);
-            total += l;
-            if (cs)
-                ew_vec(OP_ADD, 0, cs, cs, gr, 1, (size_t)C);
-        }
-        if (loss)
+        j.x = x->data;
+        j.y = y->data;
+        j.C = C;
+        j.loss = loss ? c->shared : NULL; /* per-row losses, summed below in row order */
+        j.grad = grad;
+        j.gscale = dloss / (float)N;
+        tyc__pool_run((size_t)N * C >= 4096 ? c->pool : NULL, N, xent_task, &j);
+        if (loss) {
+            for (r = 0; r < N; r++)
+                total += c->shared[r];
             loss[0] = total / (float)N;
+        }
+        if (cs)
+            reduce_cols(c, grad, (size_t)N, C, cs);
         break;
     }
     case OP_FUSED_EW:
-        run_fused(g, nd, scratch);
+        run_fused(g, nd, c);
         break;
     case OP_CONV2D:
-        conv2d(&g->t[nd->in[0]], &g->t[nd->in[1]], o->data, nd->stride, nd->pad, o,
-               nd->epi_bias >= 0 ? g->t[nd->in[nd->epi_bias]].data : NULL, nd->epi_act, scratch);
-        break;
     case OP_CONV2D_DX:
-        conv2d_dx(&g->t[nd->in[0]], &g->t[nd->in[1]], o->data, nd->stride, nd->pad, o, scratch);
-        break;
     case OP_CONV2D_DW:
-        conv2d_dw(&g->t[nd->in[0]], &g->t[nd->in[1]], o->data, nd->stride, nd->pad, o, scratch);
+        conv_run(g, nd, c);
         break;
-    case OP_BIAS_CHAN: {
-        const struct tyc__tensor *x = &g->t[nd->in[0]];
-        const float *b = g->t[nd->in[1]].data;
-        size_t hw = (size_t)x->dim[2] * x->dim[3], i;
-        int C = x->dim[1];
-        for (i = 0; i < x->numel; i++)
-            o->data[i] = x->data[i] + b[(i / hw) % (size_t)C];
-        break;
-    }
-    case OP_REDUCE_CHAN: {
-        const struct tyc__tensor *x = &g->t[nd->in[0]];
-        size_t hw = (size_t)x->dim[2] * x->dim[3], i;
-        int C = x->dim[1];
-        memset(o->data, 0, (size_t)C * sizeof(float));
-        for (i = 0; i < x->numel; i++)
-            o->data[(i / hw) % (size_t)C] += x->data[i];
-        break;
-    }
+    case OP_BIAS_CHAN:
     case OP_MAXPOOL:
-        maxpool(&g->t[nd->in[0]], o->data, NULL, NULL, nd->stride,
-                nd->nout > 1 ? g->t[nd->out[1]].data : NULL);
-        break;
-    case OP_MAXPOOL_GRAD_IDX: {
-        const struct tyc__tensor *dy = &g->t[nd->in[0]];
-        const float *ix = g->t[nd->in[1]].data;
-        int k = nd->stride, H = o->dim[2], W = o->dim[3], OH = dy->dim[2], OW = dy->dim[3], oh, ow,
-            nc;
-        memset(o->data, 0, o->numel * sizeof(float));
-        for (nc = 0; nc < dy->dim[0] * dy->dim[1]; nc++)
-            for (oh = 0; oh < OH; oh++)
-                for (ow = 0; ow < OW; ow++) {
-                    size_t q = ((size_t)nc * OH + oh) * OW + ow;
-                    int pos = (int)ix[q];
-                    o->data[(size_t)nc * H * W + (size_t)(oh * k + pos / k) * W + ow * k +
-                            pos % k] += dy->data[q];
-                }
-        break;
-    }
     case OP_MAXPOOL_GRAD:
-        maxpool(&g->t[nd->in[1]], NULL, o->data, g->t[nd->in[0]].data, nd->stride, NULL);
+        run_planes(g, nd, c, o->dim[0] * o->dim[1]);
+        break;
+    case OP_MAXPOOL_GRAD_IDX:
+        run_planes(g, nd, c, g->t[nd->in[0]].dim[0] * g->t[nd->in[0]].dim[1]);
+        break;
+    case OP_REDUCE_CHAN:
+        run_planes(g, nd, c, g->t[nd->in[0]].dim[1]);
         break;
     case OP_RESHAPE:
     case OP_COPY:
@@ -602,7 +791,7 @@ void tyc__cpu_run_node(const struct tyc__graph *g, const struct tyc__node *nd, f
             memmove(o->data, g->t[nd->in[0]].data, o->numel * sizeof(float));
         break;
     default:
-        run_ew(g, nd, scratch);
+        run_ew(g, nd, c);
         break;
     }
 }

@@ -437,8 +437,8 @@ struct exec {
     size_t arena_bytes, temp_bytes;
     char *arena;
     float *consts;
-    float *scratch;
-    size_t scratch_n;
+    size_t scratch_shared, scratch_local; /* floats the kernels need on the pool */
+    const struct tyc__cpu_ctx *ctx;       /* borrowed: the session's pool and scratch */
     struct tyc__buf log;
     int nodes_before;
 };
@@ -454,6 +454,8 @@ struct tyc_session {
     float c1, c2;
     long step;
     struct exec train, eval;
+    struct tyc__pool *pool; /* CPU threads (o.threads) and kernel scratch */
+    struct tyc__cpu_ctx ctx;
     struct tyc__cuda_exec *gpu; /* training graph on the GPU (target cuda with a device) */
     int gpu_dirty;              /* device params newer than host copies */
 };
@@ -646,7 +648,6 @@ static void exec_cleanup(struct exec *x)
     tyc__graph_cleanup(&x->g);
     tyc__safefree(x->arena);
     tyc__safefree(x->consts);
-    tyc__safefree(x->scratch);
     tyc__buf_cleanup(&x->log);
 }
 
@@ -683,9 +684,8 @@ static int exec_prepare(struct exec *x, const struct tyc_options *o)
             x->consts[nc] = x->g.t[i].cval;
             x->g.t[i].data = &x->consts[nc++];
         }
-    tyc__cpu_scratch_need(&x->g, &x->scratch_n);
-    x->scratch = tyc__malloc(x->scratch_n * sizeof(float));
-    return x->scratch ? 0 : -TYC_ENOMEM;
+    tyc__cpu_scratch_split(&x->g, &x->scratch_shared, &x->scratch_local);
+    return 0;
 }
 
 static void bind_inputs(struct exec *x, struct tyc_session *s, const float *xin)
@@ -715,6 +715,7 @@ static int exec_run(struct exec *x)
     int i, j, rc = 0, phase = -1;
     uint64_t ph = 0;
     struct tyc__graph *g = &x->g;
+    tyc__pool_bind(x->ctx);
     for (i = 0; i < g->nn; i++) {
         const struct tyc__node *n = &g->n[i];
         tyc__annot_phase(g, i, &phase, &ph);
@@ -727,10 +728,11 @@ static int exec_run(struct exec *x)
                     goto out;
                 }
             }
-        tyc__cpu_run_node(g, n, x->scratch);
+        tyc__cpu_run_node(g, n, NULL);
     }
 out:
     tyc__annot_phase(g, -1, &phase, &ph);
+    tyc__pool_bind(NULL);
     return rc;
 }
 
@@ -759,6 +761,10 @@ struct tyc_session *tyc_session_new(const struct tyc_model *m, const struct tyc_
                NULL;
     if (!(o->lr > 0.0f) || !isfinite(o->lr))
         return tyc__err_set(err, TYC_EINVAL, "learning_rate", "learning rate must be > 0"), NULL;
+    if (o->threads < 0 || o->threads > 1024)
+        return tyc__err_set(err, TYC_EINVAL, "threads",
+                            "threads must be in 0..1024 (0: all cores)"),
+               NULL;
     s = tyc__calloc(1, sizeof(*s));
     if (!s)
         return tyc__err_set(err, TYC_ENOMEM, "", "out of memory"), NULL;
@@ -889,6 +895,16 @@ struct tyc_session *tyc_session_new(const struct tyc_model *m, const struct tyc_
     s->eval.g.outputs[s->eval.g.nout++] = logits;
     if (exec_prepare(&s->train, o) < 0 || exec_prepare(&s->eval, o) < 0)
         goto oom;
+    s->pool = tyc__pool_new(o->threads);
+    if (!s->pool || tyc__pool_reserve(
+                        s->pool,
+                        s->train.scratch_shared > s->eval.scratch_shared ? s->train.scratch_shared
+                                                                         : s->eval.scratch_shared,
+                        s->train.scratch_local > s->eval.scratch_local ? s->train.scratch_local
+                                                                       : s->eval.scratch_local) < 0)
+        goto oom;
+    tyc__pool_ctx(s->pool, &s->ctx);
+    s->train.ctx = s->eval.ctx = &s->ctx;
     if (o->target == TYC_TARGET_CUDA) {
         if (!tyc_cuda_available()) {
             tyc__log(1, "event=tyc.cuda.unavailable fallback=cpu reason=%s",
@@ -915,9 +931,9 @@ struct tyc_session *tyc_session_new(const struct tyc_model *m, const struct tyc_
             tyc__log(2, "event=tyc.cuda.ready arch=%s cached=%d", arch, cached);
         }
     }
-    tyc__log(2, "event=tyc.session mode=%s kernels=%d nodes=%d temp_bytes=%zu",
+    tyc__log(2, "event=tyc.session mode=%s kernels=%d nodes=%d temp_bytes=%zu threads=%d gemm=%s",
              o->mode == TYC_COMPILED ? "compiled" : "eager", s->train.g.nn, s->train.nodes_before,
-             s->train.temp_bytes);
+             s->train.temp_bytes, tyc__pool_threads(s->pool), tyc__gemm_isa());
     return s;
 oom:
     tyc__err_set(err, TYC_ENOMEM, "", "out of memory building the graph");
@@ -934,6 +950,7 @@ void tyc_session_free(struct tyc_session *s)
     tyc__cuda_exec_free(s->gpu);
     exec_cleanup(&s->train);
     exec_cleanup(&s->eval);
+    tyc__pool_free(s->pool);
     for (i = 0; i < s->ne; i++)
         tyc__free(s->e[i].data);
     tyc__free(s->e);
@@ -1025,8 +1042,9 @@ void tyc_session_stats(const struct tyc_session *s, struct tyc_stats *st)
     for (i = 0; i < s->ne; i++)
         st->param_bytes += s->e[i].numel * sizeof(float);
     st->temp_bytes = s->train.temp_bytes;
-    st->peak_bytes = st->param_bytes + st->temp_bytes + s->train.scratch_n * sizeof(float) +
+    st->peak_bytes = st->param_bytes + st->temp_bytes + tyc__pool_bytes(s->pool) +
                      (size_t)s->o.batch * sizeof(float);
+    st->threads = tyc__pool_threads(s->pool);
 }
 
 /* ---- weights file ---------------------------------------------------------------------------- */

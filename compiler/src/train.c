@@ -18,6 +18,7 @@ struct hp {
     char model[1024];
     int epochs, batch, compiler, debug, train_subset;
     int optimizer, precision, target;
+    int threads; /* 0: all cores */
     double lr, momentum;
     uint64_t seed;
     unsigned passes;
@@ -85,6 +86,8 @@ static int set_hp(struct hp *h, const char *k, const char *v, struct tyc_err *er
         bad = parse_int(v, 1, 10000, &h->epochs);
     else if (!strcmp(k, "batch_size"))
         bad = parse_int(v, 1, 1 << 16, &h->batch);
+    else if (!strcmp(k, "threads") || !strcmp(k, "tyc_threads"))
+        bad = parse_int(v, 0, 1024, &h->threads);
     else if (!strcmp(k, "train_subset"))
         bad = parse_int(v, 0, 1 << 24, &h->train_subset);
     else if (!strcmp(k, "learning_rate"))
@@ -366,6 +369,7 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
     o.seed = h.seed;
     o.precision = h.precision;
     o.target = h.target;
+    o.threads = h.threads;
     s = tyc_session_new(m, &o, &err);
     if (!s) {
         rc = -err.code;
@@ -376,10 +380,10 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
         tyc_session_stats(s, &stt);
         emit(line_fn, ud,
              "model=%s mode=%s optimizer=%s batch_size=%d train_examples=%d val_examples=%d "
-             "kernels_per_step=%d primitive_ops=%d peak_bytes=%zu",
+             "kernels_per_step=%d primitive_ops=%d peak_bytes=%zu threads=%d",
              h.model, h.compiler ? "compiled" : "eager", h.optimizer == TYC_ADAM ? "adam" : "sgd",
              h.batch, tr.n, have_val ? va.n : 0, stt.train_kernels, stt.nodes_before,
-             stt.peak_bytes);
+             stt.peak_bytes, stt.threads);
     }
     if (h.compiler && h.debug && p->debug_dir)
         debug_dump(s, p->debug_dir, line_fn, ud);

@@ -203,12 +203,59 @@ void tyc__run_passes(struct tyc__graph *g, unsigned passes, struct tyc__buf *log
 /* Plans liveness; with arena != 0 assigns offsets by best fit; returns the bytes needed. */
 size_t tyc__plan_memory(struct tyc__graph *g, int arena);
 
+/* pool.c: the session's thread pool (see pool.c's header for the determinism contract) */
+struct tyc__pool;
+/* What kernels run with: the pool (NULL: serial), shared scratch and per-thread scratch
+ * (thread t owns local + t * local_n). */
+struct tyc__cpu_ctx {
+    struct tyc__pool *pool;
+    int threads;
+    float *shared, *local;
+    size_t local_n;
+};
+/* Online CPUs allowed by the affinity mask (>= 1). */
+int tyc__pool_default_threads(void);
+/* threads <= 0: tyc__pool_default_threads(). Returns new (free with tyc__pool_free) or NULL. */
+struct tyc__pool *tyc__pool_new(int threads);
+void tyc__pool_free(struct tyc__pool *p);
+int tyc__pool_threads(const struct tyc__pool *p);
+/* Grows the scratch to at least shared + per_thread floats per thread. 0 or -TYC_ENOMEM. */
+int tyc__pool_reserve(struct tyc__pool *p, size_t shared, size_t per_thread);
+size_t tyc__pool_bytes(const struct tyc__pool *p);
+/* OUT: c describes p's threads and scratch (valid until the next reserve). */
+void tyc__pool_ctx(struct tyc__pool *p, struct tyc__cpu_ctx *c);
+/* Runs fn(ctx, task, tid) for task in [0, ntasks) on the pool's threads (the caller is tid 0)
+ * and returns when all are done; p NULL runs them in order on the caller. */
+void tyc__pool_run(struct tyc__pool *p, int ntasks, void (*fn)(void *ctx, int task, int tid),
+                   void *ctx);
+/* Binds the context the calling thread's kernels use (NULL: serial with the scratch argument).
+ * borrowed: c must outlive the binding. */
+void tyc__pool_bind(const struct tyc__cpu_ctx *c);
+const struct tyc__cpu_ctx *tyc__pool_bound(void);
+
+/* gemm.c: C[M,N] = op(A) op(B) (row-major; ta: A stored [K,M], tb: B stored [N,K]). Every C
+ * element is one fused multiply-add chain over k = 0..K-1 in order, whatever the ISA path
+ * (AVX-512, AVX2+FMA or portable fmaf), blocking or thread count: results are bitwise
+ * reproducible. epi(ctx, r0, r1, c0, c1) runs once per finished C tile, on the thread that
+ * computed it. Workspace: tyc__gemm_ws() floats shared + per thread (serial: their sum). */
+typedef void (*tyc__epi_fn)(void *ctx, int r0, int r1, int c0, int c1);
+void tyc__gemm_ws(int M, int N, int K, size_t *shared, size_t *per_thread);
+void tyc__gemm_par(const struct tyc__cpu_ctx *c, int M, int N, int K, const float *A, int ta,
+                   const float *B, int tb, float *C, tyc__epi_fn epi, void *ectx);
+/* One thread; ws holds tyc__gemm_ws()'s shared + per_thread floats. */
+void tyc__gemm_serial(int M, int N, int K, const float *A, int ta, const float *B, int tb, float *C,
+                      float *ws, tyc__epi_fn epi, void *ectx);
+/* "avx512", "avx2" or "portable": the micro-kernel this CPU runs. */
+const char *tyc__gemm_isa(void);
+
 /* cpu.c */
 struct tyc__cpu {
     float *scratch; /* tile registers + transposes */
     size_t scratch_n;
 };
 int tyc__cpu_scratch_need(const struct tyc__graph *g, size_t *floats);
+/* OUT: the most shared floats and floats per thread any node of g needs on a pool. */
+void tyc__cpu_scratch_split(const struct tyc__graph *g, size_t *shared, size_t *local);
 void tyc__cpu_run_node(const struct tyc__graph *g, const struct tyc__node *nd, float *scratch);
 void tyc__gemm(int M, int N, int K, const float *A, int ta, const float *B, int tb, float *C,
                float *scratch);

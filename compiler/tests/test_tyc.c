@@ -585,6 +585,83 @@ static void test_cnn_bitwise(void **state)
                        "'kernel'");
 }
 
+/* Results do not depend on the thread count: an MLP big enough to split every kernel (GEMM
+ * tiles, elementwise chunks, column sums) and a CNN with more samples than one weight-gradient
+ * group, trained with 1, 2, 3 and 5 threads, in eager and compiled mode, give the same bits. */
+static float *train_threads(const struct tyc_model *m, int in, int batch, int mode, int opt,
+                            int threads, size_t *total)
+{
+    struct tyc_options o;
+    struct tyc_err err = {0};
+    struct tyc_session *s;
+    float *x = malloc((size_t)batch * (size_t)in * sizeof(float)), *all, *p;
+    int32_t *y = malloc((size_t)batch * sizeof(int32_t));
+    size_t n, off = 0;
+    int i, k;
+    tyc_options_init(&o);
+    o.mode = mode;
+    o.batch = batch;
+    o.optimizer = opt;
+    o.threads = threads;
+    s = tyc_session_new(m, &o, &err);
+    if (!s)
+        fail_msg("session: %s", err.msg);
+    for (k = 0; k < 3; k++) {
+        fill(x, (size_t)batch * (size_t)in, 7u + (unsigned)k, -1, 1);
+        for (i = 0; i < batch; i++)
+            y[i] = (i * 7 + k) % 10;
+        assert_int_equal(tyc_session_step(s, x, y, NULL), 0);
+    }
+    *total = 0;
+    for (i = 0; i < tyc_session_param_count(s); i++) {
+        tyc_session_param(s, i, &p, &n);
+        *total += n;
+    }
+    all = malloc(*total * sizeof(float));
+    for (i = 0; i < tyc_session_param_count(s); i++) {
+        tyc_session_param(s, i, &p, &n);
+        memcpy(all + off, p, n * sizeof(float));
+        off += n;
+    }
+    tyc_session_free(s);
+    free(x);
+    free(y);
+    return all;
+}
+
+static void test_threads_bitwise(void **state)
+{
+    static const char *specs[2] = {
+        "{\"input\": 150, \"classes\": 10, \"layers\": ["
+        "{\"type\": \"dense\", \"units\": 300, \"activation\": \"relu\"},"
+        "{\"type\": \"dense\", \"units\": 70, \"activation\": \"gelu\"},"
+        "{\"type\": \"dense\", \"units\": 10}]}",
+        "{\"input\": [1, 12, 12], \"classes\": 10, \"layers\": ["
+        "{\"type\": \"conv2d\", \"filters\": 4, \"kernel\": 3, \"padding\": \"same\", "
+        "\"activation\": \"relu\"}, {\"type\": \"maxpool2d\", \"size\": 2},"
+        "{\"type\": \"conv2d\", \"filters\": 6, \"kernel\": 3, \"activation\": \"tanh\"},"
+        "{\"type\": \"dense\", \"units\": 10}]}"};
+    static const int ins[2] = {150, 144}, batches[2] = {70, 37}, threads[3] = {2, 3, 5};
+    int k, opt, mode, t;
+    (void)state;
+    for (k = 0; k < 2; k++) {
+        struct tyc_model *m = model_str(specs[k]);
+        for (opt = 0; opt < 2; opt++) {
+            size_t n, n2;
+            float *ref = train_threads(m, ins[k], batches[k], TYC_EAGER, opt, 1, &n);
+            for (mode = 0; mode < 2; mode++)
+                for (t = 0; t < 3; t++) {
+                    float *got = train_threads(m, ins[k], batches[k], mode, opt, threads[t], &n2);
+                    assert_int_equal(n, n2);
+                    assert_memory_equal(ref, got, n * sizeof(float));
+                    free(got);
+                }
+            free(ref);
+        }
+        tyc_model_free(m);
+    }
+}
+
 /* target cuda without a GPU: logs a fallback and runs the CPU back end (bitwise equal) */
 static void test_cuda_fallback(void **state)
 {
@@ -745,6 +822,7 @@ int main(void)
         cmocka_unit_test(test_save_load),
         cmocka_unit_test(test_cuda_fallback),
         cmocka_unit_test(test_cnn_bitwise),
+        cmocka_unit_test(test_threads_bitwise),
         cmocka_unit_test(test_bad_data),
         cmocka_unit_test(test_fashion_mnist_slice),
     };
