@@ -158,6 +158,19 @@ TY_EXPORT int tyc_session_step(struct tyc_session *s, const float *x, const int3
  * OUT: pred[n * labels_per_example] (one per position for TYC_KIND_GPT). */
 TY_EXPORT int tyc_session_predict(struct tyc_session *s, const float *x, int n, int32_t *pred);
 
+/* Logits of the evaluation graph for n rows (any n; batched internally), as the training step's
+ * forward pass computes them. OUT: out[n * classes] (per token for sequence models:
+ * n * context * classes). Returns 0, -TYC_ENOMEM or -TYC_EGPU. */
+TY_EXPORT int tyc_session_logits(struct tyc_session *s, const float *x, int n, float *out);
+/* The gradient of parameter i computed by the last tyc_session_step(), for tests against other
+ * frameworks: only in eager mode with eager_cache set (compiled mode fuses it into the update and
+ * reuses its memory). borrowed: valid until the next step. Returns the name or NULL.
+ * OUT: *data, *numel. */
+TY_EXPORT const char *tyc_session_grad(const struct tyc_session *s, int i, float **data,
+                                       size_t *numel);
+/* OUT: *nd and dims[0..nd) of parameter i. Returns 0 or -TYC_EINVAL. */
+TY_EXPORT int tyc_session_param_shape(const struct tyc_session *s, int i, int *nd, int dims[4]);
+
 /* Parameters, in a fixed order (layer order; weight then bias). */
 TY_EXPORT int tyc_session_param_count(const struct tyc_session *s);
 /* borrowed: valid while s lives. OUT: *numel. */

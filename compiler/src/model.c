@@ -458,6 +458,7 @@ struct tyc_session {
     struct tyc__cpu_ctx ctx;
     struct tyc__cuda_exec *gpu; /* training graph on the GPU (target cuda with a device) */
     int gpu_dirty;              /* device params newer than host copies */
+    int grad_t[TYC_MAX_PARAMS]; /* gradient tensor of each parameter in the training graph */
 };
 
 /* Brings parameters back from the GPU before the host reads them. */
@@ -867,6 +868,7 @@ struct tyc_session *tyc_session_new(const struct tyc_model *m, const struct tyc_
     s->train.g.outputs[s->train.g.nout++] = loss;
     s->train.g.phase_end[0] = s->train.g.nn;
     rc = tyc__autodiff(&s->train.g, loss, ptens, s->nparams, grads);
+    memcpy(s->grad_t, grads, (size_t)s->nparams * sizeof(int));
     if (rc < 0) {
         tyc__err_set(err, -rc, "model", "autodiff failed: %s", tyc_strerror(rc));
         goto fail;
@@ -1014,6 +1016,59 @@ int tyc_session_predict(struct tyc_session *s, const float *x, int n, int32_t *p
         tyc__safefree(pad);
     }
     return rc;
+}
+
+int tyc_session_logits(struct tyc_session *s, const float *x, int n, float *out)
+{
+    int B = s->o.batch, i0, rc = sync_host(s);
+    size_t row = (size_t)s->classes * (size_t)s->lpe;
+    float *pad = NULL;
+    for (i0 = 0; i0 < n && rc == 0; i0 += B) {
+        const float *xb = x + (size_t)i0 * (size_t)s->input;
+        int rows = n - i0 < B ? n - i0 : B;
+        if (rows < B) {
+            pad = tyc__calloc((size_t)B * (size_t)s->input, sizeof(float));
+            if (!pad)
+                return -TYC_ENOMEM;
+            memcpy(pad, xb, (size_t)rows * (size_t)s->input * sizeof(float));
+            xb = pad;
+        }
+        bind_inputs(&s->eval, s, xb);
+        rc = exec_run(&s->eval);
+        if (rc == 0)
+            memcpy(out + (size_t)i0 * row, s->eval.g.t[s->eval.g.outputs[0]].data,
+                   (size_t)rows * row * sizeof(float));
+        exec_release(&s->eval, 0);
+        tyc__safefree(pad);
+    }
+    return rc;
+}
+
+const char *tyc_session_grad(const struct tyc_session *s, int i, float **data, size_t *numel)
+{
+    const struct tyc__tensor *t;
+    if (i < 0 || i >= s->nparams || s->o.mode != TYC_EAGER || !s->o.eager_cache || s->gpu ||
+        s->step == 0 || s->grad_t[i] < 0)
+        return NULL;
+    t = &s->train.g.t[s->grad_t[i]];
+    if (!t->data || t->numel != s->e[i].numel)
+        return NULL;
+    if (data)
+        *data = t->data;
+    if (numel)
+        *numel = t->numel;
+    return s->e[i].name;
+}
+
+int tyc_session_param_shape(const struct tyc_session *s, int i, int *nd, int dims[4])
+{
+    int k;
+    if (i < 0 || i >= s->nparams)
+        return -TYC_EINVAL;
+    *nd = s->e[i].nd;
+    for (k = 0; k < s->e[i].nd && k < 4; k++)
+        dims[k] = s->e[i].dim[k];
+    return 0;
 }
 
 int tyc_session_param_count(const struct tyc_session *s)

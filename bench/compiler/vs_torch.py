@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""vs_torch.py - libtyc's CPU back end against PyTorch eager, measured in the same run.
+
+usage: vs_torch.py [BUILD_DIR] [--steps 40] [--warmup 5] [--threads 1,N] [--rows mlp:64,...]
+
+For every row (model, batch) and thread count (1 and all cores by default): `tyc bench --modes
+compiled` (median wall time of --steps training steps, Adam lr 1e-3, fp32, synthetic data) and
+PyTorch eager running the same model and step (torch.nn built from the same spec by
+compiler/python/tyw.py, CrossEntropyLoss, torch.optim.Adam, zero_grad(set_to_none=True)) in a
+child process started with OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=T and torch.set_num_threads(T)
+(without the OpenBLAS variable its pthread pool uses every core whatever torch's setting).
+Prints the BLAS PyTorch loaded, then one row per (model, batch, threads): both medians, the
+ratio torch/tyc (> 1: tyc faster), and peak memory: tyc's planned bytes (parameters, Adam
+state, the arena, kernel scratch) against torch's peak RSS growth from model creation to the
+end of the timed steps (VmHWM after /proc/self/clear_refs). The transformer row (gpt-tiny) is
+printed when both `tyc bench --model gpt-tiny` and bench/compiler/torch_gpt.py support it.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "compiler", "python"))
+
+DEFAULT_ROWS = "mlp:64,mlp:512,mlp-large:128,cnn:32,cnn:128"
+
+
+def rss_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def blas_name():
+    """The BLAS shared object this process mapped, and OpenBLAS's own config string."""
+    libs = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            p = line.split()[-1]
+            if re.search(r"lib(open)?blas|libmkl|libblis", os.path.basename(p)):
+                libs.add(os.path.realpath(p))
+    cfg = ""
+    for p in sorted(libs):
+        if "openblas" in p:
+            try:
+                import ctypes
+                lib = ctypes.CDLL(p)
+                lib.openblas_get_config.restype = ctypes.c_char_p
+                cfg = lib.openblas_get_config().decode()
+                lib.openblas_get_num_threads.restype = ctypes.c_int
+                cfg += f" threads={lib.openblas_get_num_threads()}"
+            except (OSError, AttributeError):
+                pass
+    return ", ".join(sorted(libs)) or "none found in /proc/self/maps", cfg
+
+
+def torch_worker(a):
+    import torch
+    import tyw
+    torch.set_num_threads(a.threads)
+    out = []
+    for row in a.rows.split(","):
+        name, batch = row.split(":")
+        batch = int(batch)
+        spec = tyw.BUILTIN[name]
+        g = torch.Generator().manual_seed(12345)
+        shape = tyw.input_shape(spec, batch)
+        x = torch.rand(shape, generator=g)
+        y = torch.arange(batch) % spec["classes"]
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset VmHWM to the current RSS
+        base = rss_kib("VmRSS")
+        torch.manual_seed(42)
+        model = tyw.build_module(spec)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
+        lossf = torch.nn.CrossEntropyLoss()
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = lossf(model(x), y)
+            loss.backward()
+            opt.step()
+
+        for _ in range(a.warmup):
+            step()
+        ts = []
+        for _ in range(a.steps):
+            t0 = time.perf_counter()
+            step()
+            ts.append(time.perf_counter() - t0)
+        peak = (rss_kib("VmHWM") - base) * 1024
+        out.append({"model": name, "batch": batch, "ms": statistics.median(ts) * 1e3,
+                    "peak_bytes": peak})
+        del model, opt
+    libs, cfg = blas_name()
+    print(json.dumps({"rows": out, "torch": torch.__version__, "blas": libs, "blas_config": cfg,
+                      "torch_threads": torch.get_num_threads()}))
+
+
+def tyc_row(tyc, name, batch, threads, a):
+    r = subprocess.run([tyc, "bench", "--model", name, "--batch", str(batch), "--threads",
+                        str(threads), "--modes", "compiled", "--steps", str(a.steps), "--warmup",
+                        str(a.warmup)], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        return None
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 9 and f[2] == "compiled":
+            return {"ms": float(f[3]), "peak_bytes": int(f[8]), "threads": int(f[1])}
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build", nargs="?", default=os.path.join(HERE, "..", "..", "build"))
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--threads", default=f"1,{os.cpu_count()}")
+    ap.add_argument("--rows", default=DEFAULT_ROWS)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker:
+        a.threads = int(a.threads)
+        return torch_worker(a)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("vs_torch: python3-torch is not installed: skipped")
+        return 77
+    tyc = os.path.join(a.build, "bin", "tyc")
+    if not os.access(tyc, os.X_OK):
+        print(f"vs_torch: {tyc} not built (cmake --build BUILD --target tyc-cli)", file=sys.stderr)
+        return 1
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    isa = subprocess.run([tyc, "bench", "--model", "mlp-small", "--batch", "1", "--steps", "1",
+                          "--warmup", "0", "--modes", "compiled"], capture_output=True, text=True,
+                         env=dict(os.environ, TYC_LOG="2")).stderr
+    m = re.search(r"gemm=(\w+)", isa)
+    print(f"# {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} nproc={os.cpu_count()} "
+          f"load={load} tyc_gemm={m.group(1) if m else '?'} steps={a.steps} warmup={a.warmup}")
+    rows = []
+    header = None
+    for t in [int(v) for v in a.threads.split(",")]:
+        env = dict(os.environ, OMP_NUM_THREADS=str(t), OPENBLAS_NUM_THREADS=str(t),
+                   MKL_NUM_THREADS=str(t))
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", "--threads",
+                            str(t), "--rows", a.rows, "--steps", str(a.steps), "--warmup",
+                            str(a.warmup)], capture_output=True, text=True, env=env, timeout=900)
+        if r.returncode != 0:
+            print(r.stderr, file=sys.stderr)
+            return 1
+        w = json.loads(r.stdout.strip().splitlines()[-1])
+        if header is None:
+            header = w
+            print(f"# torch {w['torch']} eager; BLAS: {w['blas']}; {w['blas_config']}")
+        for tr in w["rows"]:
+            ty = tyc_row(tyc, tr["model"], tr["batch"], t, a)
+            rows.append((tr, ty, t))
+    print(f"{'model':10} {'batch':>5} {'threads':>7} {'tyc_ms':>9} {'torch_ms':>9} "
+          f"{'speedup':>8} {'tyc_peak_MiB':>12} {'torch_peak_MiB':>14} {'mem_ratio':>9}")
+    for tr, ty, t in rows:
+        if ty is None:
+            print(f"{tr['model']:10} {tr['batch']:5d} {t:7d}  tyc bench failed")
+            continue
+        print(f"{tr['model']:10} {tr['batch']:5d} {t:7d} {ty['ms']:9.3f} {tr['ms']:9.3f} "
+              f"{tr['ms'] / ty['ms']:7.2f}x {ty['peak_bytes'] / 2**20:12.2f} "
+              f"{tr['peak_bytes'] / 2**20:14.2f} {ty['peak_bytes'] / max(tr['peak_bytes'], 1):8.2f}x")
+    print("speedup = torch_ms / tyc_ms (target >= 1.5); mem_ratio = tyc planned peak / torch "
+          "peak RSS growth (target <= 0.6)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
