@@ -12,8 +12,9 @@ child process started with OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=T and torch.set_
 Prints the BLAS PyTorch loaded, then one row per (model, batch, threads): both medians, the
 ratio torch/tyc (> 1: tyc faster), and peak memory: tyc's planned bytes (parameters, Adam
 state, the arena, kernel scratch) against torch's peak RSS growth from model creation to the
-end of the timed steps (VmHWM after /proc/self/clear_refs). The transformer row (gpt-tiny) is
-printed when both `tyc bench --model gpt-tiny` and bench/compiler/torch_gpt.py support it.
+end of the timed steps (VmHWM after /proc/self/clear_refs). The transformer row (gpt-tiny,
+token ids and per-position labels) uses the PyTorch model of bench/compiler/torch_gpt.py (same
+shapes, randomly initialised).
 """
 import argparse
 import json
@@ -27,7 +28,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "compiler", "python"))
 
-DEFAULT_ROWS = "mlp:64,mlp:512,mlp-large:128,cnn:32,cnn:128"
+DEFAULT_ROWS = "mlp:64,mlp:512,mlp-large:128,cnn:32,cnn:128,gpt-tiny:8"
 
 
 def rss_kib(field):
@@ -61,6 +62,25 @@ def blas_name():
     return ", ".join(sorted(libs)) or "none found in /proc/self/maps", cfg
 
 
+def gpt_model(torch):
+    """bench/compiler/torch_gpt.py's GPT with gpt-tiny's shapes, randomly initialised."""
+    sys.path.insert(0, HERE)
+    import torch_gpt as tg
+    V, T, D, L, M = tg.V, tg.T, tg.D, tg.L, tg.M
+    shapes = {"wte.weight": [V, D], "wpe.weight": [T, D], "lnf.weight": [D], "lnf.bias": [D],
+              "head.weight": [D, V], "head.bias": [V]}
+    for i in range(L):
+        for k, v in {"ln1.weight": [D], "ln1.bias": [D], "ln2.weight": [D], "ln2.bias": [D],
+                     "attn.qkv.weight": [D, 3 * D], "attn.qkv.bias": [3 * D],
+                     "attn.proj.weight": [D, D], "attn.proj.bias": [D],
+                     "mlp.fc.weight": [D, M], "mlp.fc.bias": [M],
+                     "mlp.proj.weight": [M, D], "mlp.proj.bias": [D]}.items():
+            shapes[f"h{i}.{k}"] = v
+    w = {k: (torch.ones(v) if ".ln" in k or k.startswith("ln") and k.endswith("weight")
+             else torch.randn(v) * 0.02) for k, v in shapes.items()}
+    return tg.GPT(w), V, T
+
+
 def torch_worker(a):
     import torch
     import tyw
@@ -69,18 +89,27 @@ def torch_worker(a):
     for row in a.rows.split(","):
         name, batch = row.split(":")
         batch = int(batch)
-        spec = tyw.BUILTIN[name]
         g = torch.Generator().manual_seed(12345)
-        shape = tyw.input_shape(spec, batch)
-        x = torch.rand(shape, generator=g)
-        y = torch.arange(batch) % spec["classes"]
+        if name == "gpt-tiny":
+            base = rss_kib("VmRSS")
+            model, V, T = gpt_model(torch)
+            x = torch.randint(0, V, (batch, T), generator=g)
+            y = torch.randint(0, V, (batch, T), generator=g)
+
+            def lossf(logits, yy):
+                return torch.nn.functional.cross_entropy(logits.reshape(-1, V), yy.reshape(-1))
+        else:
+            spec = tyw.BUILTIN[name]
+            x = torch.rand(tyw.input_shape(spec, batch), generator=g)
+            y = torch.arange(batch) % spec["classes"]
+            lossf = torch.nn.CrossEntropyLoss()
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # reset VmHWM to the current RSS
-        base = rss_kib("VmRSS")
-        torch.manual_seed(42)
-        model = tyw.build_module(spec)
+        if name != "gpt-tiny":
+            base = rss_kib("VmRSS")
+            torch.manual_seed(42)
+            model = tyw.build_module(spec)
         opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8)
-        lossf = torch.nn.CrossEntropyLoss()
 
         def step():
             opt.zero_grad(set_to_none=True)

@@ -224,9 +224,10 @@ static int bench_one(const struct tyc_model *m, struct tyc_options *o, int steps
     struct tyc_err err = {0};
     struct tyc_session *s = tyc_session_new(m, o, &err);
     int in = tyc_model_input_size(m), C = tyc_model_classes(m), i;
+    int lpe = tyc_model_labels_per_example(m), tokens = tyc_model_kind(m) != TYC_KIND_LAYERS;
     size_t n = (size_t)o->batch * (size_t)in;
     float *x = malloc(n * sizeof(float));
-    int32_t *y = malloc((size_t)o->batch * sizeof(int32_t));
+    int32_t *y = malloc((size_t)o->batch * (size_t)lpe * sizeof(int32_t));
     double *t = malloc((size_t)steps * sizeof(double));
     double *c = malloc((size_t)steps * sizeof(double));
     uint32_t seed = 12345;
@@ -238,13 +239,20 @@ static int bench_one(const struct tyc_model *m, struct tyc_options *o, int steps
     }
     for (i = 0; i < (int)n; i++) {
         seed = seed * 1664525u + 1013904223u;
-        x[i] = (float)(seed >> 8) / 16777216.0f;
+        /* transformers take token ids (here below the class count: a vocabulary at least) */
+        x[i] = tokens ? (float)((seed >> 8) % (uint32_t)C) : (float)(seed >> 8) / 16777216.0f;
     }
-    for (i = 0; i < o->batch; i++)
+    for (i = 0; i < o->batch * lpe; i++)
         y[i] = i % C;
     for (i = 0; i < warmup + steps; i++) {
         double t0 = now_s(), c0 = cpu_s();
-        tyc_session_step(s, x, y, NULL);
+        int rc = tyc_session_step(s, x, y, NULL);
+        if (rc < 0) {
+            fprintf(stderr, "tyc: training step failed: %s\n", tyc_strerror(rc));
+            tyc_session_free(s);
+            free(x), free(y), free(t), free(c);
+            return -1;
+        }
         if (i >= warmup) {
             t[i - warmup] = now_s() - t0;
             c[i - warmup] = cpu_s() - c0;
