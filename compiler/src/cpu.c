@@ -9,6 +9,7 @@
  * for every thread count. */
 #include "tyc_int.h"
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #define TILE 256
@@ -358,44 +359,68 @@ static struct convdims cdims(const struct tyc__tensor *x, const struct tyc__tens
     return d;
 }
 
+/* valid output columns [*lo, *hi) of kernel column kw: 0 <= ow * st - pad + kw < W */
+static void ow_range(const struct convdims *d, int kw, int *lo, int *hi)
+{
+    int a = d->pad - kw, l = a > 0 ? (a + d->st - 1) / d->st : 0;
+    int h = (d->W - 1 + d->pad - kw) / d->st + 1;
+    if (d->W - 1 + d->pad - kw < 0)
+        h = 0;
+    *lo = l < d->OW ? l : d->OW;
+    *hi = h < *lo ? *lo : (h > d->OW ? d->OW : h);
+}
+
 static void im2col(const struct convdims *d, const float *x, float *col)
 {
-    int c, kh, kw, oh, ow;
+    int c, kh, kw, oh, ow, lo, hi;
     size_t r = 0;
     for (c = 0; c < d->C; c++)
         for (kh = 0; kh < d->K; kh++)
             for (kw = 0; kw < d->K; kw++, r++) {
                 float *row = col + r * d->ohow;
+                ow_range(d, kw, &lo, &hi);
                 for (oh = 0; oh < d->OH; oh++) {
                     int ih = oh * d->st - d->pad + kh;
-                    for (ow = 0; ow < d->OW; ow++) {
-                        int iw = ow * d->st - d->pad + kw;
-                        row[(size_t)oh * d->OW + ow] = ih < 0 || ih >= d->H || iw < 0 || iw >= d->W
-                                                           ? 0.0f
-                                                           : x[((size_t)c * d->H + ih) * d->W + iw];
+                    float *o = row + (size_t)oh * d->OW;
+                    ptrdiff_t base;
+                    if (ih < 0 || ih >= d->H) {
+                        memset(o, 0, (size_t)d->OW * sizeof(float));
+                        continue;
                     }
+                    base = (ptrdiff_t)(((size_t)c * d->H + (size_t)ih) * d->W) - d->pad + kw;
+                    for (ow = 0; ow < lo; ow++)
+                        o[ow] = 0.0f;
+                    if (d->st == 1 && hi > lo)
+                        memcpy(o + lo, x + base + lo, (size_t)(hi - lo) * sizeof(float));
+                    else
+                        for (ow = lo; ow < hi; ow++)
+                            o[ow] = x[base + (ptrdiff_t)ow * d->st];
+                    for (ow = hi; ow < d->OW; ow++)
+                        o[ow] = 0.0f;
                 }
             }
 }
 
+/* x = col2im(col): the sum over (c, kh, kw) rows in order, as before */
 static void col2im(const struct convdims *d, const float *col, float *x)
 {
-    int c, kh, kw, oh, ow;
+    int c, kh, kw, oh, ow, lo, hi;
     size_t r = 0;
     memset(x, 0, (size_t)d->C * d->H * d->W * sizeof(float));
     for (c = 0; c < d->C; c++)
         for (kh = 0; kh < d->K; kh++)
             for (kw = 0; kw < d->K; kw++, r++) {
                 const float *row = col + r * d->ohow;
+                ow_range(d, kw, &lo, &hi);
                 for (oh = 0; oh < d->OH; oh++) {
                     int ih = oh * d->st - d->pad + kh;
+                    ptrdiff_t base;
+                    const float *src = row + (size_t)oh * d->OW;
                     if (ih < 0 || ih >= d->H)
                         continue;
-                    for (ow = 0; ow < d->OW; ow++) {
-                        int iw = ow * d->st - d->pad + kw;
-                        if (iw >= 0 && iw < d->W)
-                            x[((size_t)c * d->H + ih) * d->W + iw] += row[(size_t)oh * d->OW + ow];
-                    }
+                    base = (ptrdiff_t)(((size_t)c * d->H + (size_t)ih) * d->W) - d->pad + kw;
+                    for (ow = lo; ow < hi; ow++)
+                        x[base + (ptrdiff_t)ow * d->st] += src[ow];
                 }
             }
 }
@@ -592,7 +617,7 @@ static void plane_task(void *p, int task, int tid)
     const struct tyc__tensor *o = &g->t[nd->out[0]];
     int p0 = task * PLANES_PER_TASK,
         p1 = p0 + PLANES_PER_TASK < j->planes ? p0 + PLANES_PER_TASK : j->planes;
-    size_t i, hw, lo, hi;
+    size_t i, hw;
     (void)tid;
     switch (nd->op) {
     case OP_MAXPOOL:
@@ -609,12 +634,15 @@ static void plane_task(void *p, int task, int tid)
     case OP_BIAS_CHAN: {
         const struct tyc__tensor *x = &g->t[nd->in[0]];
         const float *b = g->t[nd->in[1]].data;
-        int C = x->dim[1];
+        int C = x->dim[1], pl;
         hw = (size_t)x->dim[2] * x->dim[3];
-        lo = (size_t)p0 * hw;
-        hi = (size_t)p1 * hw;
-        for (i = lo; i < hi; i++)
-            o->data[i] = x->data[i] + b[(i / hw) % (size_t)C];
+        for (pl = p0; pl < p1; pl++) {
+            float bv = b[pl % C];
+            const float *src = x->data + (size_t)pl * hw;
+            float *dst = o->data + (size_t)pl * hw;
+            for (i = 0; i < hw; i++)
+                dst[i] = src[i] + bv;
+        }
         break;
     }
     default: { /* OP_REDUCE_CHAN: "planes" are channels; samples, then positions, in order */
