@@ -569,21 +569,23 @@ static void maxpool_planes(const struct tyc__tensor *x, float *y, float *dx, con
     for (nc = p0; nc < p1; nc++)
         for (oh = 0; oh < OH; oh++)
             for (ow = 0; ow < OW; ow++) {
-                const float *p = x->data + (size_t)nc * H * W;
-                int best = (oh * k) * W + ow * k;
+                const float *w0 = x->data + (size_t)nc * H * W + (size_t)(oh * k) * W + ow * k;
+                size_t q = ((size_t)nc * OH + oh) * OW + ow;
+                float bv = w0[0];
+                int bi = 0, bj = 0;
                 for (i = 0; i < k; i++)
-                    for (jj = 0; jj < k; jj++) {
-                        int idx = (oh * k + i) * W + ow * k + jj;
-                        if (p[idx] > p[best])
-                            best = idx;
-                    }
+                    for (jj = 0; jj < k; jj++)
+                        if (w0[(size_t)i * W + jj] > bv) {
+                            bv = w0[(size_t)i * W + jj];
+                            bi = i;
+                            bj = jj;
+                        }
                 if (index) /* position inside the window */
-                    index[((size_t)nc * OH + oh) * OW + ow] =
-                        (float)((best / W - oh * k) * k + (best % W - ow * k));
+                    index[q] = (float)(bi * k + bj);
                 if (y)
-                    y[((size_t)nc * OH + oh) * OW + ow] = p[best];
+                    y[q] = bv;
                 else
-                    dx[(size_t)nc * H * W + best] += dy[((size_t)nc * OH + oh) * OW + ow];
+                    dx[(size_t)nc * H * W + (size_t)(oh * k + bi) * W + ow * k + bj] += dy[q];
             }
 }
 
@@ -650,13 +652,19 @@ static void plane_task(void *p, int task, int tid)
         int C = x->dim[1], n, ch;
         hw = (size_t)x->dim[2] * x->dim[3];
         for (ch = p0; ch < p1; ch++) {
-            float acc = 0.0f;
+            /* 8 running sums (element i of a plane goes to lane i mod 8), samples in order,
+             * then a fixed tree: the same order for every thread count and mode */
+            float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            int q;
             for (n = 0; n < x->dim[0]; n++) {
                 const float *src = x->data + ((size_t)n * C + ch) * hw;
-                for (i = 0; i < hw; i++)
-                    acc += src[i];
+                for (i = 0; i + 8 <= hw; i += 8)
+                    for (q = 0; q < 8; q++)
+                        l[q] += src[i + q];
+                for (q = 0; i < hw; i++, q++)
+                    l[q] += src[i];
             }
-            o->data[ch] = acc;
+            o->data[ch] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
         }
         break;
     }

@@ -254,8 +254,8 @@ static void gen_matmul(const struct tyc__graph *g, int node, struct tyc__kdesc *
                     "        Bs[threadIdx.y][threadIdx.x] = (kb < %d && col < %d) ? "
                     "TY_LP(in1[%s]) : 0.0f;\n"
                     "        __syncthreads();\n"
-                    "        for (int kk = 0; kk < 16 && k0 + kk < %d; kk++) acc += "
-                    "As[threadIdx.y][kk] * Bs[kk][threadIdx.x];\n"
+                    "        for (int kk = 0; kk < 16 && k0 + kk < %d; kk++) acc = "
+                    "fmaf(As[threadIdx.y][kk], Bs[kk][threadIdx.x], acc);\n"
                     "        __syncthreads();\n    }\n"
                     "    if (row >= %d || col >= %d) return;\n"
                     "    size_t i = (size_t)row * %d + col;\n    float v = acc;\n",
@@ -420,11 +420,16 @@ static void gen_spatial(const struct tyc__graph *g, int node, struct tyc__kdesc 
         break;
     case OP_REDUCE_CHAN: {
         int N = a->dim[0], C = a->dim[1], hw = a->dim[2] * a->dim[3];
-        tyc__buf_printf(b,
-                        "    float s = 0.0f;\n    for (int nn = 0; nn < %d; nn++)\n"
-                        "        for (int j = 0; j < %d; j++) s += in0[((size_t)nn * %d + i) * %d "
-                        "+ j];\n    out0[i] = s;\n",
-                        N, hw, C, hw);
+        /* the CPU's order: 8 lanes (j mod 8), samples in order, a fixed tree */
+        tyc__buf_printf(
+            b,
+            "    float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};\n"
+            "    for (int nn = 0; nn < %d; nn++)\n"
+            "        for (int j = 0; j < %d; j++) l[j & 7] += in0[((size_t)nn * %d + i) "
+            "* %d + j];\n"
+            "    out0[i] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + "
+            "l[7]));\n",
+            N, hw, C, hw);
         break;
     }
     case OP_MAXPOOL:
