@@ -6,8 +6,9 @@
  * Owns: nothing past a call. Invariant: every C element is c = fma(a_k, b_k, c) for k = 0..K-1
  * in order starting from +0 (a K block ends by storing c to memory and the next reloads it,
  * which is exact), so the result is the same bit for bit for every ISA path, block size, tile
- * partition and thread count. The B operand is packed once per call into the shared scratch
- * (in parallel, one NR-wide panel per task), the A operand per task into the thread's scratch.
+ * partition and thread count. The B operand is read in place where it is row-major and a panel
+ * is NR columns wide; transposed B and the last, narrower panel are packed once per call into
+ * the shared scratch (in parallel); the A operand is packed per task into the thread's scratch.
  */
 #include "tyc_int.h"
 #include <math.h>
@@ -28,17 +29,20 @@
 
 enum { ISA_PORTABLE, ISA_AVX2, ISA_AVX512 };
 
-typedef void (*uk_fn)(int kc, const float *a, const float *b, float *c, size_t ldc, int first);
+typedef void (*uk_fn)(int kc, const float *a, const float *b, size_t ldb, float *c, size_t ldc,
+                      int first);
 
-/* ---- micro-kernels: c[MR x NR] (row stride ldc) = (first ? 0 : c) + a-strip * b-panel ------- */
-static void uk_portable(int kc, const float *a, const float *b, float *c, size_t ldc, int first)
+/* ---- micro-kernels: c[MR x NR] (row stride ldc) = (first ? 0 : c) + a-strip * b-panel ------- *
+ * b: NR floats per k, ldb apart (NR when packed, N when read in place) */
+static void uk_portable(int kc, const float *a, const float *b, size_t ldb, float *c, size_t ldc,
+                        int first)
 {
     float acc[4][8];
     int k, r, j;
     for (r = 0; r < 4; r++)
         for (j = 0; j < 8; j++)
             acc[r][j] = first ? 0.0f : c[(size_t)r * ldc + j];
-    for (k = 0; k < kc; k++, a += 4, b += 8)
+    for (k = 0; k < kc; k++, a += 4, b += ldb)
         for (r = 0; r < 4; r++)
             for (j = 0; j < 8; j++)
                 acc[r][j] = fmaf(a[r], b[j], acc[r][j]);
@@ -49,7 +53,7 @@ static void uk_portable(int kc, const float *a, const float *b, float *c, size_t
 
 #ifdef GEMM_X86
 __attribute__((target("avx2,fma"))) static void uk_avx2(int kc, const float *a, const float *b,
-                                                        float *c, size_t ldc, int first)
+                                                        size_t ldb, float *c, size_t ldc, int first)
 {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
     int k;
@@ -61,7 +65,7 @@ __attribute__((target("avx2,fma"))) static void uk_avx2(int kc, const float *a, 
         LD(0), LD(1), LD(2), LD(3), LD(4), LD(5);
 #undef LD
     }
-    for (k = 0; k < kc; k++, a += 6, b += 16) {
+    for (k = 0; k < kc; k++, a += 6, b += ldb) {
         __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), ar;
 #define ROW(r)                                                                                     \
     ar = _mm256_broadcast_ss(a + r);                                                               \
@@ -80,8 +84,8 @@ __attribute__((target("avx2,fma"))) static void uk_avx2(int kc, const float *a, 
 #undef ST
 }
 
-__attribute__((target("avx512f"))) static void uk_avx512(int kc, const float *a, const float *b,
-                                                         float *c, size_t ldc, int first)
+__attribute__((target("avx512f"))) static void
+uk_avx512(int kc, const float *a, const float *b, size_t ldb, float *c, size_t ldc, int first)
 {
     __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
     int k;
@@ -93,7 +97,7 @@ __attribute__((target("avx512f"))) static void uk_avx512(int kc, const float *a,
         LD(0), LD(1), LD(2), LD(3), LD(4), LD(5), LD(6), LD(7);
 #undef LD
     }
-    for (k = 0; k < kc; k++, a += 8, b += 32) {
+    for (k = 0; k < kc; k++, a += 8, b += ldb) {
         __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), ar;
 #define ROW(r)                                                                                     \
     ar = _mm512_set1_ps(a[r]);                                                                     \
@@ -189,6 +193,8 @@ static void pack_b_task(void *p, int task, int tid)
     for (pn = task * j->ppt; pn < (task + 1) * j->ppt && pn < j->panels; pn++) {
         float *dst = j->bp + (size_t)pn * j->K * nr;
         int j0 = pn * nr, w = j->N - j0 < nr ? j->N - j0 : nr;
+        if (!j->tb && w == nr)
+            continue; /* read in place by the micro-kernel */
         for (k = 0; k < j->K; k++, dst += nr) {
             if (!j->tb && w == nr)
                 memcpy(dst, j->B + (size_t)k * j->N + j0, (size_t)nr * sizeof(float));
@@ -282,21 +288,25 @@ static void tile_task(void *p, int task, int tid)
         int kc = j->K - k0 < KC ? j->K - k0 : KC;
         pack_a(j, i0, mrows, k0, kc, ap);
         for (q = 0; q < ncols; q += nr) {
-            const float *bpan = j->bp + (size_t)((j0 + q) / nr) * j->K * nr + (size_t)k0 * nr;
             int w = ncols - q < nr ? ncols - q : nr;
+            int inplace = !j->tb && w == nr;
+            const float *bpan = inplace
+                                    ? j->B + (size_t)k0 * j->N + j0 + q
+                                    : j->bp + (size_t)((j0 + q) / nr) * j->K * nr + (size_t)k0 * nr;
+            size_t ldb = inplace ? (size_t)j->N : (size_t)nr;
             for (s = 0; s < mrows; s += mr) {
                 int h = mrows - s < mr ? mrows - s : mr;
                 float *c = j->C + (size_t)(i0 + s) * j->N + j0 + q;
                 const float *as = ap + (size_t)s * kc;
                 if (h == mr && w == nr) {
-                    is->uk(kc, as, bpan, c, (size_t)j->N, k0 == 0);
+                    is->uk(kc, as, bpan, ldb, c, (size_t)j->N, k0 == 0);
                     continue;
                 }
                 if (k0)
                     for (r = 0; r < h; r++)
                         memcpy(edge + (size_t)r * nr, c + (size_t)r * j->N,
                                (size_t)w * sizeof(float));
-                is->uk(kc, as, bpan, edge, (size_t)nr, k0 == 0);
+                is->uk(kc, as, bpan, ldb, edge, (size_t)nr, k0 == 0);
                 for (r = 0; r < h; r++)
                     memcpy(c + (size_t)r * j->N, edge + (size_t)r * nr, (size_t)w * sizeof(float));
             }
