@@ -430,11 +430,11 @@ static size_t conv_local(const struct convdims *d, int op)
 {
     size_t sh, pt;
     if (op == OP_CONV2D)
-        tyc__gemm_ws(d->F, (int)d->ohow, (int)d->ckk, &sh, &pt);
+        tyc__gemm_ws(d->F, (int)d->ohow, (int)d->ckk, 0, &sh, &pt);
     else if (op == OP_CONV2D_DX)
-        tyc__gemm_ws((int)d->ckk, (int)d->ohow, d->F, &sh, &pt);
+        tyc__gemm_ws((int)d->ckk, (int)d->ohow, d->F, 0, &sh, &pt);
     else
-        tyc__gemm_ws(d->F, (int)d->ckk, (int)d->ohow, &sh, &pt);
+        tyc__gemm_ws(d->F, (int)d->ckk, (int)d->ohow, 1, &sh, &pt);
     return d->ckk * d->ohow + sh + pt;
 }
 
@@ -688,7 +688,7 @@ static void node_need(const struct tyc__graph *g, const struct tyc__node *n, siz
     *local = 2 * TILE;
     if (n->op == OP_MATMUL || n->op == OP_MATMUL_EPI) {
         const struct tyc__tensor *a = &g->t[n->in[0]];
-        tyc__gemm_ws(o->dim[0], o->dim[1], n->ta ? a->dim[0] : a->dim[1], shared, local);
+        tyc__gemm_ws(o->dim[0], o->dim[1], n->ta ? a->dim[0] : a->dim[1], n->tb, shared, local);
     }
     if (n->op == OP_FUSED_EW)
         *local = (size_t)(n->nin + n->nuop) * TILE;

@@ -165,10 +165,11 @@ static size_t rup(size_t x, size_t m)
     return (x + m - 1) / m * m;
 }
 
-void tyc__gemm_ws(int M, int N, int K, size_t *shared, size_t *per_thread)
+void tyc__gemm_ws(int M, int N, int K, int tb, size_t *shared, size_t *per_thread)
 {
     size_t kc = (size_t)(K < KC ? (K > 0 ? K : 1) : KC), mc = (size_t)(M < MC ? M : MC);
-    *shared = rup((size_t)N, NR_MAX) * (size_t)(K > 0 ? K : 1);
+    /* packed B: every panel when B is transposed, else the last (narrow) one */
+    *shared = (tb ? rup((size_t)N, NR_MAX) : NR_MAX) * (size_t)(K > 0 ? K : 1);
     *per_thread = (mc + MR_MAX) * kc + MR_MAX * NR_MAX; /* A strips padded to MR, edge tile */
 }
 
@@ -191,7 +192,7 @@ static void pack_b_task(void *p, int task, int tid)
     int nr = j->is->nr, pn, k, c;
     (void)tid;
     for (pn = task * j->ppt; pn < (task + 1) * j->ppt && pn < j->panels; pn++) {
-        float *dst = j->bp + (size_t)pn * j->K * nr;
+        float *dst = j->bp + (j->tb ? (size_t)pn * j->K * nr : 0); /* !tb: only the last */
         int j0 = pn * nr, w = j->N - j0 < nr ? j->N - j0 : nr;
         if (!j->tb && w == nr)
             continue; /* read in place by the micro-kernel */
@@ -290,9 +291,10 @@ static void tile_task(void *p, int task, int tid)
         for (q = 0; q < ncols; q += nr) {
             int w = ncols - q < nr ? ncols - q : nr;
             int inplace = !j->tb && w == nr;
-            const float *bpan = inplace
-                                    ? j->B + (size_t)k0 * j->N + j0 + q
-                                    : j->bp + (size_t)((j0 + q) / nr) * j->K * nr + (size_t)k0 * nr;
+            const float *bpan =
+                inplace
+                    ? j->B + (size_t)k0 * j->N + j0 + q
+                    : j->bp + (j->tb ? (size_t)((j0 + q) / nr) * j->K * nr : 0) + (size_t)k0 * nr;
             size_t ldb = inplace ? (size_t)j->N : (size_t)nr;
             for (s = 0; s < mrows; s += mr) {
                 int h = mrows - s < mr ? mrows - s : mr;
@@ -369,6 +371,6 @@ void tyc__gemm_serial(int M, int N, int K, const float *A, int ta, const float *
                       float *ws, tyc__epi_fn epi, void *ectx)
 {
     size_t sh, pt;
-    tyc__gemm_ws(M, N, K, &sh, &pt);
+    tyc__gemm_ws(M, N, K, tb, &sh, &pt);
     gemm_run(NULL, 1, ws, ws + sh, pt, M, N, K, A, ta, B, tb, C, epi, ectx);
 }

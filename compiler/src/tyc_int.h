@@ -239,7 +239,7 @@ const struct tyc__cpu_ctx *tyc__pool_bound(void);
  * reproducible. epi(ctx, r0, r1, c0, c1) runs once per finished C tile, on the thread that
  * computed it. Workspace: tyc__gemm_ws() floats shared + per thread (serial: their sum). */
 typedef void (*tyc__epi_fn)(void *ctx, int r0, int r1, int c0, int c1);
-void tyc__gemm_ws(int M, int N, int K, size_t *shared, size_t *per_thread);
+void tyc__gemm_ws(int M, int N, int K, int tb, size_t *shared, size_t *per_thread);
 void tyc__gemm_par(const struct tyc__cpu_ctx *c, int M, int N, int K, const float *A, int ta,
                    const float *B, int tb, float *C, tyc__epi_fn epi, void *ectx);
 /* One thread; ws holds tyc__gemm_ws()'s shared + per_thread floats. */
