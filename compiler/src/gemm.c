@@ -189,23 +189,31 @@ struct job {
 static void pack_b_task(void *p, int task, int tid)
 {
     struct job *j = p;
-    int nr = j->is->nr, pn, k, c;
+    int nr = j->is->nr, pn, k, c, kb;
     (void)tid;
     for (pn = task * j->ppt; pn < (task + 1) * j->ppt && pn < j->panels; pn++) {
         float *dst = j->bp + (j->tb ? (size_t)pn * j->K * nr : 0); /* !tb: only the last */
         int j0 = pn * nr, w = j->N - j0 < nr ? j->N - j0 : nr;
         if (!j->tb && w == nr)
             continue; /* read in place by the micro-kernel */
-        for (k = 0; k < j->K; k++, dst += nr) {
-            if (!j->tb && w == nr)
-                memcpy(dst, j->B + (size_t)k * j->N + j0, (size_t)nr * sizeof(float));
-            else {
-                for (c = 0; c < w; c++)
-                    dst[c] =
-                        j->tb ? j->B[(size_t)(j0 + c) * j->K + k] : j->B[(size_t)k * j->N + j0 + c];
-                for (; c < nr; c++)
-                    dst[c] = 0.0f;
+        if (!j->tb) { /* the last, narrow panel: zero-padded rows */
+            for (k = 0; k < j->K; k++, dst += nr) {
+                memcpy(dst, j->B + (size_t)k * j->N + j0, (size_t)w * sizeof(float));
+                memset(dst + w, 0, (size_t)(nr - w) * sizeof(float));
             }
+            continue;
+        }
+        /* B stored [N, K]: transpose 16 k at a time (a cache line of each source row) */
+        for (kb = 0; kb < j->K; kb += 16) {
+            int kn = j->K - kb < 16 ? j->K - kb : 16;
+            float *d = dst + (size_t)kb * nr;
+            for (c = 0; c < w; c++) {
+                const float *src = j->B + (size_t)(j0 + c) * j->K + kb;
+                for (k = 0; k < kn; k++)
+                    d[(size_t)k * nr + c] = src[k];
+            }
+            for (k = 0; k < kn && w < nr; k++)
+                memset(d + (size_t)k * nr + w, 0, (size_t)(nr - w) * sizeof(float));
         }
     }
 }
