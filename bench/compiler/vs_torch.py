@@ -2,6 +2,7 @@
 """vs_torch.py - libtyc's CPU back end against PyTorch eager, measured in the same run.
 
 usage: vs_torch.py [BUILD_DIR] [--steps 40] [--warmup 5] [--threads 1,N] [--rows mlp:64,...]
+                   [--rounds 3]
 
 For every row (model, batch) and thread count (1 and all cores by default): `tyc bench --modes
 compiled` (median wall time of --steps training steps, Adam lr 1e-3, fp32, synthetic data) and
@@ -9,6 +10,8 @@ PyTorch eager running the same model and step (torch.nn built from the same spec
 compiler/python/tyw.py, CrossEntropyLoss, torch.optim.Adam, zero_grad(set_to_none=True)) in a
 child process started with OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=T and torch.set_num_threads(T)
 (without the OpenBLAS variable its pthread pool uses every core whatever torch's setting).
+The whole comparison runs --rounds times, tyc and torch alternating, and each figure is the
+lowest median of the rounds (the machine may be shared: the load average is printed).
 Prints the BLAS PyTorch loaded, then one row per (model, batch, threads): both medians, the
 ratio torch/tyc (> 1: tyc faster), and peak memory: tyc's planned bytes (parameters, Adam
 state, the arena, kernel scratch) against torch's peak RSS growth from model creation to the
@@ -153,6 +156,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--threads", default=f"1,{os.cpu_count()}")
     ap.add_argument("--rows", default=DEFAULT_ROWS)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
@@ -175,24 +179,38 @@ def main():
     m = re.search(r"gemm=(\w+)", isa)
     print(f"# {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} nproc={os.cpu_count()} "
           f"load={load} tyc_gemm={m.group(1) if m else '?'} steps={a.steps} warmup={a.warmup}")
-    rows = []
+    best = {}
     header = None
-    for t in [int(v) for v in a.threads.split(",")]:
-        env = dict(os.environ, OMP_NUM_THREADS=str(t), OPENBLAS_NUM_THREADS=str(t),
-                   MKL_NUM_THREADS=str(t))
-        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", "--threads",
-                            str(t), "--rows", a.rows, "--steps", str(a.steps), "--warmup",
-                            str(a.warmup)], capture_output=True, text=True, env=env, timeout=900)
-        if r.returncode != 0:
-            print(r.stderr, file=sys.stderr)
-            return 1
-        w = json.loads(r.stdout.strip().splitlines()[-1])
-        if header is None:
-            header = w
-            print(f"# torch {w['torch']} eager; BLAS: {w['blas']}; {w['blas_config']}")
-        for tr in w["rows"]:
-            ty = tyc_row(tyc, tr["model"], tr["batch"], t, a)
-            rows.append((tr, ty, t))
+    for _ in range(a.rounds):
+        for t in [int(v) for v in a.threads.split(",")]:
+            env = dict(os.environ, OMP_NUM_THREADS=str(t), OPENBLAS_NUM_THREADS=str(t),
+                       MKL_NUM_THREADS=str(t))
+            r = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker",
+                                "--threads", str(t), "--rows", a.rows, "--steps", str(a.steps),
+                                "--warmup", str(a.warmup)], capture_output=True, text=True,
+                               env=env, timeout=900)
+            if r.returncode != 0:
+                print(r.stderr, file=sys.stderr)
+                return 1
+            w = json.loads(r.stdout.strip().splitlines()[-1])
+            if header is None:
+                header = w
+                print(f"# torch {w['torch']} eager; BLAS: {w['blas']}; {w['blas_config']}")
+            for tr in w["rows"]:
+                key = (tr["model"], tr["batch"], t)
+                ty = tyc_row(tyc, tr["model"], tr["batch"], t, a)
+                old = best.get(key)
+                if old is None:
+                    best[key] = [tr, ty]
+                    continue
+                if tr["ms"] < old[0]["ms"]:
+                    old[0] = tr
+                if ty is not None and (old[1] is None or ty["ms"] < old[1]["ms"]):
+                    old[1] = ty
+    rows = [(v[0], v[1], k[2]) for k, v in best.items()]
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    print(f"# load at the end: {load}; figures: the lowest median of {a.rounds} rounds")
     print(f"{'model':10} {'batch':>5} {'threads':>7} {'tyc_ms':>9} {'torch_ms':>9} "
           f"{'speedup':>8} {'tyc_peak_MiB':>12} {'torch_peak_MiB':>14} {'mem_ratio':>9}")
     for tr, ty, t in rows:
