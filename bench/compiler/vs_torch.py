@@ -182,11 +182,12 @@ def main():
     best = {}
     header = None
     for _ in range(a.rounds):
-        for t in [int(v) for v in a.threads.split(",")]:
+        for t, row in [(int(v), r) for v in a.threads.split(",") for r in a.rows.split(",")]:
+            # one process per row: its peak RSS growth is that row's alone
             env = dict(os.environ, OMP_NUM_THREADS=str(t), OPENBLAS_NUM_THREADS=str(t),
                        MKL_NUM_THREADS=str(t))
             r = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker",
-                                "--threads", str(t), "--rows", a.rows, "--steps", str(a.steps),
+                                "--threads", str(t), "--rows", row, "--steps", str(a.steps),
                                 "--warmup", str(a.warmup)], capture_output=True, text=True,
                                env=env, timeout=900)
             if r.returncode != 0:
