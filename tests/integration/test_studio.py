@@ -200,8 +200,9 @@ def test_not_found_and_in_use_errors(ssm, ssm_noval):
     code, msg, status = _err(ssm.describe_domain, DomainId="d-000000000000")
     assert (code, status) == ("ResourceNotFound", 400)
     assert "d-000000000000" in msg
-    code, _, _ = _err(ssm.describe_domain, DomainId="not-a-domain-id")
-    assert code == "ResourceNotFound"
+    # the current model gives DomainId a pattern: AWS refuses other strings as invalid
+    code, msg, _ = _err(ssm.describe_domain, DomainId="not-a-domain-id")
+    assert code == "ValidationException" and "'domainId'" in msg, msg
     code, _, _ = _err(ssm.delete_domain, DomainId="d-000000000000")
     assert code == "ResourceNotFound"
     code, _, _ = _err(ssm.create_user_profile, DomainId="d-000000000000", UserProfileName="x")
@@ -525,11 +526,16 @@ def test_cli_walkthrough(cli, studio_server):
 
 
 def test_odd_ids_are_not_found_not_errors(studio_server):
-    """DomainId has no pattern in the service model: any string up to 63 characters arrives."""
+    """DomainId has a pattern in the current service model (d-(-*[a-z0-9]){1,61}): a string
+    outside it is a ValidationException naming the field, whatever the operation; one inside it
+    that names no domain is ResourceNotFound (or an empty list), never a 500."""
     keys = studio_server.credentials()
+    pattern = re.compile(r"d-(-*[a-z0-9]){1,61}")
     odd = ["d-abc:def", "d-../../x", "d-" + "a" * 61, "d-ABC", "ty:res:domain:x", "d-\u00e9t\u00e9",
-           "d-a b", "d-%00", "*"]
+           "d-a b", "d-%00", "*", "d-0-0", "d--x"]
     for d in odd:
+        valid = pattern.fullmatch(d) is not None
+        want = "ResourceNotFound" if valid else "ValidationException"
         for op, body in (("DescribeDomain", {"DomainId": d}),
                          ("DeleteDomain", {"DomainId": d}),
                          ("CreateUserProfile", {"DomainId": d, "UserProfileName": "u"}),
@@ -538,12 +544,17 @@ def test_odd_ids_are_not_found_not_errors(studio_server):
                                           "AppType": "JupyterServer", "AppName": "a"}),
                          ("CreatePresignedDomainUrl", {"DomainId": d, "UserProfileName": "u"})):
             r = H.raw_call(studio_server.url, op, body, keys=keys)
-            assert r.status == 400 and r.error_type == "ResourceNotFound", (op, d, r)
-        r = H.raw_call(studio_server.url, "ListUserProfiles", {"DomainIdEquals": d}, keys=keys)
-        assert r.status == 200 and r.json["UserProfiles"] == [], (d, r)
-        r = H.raw_call(studio_server.url, "ListApps",
-                       {"DomainIdEquals": d, "UserProfileNameEquals": "u"}, keys=keys)
-        assert r.status == 200 and r.json["Apps"] == [], (d, r)
+            assert r.status == 400 and r.error_type == want, (op, d, r)
+            if not valid:
+                assert "domainId" in r.json["message"], (op, d, r)
+        for op, body, field in (("ListUserProfiles", {"DomainIdEquals": d}, "UserProfiles"),
+                                ("ListApps", {"DomainIdEquals": d, "UserProfileNameEquals": "u"},
+                                 "Apps")):
+            r = H.raw_call(studio_server.url, op, body, keys=keys)
+            if valid:
+                assert r.status == 200 and r.json[field] == [], (op, d, r)
+            else:
+                assert r.status == 400 and r.error_type == "ValidationException", (op, d, r)
     r = H.raw_call(studio_server.url, "CreateApp", {"DomainId": "d-abc", "AppType":
                                                     "JupyterServer", "AppName": "a"}, keys=keys)
     assert r.status == 400 and r.error_type == "ValidationException", r
