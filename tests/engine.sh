@@ -68,8 +68,10 @@ mkdir -p "$(dirname "$sock")"
 
 echo "engine.sh: starting podman system service on $sock (log $log)"
 # The service outlives this script: it must not keep the caller's other descriptors (a lock
-# held by `flock`, a pipe a test reads to its end), so they are closed in the child first.
+# held by `flock`, a pipe a test reads to its end), so they are closed in the child first; nor
+# its working directory (conmon fails every container start once that folder is deleted).
 (
+    cd /
     for fd in /proc/$BASHPID/fd/*; do
         fd=${fd##*/}
         [ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null

@@ -618,13 +618,13 @@ int main(void)
 
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/ty-agent-e2e-XXXXXX");
     if (!mkdtemp(tmpdir))
-        return 1;
+        goto setup_failed;
     snprintf(s3dir, sizeof(s3dir), "%s/s3", tmpdir);
     snprintf(datadir, sizeof(datadir), "%s/data", tmpdir);
     snprintf(stagedir, sizeof(stagedir), "%s/staging", tmpdir);
     snprintf(path, sizeof(path), "mkdir -p %s/" BUCKET "/data/train/sub", s3dir);
     if (system(path) != 0)
-        return 1;
+        goto setup_failed;
     snprintf(path, sizeof(path), "%s/" BUCKET "/data/train/a.csv", s3dir);
     write_file(path, "a");
     snprintf(path, sizeof(path), "%s/" BUCKET "/data/train/sub/b.csv", s3dir);
@@ -633,12 +633,12 @@ int main(void)
     st = store_open(fx.url_unix, &err);
     if (!st) {
         fprintf(stderr, "store_open: %s\n", err.msg);
-        return 1;
+        goto setup_failed;
     }
     /* the jobs' role: the agent authorises every object against it (access.h) */
     if (store_iam_bootstrap_role(st, "000000000000", now_s(), &err) != 0) {
         fprintf(stderr, "store_iam_bootstrap_role: %s\n", err.msg);
-        return 1;
+        goto setup_failed;
     }
     /* Claimed by an agent that then "dies" (it never heartbeats) while training. */
     {
@@ -647,18 +647,18 @@ int main(void)
             .expect = "InProgress", .secondary = "Training", .message = "Training in progress."};
         doc = make_job("e2e-reclaim", IMAGE, "echo again; echo r > /opt/ml/model/r.txt", 600);
         if (store_job_create(st, "e2e-reclaim", doc, now_s(), &err) != 0)
-            return 1;
+            goto setup_failed;
         json_decref(doc);
         if (queue_claim(st, "dead-agent", 0, &item, &err) != 1 ||
             strcmp(item.job, "e2e-reclaim") != 0)
-            return 1;
+            goto setup_failed;
         tt.now = now_s();
         json_decref(store_job_transition(st, "e2e-reclaim", &tt, &err));
     }
     /* Queued before the agent starts, so that the Stop lands before the claim. */
     doc = make_job("e2e-early", IMAGE, "echo never; sleep 100", 0);
     if (store_job_create(st, "e2e-early", doc, now_s(), &err) != 0)
-        return 1;
+        goto setup_failed;
     json_decref(doc);
     t.now = now_s();
     json_decref(store_job_transition(st, "e2e-early", &t, &err));
@@ -679,7 +679,7 @@ int main(void)
     ag = agent_start(&cfg, &err);
     if (!ag) {
         fprintf(stderr, "agent_start: %s\n", err.msg);
-        return 1;
+        goto setup_failed;
     }
     {
         /* The dead agent's container, in the job's staging folder; it ends before anyone
@@ -695,19 +695,26 @@ int main(void)
         const char *binds[2] = {bind, NULL};
         if (stage_key_load(datadir, key, &err) != 0 ||
             stage_job_dir(stagedir, key, "e2e-reclaim", jdir, sizeof(jdir)) != 0)
-            return 1;
+            goto setup_failed;
         snprintf(cmdl, sizeof(cmdl), "mkdir -p %s/algo-1/model %s/algo-1/output/data", jdir, jdir);
         if (system(cmdl) != 0)
-            return 1;
+            goto setup_failed;
         snprintf(bind, sizeof(bind), "%s/algo-1:/opt/ml", jdir);
         c.binds = binds;
         c.labels = labels;
         d = docker_open(docker_host, &err);
-        docker_remove(d, c.name, 1, &err);
-        if (docker_create(d, &c, leftover_id, sizeof(leftover_id), &err) != 0 ||
-            docker_start(d, leftover_id, &err) != 0) {
+        /* an engine under load may fail one start (runc: "write child: broken pipe") */
+        for (int attempt = 0; attempt < 3; attempt++) {
+            docker_remove(d, c.name, 1, &err);
+            if (docker_create(d, &c, leftover_id, sizeof(leftover_id), &err) == 0 &&
+                docker_start(d, leftover_id, &err) == 0)
+                break;
+            leftover_id[0] = '\0';
+            sleep(1);
+        }
+        if (!leftover_id[0]) {
             fprintf(stderr, "leftover container: %s\n", err.msg);
-            return 1;
+            goto setup_failed;
         }
         docker_close(d);
         json_decref(labels);
@@ -739,12 +746,20 @@ int main(void)
                                       "RuleEvaluatorImage", "x", "RuleParameters", "rule_to_invoke",
                                       "LowGPUUtilization"));
         if (store_job_create(st, "e2e-prof", doc, now_s(), &err) != 0)
-            return 1;
+            goto setup_failed;
         json_decref(doc);
         rc = cmocka_run_group_tests(tests, NULL, NULL);
     }
-    agent_stop(ag);
-    store_close(st);
+    if (0) {
+setup_failed:
+        /* stop what runs (agent threads, redis-server) so that ctest is not left waiting on
+           their descriptors until its timeout */
+        rc = 1;
+    }
+    if (ag)
+        agent_stop(ag);
+    if (st)
+        store_close(st);
     redis_fixture_stop(&fx);
     snprintf(path, sizeof(path), "rm -rf %s", tmpdir);
     if (system(path) != 0)
