@@ -14,6 +14,7 @@
 #include "sigv4.h"
 
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,8 +172,8 @@ static int num(const char *p, size_t n)
 {
     int v = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!is_digit((unsigned char)p[i]))
-            return -1;
+        if (!is_digit((unsigned char)p[i]) || v > (INT_MAX - 9) / 10)
+            return -1; /* not a number, or one too large to be a date field */
         v = v * 10 + (p[i] - '0');
     }
     return v;
