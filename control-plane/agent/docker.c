@@ -231,9 +231,22 @@ int docker__demux_feed(struct docker__demux *dm, const void *data, size_t n)
     while (n) {
         if (dm->mode == DOCKER__DEMUX_RAW)
             return demux_payload(dm, (const char *)p, n, 0);
+        if (dm->mode == DOCKER__DEMUX_FAILED) {
+            struct ty_buf *b = &dm->partial[0];
+            size_t room = b->max - b->len;
+            if (room && ty_buf_append(b, (const char *)p, n < room ? n : room))
+                return -TY_ENOMEM;
+            return 0;
+        }
         if (dm->mode == DOCKER__DEMUX_DETECT) {
-            /* A frame header starts with 0, 1 or 2; a raw timestamped line with a digit. */
-            dm->mode = p[0] <= 2 ? DOCKER__DEMUX_MUX : DOCKER__DEMUX_RAW;
+            /* A frame header starts with 0, 1 or 2; a raw timestamped line with a digit. Podman
+               answers 200 before it reads the logs and, when that read fails (the container
+               exiting meanwhile: "read /proc/N/cgroup: no such process"), writes its JSON error
+               into the body: never a log line. */
+            if (dm->timestamps && p[0] == '{')
+                dm->mode = DOCKER__DEMUX_FAILED;
+            else
+                dm->mode = p[0] <= 2 ? DOCKER__DEMUX_MUX : DOCKER__DEMUX_RAW;
             continue;
         }
         if (dm->frame_left) {
@@ -280,6 +293,8 @@ int docker__demux_feed(struct docker__demux *dm, const void *data, size_t n)
 
 int docker__demux_finish(struct docker__demux *dm)
 {
+    if (dm->mode == DOCKER__DEMUX_FAILED)
+        return -TY_EENGINE;
     if (dm->stopped)
         return 1;
     for (int i = 0; i < 2; i++) {
@@ -1153,8 +1168,16 @@ int docker_logs(struct docker *d, const char *id, int follow, int64_t since_s, d
     rc = do_request(d, &req, "container logs", err);
     if (!rc && req.sink.status >= 300)
         rc = engine_error(&req, "container logs", err);
-    if (!rc && !dm.stopped)
-        (void)docker__demux_finish(&dm);
+    if (!rc && !dm.stopped && docker__demux_finish(&dm) == -TY_EENGINE) {
+        json_t *e =
+            json_loadb(dm.partial[0].data ? dm.partial[0].data : "", dm.partial[0].len, 0, NULL);
+        const char *msg = json_string_value(json_object_get(e, "message"));
+        rc = ty_err_set(err, TY_EENGINE, NULL,
+                        "container logs: the engine failed while sending "
+                        "them: %s",
+                        msg ? msg : "an error body instead of the log stream");
+        json_decref(e);
+    }
     docker__demux_cleanup(&dm);
     ty_buf_cleanup(&ebody);
     return rc;

@@ -24,7 +24,8 @@
 enum docker__demux_mode {
     DOCKER__DEMUX_DETECT = 0, /* not enough bytes seen yet */
     DOCKER__DEMUX_MUX = 1,    /* 8-byte frame headers */
-    DOCKER__DEMUX_RAW = 2     /* plain bytes, all stdout */
+    DOCKER__DEMUX_RAW = 2,    /* plain bytes, all stdout */
+    DOCKER__DEMUX_FAILED = 3  /* a JSON error body where a timestamped stream was due */
 };
 
 struct docker__demux {
@@ -49,7 +50,11 @@ void docker__demux_init(struct docker__demux *dm, int timestamps, size_t max_lin
  * -TY_EENGINE for a malformed frame header (stream type > 2 or nonzero padding) and -TY_ENOMEM.
  */
 int docker__demux_feed(struct docker__demux *dm, const void *p, size_t n);
-/* End of stream: delivers the unfinished line of each stream, if any. 0 or 1 as above. */
+/*
+ * End of stream: delivers the unfinished line of each stream, if any. 0 or 1 as above, or
+ * -TY_EENGINE when the engine wrote an error body after its 200 (mode DOCKER__DEMUX_FAILED; the
+ * body's first bytes are in partial[0]).
+ */
 int docker__demux_finish(struct docker__demux *dm);
 /* Frees the line buffers. */
 void docker__demux_cleanup(struct docker__demux *dm);

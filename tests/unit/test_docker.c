@@ -441,6 +441,12 @@ static void mock_handle(struct mock *m, int fd, const char *method, const char *
     } else if (!strncmp(path, "/v1.41/containers/rawc/logs?", 28)) {
         const char *raw = "2024-05-01T10:20:30.5Z raw one\n2024-05-01T10:20:31Z raw two\nno-ts";
         mock_reply(fd, 200, "application/vnd.docker.raw-stream", raw, strlen(raw));
+    } else if (!strncmp(path, "/v1.41/containers/errc/logs?", 28)) {
+        /* Podman when the container exits while it reads: 200, then its error as the body */
+        const char *e =
+            "{\"cause\":\"no such process\",\"message\":\"failed to obtain logs for "
+            "Container 'errc': read /proc/7731/cgroup: no such process\",\"response\":500}\n";
+        mock_reply(fd, 200, "application/vnd.docker.multiplexed-stream", e, strlen(e));
     } else if (!strcmp(path, "/v1.41/containers/badc/start")) {
         mock_json(fd, 500,
                   "{\"message\":\"OCI runtime error: cgroup memory limit not supported\"}");
@@ -602,6 +608,13 @@ static void test_mock_engine(void **state)
     assert_string_equal(l.v[1].text, "raw two");
     assert_string_equal(l.v[2].text, "no-ts");
     assert_int_equal(l.v[2].ts_ms, 0);
+
+    /* an error body after the 200: an engine error, never a log line */
+    assert_int_equal(docker_logs(d, "errc", 1, 0, collect, &l, &err), -TY_EENGINE);
+    assert_int_equal(l.n, 3);
+    assert_string_equal(err.msg, "container logs: the engine failed while sending them: failed to "
+                                 "obtain logs for Container 'errc': read /proc/7731/cgroup: no "
+                                 "such process");
 
     /* the engine's message comes through; 409 on kill of a stopped container is fine */
     assert_int_equal(docker_start(d, "badc", &err), -TY_EENGINE);
