@@ -13,8 +13,8 @@
  */
 #include "sigv4.h"
 
-#include <stdint.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -971,7 +971,8 @@ static int parse_query_form(const struct sigv4_request *req, struct sigv4_auth *
         return rc;
     if ((rc = parse_signed_headers(val[4], strlen(val[4]), a, "X-Amz-SignedHeaders", err)) != 0)
         return rc;
-    if (val[5][0] == '-' && val[5][1] != '\0' && num(val[5] + 1, strlen(val[5] + 1)) >= 0)
+    if (val[5][0] == '-' && val[5][1] != '\0' &&
+        strspn(val[5] + 1, "0123456789") == strlen(val[5] + 1))
         return ty_err_set(err, TY_EINVAL, "X-Amz-Expires", "X-Amz-Expires must be non-negative");
     if (val[5][0] == '\0' || strlen(val[5]) > 18)
         return ty_err_set(err, TY_EINVAL, "X-Amz-Expires", "X-Amz-Expires should be a number");

@@ -734,6 +734,12 @@ static const struct bad bads[] = {
     {NULL, NULL,
      "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE%2F20150830%2Fus-east-1%"
      "2Fservice%2Faws4_request&X-Amz-Date=20150830T123600Z&X-Amz-SignedHeaders=host&X-Amz-"
+     "Expires=-99999999999999999999&X-Amz-Signature="
+     "e93c787ed7f371d5c6b165c1b38ede9550f4dce4144713e844b25b7192d3865d",
+     TY_EINVAL, "X-Amz-Expires must be non-negative"},
+    {NULL, NULL,
+     "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE%2F20150830%2Fus-east-1%"
+     "2Fservice%2Faws4_request&X-Amz-Date=20150830T123600Z&X-Amz-SignedHeaders=host&X-Amz-"
      "Expires=1h&X-Amz-Signature="
      "e93c787ed7f371d5c6b165c1b38ede9550f4dce4144713e844b25b7192d3865d",
      TY_EINVAL, "X-Amz-Expires should be a number"},
