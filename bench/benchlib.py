@@ -5,7 +5,7 @@
   benchlib.py wait URL CREDFILE NAME TIMEOUT                 waits for a terminal status, prints it
   benchlib.py wrk-lua URL CREDFILE NAME OUT.lua              a wrk script sending one DescribeTrainingJob
                                                              signed once (X-Amz-Date = now; valid 15 min)
-  benchlib.py ttr URL CREDFILE NAME                          CreateTrainingJob -> container running, seconds
+  benchlib.py ttr URL CREDFILE NAME [KEEPALIVE [PREV]]      CreateTrainingJob -> container running, seconds
 """
 import configparser
 import json
@@ -113,14 +113,32 @@ end""")
         # CreateTrainingJob -> the container's first instruction. The container reads the kernel's
         # uptime clock (shared with the host: no time namespace) with shell builtins only, so the
         # figure does not depend on log or engine timestamps.
+        # With KEEPALIVE (> 0) the job asks for a warm pool (ResourceConfig.KeepAlivePeriodInSeconds)
+        # and the call returns once the pool is Available; with PREV, PREV's pool must have been
+        # reused by this job (Reused, ReusedByJob NAME), else the run is refused.
         url, cred, name = argv[2:5]
+        keep = int(argv[5]) if len(argv) > 5 else 0
+        prev = argv[6] if len(argv) > 6 else ""
         sm = client(url, cred)
         logs = client(url, cred, "logs")
+        req = job(name, 'read up _ < /proc/uptime; echo "RUNNING_AT $up"')
+        if keep > 0:
+            req["ResourceConfig"]["KeepAlivePeriodInSeconds"] = keep
         t0 = uptime()
-        sm.create_training_job(**job(name, 'read up _ < /proc/uptime; echo "RUNNING_AT $up"'))
+        sm.create_training_job(**req)
         d = wait(sm, name, 120)
         if d["TrainingJobStatus"] != "Completed":
             raise SystemExit(f"{name}: {d['TrainingJobStatus']} {d.get('FailureReason')}")
+        deadline = time.monotonic() + 30
+        while keep > 0 and d.get("WarmPoolStatus", {}).get("Status") != "Available":
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{name}: no Available warm pool: {d.get('WarmPoolStatus')}")
+            time.sleep(0.05)
+            d = sm.describe_training_job(TrainingJobName=name)
+        if prev:
+            w = sm.describe_training_job(TrainingJobName=prev).get("WarmPoolStatus", {})
+            if w.get("Status") != "Reused" or w.get("ReusedByJob") != name:
+                raise SystemExit(f"{name}: did not reuse {prev}'s warm pool: {w}")
         streams = logs.describe_log_streams(logGroupName="/aws/sagemaker/TrainingJobs",
                                             logStreamNamePrefix=name + "/")["logStreams"]
         ev = logs.get_log_events(logGroupName="/aws/sagemaker/TrainingJobs",

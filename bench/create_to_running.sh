@@ -3,6 +3,8 @@
 # next to a bare `podman run` of the same image and command; N runs each (default 5),
 # medians and their ratio. The container reads the kernel's uptime clock (shared with the
 # host) with shell builtins as its first action, so neither figure depends on log timestamps.
+# Then N warm starts: jobs with ResourceConfig.KeepAlivePeriodInSeconds, each reusing the warm
+# pool the previous one retained (docs/warm-pools.md), beside the cold median.
 #   bench/create_to_running.sh [N]       (needs the container engine: tests/engine.sh)
 source "$(dirname "$0")/lib.sh"
 N=${1:-5}
@@ -38,8 +40,22 @@ for i in $(seq 1 "$N"); do
     echo "podman run $i: $t s"
     pm+=("$t")
 done
+# warm: each job keeps its instance (KeepAlivePeriodInSeconds) and the next one reuses it; the
+# first (priming) run is cold and discarded; benchlib refuses a run that did not reuse
+$BENCHLIB ttr "$TY_URL" "$TY_CRED" "bench-prime-$$" 120 >/dev/null
+prev="bench-prime-$$"
+wm=()
+for i in $(seq 1 "$N"); do
+    t=$($BENCHLIB ttr "$TY_URL" "$TY_CRED" "bench-wp-$$-$i" 120 "$prev")
+    echo "trainyard warm run $i: $t s"
+    wm+=("$t")
+    prev="bench-wp-$$-$i"
+done
 ty_med=$(printf '%s\n' "${ty[@]}" | median)
 pm_med=$(printf '%s\n' "${pm[@]}" | median)
+wm_med=$(printf '%s\n' "${wm[@]}" | median)
 awk -v a="$ty_med" -v b="$pm_med" -v n="$N" 'BEGIN {
     printf "\nRESULT create_to_running (N=%d): trainyard median %.3f s | podman run median %.3f s | ratio %.2fx\n", n, a, b, a / b }'
+awk -v a="$wm_med" -v b="$ty_med" -v n="$N" 'BEGIN {
+    printf "RESULT create_to_running warm pool (N=%d): warm median %.3f s | cold median %.3f s | ratio %.2fx\n", n, a, b, a / b }'
 echo "(uptime clock resolution 10 ms; machine: $(nproc) CPUs)"

@@ -1308,6 +1308,59 @@ done:
     return rc;
 }
 
+/* Keeps the candidates whose WarmPoolStatus.Status is status (one HGET per candidate, pipelined
+   as store_fill_modified). 0 or error. */
+static int store_filter_warm(struct store *s, const char *status, struct store_cand *c, size_t *n,
+                             struct ty_err *err)
+{
+    enum { CHUNK = 1024 };
+    char(*keys)[STORE_KEY_MAX] = malloc((size_t)CHUNK * STORE_KEY_MAX);
+    const char *(*argv)[3] = malloc(CHUNK * sizeof(*argv));
+    const char *const **argvp = malloc(CHUNK * sizeof(*argvp));
+    int *argc = malloc(CHUNK * sizeof(*argc));
+    redisReply **rep = calloc(CHUNK, sizeof(*rep));
+    size_t out = 0;
+    int rc = 0;
+    if (!keys || !argv || !argvp || !argc || !rep) {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    for (size_t base = 0; base < *n; base += CHUNK) {
+        size_t m = *n - base < CHUNK ? *n - base : CHUNK;
+        for (size_t i = 0; i < m; i++) {
+            snprintf(keys[i], STORE_KEY_MAX, "ty:job:%s", c[base + i].name);
+            argv[i][0] = "HGET";
+            argv[i][1] = keys[i];
+            argv[i][2] = "WarmPoolStatus";
+            argvp[i] = argv[i];
+            argc[i] = 3;
+        }
+        rc = store__pipeline(s, m, argc, argvp, rep, err);
+        if (rc < 0)
+            goto done;
+        for (size_t i = 0; i < m; i++) {
+            redisReply *r = rep[i];
+            if (r->type == REDIS_REPLY_STRING) {
+                json_t *w = json_loadb(r->str, r->len, 0, NULL);
+                const char *st = json_string_value(json_object_get(w, "Status"));
+                if (st && strcmp(st, status) == 0)
+                    c[out++] = c[base + i];
+                json_decref(w);
+            }
+            freeReplyObject(r);
+            rep[i] = NULL;
+        }
+    }
+done:
+    *n = rc < 0 ? 0 : out;
+    free(keys);
+    free(argv);
+    free(argvp);
+    free(argc);
+    free(rep);
+    return rc;
+}
+
 json_t *store_job_list(struct store *s, const struct store_job_query *q, char **next_token,
                        struct ty_err *err)
 {
@@ -1389,6 +1442,8 @@ json_t *store_job_list(struct store *s, const struct store_job_query *q, char **
         }
         n = keep;
     }
+    if (q->warm_pool_status && store_filter_warm(s, q->warm_pool_status, c, &n, err) < 0)
+        goto out;
     store_sort_cands(c, tmp, n, sort, asc);
     if (cur.name) {
         while (start < n) {

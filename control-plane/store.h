@@ -99,6 +99,7 @@ struct store_job_query {
     int ascending;                          /* 0 = Descending (AWS's default) */
     int max_results;                        /* 1..100 */
     const char *next_token;                 /* from a previous page, NULL for the first */
+    const char *warm_pool_status;           /* WarmPoolStatus.Status, NULL = any */
 };
 
 /*

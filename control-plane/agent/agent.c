@@ -15,6 +15,7 @@
 #include "stage.h"
 #include "store.h"
 #include "ty_log.h"
+#include "warmpool.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -301,6 +302,7 @@ static void agent_free(struct agent *a)
 {
     if (!a)
         return;
+    warmpool_stop(a->wp);
     for (size_t i = 0; i < sizeof(a->owned) / sizeof(a->owned[0]); i++)
         free(a->owned[i]);
     pthread_mutex_destroy(&a->mu);
@@ -514,6 +516,8 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
     store_close(s);
     s = NULL;
 
+    if (!(a->wp = warmpool_start(a->cfg.redis_url, a->cfg.docker_host, a->cfg.slots, err)))
+        goto fail;
     if (pthread_create(&a->hb_thr, NULL, agent_heartbeat_thread, a) != 0) {
         ty_err_set(err, TY_EINTERNAL, NULL, "cannot start the heartbeat thread");
         goto fail;
@@ -565,6 +569,8 @@ void agent_stop(struct agent *a)
         pthread_mutex_lock(&a->mu);
     }
     pthread_mutex_unlock(&a->mu);
+    warmpool_stop(a->wp); /* the retained instances end with the agent (Terminated) */
+    a->wp = NULL;
     ty_log(TY_LOG_INFO, "agent.stopped", "agent=%s", a->id);
     agent_free(a);
 }

@@ -17,7 +17,8 @@ if(TARGET ty_store AND TARGET ty_docker AND EXISTS ${TY_CP_DIR}/s3.cmake)
   # profiler's public typrof_report.h (typrof_report, declared by profiler/ later).
   add_library(ty_agent STATIC ${TY_CP_DIR}/agent/agent.c ${TY_CP_DIR}/agent/run.c
     ${TY_CP_DIR}/agent/transfer.c ${TY_CP_DIR}/agent/prof.c ${TY_CP_DIR}/agent/access.c
-    ${TY_CP_DIR}/agent/reap.c ${TY_CP_DIR}/agent/janitor.c ${TY_CP_DIR}/agent/outbox.c)
+    ${TY_CP_DIR}/agent/reap.c ${TY_CP_DIR}/agent/janitor.c ${TY_CP_DIR}/agent/outbox.c
+    ${TY_CP_DIR}/agent/warmpool.c)
   target_include_directories(ty_agent PUBLIC ${TY_CP_DIR}/agent)
   target_link_libraries(ty_agent PUBLIC ty_agent_core ty_authz ty_s3 ty_store ty_docker ty_core typrof_report
     PkgConfig::ARCHIVE PkgConfig::PCRE2 PkgConfig::JANSSON Threads::Threads)

@@ -42,6 +42,7 @@ struct agent {
     pthread_cond_t cv;      /* signalled on stop and when a runner finishes */
     struct agent_run *runs; /* guarded by mu */
     int busy;               /* guarded by mu: runners not yet done */
+    struct warmpool *wp;    /* owned: the retained instances (warmpool.h) */
     pthread_t claim_thr, hb_thr;
     int claim_started, hb_started;
 };

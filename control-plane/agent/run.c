@@ -35,6 +35,7 @@
 #include "transfer.h"
 #include "ty_buf.h"
 #include "ty_log.h"
+#include "warmpool.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -166,6 +167,15 @@ struct run_ctx {
 
     char token[SESSION_TOKEN_LEN]; /* the job's container token (session.h), "" when none */
     int granted;                   /* session_job_grant succeeded and no revoke since */
+
+    /* warm pools (warmpool.h) */
+    char warm_key[WARMPOOL_KEY_MAX]; /* the job's match key, "" when none */
+    int warm;                        /* runs on a pool an earlier job retained */
+    char net_job[64];                /* the job whose name r->net's bridge carries ("" = r->job) */
+    long keep_alive;                 /* KeepAlivePeriodInSeconds when the job was claimed */
+    struct warmpool_entry keep;      /* the sandboxes and network, detached from the job when
+                                        its containers were removed (keep.nh > 0): retained
+                                        (warmpool_put) or released when the job has ended */
 };
 
 #define RUN_TYPROF "/usr/local/bin/typrof"
@@ -1151,7 +1161,7 @@ static int run_settle_conflict(struct run_ctx *r)
 static void run_unfence(struct run_ctx *r)
 {
     char br[FENCE_IFNAME_MAX];
-    fence_ifname(r->job, br, sizeof(br));
+    fence_ifname(r->net_job[0] ? r->net_job : r->job, br, sizeof(br));
     fence_unbridge(br);
 }
 
@@ -1276,6 +1286,14 @@ static int run_sandbox(struct run_ctx *r, struct run_host *h)
     if (!run_relay_wanted(r))
         return 0;
     ty_err_clear(&err);
+    if (h->sbid[0]) { /* a warm pool's (run_warm_take checked that it runs) */
+        if (docker_inspect(r->d, h->sbid, &st, &err) == 0 && st.running && st.pid > 0) {
+            run_relay_start(r, h, st.pid);
+            return 0;
+        }
+        run_sandbox_remove(r, h);
+        h->sbid[0] = '\0';
+    }
     if (!image || docker_image_exists(r->d, image, &err) != 1) {
         ty_log(TY_LOG_WARN, "agent.sandbox.no_image",
                "job=%s image='%s' note='relay bound after the container starts'", r->job,
@@ -1847,6 +1865,103 @@ static void run_failure_reason(struct run_ctx *r, char *reason, size_t n)
 }
 
 /* Removes every host's container (after its logs were read) and the job's network. */
+/* ---- warm pools (warmpool.h) ---- */
+
+/* Moves the hosts' sandboxes and the job network into r->keep instead of removing them, when
+   the job may retain its instance (a KeepAlivePeriodInSeconds at claim, or a warm pool it runs
+   on); run_warm_end() decides once the job has ended. The relays stop and the credentials are
+   revoked as for any job: nothing of the job but its network namespace stays. */
+static void run_warm_detach(struct run_ctx *r)
+{
+    if ((r->keep_alive <= 0 && !r->warm) || !r->warm_key[0] || atomic_load(&r->a->stopping))
+        return;
+    r->keep.nh = r->nh;
+    run_fmt(r->keep.job, sizeof(r->keep.job), "%s", r->job);
+    run_fmt(r->keep.key, sizeof(r->keep.key), "%s", r->warm_key);
+    for (int i = 0; i < r->nh; i++) {
+        run_fmt(r->keep.sbid[i], sizeof(r->keep.sbid[i]), "%s", r->h[i].sbid);
+        r->h[i].sbid[0] = '\0';
+    }
+    if (r->net[0]) {
+        run_fmt(r->keep.net, sizeof(r->keep.net), "%s", r->net);
+        run_fmt(r->keep.net_job, sizeof(r->keep.net_job), "%s",
+                r->net_job[0] ? r->net_job : r->job);
+        r->net[0] = '\0';
+    }
+}
+
+/* Takes a retained instance whose key equals the job's, when one is on this agent and its
+   sandboxes still run: the hosts get its sandboxes (and network), its job's document says
+   Reused. A pool found broken is terminated and the job starts cold. */
+static void run_warm_take(struct run_ctx *r)
+{
+    struct warmpool_entry *e;
+    struct docker_state st;
+    struct ty_err err;
+    int ok = 1;
+
+    if (!r->warm_key[0] || !(e = malloc(sizeof(*e))))
+        return;
+    if (!warmpool_take(r->a->wp, r->warm_key, e)) {
+        free(e);
+        return;
+    }
+    if (!r->s)
+        run_store_reopen(r);
+    ok = e->nh == r->nh;
+    for (int i = 0; ok && i < e->nh; i++)
+        if (e->sbid[i][0] && (docker_inspect(r->d, e->sbid[i], &st, &err) != 0 || !st.running))
+            ok = 0;
+    if (!ok) {
+        ty_log(TY_LOG_WARN, "agent.warmpool.broken", "job=%s pool=%s note='starting cold'", r->job,
+               e->job);
+        warmpool_terminate(r->d, r->s, e, run_now());
+        free(e);
+        return;
+    }
+    for (int i = 0; i < r->nh; i++)
+        run_fmt(r->h[i].sbid, sizeof(r->h[i].sbid), "%s", e->sbid[i]);
+    if (e->net[0]) {
+        run_fmt(r->net, sizeof(r->net), "%s", e->net);
+        run_fmt(r->net_job, sizeof(r->net_job), "%s", e->net_job[0] ? e->net_job : e->job);
+    }
+    r->warm = 1;
+    warmpool_reused(r->s, e, r->job, run_now());
+    free(e);
+}
+
+/* After the job ended (acked: terminal): retains r->keep when SageMaker would
+   (warmpool_retains), else removes it, recording Terminated when the job ran on a pool. */
+static void run_warm_end(struct run_ctx *r, int acked)
+{
+    struct ty_err err;
+    json_t *doc = NULL;
+    int retain;
+
+    if (r->keep.nh == 0 && !r->warm)
+        return;
+    if (!r->keep.job[0]) {
+        run_fmt(r->keep.job, sizeof(r->keep.job), "%s", r->job);
+        run_fmt(r->keep.key, sizeof(r->keep.key), "%s", r->warm_key);
+    }
+    if (!r->s)
+        run_store_reopen(r);
+    if (acked && !r->ob && r->s && !atomic_load(&r->a->stopping))
+        doc = store_job_get(r->s, r->job, &err);
+    retain = doc && r->t_start > 0 && r->keep.nh > 0 && warmpool_retains(doc);
+    json_decref(doc);
+    r->keep.since = run_now();
+    if (retain && warmpool_put(r->a->wp, r->s, &r->keep, &err) == 0) {
+        memset(&r->keep, 0, sizeof(r->keep));
+        return;
+    }
+    if (r->warm && acked)
+        warmpool_terminate(r->d, r->s, &r->keep, r->keep.since);
+    else
+        warmpool_release(r->d, &r->keep);
+    memset(&r->keep, 0, sizeof(r->keep));
+}
+
 static void run_remove_containers(struct run_ctx *r)
 {
     struct ty_err err;
@@ -1854,6 +1969,7 @@ static void run_remove_containers(struct run_ctx *r)
     for (int i = 0; i < r->nh; i++)
         if (r->h[i].cid[0] && docker_remove(r->d, r->h[i].cid, 1, &err) == 0)
             r->h[i].cid[0] = '\0';
+    run_warm_detach(r);
     run_relay_cleanup(r, 1);
     if (r->net[0] && docker_network_remove(r->d, r->net, &err) != 0)
         ty_log(TY_LOG_WARN, "agent.job.network_remove_failed", "job=%s network=%s error='%s'",
@@ -1909,7 +2025,7 @@ static int run_container(struct run_ctx *r)
     json_t *set;
     int rc;
 
-    if (r->nh > 1 && !r->sp.network_isolation) {
+    if (r->nh > 1 && !r->sp.network_isolation && !r->net[0]) {
         json_t *labels = json_pack("{s:s}", "trainyard.job", r->job);
         char br[FENCE_IFNAME_MAX];
         /* internal (no route out) and fenced from the host's own services */
@@ -2320,6 +2436,9 @@ static int run_job(struct run_ctx *r)
                 ? json_string_value(json_object_get(doc, "SecondaryStatus"))
                 : "");
     t_doc = json_number_value(json_object_get(doc, "TrainingStartTime"));
+    r->keep_alive = warmpool_keep_alive(doc);
+    if (warmpool_key(doc, r->warm_key, sizeof(r->warm_key), &err) != 0)
+        r->warm_key[0] = '\0';
     rc = spec_parse(doc, &r->sp, &err);
     if (rc == 0) {
         json_t *pc = json_object_get(doc, "ProfilerConfig");
@@ -2367,9 +2486,12 @@ static int run_job(struct run_ctx *r)
     } else {
         for (int i = 0; i < r->nh; i++) /* stale ones with our names */
             docker_remove(r->d, r->h[i].cname, 1, &err);
+        run_warm_take(r);
     }
 
-    rc = run_transition(r, "InProgress", NULL, "Downloading", MSG_DOWNLOAD, NULL);
+    rc = run_transition(r, "InProgress", NULL, "Downloading", MSG_DOWNLOAD,
+                        r->warm ? json_pack("{s:{s:s}}", "WarmPoolStatus", "Status", "InUse")
+                                : NULL);
     if (rc != 0)
         return rc < 0 ? -1 : (run_settle_conflict(r) < 0 ? -1 : 0);
     /* The log streams are named now, so that download progress lands in the stream the
@@ -2478,6 +2600,7 @@ void *run_thread(void *arg)
         rc = 0;
     }
 
+    run_warm_end(r, rc == 0);
     if (rc == 0) {
         for (int i = 0; i < r->nh && r->d; i++)
             if (r->h[i].cid[0])

@@ -253,11 +253,26 @@ static json_t *op__get_job(struct op_ctx *ctx, json_t *in, struct ty_err *err)
     return doc;
 }
 
+/* An Available warm pool's ResourceRetainedBillableTimeInSeconds grows until it ends: computed
+   from _warm_since (the agent's record of when the pool was retained). */
+static void op_warm_billable(struct op_ctx *ctx, json_t *doc)
+{
+    json_t *wp = json_object_get(doc, "WarmPoolStatus");
+    json_t *since = json_object_get(doc, "_warm_since");
+    const char *st = json_string_value(json_object_get(wp, "Status"));
+
+    if (st && strcmp(st, "Available") == 0 && json_is_number(since) &&
+        ctx->now > json_number_value(since))
+        json_object_set_new(wp, "ResourceRetainedBillableTimeInSeconds",
+                            json_integer((json_int_t)(ctx->now - json_number_value(since))));
+}
+
 int op_training_describe(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
     json_t *doc = op__get_job(ctx, in, err);
     if (!doc)
         return -err->code;
+    op_warm_billable(ctx, doc);
     *out = op_public(doc);
     return 0;
 }
@@ -296,6 +311,7 @@ int op_training_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
                         ? (int)json_integer_value(json_object_get(in, "MaxResults"))
                         : 10;
     q.next_token = op_str(in, "NextToken");
+    q.warm_pool_status = op_str(in, "WarmPoolStatusEquals");
     jobs = store_job_list(ctx->store, &q, &next, err);
     if (!jobs)
         return -err->code;
@@ -303,6 +319,7 @@ int op_training_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
     json_array_foreach(jobs, i, job)
     {
         json_t *s = json_object();
+        op_warm_billable(ctx, job);
         for (int k = 0; summary_keys[k]; k++)
             op_copy(s, job, summary_keys[k]);
         json_array_append_new(summaries, s);
@@ -365,6 +382,70 @@ int op_training_stop(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
     return 0;
 }
 
+/* 1 when in only changes ResourceConfig.KeepAlivePeriodInSeconds of a job that has ended with
+   a warm pool (cur: its document): SageMaker takes that while the pool is Available. */
+static int op_warm_update_only(json_t *in, json_t *cur)
+{
+    const char *st = json_string_value(json_object_get(cur, "TrainingJobStatus"));
+    if (!st || strcmp(st, "InProgress") == 0 || strcmp(st, "Stopping") == 0)
+        return 0;
+    return json_object_get(in, "ResourceConfig") && !json_object_get(in, "ProfilerConfig") &&
+           !json_object_get(in, "ProfilerRuleConfigurations") &&
+           !json_object_get(in, "RemoteDebugConfig");
+}
+
+/* UpdateTrainingJob of an ended job's KeepAlivePeriodInSeconds (steals cur): only while its warm
+   pool is Available; the agent that holds the pool reads the new period at its next sweep, and
+   0 ends the pool at once (warmpool.c). */
+static int op_warm_update(struct op_ctx *ctx, json_t *in, json_t *cur, json_t **out,
+                          struct ty_err *err)
+{
+    const char *name = op_str(in, "TrainingJobName");
+    const char *wst =
+        json_string_value(json_object_get(json_object_get(cur, "WarmPoolStatus"), "Status"));
+    struct store_transition t;
+    json_t *rc, *set, *doc;
+
+    if (!wst || strcmp(wst, "Available") != 0) {
+        char status[64];
+        snprintf(status, sizeof(status), "%s",
+                 json_string_value(json_object_get(cur, "TrainingJobStatus")));
+        json_decref(cur);
+        if (wst)
+            return ty_err_set(err, TY_EINVAL, "ResourceConfig",
+                              "The warm pool of training job %s is in status %s; "
+                              "KeepAlivePeriodInSeconds can only be updated while it is "
+                              "Available.",
+                              name, wst);
+        return ty_err_set(err, TY_EINVAL, "TrainingJobName",
+                          "The request was rejected because the training job %s is in status %s "
+                          "and cannot be updated.",
+                          name, status);
+    }
+    rc = json_deep_copy(json_object_get(cur, "ResourceConfig"));
+    json_decref(cur);
+    if (!json_is_object(rc)) {
+        json_decref(rc);
+        rc = json_object();
+    }
+    json_object_update(rc, json_object_get(in, "ResourceConfig"));
+    set = json_pack("{s:o}", "ResourceConfig", rc);
+    memset(&t, 0, sizeof(t));
+    t.expect = TERMINAL_STATUSES;
+    t.set = set;
+    t.now = ctx->now;
+    doc = store_job_transition(ctx->store, name, &t, err);
+    json_decref(set);
+    if (!doc) {
+        if (err->code == TY_ENOTFOUND)
+            return ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
+        return -err->code;
+    }
+    *out = json_pack("{s:O}", "TrainingJobArn", json_object_get(doc, "TrainingJobArn"));
+    json_decref(doc);
+    return 0;
+}
+
 int op_training_update(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
     const char *name = op_str(in, "TrainingJobName");
@@ -374,6 +455,8 @@ int op_training_update(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
     cur = op__get_job(ctx, in, err);
     if (!cur)
         return -err->code;
+    if (op_warm_update_only(in, cur))
+        return op_warm_update(ctx, in, cur, out, err);
     set = json_object();
     v = json_object_get(in, "ProfilerConfig");
     if (v) {
