@@ -407,16 +407,18 @@ static int op_warm_update(struct op_ctx *ctx, json_t *in, json_t *cur, json_t **
     json_t *rc, *set, *doc;
 
     if (!wst || strcmp(wst, "Available") != 0) {
-        char status[64];
+        char status[64], wstatus[64];
+        int has_pool = wst != NULL;
         snprintf(status, sizeof(status), "%s",
                  json_string_value(json_object_get(cur, "TrainingJobStatus")));
+        snprintf(wstatus, sizeof(wstatus), "%s", wst ? wst : "");
         json_decref(cur);
-        if (wst)
+        if (has_pool)
             return ty_err_set(err, TY_EINVAL, "ResourceConfig",
                               "The warm pool of training job %s is in status %s; "
                               "KeepAlivePeriodInSeconds can only be updated while it is "
                               "Available.",
-                              name, wst);
+                              name, wstatus);
         return ty_err_set(err, TY_EINVAL, "TrainingJobName",
                           "The request was rejected because the training job %s is in status %s "
                           "and cannot be updated.",

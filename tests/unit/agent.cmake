@@ -38,3 +38,9 @@ if(TARGET test_outbox)
   target_include_directories(test_outbox PRIVATE ${TY_TESTS_DIR}/unit ${CMAKE_SOURCE_DIR}/control-plane/agent)
   set_tests_properties(test_outbox PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 endif()
+
+# test_warmpool: the warm pool's match key (every member AWS compares, none it does not), which
+# ended jobs keep their instance, and the pool handing each instance over once (warmpool.h).
+if(TARGET ty_agent)
+  ty_unit_test(test_warmpool SOURCES ${TY_TESTS_DIR}/unit/test_warmpool.c LIBS ty_agent)
+endif()

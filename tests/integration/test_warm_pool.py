@@ -1,0 +1,123 @@
+"""Managed warm pools (issue 14): ResourceConfig.KeepAlivePeriodInSeconds keeps a job's instance
+(its sandbox: the network namespace) on its agent; a matching job of the same account and role
+reuses it with a fresh container and a fresh /opt/ml; WarmPoolStatus (Available, InUse, Reused,
+Terminated), UpdateTrainingJob of the period, ListTrainingJobs WarmPoolStatusEquals.
+A private server with one agent, so that the matching job meets the pool. Job names start wp-."""
+import json
+import urllib.parse
+
+import botocore.exceptions
+import pytest
+
+import tyhelpers as H
+
+# job A leaves files everywhere it may write; job B looks for them
+WRITE = ("for d in /opt/ml /opt/ml/model /opt/ml/output/data /tmp /var/tmp; do "
+         "echo a-secret > $d/wp-secret || exit 3; done; echo WROTE")
+CHECK = ("sleep 1; echo FOUND=$(find /opt/ml /tmp /var/tmp -name 'wp-secret*' 2>/dev/null | wc -l)"
+         " HOST=$(hostname)")
+
+
+def _wp(d):
+    return d.get("WarmPoolStatus") or {}
+
+
+def _wait_wp(sm, name, status, timeout=30):
+    def one():
+        d = sm.describe_training_job(TrainingJobName=name)
+        return d if _wp(d).get("Status") == status else None
+    return H.wait_for(one, timeout, f"{name}'s warm pool {status}")
+
+
+def _sandboxes(job):
+    f = urllib.parse.quote(json.dumps({"label": [f"trainyard.job={job}", "trainyard.sandbox=1"]}))
+    st, body = H.engine_request("GET", f"/containers/json?all=1&filters={f}")
+    assert st == 200, body
+    return json.loads(body)
+
+
+def _lines(logs, name):
+    stream = H.job_stream(logs, name)["logStreams"][0]["logStreamName"]
+    return [e["message"] for e in H.log_events(logs, stream)[0]]
+
+
+def test_warm_pool_reuse_isolation_update_and_expiry(make_server):
+    s = make_server(agents=1, extra=["--stop-grace", "2"])
+    sm, logs, iam = s.client("sagemaker"), s.client("logs"), s.client("iam")
+    keep = {"ResourceConfig": {"KeepAlivePeriodInSeconds": 60}}
+
+    a = H.unique("wp-a")
+    sm.create_training_job(**H.job_request(a, WRITE, **keep))
+    d = H.wait_job(sm, a)
+    assert d["TrainingJobStatus"] == "Completed", d.get("FailureReason")
+    assert d["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 60
+    d = _wait_wp(sm, a, "Available")
+    assert d["WarmPoolStatus"]["ResourceRetainedBillableTimeInSeconds"] >= 0
+    assert "WROTE" in _lines(logs, a)
+    assert len(_sandboxes(a)) == 1, "the retained instance (sandbox) is on the engine"
+
+    # Another role of the same account does not match (tenant isolation): it starts cold, and
+    # its own 1 s pool ends by itself.
+    role = H.unique("wp-role")
+    iam.create_role(RoleName=role, AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
+            "Action": "sts:AssumeRole"}]}))
+    pol = iam.get_role_policy(RoleName="trainyard", PolicyName="TrainyardExecution")
+    iam.put_role_policy(RoleName=role, PolicyName="exec",
+                        PolicyDocument=json.dumps(pol["PolicyDocument"]))
+    c = H.unique("wp-c")
+    sm.create_training_job(**H.job_request(
+        c, CHECK, RoleArn=f"arn:aws:iam::000000000000:role/{role}",
+        ResourceConfig={"KeepAlivePeriodInSeconds": 1}))
+    d = H.wait_job(sm, c)
+    assert d["TrainingJobStatus"] == "Completed", d.get("FailureReason")
+    assert _wp(sm.describe_training_job(TrainingJobName=a))["Status"] == "Available"
+    d = _wait_wp(sm, c, "Terminated", timeout=20)
+    assert d["WarmPoolStatus"]["ResourceRetainedBillableTimeInSeconds"] >= 1
+    assert "ReusedByJob" not in d["WarmPoolStatus"]
+    assert _sandboxes(c) == []
+
+    # The matching job reuses A's instance: InUse while it runs, A Reused by it; none of A's
+    # files is visible to it.
+    b = H.unique("wp-b")
+    sm.create_training_job(**H.job_request(b, CHECK, **keep))
+    d = H.wait_job(sm, b, statuses=("InProgress", "Completed", "Failed"), secondary=(
+        "Training", "Uploading", "Completed", "Failed"))
+    if d["TrainingJobStatus"] == "InProgress":
+        assert _wp(d) == {"Status": "InUse"}, d
+    d = H.wait_job(sm, b)
+    assert d["TrainingJobStatus"] == "Completed", d.get("FailureReason")
+    out = [l for l in _lines(logs, b) if l.startswith("FOUND=")]
+    assert out == ["FOUND=0 HOST=algo-1"], out
+    da = sm.describe_training_job(TrainingJobName=a)
+    assert da["WarmPoolStatus"]["Status"] == "Reused"
+    assert da["WarmPoolStatus"]["ReusedByJob"] == b
+    assert da["WarmPoolStatus"]["ResourceRetainedBillableTimeInSeconds"] >= 0
+    _wait_wp(sm, b, "Available")
+    assert len(_sandboxes(a)) == 1, "B runs in, and retains, A's sandbox"
+
+    names = lambda st: {j["TrainingJobName"] for j in sm.list_training_jobs(  # noqa: E731
+        WarmPoolStatusEquals=st, NameContains="wp-", MaxResults=100)["TrainingJobSummaries"]}
+    assert a in names("Reused") and b in names("Available") and c in names("Terminated")
+    assert b not in names("Reused") and a not in names("Available")
+
+    # UpdateTrainingJob: the period of an Available pool; 0 ends it at once
+    sm.update_training_job(TrainingJobName=b, ResourceConfig={"KeepAlivePeriodInSeconds": 0})
+    d = _wait_wp(sm, b, "Terminated", timeout=15)
+    assert d["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 0
+    H.wait_for(lambda: _sandboxes(a) == [], 10, "the sandbox removed")
+    for job in (b, c):  # no Available pool: refused
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            sm.update_training_job(TrainingJobName=job,
+                                   ResourceConfig={"KeepAlivePeriodInSeconds": 30})
+        assert ei.value.response["Error"]["Code"] == "ValidationException"
+        assert "Available" in ei.value.response["Error"]["Message"]
+
+    # the model's bounds on the period
+    noval = s.client("sagemaker", validate=False)
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        noval.create_training_job(**H.job_request(
+            H.unique("wp-bad"), "true", ResourceConfig={"KeepAlivePeriodInSeconds": 21601}))
+    assert ei.value.response["Error"]["Code"] == "ValidationException"
+    assert "resourceConfig.keepAlivePeriodInSeconds" in ei.value.response["Error"]["Message"]
