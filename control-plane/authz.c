@@ -113,6 +113,7 @@ static const struct authz_op authz_ops[] = {
     IA(UpdateLoginProfile, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
     IA(GetLoginProfile, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
     IA(DeleteLoginProfile, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(ChangePassword, AUTHZ_RES_IAM_USER, 0),
     IA(GetAccountPasswordPolicy, AUTHZ_RES_STAR, 0),
     IA(UpdateAccountPasswordPolicy, AUTHZ_RES_STAR, 0),
     IA(DeleteAccountPasswordPolicy, AUTHZ_RES_STAR, 0),

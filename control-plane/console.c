@@ -465,6 +465,22 @@ static void console__profiler(struct http_request *req, struct http_response *re
 static void console__render(const struct console_ctx *c, const char *path, const char *query,
                             const struct console_banner *bn, struct http_response *resp);
 
+/* 1 when the form has a "confirm" field (a password typed twice) that differs from the field
+   that "confirm-of" names. */
+static int console_confirm_differs(const struct http_request *req)
+{
+    char of[64] = "", a[260] = "", b[260] = "";
+    int differs;
+    if (!console_auth_form(req, "confirm-of", of, sizeof(of)) ||
+        !console_auth_form(req, "confirm", b, sizeof(b)))
+        return 0;
+    console_auth_form(req, of, a, sizeof(a));
+    differs = !console_auth_same(a, b);
+    memset(a, 0, sizeof(a));
+    memset(b, 0, sizeof(b));
+    return differs;
+}
+
 static void console__do(const struct console_ctx *c, struct http_response *resp)
 {
     struct console_banner bn;
@@ -480,6 +496,12 @@ static void console__do(const struct console_ctx *c, struct http_response *resp)
         snprintf(back, sizeof(back), "%s",
                  c->sess->kind == CONSOLE_IAM ? "/console/home" : "/console/profiler");
     bn.op = op;
+    if (console_confirm_differs(c->req)) {
+        ty_err_set(&bn.err, TY_EINVAL, "confirm",
+                   "The new password and its confirmation do not match.");
+        bn.code_name = strcmp(svc, "iam") == 0 ? "ValidationError" : NULL;
+        goto show;
+    }
     in = console_call_input(c->req->body.data ? c->req->body.data : "", c->req->body.len, &bn.err);
     if (!in)
         goto show;

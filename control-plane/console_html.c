@@ -57,7 +57,10 @@ void console_html_start(struct ty_buf *b, const char *title, const struct consol
         console_html_csrf(b, sess);
         ty_buf_puts(b, "<span class=\"who\">");
         ty_buf_put_html(b, sess->user);
-        ty_buf_puts(b, "</span> <button type=\"submit\">Sign out</button></form>");
+        ty_buf_puts(b, "</span> ");
+        if (sess->kind == CONSOLE_IAM)
+            ty_buf_puts(b, "<a class=\"pwlink\" href=\"/console/password\">Change password</a> ");
+        ty_buf_puts(b, "<button type=\"submit\">Sign out</button></form>");
     }
     ty_buf_puts(b, "</header>\n<main id=\"main\" tabindex=\"-1\">\n<h1>");
     ty_buf_put_html(b, title);

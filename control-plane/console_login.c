@@ -53,7 +53,7 @@ int console_login_policy_check(const struct console_login_policy *p, const char 
     for (const char *c = password; *c; c++) {
         int ch = (unsigned char)*c;
         if (ch < 0x20 || ch == 0x7f)
-            return ty_err_set(err, TY_EINVAL, "Password",
+            return ty_err_set(err, TY_EPWPOLICY, "Password",
                               "Password should not contain control characters");
         up |= isupper(ch) != 0;
         lo |= islower(ch) != 0;
@@ -61,28 +61,30 @@ int console_login_policy_check(const struct console_login_policy *p, const char 
         sym |= login__is_symbol(ch);
     }
     if (n > CONSOLE_LOGIN_PW_MAX)
-        return ty_err_set(err, TY_EINVAL, "Password", "Password should have at most %d characters",
-                          CONSOLE_LOGIN_PW_MAX);
+        return ty_err_set(err, TY_EPWPOLICY, "Password",
+                          "Password should have at most %d characters", CONSOLE_LOGIN_PW_MAX);
     if ((int)n < p->min_length)
-        return ty_err_set(err, TY_EINVAL, "Password", "Password should have a minimum length of %d",
-                          p->min_length);
+        return ty_err_set(err, TY_EPWPOLICY, "Password",
+                          "Password should have a minimum length of %d", p->min_length);
     if (!p->custom) {
         if (up + lo + num + sym < 3)
-            return ty_err_set(err, TY_EINVAL, "Password",
+            return ty_err_set(err, TY_EPWPOLICY, "Password",
                               "Password should have at least three of these: uppercase letters, "
                               "lowercase letters, numbers and symbols");
         return 0;
     }
     if (p->req_upper && !up)
-        return ty_err_set(err, TY_EINVAL, "Password",
+        return ty_err_set(err, TY_EPWPOLICY, "Password",
                           "Password should have at least one uppercase letter");
     if (p->req_lower && !lo)
-        return ty_err_set(err, TY_EINVAL, "Password",
+        return ty_err_set(err, TY_EPWPOLICY, "Password",
                           "Password should have at least one lowercase letter");
     if (p->req_numbers && !num)
-        return ty_err_set(err, TY_EINVAL, "Password", "Password should have at least one number");
+        return ty_err_set(err, TY_EPWPOLICY, "Password",
+                          "Password should have at least one number");
     if (p->req_symbols && !sym)
-        return ty_err_set(err, TY_EINVAL, "Password", "Password should have at least one symbol");
+        return ty_err_set(err, TY_EPWPOLICY, "Password",
+                          "Password should have at least one symbol");
     return 0;
 }
 
@@ -449,6 +451,37 @@ int console_login_attempt(struct store *s, const char *name, const char *uid, co
     if (r)
         freeReplyObject(r);
     return login__denied(err);
+}
+
+int console_login_change(struct store *s, const char *name, const char *uid,
+                         const char *old_password, const char *new_password, struct ty_err *err)
+{
+    double created;
+    int reset, rc;
+
+    if ((rc = console_login_get(s, name, uid, &created, &reset, err)) != 0)
+        return rc;
+    if ((rc = console_login_attempt(s, name, uid, old_password, &reset, err)) != 0) {
+        if (rc == -TY_EDENIED)
+            return ty_err_set(err, TY_EDENIED, "OldPassword",
+                              "The old password you entered is incorrect.");
+        return rc;
+    }
+    if (strcmp(old_password, new_password) == 0)
+        return ty_err_set(err, TY_EPWPOLICY, "NewPassword",
+                          "Password should not be the same as the old password");
+    return console_login_put(s, name, uid, new_password, 1, 0, (double)time(NULL), err);
+}
+
+int console_login_reset_required(struct store *s, const char *name, const char *uid)
+{
+    struct ty_err err;
+    double created;
+    int reset = 0;
+    ty_err_clear(&err);
+    if (console_login_get(s, name, uid, &created, &reset, &err) != 0)
+        return 0;
+    return reset != 0;
 }
 
 int console_login_bootstrap(struct store *s, const char *path, struct ty_err *err)

@@ -52,7 +52,8 @@ void console_login_policy_default(struct console_login_policy *p);
 
 /*
  * Checks password against p (the default policy's three-of-four rule when !p->custom). 0, or
- * -TY_EINVAL with field "Password" and a message naming the first rule it breaks ("Password
+ * -TY_EPWPOLICY (IAM's PasswordPolicyViolation) with field "Password" and a message naming
+ * the first rule it breaks ("Password
  * should have at least one uppercase letter", IAM's PasswordPolicyViolation wording).
  */
 int console_login_policy_check(const struct console_login_policy *p, const char *password,
@@ -107,6 +108,19 @@ int console_login_delete(struct store *s, const char *name, struct ty_err *err);
  */
 int console_login_attempt(struct store *s, const char *name, const char *uid, const char *password,
                           int *reset, struct ty_err *err);
+
+/*
+ * ChangePassword of IAM user name (uid: its current id): old_password must be its password
+ * (checked as a sign-in attempt: a wrong one counts towards the lock-out), new_password must
+ * pass the account policy and differ from the old one. The new password is stored and
+ * PasswordResetRequired cleared. 0, -TY_EDENIED (wrong old password), -TY_ETHROTTLE (locked
+ * out), -TY_ENOTFOUND (no login profile), -TY_EPWPOLICY, -TY_EREDIS, -TY_EINTERNAL.
+ */
+int console_login_change(struct store *s, const char *name, const char *uid,
+                         const char *old_password, const char *new_password, struct ty_err *err);
+
+/* 1 when IAM user name (uid) has a login profile whose PasswordResetRequired is set. */
+int console_login_reset_required(struct store *s, const char *name, const char *uid);
 
 /*
  * --admin-password-file: gives IAM user "admin" (store_iam_bootstrap_admin's) a login profile

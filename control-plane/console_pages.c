@@ -14,6 +14,7 @@
 #include "authz.h"
 #include "console.h"
 #include "console_html.h"
+#include "console_login.h"
 #include "ops/iamapi.h"
 #include "queue.h"
 #include "quota.h"
@@ -185,6 +186,111 @@ static int pg__name_ok(const char *s, size_t n)
     return 1;
 }
 
+/* ---- the user's own password (iam:ChangePassword) ---- */
+
+/* 1 when the signed-in IAM user's login profile has PasswordResetRequired set. */
+static int pg_reset_required(const struct console_ctx *c)
+{
+    struct store_iam_user u;
+    struct ty_err err;
+    ty_err_clear(&err);
+    if (store_iam_user_get(c->s, c->sess->user, &u, NULL, &err) != 0)
+        return 0;
+    return console_login_reset_required(c->s, u.name, u.id);
+}
+
+/* The account policy in words, as the change-password page states it. */
+static void pg_policy_text(const struct console_ctx *c, struct ty_buf *b)
+{
+    struct console_login_policy p;
+    struct ty_err err;
+    ty_err_clear(&err);
+    if (console_login_policy_get(c->s, &p, &err) != 0)
+        return;
+    ty_buf_printf(b,
+                  "<p class=\"hint\" id=\"pw-policy\">The account password policy: at "
+                  "least %d characters",
+                  p.min_length);
+    if (!p.custom) {
+        ty_buf_puts(b, ", with at least three of: uppercase letters, lowercase letters, numbers "
+                       "and symbols");
+    } else {
+        if (p.req_upper)
+            ty_buf_puts(b, ", an uppercase letter");
+        if (p.req_lower)
+            ty_buf_puts(b, ", a lowercase letter");
+        if (p.req_numbers)
+            ty_buf_puts(b, ", a number");
+        if (p.req_symbols)
+            ty_buf_puts(b, ", a symbol (! @ # $ % ^ &amp; * ( ) _ + - = [ ] { } | ')");
+    }
+    ty_buf_puts(b, ".</p>\n");
+}
+
+/* A checkbox posting "true" (unchecked: the field is absent, IAM's false). */
+static void pg_check(struct ty_buf *b, const char *member, const char *label, int on)
+{
+    ty_buf_printf(b,
+                  "<label class=\"check\"><input type=\"checkbox\" name=\"p.%s\" "
+                  "value=\"true\"%s> ",
+                  member, on ? " checked" : "");
+    ty_buf_put_html(b, label);
+    ty_buf_puts(b, "</label>");
+}
+
+/* The account password policy form (UpdateAccountPasswordPolicy), on the IAM users page. */
+static void pg_policy_form(const struct console_ctx *c, struct ty_buf *b)
+{
+    struct console_login_policy p;
+    struct ty_err err;
+    char ml[16];
+    ty_err_clear(&err);
+    if (console_login_policy_get(c->s, &p, &err) != 0)
+        console_login_policy_default(&p);
+    snprintf(ml, sizeof(ml), "%d", p.min_length);
+    ty_buf_puts(b, "<h2>Account password policy</h2>\n");
+    pg_policy_text(c, b);
+    pg__form(b, c, "iam", "UpdateAccountPasswordPolicy", "/console/iam/users",
+             "Set the account password policy");
+    pg__field(b, "p.MinimumPasswordLength", "Minimum password length (6-128)", "number", ml, 1);
+    pg_check(b, "RequireUppercaseCharacters", "Require an uppercase letter",
+             p.custom && p.req_upper);
+    pg_check(b, "RequireLowercaseCharacters", "Require a lowercase letter",
+             p.custom && p.req_lower);
+    pg_check(b, "RequireNumbers", "Require a number", p.custom && p.req_numbers);
+    pg_check(b, "RequireSymbols", "Require a symbol", p.custom && p.req_symbols);
+    pg_check(b, "AllowUsersToChangePassword", "Allow users to change their own password",
+             p.allow_change);
+    pg__form_end(b, "Set policy");
+}
+
+static int pg_password(const struct console_ctx *c, const struct console_banner *bn,
+                       struct http_response *resp)
+{
+    struct ty_buf b;
+    pg__start(&b, c, "Change your password", bn);
+    if (pg_reset_required(c))
+        ty_buf_puts(&b, "<div class=\"alert error\" role=\"alert\">Your administrator requires "
+                        "a new password before you go on.</div>\n");
+    ty_buf_puts(&b, "<p>IAM user <code>");
+    ty_buf_put_html(&b, c->sess->principal);
+    ty_buf_puts(&b, "</code> changes his own console password (iam:ChangePassword; allowed by "
+                    "the user's policies, or for everyone when the account password policy "
+                    "says AllowUsersToChangePassword).</p>\n");
+    pg_policy_text(c, &b);
+    pg__form(&b, c, "iam", "ChangePassword", "/console/password", "Change your password");
+    ty_buf_puts(&b, "<input type=\"hidden\" name=\"confirm-of\" value=\"p.NewPassword\">");
+    ty_buf_puts(&b, "<label for=\"f-old\">Current password</label><input id=\"f-old\" "
+                    "name=\"p.OldPassword\" type=\"password\" autocomplete=\"current-password\" "
+                    "required><label for=\"f-new\">New password</label><input id=\"f-new\" "
+                    "name=\"p.NewPassword\" type=\"password\" autocomplete=\"new-password\" "
+                    "required><label for=\"f-confirm\">Confirm new password</label><input "
+                    "id=\"f-confirm\" name=\"confirm\" type=\"password\" "
+                    "autocomplete=\"new-password\" required>");
+    pg__form_end(&b, "Change password");
+    return pg__send(c, resp, &b);
+}
+
 /* ---- home ---- */
 
 static int pg__home(const struct console_ctx *c, const struct console_banner *bn,
@@ -198,11 +304,10 @@ static int pg__home(const struct console_ctx *c, const struct console_banner *bn
 
     ty_err_clear(&err);
     pg__start(&b, c, "Home", bn);
-    if (json_is_true(json_object_get(c->sess->doc, "PasswordResetRequired")))
-        ty_buf_puts(&b, "<div class=\"alert error\" role=\"alert\">Your password must be "
-                        "changed: ask an administrator to set a new one (UpdateLoginProfile) "
-                        "or set it on <a href=\"/console/iam/users/me\">your user page</a>."
-                        "</div>\n");
+    if (pg_reset_required(c))
+        ty_buf_puts(&b, "<div class=\"alert error\" role=\"alert\">Your administrator requires "
+                        "a new password: <a href=\"/console/password\">change your password"
+                        "</a>.</div>\n");
     ty_buf_puts(&b, "<p>Signed in as <code>");
     ty_buf_put_html(&b, c->sess->principal);
     ty_buf_puts(&b,
@@ -511,6 +616,7 @@ static int pg__users(const struct console_ctx *c, const struct console_banner *b
     pg__form(&b, c, "iam", "CreateUser", "/console/iam/users", "Create an IAM user");
     pg__field(&b, "p.UserName", "User name", "text", NULL, 1);
     pg__form_end(&b, "Create user");
+    pg_policy_form(c, &b);
     return pg__send(c, resp, &b);
 }
 
@@ -897,5 +1003,7 @@ int console_pages_serve(const struct console_ctx *c, const char *path, const cha
         return pg__jobs(c, query, bn, resp);
     if (strcmp(path, "/console/system") == 0)
         return pg__system(c, bn, resp);
+    if (strcmp(path, "/console/password") == 0)
+        return pg_password(c, bn, resp);
     return 0;
 }

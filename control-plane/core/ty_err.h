@@ -33,7 +33,9 @@
     X(GPU, 20, "gpu error", "InternalFailure", 500)                                                \
     X(MALFORMED, 21, "malformed policy document", "MalformedPolicyDocument", 400)                  \
     X(INCOMPLETESIG, 22, "incomplete signature", "IncompleteSignatureException", 400)              \
-    X(EXPIREDTOKEN, 23, "expired security token", "ExpiredTokenException", 400)
+    X(EXPIREDTOKEN, 23, "expired security token", "ExpiredTokenException", 400)                    \
+    X(PWPOLICY, 24, "password policy violation", "ValidationException", 400)                       \
+    X(USERTYPE, 25, "invalid user type", "ValidationException", 400)
 
 enum ty_code {
 #define TY__ERR_ENUM(name, num, desc, aws, http) TY_E##name = num,

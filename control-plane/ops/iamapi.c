@@ -267,6 +267,8 @@ static const struct iamapi__errmap iamapi__errs[] = {
     {TY_ELIMIT, "LimitExceeded", 409, "Sender"},
     {TY_EMALFORMED, "MalformedPolicyDocument", 400, "Sender"},
     {TY_EINVAL, "ValidationError", 400, "Sender"},
+    {TY_EPWPOLICY, "PasswordPolicyViolation", 400, "Sender"},
+    {TY_EUSERTYPE, "InvalidUserType", 400, "Sender"},
     {TY_ETOOBIG, "ValidationError", 400, "Sender"},
     {TY_EDENIED, "AccessDenied", 403, "Sender"},
     {TY_EUNKNOWNOP, "InvalidAction", 400, "Sender"},
@@ -1285,6 +1287,62 @@ static int iamapi_delete_login_profile(struct iamapi__ctx *x, struct ty_err *err
     return console_login_delete(x->c->store, u.name, err);
 }
 
+/* ChangePassword: the caller (an IAM user) changes his own console password. */
+static int iamapi_change_password(struct iamapi__ctx *x, struct ty_err *err)
+{
+    struct store_iam_user u;
+    const char *arn = x->c->principal_arn, *name;
+    int rc;
+
+    if (strncmp(arn, "arn:aws:iam::", 13) != 0 || !strstr(arn, ":user/"))
+        return ty_err_set(err, TY_EUSERTYPE, NULL,
+                          "The request was rejected because the type of user for the "
+                          "transaction was incorrect.");
+    name = strrchr(arn, '/') + 1;
+    if ((rc = store_iam_user_get(x->c->store, name, &u, NULL, err)) != 0)
+        return rc == -TY_EREDIS ? rc : iamapi__no_user(err, name);
+    rc = console_login_change(x->c->store, u.name, u.id, iamapi__s(x->in, "OldPassword"),
+                              iamapi__s(x->in, "NewPassword"), err);
+    if (rc == -TY_ETHROTTLE)
+        rc = ty_err_set(err, TY_ELIMIT, NULL, "%s", err->msg);
+    return rc;
+}
+
+/*
+ * ChangePassword is allowed by the caller's policies (iam:ChangePassword on his own ARN), or,
+ * as on AWS, for every IAM user when the account password policy says
+ * AllowUsersToChangePassword, or for a user whose login profile has PasswordResetRequired (AWS's
+ * console attaches IAMUserChangePassword to such a user). 1 when one of the last two holds.
+ */
+static int iamapi_change_allowed(struct store *s, const char *arn)
+{
+    struct console_login_policy p;
+    struct store_iam_user u;
+    struct ty_err err;
+    const char *slash = strrchr(arn, '/');
+
+    ty_err_clear(&err);
+    if (!strstr(arn, ":user/") || !slash)
+        return 0;
+    if (console_login_policy_get(s, &p, &err) == 0 && p.allow_change)
+        return 1;
+    if (store_iam_user_get(s, slash + 1, &u, NULL, &err) != 0)
+        return 0;
+    return console_login_reset_required(s, u.name, u.id);
+}
+
+/* authz_request, with ChangePassword's own grants (iamapi_change_allowed). */
+static int iamapi_authorize(struct store *s, const char *op, json_t *in, const char *arn,
+                            const char *region, const char *account, struct ty_err *err)
+{
+    int rc = authz_request(s, "iam", op, in, arn, region, account, err);
+    if (rc == -TY_EDENIED && strcmp(op, "ChangePassword") == 0 && iamapi_change_allowed(s, arn)) {
+        ty_err_clear(err);
+        return 0;
+    }
+    return rc;
+}
+
 static int iamapi_get_password_policy(struct iamapi__ctx *x, struct ty_err *err)
 {
     struct console_login_policy p;
@@ -1458,6 +1516,12 @@ static const struct iamapi__action iamapi__actions[] = {
       {"PasswordResetRequired", "passwordResetRequired", 0, 4, 5, PAT_WORD}}},
     {"GetLoginProfile", iamapi_get_login_profile, 1, T_NONE, {P_USER_OPT}},
     {"DeleteLoginProfile", iamapi_delete_login_profile, 0, T_NONE, {P_USER_OPT}},
+    {"ChangePassword",
+     iamapi_change_password,
+     0,
+     T_NONE,
+     {{"OldPassword", "oldPassword", 1, 1, 128, PAT_TEXT},
+      {"NewPassword", "newPassword", 1, 1, 128, PAT_TEXT}}},
     {"GetAccountPasswordPolicy", iamapi_get_password_policy, 1, T_NONE, {{0}}},
     {"UpdateAccountPasswordPolicy",
      iamapi_update_password_policy,
@@ -1583,8 +1647,8 @@ static void iamapi__route(const struct iamapi__call *c, struct http_response *re
     }
     if (iamapi__validate(a, in, &err) != 0)
         goto fail;
-    if (authz_request(c->store, "iam", a->name, in, c->principal_arn, c->region, c->account_id,
-                      &err) != 0)
+    if (iamapi_authorize(c->store, a->name, in, c->principal_arn, c->region, c->account_id, &err) !=
+        0)
         goto fail;
     x.c = c;
     x.in = in;
@@ -1668,7 +1732,7 @@ int op_iamapi_invoke(struct store *s, const char *account_id, const char *region
                           action ? action : "");
     if (iamapi__validate(a, in, err) != 0)
         return -TY_EINVAL;
-    if ((rc = authz_request(s, "iam", a->name, in, principal_arn, region, account_id, err)) != 0)
+    if ((rc = iamapi_authorize(s, a->name, in, principal_arn, region, account_id, err)) != 0)
         return rc;
     memset(&c, 0, sizeof(c));
     c.store = s;

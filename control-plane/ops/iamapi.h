@@ -9,13 +9,15 @@
  *   </Error><RequestId>...</RequestId></ErrorResponse>
  * with IAM's HTTP statuses: 404 NoSuchEntity; 409 EntityAlreadyExists, LimitExceeded,
  * DeleteConflict; 400 MalformedPolicyDocument, ValidationError, InvalidAction; 403 AccessDenied.
+ * 400 PasswordPolicyViolation (a password against the account policy), InvalidUserType.
  * Actions: CreateLoginProfile, UpdateLoginProfile, GetLoginProfile, DeleteLoginProfile,
- * GetAccountPasswordPolicy, UpdateAccountPasswordPolicy, DeleteAccountPasswordPolicy (console
- * passwords: console_login.h), CreateUser, GetUser, ListUsers, DeleteUser, TagUser, UntagUser,
- * ListUserTags, CreateAccessKey, ListAccessKeys, DeleteAccessKey, PutUserPolicy, GetUserPolicy,
- * ListUserPolicies, DeleteUserPolicy; STS GetCallerIdentity (always allowed, as in AWS).
- * Every IAM action is authorised through authz_request (authz.h) after validation.
- * Does not own: SigV4 (route.c verifies the request before calling here), storage
+ * ChangePassword (the caller's own; also allowed by AllowUsersToChangePassword or a pending
+ * PasswordResetRequired), GetAccountPasswordPolicy, UpdateAccountPasswordPolicy,
+ * DeleteAccountPasswordPolicy (console passwords: console_login.h), CreateUser, GetUser, ListUsers,
+ * DeleteUser, TagUser, UntagUser, ListUserTags, CreateAccessKey, ListAccessKeys, DeleteAccessKey,
+ * PutUserPolicy, GetUserPolicy, ListUserPolicies, DeleteUserPolicy; STS GetCallerIdentity (always
+ * allowed, as in AWS). Every IAM action is authorised through authz_request (authz.h) after
+ * validation. Does not own: SigV4 (route.c verifies the request before calling here), storage
  * (store_iam.c), policy grammar (iam.h).
  * Thread-safety: reentrant; uses the caller's per-thread store.
  */

@@ -62,19 +62,19 @@ static void test_policy(void **state)
     console_login_policy_default(&p);
     assert_int_equal(console_login_policy_check(&p, "Abcdef1!", &err), 0);
     assert_int_equal(console_login_policy_check(&p, "abcdefg1!", &err), 0); /* 3 of 4 */
-    assert_int_equal(console_login_policy_check(&p, "Ab1!", &err), -TY_EINVAL);
+    assert_int_equal(console_login_policy_check(&p, "Ab1!", &err), -TY_EPWPOLICY);
     assert_string_equal(err.field, "Password");
     assert_non_null(strstr(err.msg, "minimum length of 8"));
-    assert_int_equal(console_login_policy_check(&p, "abcdefghij", &err), -TY_EINVAL);
+    assert_int_equal(console_login_policy_check(&p, "abcdefghij", &err), -TY_EPWPOLICY);
     assert_non_null(strstr(err.msg, "three of these"));
-    assert_int_equal(console_login_policy_check(&p, "Abcdefg1\n", &err), -TY_EINVAL);
+    assert_int_equal(console_login_policy_check(&p, "Abcdefg1\n", &err), -TY_EPWPOLICY);
     p.custom = 1;
     p.min_length = 10;
     p.req_symbols = 1;
     p.req_upper = 1;
-    assert_int_equal(console_login_policy_check(&p, "abcdefghij!", &err), -TY_EINVAL);
+    assert_int_equal(console_login_policy_check(&p, "abcdefghij!", &err), -TY_EPWPOLICY);
     assert_string_equal(err.msg, "Password should have at least one uppercase letter");
-    assert_int_equal(console_login_policy_check(&p, "Abcdefghijk", &err), -TY_EINVAL);
+    assert_int_equal(console_login_policy_check(&p, "Abcdefghijk", &err), -TY_EPWPOLICY);
     assert_string_equal(err.msg, "Password should have at least one symbol");
     assert_int_equal(console_login_policy_check(&p, "Abcdefghij!", &err), 0);
 }
@@ -231,7 +231,8 @@ static void test_login_profiles(void **state)
     assert_int_equal(store_iam_user_create(s, &u, NULL, &err), 0);
 
     assert_int_equal(console_login_get(s, "con-ann", u.id, &created, &reset, &err), -TY_ENOTFOUND);
-    assert_int_equal(console_login_put(s, "con-ann", u.id, "short", 0, 0, 1000, &err), -TY_EINVAL);
+    assert_int_equal(console_login_put(s, "con-ann", u.id, "short", 0, 0, 1000, &err),
+                     -TY_EPWPOLICY);
     assert_int_equal(console_login_put(s, "con-ann", u.id, "Ann-Passw0rd", 0, 1, 1000, &err), 0);
     assert_int_equal(console_login_put(s, "con-ann", u.id, "Ann-Passw0rd", 0, 0, 1000, &err),
                      -TY_EINUSE);
@@ -280,7 +281,7 @@ static void test_login_profiles(void **state)
         p.min_length = 12;
         assert_int_equal(console_login_policy_put(s, &p, &err), 0);
         assert_int_equal(console_login_put(s, "con-ann", u.id, "Ann-Passw0r", 1, -1, 3000, &err),
-                         -TY_EINVAL);
+                         -TY_EPWPOLICY);
         assert_int_equal(console_login_policy_delete(s, &err), 0);
         assert_int_equal(console_login_policy_delete(s, &err), -TY_ENOTFOUND);
     }
