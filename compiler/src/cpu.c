@@ -8,6 +8,7 @@
  * gradient over samples) runs in the same order as the serial loop, so results are bitwise equal
  * for every thread count. */
 #include "tyc_int.h"
+#include "vmath.h"
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -16,25 +17,27 @@
 
 typedef float v4f __attribute__((vector_size(16)));
 
-static float gelu(float x)
+/* GELU, tanh approximation: 0.5 x (1 + tanh(u)) = x sigmoid(2u) = x / (1 + exp(-2u)) (no
+ * cancellation for negative x); its derivative s + 2 x s (1 - s) du with s = sigmoid(2u) */
+static inline __attribute__((always_inline)) float gelu(float x)
 {
     const float k = 0.7978845608f; /* sqrt(2/pi) */
     float u = k * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1.0f + tanhf(u));
+    return x / (1.0f + vmath_exp(-2.0f * u));
 }
 
-static float gelu_grad(float dy, float x)
+static inline __attribute__((always_inline)) float gelu_grad(float dy, float x)
 {
     const float k = 0.7978845608f;
     float u = k * (x + 0.044715f * x * x * x);
-    float th = tanhf(u);
+    float sg = 1.0f / (1.0f + vmath_exp(-2.0f * u));
     float du = k * (1.0f + 3.0f * 0.044715f * x * x);
-    return dy * (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du);
+    return dy * (sg + 2.0f * x * sg * (1.0f - sg) * du);
 }
 
 /* o[i] = op(a[i], b[i]) over n elements; b is NULL, full (bstride 1) or a scalar (bstride 0).
  * Cloned for AVX-512 and AVX2 (ifunc): +, -, *, / and sqrt round the same at every vector width
- * and the transcendental functions stay scalar libm calls, so every clone gives the same bits. */
+ * and tanh and exp are vmath.h's straight-line code, so every clone gives the same bits. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
@@ -80,10 +83,10 @@ ew_vec(int op, float f, float *o, const float *a, const float *b, int bs, size_t
         LOOP(gelu(x));
         break;
     case OP_TANH:
-        LOOP(tanhf(x));
+        LOOP(vmath_tanh(x));
         break;
     case OP_SIGMOID:
-        LOOP(1.0f / (1.0f + expf(-x)));
+        LOOP(1.0f / (1.0f + vmath_exp(-x)));
         break;
     case OP_RELU_GRAD:
         LOOP(y > 0.0f ? x : 0.0f);
@@ -307,13 +310,19 @@ void tyc__xent_row(const float *x, int C, int label, float *loss_out, float *gra
     int j;
     for (j = 1; j < C; j++)
         mx = x[j] > mx ? x[j] : mx;
-    for (j = 0; j < C; j++)
-        sum += expf(x[j] - mx);
+    if (grad) { /* the exponentials once, in grad (vectorized), then the sum in order */
+        for (j = 0; j < C; j++)
+            grad[j] = vmath_exp(x[j] - mx);
+        for (j = 0; j < C; j++)
+            sum += grad[j];
+    } else
+        for (j = 0; j < C; j++)
+            sum += vmath_exp(x[j] - mx);
     if (loss_out)
         *loss_out = logf(sum) - (x[label] - mx);
     if (grad)
         for (j = 0; j < C; j++)
-            grad[j] = (expf(x[j] - mx) / sum - (j == label ? 1.0f : 0.0f)) * gscale;
+            grad[j] = (grad[j] / sum - (j == label ? 1.0f : 0.0f)) * gscale;
 }
 
 static int label_of(float v, int C)
@@ -704,6 +713,8 @@ static void node_need(const struct tyc__graph *g, const struct tyc__node *n, siz
         struct convdims d = cdims(o, &g->t[n->in[1]], &g->t[n->in[0]], 1, 0);
         *local = conv_local(&d, n->op);
     }
+    if (tyc__tf_is_op(n->op))
+        tyc__tf_scratch(g, n, shared, local);
     if (*local < 2 * TILE)
         *local = 2 * TILE;
 }
@@ -736,10 +747,6 @@ void tyc__cpu_run_node(const struct tyc__graph *g, const struct tyc__node *nd, f
     const struct tyc__tensor *o = &g->t[nd->out[0]];
     const struct tyc__cpu_ctx *c = tyc__pool_bound();
     struct tyc__cpu_ctx serial;
-    if (tyc__tf_is_op(nd->op)) {
-        tyc__tf_cpu_run(g, nd);
-        return;
-    }
     if (!c) { /* no pool bound: one thread, the caller's scratch */
         size_t sh, lo;
         node_need(g, nd, &sh, &lo);
@@ -749,6 +756,10 @@ void tyc__cpu_run_node(const struct tyc__graph *g, const struct tyc__node *nd, f
         serial.local = scratch + sh;
         serial.local_n = lo;
         c = &serial;
+    }
+    if (tyc__tf_is_op(nd->op)) {
+        tyc__tf_cpu_run(g, nd, c);
+        return;
     }
     switch (nd->op) {
     case OP_MATMUL:

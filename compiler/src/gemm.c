@@ -21,9 +21,9 @@
 #define GEMM_X86 1
 #endif
 
-#define KC     256 /* K block: an 8x256 A strip and a 256x32 B panel slice stay in L1/L2 */
-#define MC     64  /* rows per task (multiple of every MR) */
-#define NC     256 /* columns per task (multiple of every NR) */
+#define KC     256  /* K block: an 8x256 A strip and a 256x32 B panel slice stay in L1/L2 */
+#define MC     64   /* rows per task (multiple of every MR) */
+#define NC     1024 /* columns per task (multiple of every NR) */
 #define MR_MAX 8
 #define NR_MAX 32
 
@@ -243,8 +243,15 @@ static void pack_a(const struct job *j, int i0, int mrows, int k0, int kc, float
         for (k = 0; k < kc; k++) {
             const float *src = j->A + (size_t)(k0 + k) * j->M + i0;
             float *d = dst + (size_t)k * mr;
-            for (s = 0; s < full; s += mr, d += (size_t)kc * mr)
-                memcpy(d, src + s, (size_t)mr * sizeof(float));
+            if (mr == 8) /* constant sizes: inlined copies, not libc calls */
+                for (s = 0; s < full; s += 8, d += (size_t)kc * 8)
+                    memcpy(d, src + s, 8 * sizeof(float));
+            else if (mr == 6)
+                for (s = 0; s < full; s += 6, d += (size_t)kc * 6)
+                    memcpy(d, src + s, 6 * sizeof(float));
+            else
+                for (s = 0; s < full; s += mr, d += (size_t)kc * mr)
+                    memcpy(d, src + s, (size_t)mr * sizeof(float));
         }
         s = full;
         dst += (size_t)kc * full;

@@ -267,7 +267,12 @@ enum { SLOT_X, SLOT_Y, SLOT_C1, SLOT_C2, SLOT_STEP, SLOT_POS, SLOT__N };
 
 /* ops_transformer.c: the transformer ops' CPU kernels and gradient rules */
 int tyc__tf_is_op(int op);
-void tyc__tf_cpu_run(const struct tyc__graph *g, const struct tyc__node *nd);
+/* Runs a transformer op on c's pool and scratch (bitwise the same for every thread count). */
+void tyc__tf_cpu_run(const struct tyc__graph *g, const struct tyc__node *nd,
+                     const struct tyc__cpu_ctx *c);
+/* OUT: the floats of shared and per-thread scratch tyc__tf_cpu_run needs for n. */
+void tyc__tf_scratch(const struct tyc__graph *g, const struct tyc__node *n, size_t *shared,
+                     size_t *local);
 /* Appends the backward nodes of forward node n given dy (gradient of n->out[0]).
  * OUT: din[j] = gradient tensor of n->in[j] or -1. Returns 0 or -1. */
 int tyc__tf_backward(struct tyc__graph *g, const struct tyc__node *n, int dy, int *din);

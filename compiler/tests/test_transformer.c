@@ -164,9 +164,10 @@ static const char *enc_small = "{\"type\": \"encoder\", \"vocab\": 11, \"context
                                "8, \"heads\": 2, \"layers\": 1, \"mlp\": 16, \"classes\": 3, "
                                "\"dropout\": 0.1}";
 
-/* trains 4 steps; returns every parameter concatenated (caller frees) */
-static float *train(const struct tyc_model *m, int mode, unsigned passes, int opt, float *loss,
-                    size_t *total, struct tyc_stats *st)
+/* trains 4 steps on `threads` threads (0: every core); returns every parameter concatenated
+ * (caller frees) */
+static float *train_t(const struct tyc_model *m, int mode, unsigned passes, int opt, int threads,
+                      float *loss, size_t *total, struct tyc_stats *st)
 {
     struct tyc_options o;
     struct tyc_err err = {0};
@@ -181,6 +182,7 @@ static float *train(const struct tyc_model *m, int mode, unsigned passes, int op
     o.batch = B;
     o.optimizer = opt;
     o.lr = 0.01f;
+    o.threads = threads;
     s = tyc_session_new(m, &o, &err);
     if (!s)
         fail_msg("session: %s", err.msg);
@@ -208,6 +210,12 @@ static float *train(const struct tyc_model *m, int mode, unsigned passes, int op
     free(x);
     free(y);
     return all;
+}
+
+static float *train(const struct tyc_model *m, int mode, unsigned passes, int opt, float *loss,
+                    size_t *total, struct tyc_stats *st)
+{
+    return train_t(m, mode, passes, opt, 0, loss, total, st);
 }
 
 static void bitwise(const char *spec)
@@ -306,6 +314,46 @@ static void test_encoder_bitwise(void **state)
 {
     (void)state;
     bitwise(enc_small);
+}
+
+/* The transformer kernels split rows, (batch, head) pairs and layer-norm blocks over the pool:
+ * 1, 2 and 3 threads, eager and compiled, give the same bits. Shapes with a head width and a
+ * context that are not multiples of the 32-column register chunks, and a row count that is not
+ * a multiple of the layer-norm block. */
+static void test_tf_threads_bitwise(void **state)
+{
+    static const char *specs[2] = {
+        "{\"type\": \"gpt\", \"vocab\": 19, \"context\": 40, \"width\": 64, \"heads\": 2, "
+        "\"layers\": 1, \"mlp\": 96, \"dropout\": 0.1}",
+        "{\"type\": \"encoder\", \"vocab\": 13, \"context\": 37, \"width\": 48, \"heads\": 2, "
+        "\"layers\": 1, \"mlp\": 64, \"classes\": 5, \"dropout\": 0}"};
+    static const int threads[3] = {2, 3, 1};
+    int k, t, opt;
+    (void)state;
+    for (k = 0; k < 2; k++) {
+        struct tyc_model *m = model_str(specs[k]);
+        for (opt = 0; opt < 2; opt++) {
+            float l0, l1;
+            size_t n, n2;
+            float *ref = train_t(m, TYC_EAGER, 0, opt, 1, &l0, &n, NULL);
+            assert_true(isfinite(l0));
+            for (t = 0; t < 3; t++) {
+                float *got =
+                    train_t(m, TYC_COMPILED, TYC_PASS_ALL, opt, threads[t], &l1, &n2, NULL);
+                assert_int_equal(n, n2);
+                assert_memory_equal(ref, got, n * sizeof(float));
+                assert_true(l0 == l1);
+                free(got);
+                if (threads[t] == 3) {
+                    got = train_t(m, TYC_EAGER, 0, opt, 3, &l1, &n2, NULL);
+                    assert_memory_equal(ref, got, n * sizeof(float));
+                    free(got);
+                }
+            }
+            free(ref);
+        }
+        tyc_model_free(m);
+    }
 }
 
 static void test_tf_spec_errors(void **state)
@@ -411,10 +459,11 @@ static void test_gpt_tiny_learns(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gradcheck_tf_ops), cmocka_unit_test(test_dropout_mask),
-        cmocka_unit_test(test_gpt_bitwise),      cmocka_unit_test(test_encoder_bitwise),
-        cmocka_unit_test(test_tf_spec_errors),   cmocka_unit_test(test_text_loader),
-        cmocka_unit_test(test_gpt_tiny_learns),  cmocka_unit_test(test_fp16_graph_on_cpu),
+        cmocka_unit_test(test_gradcheck_tf_ops),   cmocka_unit_test(test_dropout_mask),
+        cmocka_unit_test(test_gpt_bitwise),        cmocka_unit_test(test_encoder_bitwise),
+        cmocka_unit_test(test_tf_spec_errors),     cmocka_unit_test(test_text_loader),
+        cmocka_unit_test(test_gpt_tiny_learns),    cmocka_unit_test(test_fp16_graph_on_cpu),
+        cmocka_unit_test(test_tf_threads_bitwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
