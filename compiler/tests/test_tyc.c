@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "tyc_int.h"
+#include "vmath.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -807,6 +808,50 @@ static void test_fashion_mnist_slice(void **state)
     tyc_dataset_cleanup(&tr);
 }
 
+/* vmath.h against double precision, every 61st float of the ranges the kernels use: tanh within
+ * 1.5 ulp on [-12, 12] (exactly +-1 beyond), exp within 1.5 ulp on [-87, 88]; odd symmetry */
+static double ulps(float got, double want)
+{
+    float w = (float)want;
+    double sp = (double)(nextafterf(fabsf(w), INFINITY) - fabsf(w));
+    return fabs((double)got - want) / sp;
+}
+
+static void test_vmath(void **state)
+{
+    uint32_t u;
+    double worst_t = 0, worst_e = 0;
+    (void)state;
+    for (u = 0; u < 0x41400000u; u += 61) { /* +0 .. 12 */
+        float x;
+        memcpy(&x, &u, sizeof(x));
+        double et = ulps(vmath_tanh(x), tanh((double)x));
+        worst_t = et > worst_t ? et : worst_t;
+        assert_true(vmath_tanh(-x) == -vmath_tanh(x));
+        if (x <= 87.0f) {
+            double e1 = ulps(vmath_exp(x), exp((double)x)),
+                   e2 = ulps(vmath_exp(-x), exp(-(double)x));
+            worst_e = e1 > worst_e ? e1 : worst_e;
+            worst_e = e2 > worst_e ? e2 : worst_e;
+        }
+    }
+    for (u = 0x41400000u; u < 0x42b00000u; u += 61) { /* 12 .. 88 */
+        float x;
+        memcpy(&x, &u, sizeof(x));
+        double e1 = ulps(vmath_exp(x), exp((double)x));
+        assert_true(vmath_tanh(x) == 1.0f);
+        worst_e = e1 > worst_e ? e1 : worst_e;
+        if (x <= 87.0f) {
+            double e2 = ulps(vmath_exp(-x), exp(-(double)x));
+            worst_e = e2 > worst_e ? e2 : worst_e;
+        }
+    }
+    if (!(worst_t < 1.5 && worst_e < 1.5))
+        fail_msg("vmath: tanh %.3f ulp, exp %.3f ulp", worst_t, worst_e);
+    assert_true(vmath_exp(0.0f) == 1.0f && vmath_tanh(0.0f) == 0.0f);
+    assert_true(isnan(vmath_tanh(NAN)) && isnan(vmath_exp(NAN)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -823,6 +868,7 @@ int main(void)
         cmocka_unit_test(test_cuda_fallback),
         cmocka_unit_test(test_cnn_bitwise),
         cmocka_unit_test(test_threads_bitwise),
+        cmocka_unit_test(test_vmath),
         cmocka_unit_test(test_bad_data),
         cmocka_unit_test(test_fashion_mnist_slice),
     };
