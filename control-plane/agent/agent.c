@@ -10,6 +10,7 @@
 
 #include "agent_int.h"
 #include "docker.h"
+#include "gpumetrics.h"
 #include "outbox.h"
 #include "queue.h"
 #include "stage.h"
@@ -303,6 +304,7 @@ static void agent_free(struct agent *a)
     if (!a)
         return;
     warmpool_stop(a->wp);
+    gpumetrics_close(a->gpu);
     for (size_t i = 0; i < sizeof(a->owned) / sizeof(a->owned[0]); i++)
         free(a->owned[i]);
     pthread_mutex_destroy(&a->mu);
@@ -475,6 +477,10 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
     if (a->cfg.heartbeat_ttl_s <= 0)
         a->cfg.heartbeat_ttl_s = AGENT_DEFAULT_TTL_S;
     agent_probe_host(a);
+    if (a->host_gpus > 0 && !(a->gpu = gpumetrics_open(NULL)))
+        ty_log(TY_LOG_INFO, "agent.nvml.absent",
+               "gpus=%d note='libnvidia-ml.so.1 not loaded: no GPU instance metrics'",
+               a->host_gpus);
 
     snprintf(path, sizeof(path), "%s/jobs", a->cfg.data_dir);
     if (mkdir(a->cfg.data_dir, 0755) != 0 && errno != EEXIST) {

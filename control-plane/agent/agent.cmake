@@ -2,12 +2,13 @@
 # regexes, artifacts, the re-attach record and plan) - no Redis or engine, so unit tests link it alone.
 add_library(ty_agent_core STATIC
   ${TY_CP_DIR}/agent/instances.c ${TY_CP_DIR}/agent/spec.c ${TY_CP_DIR}/agent/stage.c
-  ${TY_CP_DIR}/agent/metrics.c ${TY_CP_DIR}/agent/instmetrics.c ${TY_CP_DIR}/agent/artifacts.c ${TY_CP_DIR}/agent/channels.c
+  ${TY_CP_DIR}/agent/metrics.c ${TY_CP_DIR}/agent/instmetrics.c ${TY_CP_DIR}/agent/gpumetrics.c
+  ${TY_CP_DIR}/agent/artifacts.c ${TY_CP_DIR}/agent/channels.c
   ${TY_CP_DIR}/agent/relay.c ${TY_CP_DIR}/agent/confine.c
   ${TY_CP_DIR}/agent/fence.c ${TY_CP_DIR}/agent/reattach.c)
 target_include_directories(ty_agent_core PUBLIC ${TY_CP_DIR}/agent)
 target_link_libraries(ty_agent_core PUBLIC ty_core PkgConfig::ARCHIVE PkgConfig::PCRE2
-  PkgConfig::JANSSON PkgConfig::CRYPTO Threads::Threads m)
+  PkgConfig::JANSSON PkgConfig::CRYPTO Threads::Threads m ${CMAKE_DL_LIBS})
 
 # ty_agent: the training agent (agent.h), embedded in trainyard-server and trainyard-agent.
 # transfer.c moves bytes through the object store (ty_s3, declared by s3.cmake after this file:

@@ -43,6 +43,7 @@ struct agent {
     struct agent_run *runs; /* guarded by mu */
     int busy;               /* guarded by mu: runners not yet done */
     struct warmpool *wp;    /* owned: the retained instances (warmpool.h) */
+    struct gpumetrics *gpu; /* owned: NVML for GPU instance metrics, NULL without (gpumetrics.h) */
     pthread_t claim_thr, hb_thr;
     int claim_started, hb_started;
 };

@@ -18,6 +18,7 @@
 #include "artifacts.h"
 #include "docker.h"
 #include "fence.h"
+#include "gpumetrics.h"
 #include "instances.h"
 #include "instmetrics.h"
 #include "metrics.h"
@@ -172,6 +173,7 @@ struct run_ctx {
     char warm_key[WARMPOOL_KEY_MAX]; /* the job's match key, "" when none */
     int warm;                        /* runs on a pool an earlier job retained */
     char net_job[64];                /* the job whose name r->net's bridge carries ("" = r->job) */
+    int gpus;                        /* GPUs each host's container was given (-1: all) */
     long keep_alive;                 /* KeepAlivePeriodInSeconds when the job was claimed */
     struct warmpool_entry keep;      /* the sandboxes and network, detached from the job when
                                         its containers were removed (keep.nh > 0): retained
@@ -1478,6 +1480,7 @@ static int run_create(struct run_ctx *r, struct run_host *h, char *reason, size_
         c.aliases = aliases;
     }
     c.gpus = lim.gpus;
+    r->gpus = lim.gpus;
     /* confinement, docs/job-sandbox.md: the root file system is read-only, /opt/ml (binds) and
        these tmpfs are the writable places */
     run_fmt(tmp, sizeof(tmp), "/tmp:rw,nosuid,nodev,size=%lld,mode=1777", (long long)lim.tmp_bytes);
@@ -1703,10 +1706,12 @@ static int run_host_failed(const struct run_host *h)
 /* Watches the running containers until all exited (or one failed while others run), the job is
    stopped, hits MaxRuntime, or the agent stops. */
 /* Samples each running host's CPUUtilization, MemoryUtilization and DiskUtilization into its
-   CloudWatch series (Host = <job>/algo-N), as SageMaker publishes them (instmetrics.h). */
+   CloudWatch series (Host = <job>/algo-N), as SageMaker publishes them (instmetrics.h), and the
+   GPU ones when the agent has NVML (gpumetrics.h). */
 static void run_instance_metrics(struct run_ctx *r)
 {
-    static const char *const names[] = {"CPUUtilization", "MemoryUtilization", "DiskUtilization"};
+    static const char *const names[] = {"CPUUtilization", "MemoryUtilization", "DiskUtilization",
+                                        "GPUUtilization", "GPUMemoryUtilization"};
 
     if (!r->s)
         return; /* Redis away (the connection was dropped): no sample this time */
@@ -1715,6 +1720,7 @@ static void run_instance_metrics(struct run_ctx *r)
         struct docker_stats cur;
         struct instmetrics m;
         struct ty_err err;
+        double gutil, gmem;
         char host[200];
         json_t *dims;
         int64_t now = run_now_ms();
@@ -1726,8 +1732,12 @@ static void run_instance_metrics(struct run_ctx *r)
         h->st_have = 1;
         run_fmt(host, sizeof(host), "%s/%s", r->job, h->name);
         dims = json_pack("[{s:s,s:s}]", "Name", "Host", "Value", host);
-        for (int k = 0; dims && k < 3; k++) {
-            double v = k == 0 ? m.cpu : k == 1 ? m.mem : m.disk;
+        /* with GPUs and NVML: GPUUtilization and GPUMemoryUtilization, summed over the GPUs
+           the container was given (the engine hands out the first ones) */
+        if (r->gpus == 0 || gpumetrics_sample(r->a->gpu, r->gpus, &gutil, &gmem) != 0)
+            gutil = gmem = -1;
+        for (int k = 0; dims && k < 5; k++) {
+            double v = k == 0 ? m.cpu : k == 1 ? m.mem : k == 2 ? m.disk : k == 3 ? gutil : gmem;
             struct store_metric_point p = {now, (long)(now / 1000), v};
             if (v >= 0 && store_metrics_put(r->s, STORE_METRICS_NS_SAGEMAKER, names[k], dims, &p, 1,
                                             now, &err) != 0)

@@ -44,3 +44,12 @@ endif()
 if(TARGET ty_agent)
   ty_unit_test(test_warmpool SOURCES ${TY_TESTS_DIR}/unit/test_warmpool.c LIBS ty_agent)
 endif()
+
+# test_gpumetrics: GPUUtilization/GPUMemoryUtilization without a GPU: the folding, no metrics when
+# libnvidia-ml is absent, and the dlopen path through the profiler's stand-in NVML.
+ty_unit_test(test_gpumetrics SOURCES ${TY_TESTS_DIR}/unit/test_gpumetrics.c LIBS ty_agent_core)
+if(TARGET test_gpumetrics AND TARGET typrof_fake_nvml)
+  add_dependencies(test_gpumetrics typrof_fake_nvml)
+  set_tests_properties(test_gpumetrics PROPERTIES
+    ENVIRONMENT "TY_TEST_FAKE_NVML=$<TARGET_FILE:typrof_fake_nvml>")
+endif()
