@@ -3,11 +3,13 @@
  */
 #include "auth.h"
 
+#include "authgen.h"
 #include "session.h"
 #include "sigv2.h"
 #include "sigv4.h"
 #include "store.h"
 #include "store_iam.h"
+#include "worker.h"
 
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -133,8 +135,10 @@ static int auth__same(const char *a, const char *b)
     return CRYPTO_memcmp(a, b, n) == 0;
 }
 
-int auth_lookup(struct store *s, const struct sigv4_auth *a, time_t now, struct auth_principal *p,
-                struct ty_err *err)
+/* auth_lookup from Redis; OUT: also *expires and token_sha (temporary credentials). */
+static int auth_lookup_store(struct store *s, const struct sigv4_auth *a, time_t now,
+                             struct auth_principal *p, long long *expires, char token_sha[65],
+                             struct ty_err *err)
 {
     struct auth_principal out;
     int rc;
@@ -163,6 +167,8 @@ int auth_lookup(struct store *s, const struct sigv4_auth *a, time_t now, struct 
         snprintf(out.role_arn, sizeof(out.role_arn), "%s", c.role_arn);
         snprintf(out.session_name, sizeof(out.session_name), "%s", c.session_name);
         snprintf(out.job, sizeof(out.job), "%s", c.job);
+        *expires = c.expires;
+        memcpy(token_sha, c.token_sha, 65);
         OPENSSL_cleanse(&c, sizeof(c));
     } else {
         rc = store_principal_get(s, a->access_key, out.secret, sizeof(out.secret), out.arn,
@@ -181,15 +187,111 @@ int auth_lookup(struct store *s, const struct sigv4_auth *a, time_t now, struct 
     return 0;
 }
 
-int auth_verify(struct store *s, const struct sigv4_request *req, const struct sigv4_auth *a,
-                const char *service, time_t now, struct auth_principal *p, struct ty_err *err)
+void auth_cache_cleanup(struct auth_cache *c)
+{
+    if (c)
+        OPENSSL_cleanse(c, sizeof(*c));
+}
+
+/* The entry of a->access_key in c that is current at generation gen, or NULL. */
+static struct auth_cache_entry *auth_cache_find(struct auth_cache *c, const struct sigv4_auth *a,
+                                                unsigned long long gen)
+{
+    for (int i = 0; i < AUTH_CACHE_N; i++) {
+        struct auth_cache_entry *e = &c->e[i];
+        if (e->access_key[0] && e->gen == gen && strcmp(e->access_key, a->access_key) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+/* The checks of a cached principal that depend on the request: session token and expiry. */
+static int auth_cache_check(const struct auth_cache_entry *e, const struct sigv4_auth *a,
+                            time_t now, struct ty_err *err)
+{
+    char sha[65];
+
+    if (!e->p.temporary) {
+        if (a->session_token[0])
+            return ty_err_set(err, TY_EBADKEY, "X-Amz-Security-Token",
+                              "The security token included in the request is invalid.");
+        return 0;
+    }
+    session_sha256_hex(a->session_token, sha);
+    if (!a->session_token[0] || !auth__same(sha, e->token_sha))
+        return ty_err_set(err, TY_EBADKEY, "X-Amz-Security-Token",
+                          "The security token included in the request is invalid.");
+    if (e->expires <= (long long)now)
+        return ty_err_set(err, TY_EEXPIREDTOKEN, "X-Amz-Security-Token",
+                          "The security token included in the request is expired");
+    return 0;
+}
+
+/* auth_lookup through c (NULL: straight from Redis). */
+static int auth_lookup_in(struct auth_cache *c, struct store *s, const struct sigv4_auth *a,
+                          time_t now, struct auth_principal *p, struct ty_err *err)
+{
+    struct auth_cache_entry *e, *victim;
+    unsigned long long gen;
+    long long expires = 0;
+    char token_sha[65] = "";
+    int rc;
+
+    if (!c) {
+        rc = auth_lookup_store(s, a, now, p, &expires, token_sha, err);
+        OPENSSL_cleanse(token_sha, sizeof(token_sha));
+        return rc;
+    }
+    gen = authgen_current(s);
+    e = auth_cache_find(c, a, gen);
+    if (e) {
+        if ((rc = auth_cache_check(e, a, now, err)) != 0)
+            return rc;
+        e->used = ++c->tick;
+        *p = e->p;
+        return 0;
+    }
+    if ((rc = auth_lookup_store(s, a, now, p, &expires, token_sha, err)) != 0)
+        return rc;
+    if (strlen(a->access_key) >= sizeof(victim->access_key))
+        return 0;
+    victim = &c->e[0];
+    for (int i = 0; i < AUTH_CACHE_N; i++) {
+        if (strcmp(c->e[i].access_key, a->access_key) == 0) {
+            victim = &c->e[i];
+            break;
+        }
+        if (c->e[i].used < victim->used)
+            victim = &c->e[i];
+    }
+    OPENSSL_cleanse(victim, sizeof(*victim));
+    snprintf(victim->access_key, sizeof(victim->access_key), "%s", a->access_key);
+    memcpy(victim->token_sha, token_sha, sizeof(token_sha));
+    OPENSSL_cleanse(token_sha, sizeof(token_sha));
+    victim->expires = expires;
+    victim->gen = gen;
+    victim->used = ++c->tick;
+    victim->p = *p;
+    return 0;
+}
+
+int auth_lookup(struct store *s, const struct sigv4_auth *a, time_t now, struct auth_principal *p,
+                struct ty_err *err)
+{
+    return auth_lookup_in(NULL, s, a, now, p, err);
+}
+
+/* auth_verify through the principal cache c (NULL: none). */
+static int auth_verify_in(struct auth_cache *c, struct store *s, const struct sigv4_request *req,
+                          const struct sigv4_auth *a, const char *service, time_t now,
+                          struct auth_principal *p, struct ty_err *err)
 {
     struct auth_principal out;
     int rc;
 
     if ((rc = auth_check_scope(a, service, err)) != 0)
         return rc;
-    if ((rc = auth_lookup(s, a, now, &out, err)) != 0)
+    if ((rc = auth_lookup_in(c, s, a, now, &out, err)) != 0)
         return rc;
     rc = a->sigv2 ? sigv2_verify(req, a, out.secret, now, err)
                   : sigv4_verify(req, a, out.secret, now, err);
@@ -198,6 +300,84 @@ int auth_verify(struct store *s, const struct sigv4_request *req, const struct s
         *p = out;
     OPENSSL_cleanse(&out, sizeof(out));
     return rc;
+}
+
+int auth_verify(struct store *s, const struct sigv4_request *req, const struct sigv4_auth *a,
+                const char *service, time_t now, struct auth_principal *p, struct ty_err *err)
+{
+    return auth_verify_in(NULL, s, req, a, service, now, p, err);
+}
+
+int auth_request(struct worker *w, const struct http_request *req, const struct auth_in *in,
+                 time_t now, struct auth_out *out, struct ty_err *err)
+{
+    struct sigv4_request *sr = &out->sreq;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    sr->method = req->method;
+    sr->path = req->path;
+    sr->query = req->query;
+    sr->headers = req->headers;
+    sr->nheaders = req->nheaders;
+    if (in->with_body) {
+        sr->body = req->body.data ? req->body.data : "";
+        sr->body_len = req->body.len;
+    }
+    if (w)
+        w->principal[0] = '\0';
+    out->stage = AUTH_STAGE_PARSE;
+    if ((rc = auth_parse(sr, in->allow_v2, &out->a, err)) != 0)
+        return rc;
+    if (out->a.sigv2 && in->v2_bucket)
+        snprintf(out->a.v2_bucket, sizeof(out->a.v2_bucket), "%s", in->v2_bucket);
+    out->stage = AUTH_STAGE_STORE;
+    if (!(out->store = worker_store(w, in->redis_url, err)))
+        return -err->code;
+    out->stage = AUTH_STAGE_VERIFY;
+    rc = auth_verify_in(w ? &w->cache : NULL, out->store, sr, &out->a, in->service, now, &out->p,
+                        err);
+    if (rc == -TY_EREDIS) {
+        worker_failed(w, rc);
+        out->store = NULL;
+    }
+    if (rc == 0 && w)
+        snprintf(w->principal, sizeof(w->principal), "%s", out->p.arn);
+    return rc;
+}
+
+int auth_scope_service(const struct http_request *req, char *out, size_t n)
+{
+    const char *a = auth__header(req, "Authorization"), *c, *p;
+    char cred[300];
+    size_t k = 0;
+
+    if (n)
+        out[0] = '\0';
+    if (a) {
+        if (!(c = strstr(a, "Credential=")))
+            return 0;
+        c += 11;
+        while (c[k] && c[k] != ',' && c[k] != ' ' && k + 1 < sizeof(cred)) {
+            cred[k] = c[k];
+            k++;
+        }
+        cred[k] = '\0';
+    } else if (!req->query || !auth_form_param(req->query, strlen(req->query), "X-Amz-Credential",
+                                               cred, sizeof(cred))) {
+        return 0;
+    }
+    /* AKID/DATE/REGION/SERVICE/aws4_request: the 4th '/'-field */
+    p = cred;
+    for (int i = 0; i < 3 && p; i++) {
+        p = strchr(p, '/');
+        if (p)
+            p++;
+    }
+    if (!p || !(c = strchr(p, '/')))
+        return 0;
+    snprintf(out, n, "%.*s", (int)(c - p), p);
+    return 1;
 }
 
 void auth_user_id(struct store *s, const struct auth_principal *p, char *out, size_t n)

@@ -1,6 +1,7 @@
 /*
- * auth.h - from a parsed SigV4 signature to a verified principal, the one place every front
- * end (route.c for the JSON services, ops/s3.c, ops/sts.c, ops/iamapi.c) authenticates.
+ * auth.h - from a request to a verified principal, the one place every front end (route.c
+ * for the JSON services, ops/s3*.c, ops/sts.c, ops/iamapi.c, ops/cloudwatch.c) authenticates:
+ * each calls auth_request once and words its errors in its protocol.
  *
  * Owns: which signature version a request carries (SigV4; SigV2 for S3), the order of the
  * checks (credential scope names the request's service -> the access
@@ -11,7 +12,11 @@
  * signature scoped to another service is refused.
  * Does not own: the wire form of the errors (each front end formats them in its protocol's
  * words), parsing the signature (sigv4.c), principals' policies (authz.c).
- * Thread-safety: reentrant; uses the caller's per-thread store.
+ * Cache: auth_request keeps verified principals (secret, ARN, session token hash, expiry) in
+ * the worker's struct auth_cache, valid while authgen_current() (authgen.h) is unchanged, so an
+ * authenticated request in the steady state reads nothing from Redis to authenticate; a key
+ * revoked or deleted anywhere is refused within AUTHGEN_POLL_MS. Unknown keys are not cached.
+ * Thread-safety: reentrant; uses the caller's per-thread store and cache.
  */
 #ifndef TY_CP_AUTH_H
 #define TY_CP_AUTH_H
@@ -25,6 +30,7 @@
 #include "ty_err.h"
 
 struct store;
+struct worker;
 
 /* A verified (or looked-up) principal. The secret is cleansed by auth_principal_cleanse. */
 struct auth_principal {
@@ -35,6 +41,27 @@ struct auth_principal {
     char session_name[65];          /* temporary: the role session name (the job's name) */
     char job[256];                  /* temporary: the job the credentials belong to */
 };
+
+/* Principals cached per worker thread (auth_request). */
+#define AUTH_CACHE_N 32
+
+struct auth_cache_entry {
+    char access_key[128];    /* "" when the slot is free */
+    char token_sha[65];      /* temporary credentials: the session token's hex SHA-256 */
+    long long expires;       /* temporary credentials: epoch seconds */
+    unsigned long long gen;  /* authgen_current() before the principal was read */
+    unsigned long long used; /* LRU tick */
+    struct auth_principal p;
+};
+
+/* Zero-initialised before use; auth_cache_cleanup wipes the secrets. */
+struct auth_cache {
+    struct auth_cache_entry e[AUTH_CACHE_N];
+    unsigned long long tick;
+};
+
+/* Wipes every entry of c (secrets cleansed). c may be NULL. */
+void auth_cache_cleanup(struct auth_cache *c);
 
 /*
  * The service a request is for, judged from its shape: "sagemaker" (X-Amz-Target SageMaker.*
@@ -90,6 +117,49 @@ int auth_lookup(struct store *s, const struct sigv4_auth *a, time_t now, struct 
  */
 int auth_verify(struct store *s, const struct sigv4_request *req, const struct sigv4_auth *a,
                 const char *service, time_t now, struct auth_principal *p, struct ty_err *err);
+
+/* What a front end asks of auth_request. */
+struct auth_in {
+    const char *redis_url; /* the worker's connection opens to it on first use */
+    const char *service;   /* the scope the signature must name ("s3", "sts", ...); NULL: any */
+    int allow_v2;          /* S3: a SigV2 signature is taken */
+    int with_body;         /* the body is in req->body and signed (0: S3's streamed bodies) */
+    const char *v2_bucket; /* S3: the virtual-hosted bucket a SigV2 signature covers, or NULL */
+};
+
+/* Which step an auth_request failure came from: the front ends word the two differently. */
+enum auth_stage {
+    AUTH_STAGE_PARSE = 1, /* no or a malformed signature (auth_parse's errors) */
+    AUTH_STAGE_STORE,     /* the thread's Redis connection could not be opened */
+    AUTH_STAGE_VERIFY,    /* scope, key, session token, signature or clock (auth_verify's) */
+};
+
+/* What auth_request found. sreq borrows from the request. */
+struct auth_out {
+    struct sigv4_request sreq;
+    struct sigv4_auth a;     /* the parsed signature (written once parsed) */
+    struct auth_principal p; /* the principal (on success; its secret already cleansed) */
+    struct store *store;     /* the worker's connection (borrowed; NULL before it opened) */
+    enum auth_stage stage;   /* on failure */
+};
+
+/*
+ * The one authentication call: parses req's signature (auth_parse; SigV2 when in->allow_v2),
+ * opens the worker's Redis connection, then checks scope, key, session token and signature at
+ * time now (auth_verify), with the principal taken from w's cache when it is current. Also
+ * writes the principal's ARN into w->principal. OUT: out (always; out->p only on success).
+ * Returns 0, or the errors of auth_parse, store_open and auth_verify with out->stage saying
+ * which. After -TY_EREDIS the worker's connection is dropped (worker_failed).
+ */
+int auth_request(struct worker *w, const struct http_request *req, const struct auth_in *in,
+                 time_t now, struct auth_out *out, struct ty_err *err);
+
+/*
+ * The service named by the credential scope of req's signature (Authorization header or
+ * X-Amz-Credential query parameter), without verifying anything. OUT: out (size n, "" when
+ * none). Returns 1 when found.
+ */
+int auth_scope_service(const struct http_request *req, char *out, size_t n);
 
 /* Wipes p's secret. p may be NULL. */
 void auth_principal_cleanse(struct auth_principal *p);

@@ -5,7 +5,8 @@
  * Invariants: fails closed - an operation without a row, a principal that is not a current
  * IAM user, a stored policy that no longer parses (skipped) or a context too large to build
  * never allows more than the policies say. The cache holds parsed policies keyed by the user's
- * (id, ver); store_iam.c takes a new ver on every change of policies or tags.
+ * (id, ver); store_iam.c takes a new ver on every change of policies or tags. (id, ver) is read
+ * again only when the generation (authgen.h) moved since it was last read.
  */
 #define _GNU_SOURCE /* strcasestr, vasprintf */
 #include "authz.h"
@@ -19,6 +20,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "authgen.h"
 #include "store_iam.h"
 
 #define SM(op, res, cond)                                                                          \
@@ -305,6 +307,7 @@ struct authz__entry {
     json_t *tags; /* object key -> value */
     int restag;   /* a policy mentions ResourceTag */
     unsigned long long used;
+    unsigned long long gen; /* authgen_current() when (id, ver) were last read from Redis */
 };
 
 struct authz__cache {
@@ -428,6 +431,7 @@ static int authz__principal(struct store *s, const char *principal_arn, struct a
     char lname[STORE_IAM_NAME_MAX + 3];
     struct authz__entry *e = NULL, *victim;
     struct store_iam_user head;
+    unsigned long long gen = authgen_current(s);
     size_t i;
     int rc;
 
@@ -448,7 +452,8 @@ static int authz__principal(struct store *s, const char *principal_arn, struct a
         if (c->e[k].used < victim->used)
             victim = &c->e[k];
     }
-    if (e) {
+    if (e && e->gen != gen) {
+        /* nothing changed anywhere since it was read: no round trip (authgen.h) */
         rc = role ? store_iam_role_head(s, name, &head, err) : store_iam_head(s, name, &head, err);
         if (rc == -TY_ENOTFOUND) {
             ty_err_clear(err);
@@ -459,6 +464,8 @@ static int authz__principal(struct store *s, const char *principal_arn, struct a
             return rc;
         if (head.ver != e->u.ver || strcmp(head.id, e->u.id) != 0)
             e = NULL;
+        else
+            e->gen = gen;
     }
     if (!e) {
         e = victim;
@@ -473,6 +480,7 @@ static int authz__principal(struct store *s, const char *principal_arn, struct a
         }
         if (rc)
             return rc;
+        e->gen = gen;
     }
     e->used = ++c->tick;
     if (!authz__is(e, kind, principal_arn, acct, name))

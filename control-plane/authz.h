@@ -19,8 +19,9 @@
  * AssumedRole, aws:userid = <RoleId>:<session>, no aws:username); any other principal (or one
  * that no longer exists) has none and is denied (implicit deny).
  *
- * Cost: a cached user costs one Redis round trip per call (HMGET of id and version); a user
- * seen for the first time or whose policies or tags changed costs one pipeline. Resource tags
+ * Cost: a cached user costs no Redis round trip while the generation (authgen.h) is unchanged,
+ * one (HMGET of id and version) after it moved; a user seen for the first time or whose
+ * policies or tags changed costs one pipeline. Resource tags
  * (sagemaker:ResourceTag/<k>, iam:ResourceTag/<k>, aws:ResourceTag/<k>) are read only when one
  * of the caller's policies mentions ResourceTag.
  *

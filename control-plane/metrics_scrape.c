@@ -5,7 +5,6 @@
  */
 #include "metrics_scrape.h"
 
-#include "docker.h"
 #include "metrics.h"
 #include "queue.h"
 #include "store.h"
@@ -37,8 +36,8 @@ static const char *metrics_scrape_id(json_t *agent)
     return id ? id : "";
 }
 
-static void metrics_scrape_gauges(struct ty_buf *b, struct store *s, struct docker *d,
-                                  int has_engine)
+static void metrics_scrape_gauges(struct ty_buf *b, struct store *s,
+                                  const struct metrics_scrape_engine *eng)
 {
     static const char *const statuses[] = {"InProgress", "Completed", "Failed",
                                            "Stopping",   "Stopped",   "Deleting"};
@@ -55,11 +54,13 @@ static void metrics_scrape_gauges(struct ty_buf *b, struct store *s, struct dock
                   "# HELP trainyard_redis_up Redis answers PING.\n"
                   "# TYPE trainyard_redis_up gauge\ntrainyard_redis_up %d\n",
                   redis_up);
-    if (has_engine)
+    if (eng && eng->ping) {
+        char why[256];
         ty_buf_printf(b,
                       "# HELP trainyard_engine_up The container engine answers.\n"
                       "# TYPE trainyard_engine_up gauge\ntrainyard_engine_up %d\n",
-                      d && docker_ping(d, &err) == 0);
+                      eng->ping(eng->ud, why, sizeof(why)) == 1);
+    }
     if (!redis_up)
         return;
     {
@@ -105,7 +106,7 @@ static void metrics_scrape_gauges(struct ty_buf *b, struct store *s, struct dock
 }
 
 void metrics_scrape(struct http_request *req, struct http_response *resp, const char *token,
-                    struct store *s, struct docker *d, int has_engine)
+                    struct store *s, const struct metrics_scrape_engine *eng)
 {
     struct ty_buf b;
     static const char unauth[] = "unauthorized: /metrics needs 'Authorization: Bearer <token>'\n";
@@ -121,7 +122,7 @@ void metrics_scrape(struct http_request *req, struct http_response *resp, const 
         return;
     }
     ty_buf_init(&b, METRICS_SCRAPE_MAX);
-    metrics_scrape_gauges(&b, s, d, has_engine);
+    metrics_scrape_gauges(&b, s, eng);
     metrics_render_requests(&b);
     resp->status = 200;
     resp->content_type = "text/plain; version=0.0.4; charset=utf-8";

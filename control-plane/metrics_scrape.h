@@ -6,23 +6,31 @@
  * trainyard_queue_depth, trainyard_training_jobs{status}, trainyard_agents_live,
  * trainyard_agent_slots{agent} and trainyard_agent_slots_busy{agent}; the request series come
  * from metrics.c. Does not own the connections it is handed.
- * Thread-safety: reentrant (per-thread store and engine handles from the caller).
+ * Thread-safety: reentrant (the caller's per-thread store; eng->ping may run concurrently).
  */
 #ifndef TY_CP_METRICS_SCRAPE_H
 #define TY_CP_METRICS_SCRAPE_H
 
 #include "http.h"
 
+#include <stddef.h>
+
 struct store;
-struct docker;
+
+/* The engine as the scrape sees it: ping returns 1 when the engine answers (else 0, why
+   written, size n). */
+struct metrics_scrape_engine {
+    int (*ping)(void *ud, char *why, size_t n);
+    void *ud;
+};
 
 /*
  * Answers req into resp: 401 with WWW-Authenticate when token is set and the request's
  * "Authorization: Bearer <token>" is not it (compared in constant time); else 200 text/plain
- * version 0.0.4. s (the thread's store, NULL when Redis is unreachable) and d (the engine,
- * NULL when this server runs no agents) are borrowed; engine_host says whether d applies.
+ * version 0.0.4. s (the thread's store, NULL when Redis is unreachable) and eng (NULL when
+ * this server runs no agents) are borrowed; the engine is pinged only for an authorised scrape.
  */
 void metrics_scrape(struct http_request *req, struct http_response *resp, const char *token,
-                    struct store *s, struct docker *d, int has_engine);
+                    struct store *s, const struct metrics_scrape_engine *eng);
 
 #endif

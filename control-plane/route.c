@@ -1,21 +1,21 @@
 /*
- * route.c - from an HTTP request to an operation and back.
+ * route.c - from an HTTP request to a front end, and for the JSON services to an operation
+ * and back.
  *
- * Order of checks, as AWS does it: health and the container credentials endpoint (no SigV4)
- * -> which service the request is for, from its shape (auth_service_of: S3, STS and IAM go to
- * their own front ends) -> signature present -> scope names the service, known access key,
- * session token, valid signature and clock (auth_verify) -> operation known -> body is a JSON
- * object -> the model's validation -> the handler. Every error leaves here as
- * {"__type": <AWS name>, "message": ...} with the x-amzn-ErrorType header, which botocore
- * and the CLI both understand.
+ * The front ends (route_fronts[]) are tried in order; the first whose match takes the request
+ * serves it. Which service a request is for comes from its shape (auth_service_of), computed
+ * once; an unclear shape goes by the signature's scope. For the JSON services (SageMaker, Logs)
+ * the order of checks is AWS's: signature present -> scope names the service, known access
+ * key, session token, valid signature and clock (auth_request) -> operation known -> body is a
+ * JSON object -> the model's validation -> authorisation -> the handler. Every JSON error
+ * leaves through route_json_error as {"__type": <AWS name>, "message": ...} with the
+ * x-amzn-ErrorType header, which botocore and the CLI both understand.
  */
 #include "route.h"
 
-#include "agent.h"
 #include "auth.h"
 #include "authz.h"
 #include "console.h"
-#include "docker.h"
 #include "metrics.h"
 #include "metrics_scrape.h"
 #include "ops/cloudwatch.h"
@@ -28,9 +28,9 @@
 #include "sigv4.h"
 #include "store.h"
 #include "ty_log.h"
+#include "worker.h"
 
 #include <jansson.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,39 +103,16 @@ op_fn route_op_find(const char *service, const char *op)
     return NULL;
 }
 
-static __thread struct store *route__store;
-static __thread struct docker *route__docker;
+/* One request on its way through the front ends. */
+struct route_call {
+    struct http_request *req;
+    struct http_response *resp;
+    const struct route_ctx *rc;
+    struct worker *w;  /* the thread's context */
+    const char *shape; /* auth_service_of(req): borrowed static string or NULL */
+};
 
-/* Each worker thread's connections are closed when MHD ends the thread (pthread key
-   destructor), so a clean shutdown leaves nothing behind. */
-static pthread_key_t route__key;
-static pthread_once_t route__once = PTHREAD_ONCE_INIT;
-
-static void route__thread_exit(void *unused)
-{
-    (void)unused;
-    store_close(route__store);
-    route__store = NULL;
-    docker_close(route__docker);
-    route__docker = NULL;
-}
-
-static void route__key_init(void)
-{
-    pthread_key_create(&route__key, route__thread_exit);
-}
-
-static struct store *route__thread_store(const struct route_ctx *rc, struct ty_err *err)
-{
-    if (!route__store) {
-        pthread_once(&route__once, route__key_init);
-        pthread_setspecific(route__key, (void *)1);
-        route__store = store_open(rc->redis_url, err);
-    }
-    return route__store;
-}
-
-static void route__json(struct http_response *resp, int status, json_t *body, const char *ctype)
+static void route_json(struct http_response *resp, int status, json_t *body, const char *ctype)
 {
     resp->status = status;
     resp->content_type = ctype;
@@ -143,13 +120,14 @@ static void route__json(struct http_response *resp, int status, json_t *body, co
     resp->len = resp->body ? strlen(resp->body) : 0;
 }
 
-static void route__error(struct http_request *req, struct http_response *resp,
-                         const struct ty_err *err, const char *ctype)
+/* The JSON services' one error writer. */
+static void route_json_error(struct http_request *req, struct http_response *resp,
+                             const struct ty_err *err, const char *ctype)
 {
     const char *name = ty_err_aws_name(err->code);
     json_t *body = json_pack("{s:s,s:s}", "__type", name, "message",
                              err->msg[0] ? err->msg : ty_strerror(err->code));
-    route__json(resp, ty_err_http_status(err->code), body, ctype);
+    route_json(resp, ty_err_http_status(err->code), body, ctype);
     json_decref(body);
     http_response_header(resp, "x-amzn-ErrorType", name);
     http_response_header(resp, "x-amzn-RequestId", req->request_id);
@@ -157,11 +135,50 @@ static void route__error(struct http_request *req, struct http_response *resp,
            err->msg);
 }
 
-static double route__now(void)
+static double route_now(void)
 {
     struct timeval tv;
     gettimeofday(&tv, NULL);
     return (double)tv.tv_sec + (double)(tv.tv_usec / 1000) / 1000.0;
+}
+
+/* ---- health, metrics, container credentials ---- */
+
+static int route_match_healthz(const struct route_call *c)
+{
+    return strcmp(c->req->path, "/healthz") == 0 && strcmp(c->req->method, "GET") == 0;
+}
+
+/* Redis's part of /healthz: "redis" and "live_agents" into body, reasons when degraded. */
+static void route_health_redis(const struct route_call *c, json_t *body, json_t *reasons)
+{
+    struct ty_err err;
+    struct store *s;
+    json_t *redis = json_object();
+    char why[1100];
+    int nagents = c->rc->engine ? c->rc->engine->nagents : 0;
+
+    ty_err_clear(&err);
+    s = worker_store(c->w, c->rc->redis_url, &err);
+    if (s && store_ping(s, &err) == 0) {
+        json_t *live;
+        json_object_set_new(redis, "ok", json_true());
+        json_object_set_new(redis, "queue_depth", json_integer(queue_depth(s, &err)));
+        live = queue_agents(s, &err);
+        if (live) {
+            if (nagents == 0 && json_array_size(live) == 0)
+                json_array_append_new(reasons, json_string("agents: no agent has a live heartbeat; "
+                                                           "training jobs wait in the queue"));
+            json_object_set_new(body, "live_agents", live);
+        }
+    } else {
+        worker_failed(c->w, err.code);
+        json_object_set_new(redis, "ok", json_false());
+        json_object_set_new(redis, "error", json_string(err.msg));
+        snprintf(why, sizeof(why), "redis: %s", err.msg[0] ? err.msg : "unreachable");
+        json_array_append_new(reasons, json_string(why));
+    }
+    json_object_set_new(body, "redis", redis);
 }
 
 /*
@@ -169,77 +186,62 @@ static double route__now(void)
  * Redis, the engine (when this server runs agents) or every agent is unreachable; an API-only
  * server (--agents 0) counts the agents with a live heartbeat in Redis.
  */
-static void route__healthz(const struct route_ctx *rc, struct http_response *resp)
+static void route_serve_healthz(struct route_call *c)
 {
-    struct ty_err err;
-    struct store *s;
-    json_t *body = json_object(), *redis = json_object(), *agents = json_array();
-    json_t *reasons = json_array();
-    char why[1100];
+    const struct route_engine *eng = c->rc->engine;
+    json_t *body = json_object(), *reasons = json_array(), *agents = NULL;
+    char why[1100], msg[1024];
 
-    ty_err_clear(&err);
-    s = route__thread_store(rc, &err);
-    if (s && store_ping(s, &err) == 0) {
-        json_t *live;
-        json_object_set_new(redis, "ok", json_true());
-        json_object_set_new(redis, "queue_depth", json_integer(queue_depth(s, &err)));
-        live = queue_agents(s, &err);
-        if (live) {
-            if (rc->nagents == 0 && json_array_size(live) == 0)
-                json_array_append_new(reasons, json_string("agents: no agent has a live heartbeat; "
-                                                           "training jobs wait in the queue"));
-            json_object_set_new(body, "live_agents", live);
-        }
-    } else {
-        json_object_set_new(redis, "ok", json_false());
-        json_object_set_new(redis, "error", json_string(err.msg));
-        snprintf(why, sizeof(why), "redis: %s", err.msg[0] ? err.msg : "unreachable");
-        json_array_append_new(reasons, json_string(why));
-    }
-    json_object_set_new(body, "redis", redis);
-    if (rc->docker_host) {
-        json_t *engine = json_pack("{s:s}", "host", rc->docker_host);
-        ty_err_clear(&err);
-        if (!route__docker)
-            route__docker = docker_open(rc->docker_host, &err);
-        if (route__docker && docker_ping(route__docker, &err) == 0) {
+    c->req->metric_service = "trainyard";
+    c->req->metric_op = "Healthz";
+    route_health_redis(c, body, reasons);
+    if (eng && eng->host && eng->ping) {
+        json_t *engine = json_pack("{s:s}", "host", eng->host);
+        msg[0] = '\0';
+        if (eng->ping(eng->ud, msg, sizeof(msg)) == 1) {
             json_object_set_new(engine, "ok", json_true());
         } else {
             json_object_set_new(engine, "ok", json_false());
-            json_object_set_new(engine, "error", json_string(err.msg));
-            snprintf(why, sizeof(why), "engine: %s", err.msg[0] ? err.msg : "unreachable");
+            json_object_set_new(engine, "error", json_string(msg));
+            snprintf(why, sizeof(why), "engine: %s", msg[0] ? msg : "unreachable");
             json_array_append_new(reasons, json_string(why));
         }
         json_object_set_new(body, "engine", engine);
     }
-    for (int i = 0; i < rc->nagents; i++) {
-        json_t *st = agent_status(rc->agents[i]);
-        if (st)
-            json_array_append_new(agents, st);
-    }
-    json_object_set_new(body, "agents", agents);
+    if (eng && eng->agents)
+        agents = eng->agents(eng->ud);
+    json_object_set_new(body, "agents", agents ? agents : json_array());
     {
         int ok = json_array_size(reasons) == 0;
         json_object_set_new(body, "status", json_string(ok ? "ok" : "degraded"));
         json_object_set_new(body, "reasons", reasons);
         json_object_set_new(body, "version", json_string(TY_VERSION));
-        route__json(resp, ok ? 200 : 503, body, "application/json");
+        route_json(c->resp, ok ? 200 : 503, body, "application/json");
     }
     json_decref(body);
 }
 
-/* GET /metrics: Prometheus text (metrics_scrape.c), behind --metrics-token when set. */
-static void route__metrics(const struct route_ctx *rc, struct http_request *req,
-                           struct http_response *resp)
+static int route_match_metrics(const struct route_call *c)
 {
+    return strcmp(c->req->path, "/metrics") == 0 && strcmp(c->req->method, "GET") == 0;
+}
+
+/* GET /metrics: Prometheus text (metrics_scrape.c), behind --metrics-token when set. */
+static void route_serve_metrics(struct route_call *c)
+{
+    const struct route_engine *eng = c->rc->engine;
+    struct metrics_scrape_engine me = {eng ? eng->ping : NULL, eng ? eng->ud : NULL};
     struct ty_err err;
     struct store *s;
 
     ty_err_clear(&err);
-    s = route__thread_store(rc, &err);
-    if (rc->docker_host && !route__docker)
-        route__docker = docker_open(rc->docker_host, &err);
-    metrics_scrape(req, resp, rc->metrics_token, s, route__docker, rc->docker_host != NULL);
+    s = worker_store(c->w, c->rc->redis_url, &err);
+    metrics_scrape(c->req, c->resp, c->rc->metrics_token, s, eng && eng->host ? &me : NULL);
+}
+
+static int route_match_credentials(const struct route_call *c)
+{
+    return strcmp(c->req->path, SESSION_CREDENTIALS_PATH) == 0;
 }
 
 /*
@@ -247,10 +249,10 @@ static void route__metrics(const struct route_ctx *rc, struct http_request *req,
  * token in the Authorization header is the authentication; the answer is the JSON that the
  * ECS/container credentials provider of botocore and the AWS CLI reads.
  */
-static void route__credentials(const struct route_ctx *rc, struct http_request *req,
-                               struct http_response *resp)
+static void route_serve_credentials(struct route_call *c)
 {
-    struct session_creds c;
+    struct http_request *req = c->req;
+    struct session_creds cr;
     struct ty_err err;
     struct store *s;
     char token[SESSION_TOKEN_LEN + 2] = "", exp[32];
@@ -272,12 +274,9 @@ static void route__credentials(const struct route_ctx *rc, struct http_request *
         for (size_t n = strlen(token); n > 0 && (token[n - 1] == ' ' || token[n - 1] == '\t');)
             token[--n] = '\0';
     }
-    s = route__thread_store(rc, &err);
-    if (!s || session_mint(s, token, 0, time(NULL), &c, &err) != 0) {
-        if (err.code == TY_EREDIS) {
-            store_close(route__store);
-            route__store = NULL;
-        }
+    s = worker_store(c->w, c->rc->redis_url, &err);
+    if (!s || session_mint(s, token, 0, time(NULL), &cr, &err) != 0) {
+        worker_failed(c->w, err.code);
         status = err.code == TY_EDENIED ? 403 : ty_err_http_status(err.code);
         body = json_pack("{s:s,s:s}", "code",
                          err.code == TY_EDENIED ? "AccessDenied" : "InternalError", "message",
@@ -285,116 +284,138 @@ static void route__credentials(const struct route_ctx *rc, struct http_request *
         ty_log(TY_LOG_INFO, "session.denied", "req=%s msg=\"%s\"", req->request_id, err.msg);
         goto done;
     }
-    session_iso8601(c.expires, exp, sizeof(exp));
-    body = json_pack("{s:s,s:s,s:s,s:s,s:s}", "AccessKeyId", c.access_key, "SecretAccessKey",
-                     c.secret, "Token", c.token, "Expiration", exp, "RoleArn", c.role_arn);
-    ty_log(TY_LOG_DEBUG, "session.credentials", "req=%s job=%s akid=%s", req->request_id, c.job,
-           c.access_key);
-    memset(&c, 0, sizeof(c));
+    session_iso8601(cr.expires, exp, sizeof(exp));
+    body = json_pack("{s:s,s:s,s:s,s:s,s:s}", "AccessKeyId", cr.access_key, "SecretAccessKey",
+                     cr.secret, "Token", cr.token, "Expiration", exp, "RoleArn", cr.role_arn);
+    ty_log(TY_LOG_DEBUG, "session.credentials", "req=%s job=%s akid=%s", req->request_id, cr.job,
+           cr.access_key);
+    memset(&cr, 0, sizeof(cr));
 done:
-    route__json(resp, status, body, "application/json");
+    route_json(c->resp, status, body, "application/json");
     if (body)
         json_decref(body);
-    http_response_header(resp, "Cache-Control", "no-store");
-    http_response_header(resp, "x-amzn-RequestId", req->request_id);
+    http_response_header(c->resp, "Cache-Control", "no-store");
+    http_response_header(c->resp, "x-amzn-RequestId", req->request_id);
 }
 
-void route_handle(struct http_request *req, struct http_response *resp, void *ud)
+/* ---- the front ends with their own protocols ---- */
+
+static int route_match_s3(const struct route_call *c)
 {
-    const struct route_ctx *rc = ud;
-    const char *ctype = "application/x-amz-json-1.1";
-    const char *target, *service = NULL, *opname = NULL, *shape;
-    struct auth_principal prin;
-    struct sigv4_request sreq;
-    struct sigv4_auth auth;
+    return c->shape ? strcmp(c->shape, "s3") == 0 : s3_is_request(c->req);
+}
+
+/* S3: its own auth, XML errors and streamed bodies (ops/s3.c) */
+static void route_serve_s3(struct route_call *c)
+{
+    c->req->metric_service = "s3";
+    c->req->metric_op = metrics_method(c->req->method);
+    s3_route(c->req, c->resp, c->rc);
+}
+
+static int route_match_sts(const struct route_call *c)
+{
+    return c->shape ? strcmp(c->shape, "sts") == 0 : sts_is_request(c->req);
+}
+
+/* STS: query protocol, XML answers and errors (ops/sts.c) */
+static void route_serve_sts(struct route_call *c)
+{
+    c->req->metric_service = "sts";
+    sts_route(c->req, c->resp, c->rc);
+}
+
+static int route_match_cloudwatch(const struct route_call *c)
+{
+    return c->shape && strcmp(c->shape, "monitoring") == 0;
+}
+
+/* CloudWatch metrics: query and JSON 1.0 protocols (ops/cloudwatch.c) */
+static void route_serve_cloudwatch(struct route_call *c)
+{
+    cloudwatch_route(c->req, c->resp, c->rc);
+}
+
+static int route_match_console(const struct route_call *c)
+{
+    return console_path(c->req->path);
+}
+
+/* the console authenticates with its own session cookie, not SigV4 (console.c) */
+static void route_serve_console(struct route_call *c)
+{
     struct ty_err err;
     struct store *s;
-    const struct route_op *op = NULL;
-    json_t *in = NULL, *out = NULL;
-    json_error_t jerr;
-    struct op_ctx ctx;
 
     ty_err_clear(&err);
-    if (strcmp(req->path, "/healthz") == 0 && strcmp(req->method, "GET") == 0) {
-        req->metric_service = "trainyard";
-        req->metric_op = "Healthz";
-        route__healthz(rc, resp);
-        return;
-    }
-    if (strcmp(req->path, "/metrics") == 0 && strcmp(req->method, "GET") == 0) {
-        route__metrics(rc, req, resp);
-        return;
-    }
-    if (strcmp(req->path, SESSION_CREDENTIALS_PATH) == 0) { /* the container token is the auth */
-        route__credentials(rc, req, resp);
-        return;
-    }
-    /* the service is the request's shape's; a signature scoped to another one is refused by
-       that service's front end, in its words (auth.h). Unclear shapes go by the scope. */
-    shape = auth_service_of(req);
-    if (shape ? strcmp(shape, "s3") == 0 : s3_is_request(req)) {
-        /* S3: its own auth, XML errors and streamed bodies (ops/s3.c) */
-        req->metric_service = "s3";
-        req->metric_op = metrics_method(req->method);
-        s3_route(req, resp, rc);
-        return;
-    }
-    if (shape ? strcmp(shape, "sts") == 0 : sts_is_request(req)) {
-        /* STS: query protocol, XML answers and errors (ops/sts.c) */
-        req->metric_service = "sts";
-        sts_route(req, resp, rc);
-        return;
-    }
-    if (shape && strcmp(shape, "monitoring") == 0) {
-        /* CloudWatch metrics: query and JSON 1.0 protocols (ops/cloudwatch.c) */
-        cloudwatch_route(req, resp, rc);
-        return;
-    }
-    /* the console authenticates with its own session cookie, not SigV4 (console.c) */
-    if (console_path(req->path)) {
-        console_handle(req, resp, route__thread_store(rc, &err), rc);
-        return;
-    }
-    if (strncmp(req->path, "/sagemaker/", 11) == 0)
-        ctype = "application/json";
-    if (req->too_big) {
-        ty_err_set(&err, TY_ETOOBIG, NULL, "Request body is larger than %u bytes", HTTP_MAX_BODY);
-        goto fail;
-    }
+    s = worker_store(c->w, c->rc->redis_url, &err);
+    console_handle(c->req, c->resp, s, c->rc);
+}
 
-    memset(&sreq, 0, sizeof(sreq));
-    sreq.method = req->method;
-    sreq.path = req->path;
-    sreq.query = req->query;
-    sreq.headers = req->headers;
-    sreq.nheaders = req->nheaders;
-    sreq.body = req->body.data;
-    sreq.body_len = req->body.len;
-    if (sigv4_parse(&sreq, &auth, &err) != 0) {
-        if (err.code == TY_ENOAUTH)
-            ty_err_set(&err, TY_ENOAUTH, NULL, "Missing Authentication Token");
-        else if (err.code == TY_EINVAL) /* a malformed signature: AWS's JSON services say so */
-            err.code = TY_EINCOMPLETESIG;
-        goto fail;
-    }
-    s = route__thread_store(rc, &err);
-    if (!s)
-        goto fail;
-    if (shape ? strcmp(shape, "iam") == 0 : op_iamapi_is_service(auth.service)) {
-        /* IAM and STS query APIs: their own key check, XML errors and authorisation (iamapi.c) */
-        struct op_iamapi_call ic = {req, s, rc->account_id, &sreq, &auth};
-        op_iamapi_route(&ic, resp);
-        return;
-    }
-    if (auth_verify(s, &sreq, &auth, shape, time(NULL), &prin, &err) != 0) {
+/* ---- the JSON services (SageMaker, Logs) and IAM ---- */
+
+/* The JSON services' wording of an auth_request failure. */
+static void route_auth_error(struct ty_err *err, enum auth_stage stage)
+{
+    if (stage == AUTH_STAGE_PARSE) {
+        if (err->code == TY_ENOAUTH)
+            ty_err_set(err, TY_ENOAUTH, NULL, "Missing Authentication Token");
+        else if (err->code == TY_EINVAL) /* a malformed signature: AWS's JSON services say so */
+            err->code = TY_EINCOMPLETESIG;
+    } else if (err->code == TY_ENOTFOUND || err->code == TY_EBADKEY) {
         /* an unknown key and a wrong session token read the same on the JSON services */
-        if (err.code == TY_ENOTFOUND || err.code == TY_EBADKEY)
-            ty_err_set(&err, TY_EBADKEY, NULL,
-                       "The security token included in the request is invalid.");
-        goto fail;
+        ty_err_set(err, TY_EBADKEY, NULL, "The security token included in the request is invalid.");
     }
+}
 
-    target = http_header(req, "X-Amz-Target");
+/* The content type of the JSON services' answers to req. */
+static const char *route_ctype(const struct http_request *req)
+{
+    return strncmp(req->path, "/sagemaker/", 11) == 0 ? "application/json"
+                                                      : "application/x-amz-json-1.1";
+}
+
+static int route_match_iam(const struct route_call *c)
+{
+    char scope[32];
+    if (c->shape)
+        return strcmp(c->shape, "iam") == 0;
+    return auth_scope_service(c->req, scope, sizeof(scope)) && op_iamapi_is_service(scope);
+}
+
+/* IAM: query protocol, XML answers and errors, its own authorisation (ops/iamapi.c); a
+   request without a well-formed signature is refused in the JSON services' words. */
+static void route_serve_iam(struct route_call *c)
+{
+    struct auth_in in = {c->rc->redis_url, "iam", 0, 1, NULL};
+    struct auth_out ao;
+    struct ty_err err;
+    int rc;
+
+    ty_err_clear(&err);
+    if (c->req->too_big) {
+        ty_err_set(&err, TY_ETOOBIG, NULL, "Request body is larger than %u bytes", HTTP_MAX_BODY);
+        route_json_error(c->req, c->resp, &err, route_ctype(c->req));
+        return;
+    }
+    rc = auth_request(c->w, c->req, &in, time(NULL), &ao, &err);
+    if (rc != 0 && ao.stage != AUTH_STAGE_VERIFY) {
+        route_auth_error(&err, ao.stage);
+        route_json_error(c->req, c->resp, &err, route_ctype(c->req));
+        return;
+    }
+    {
+        struct op_iamapi_call ic = {
+            c->req, ao.store, c->rc->account_id, &ao.a, rc == 0 ? &ao.p : NULL, &err};
+        op_iamapi_route(&ic, c->resp);
+    }
+}
+
+/* The operation of a SageMaker or Logs request, or NULL. */
+static const struct route_op *route_op_of(const struct http_request *req)
+{
+    const char *target = http_header(req, "X-Amz-Target"), *service = NULL, *opname = NULL;
+
     if (strncmp(req->path, "/sagemaker/", 11) == 0) {
         service = "sagemaker";
         opname = req->path + 11;
@@ -405,12 +426,63 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
         service = "logs";
         opname = target + 14;
     }
-    for (size_t i = 0; service && i < sizeof(route_ops) / sizeof(route_ops[0]); i++) {
+    for (size_t i = 0; service && i < route_op_count(); i++)
         if (strcmp(route_ops[i].service, service) == 0 && strcmp(route_ops[i].name, opname) == 0)
-            op = &route_ops[i];
+            return &route_ops[i];
+    return NULL;
+}
+
+/* The operation's input: the body as a JSON object (new), or NULL with err. */
+static json_t *route_input(const struct http_request *req, struct ty_err *err)
+{
+    json_t *in;
+
+    if (req->body.len == 0)
+        return json_object();
+    in = json_loadb(req->body.data, req->body.len, 0, NULL);
+    if (json_is_object(in))
+        return in;
+    json_decref(in);
+    ty_err_set(err, TY_ESERIAL, NULL, "Start of structure or map found where not expected.");
+    return NULL;
+}
+
+static int route_match_any(const struct route_call *c)
+{
+    (void)c;
+    return 1;
+}
+
+/* SageMaker and Logs: JSON 1.1 (X-Amz-Target) and the /sagemaker/<Op> REST alias. */
+static void route_serve_json(struct route_call *c)
+{
+    struct http_request *req = c->req;
+    const struct route_ctx *rc = c->rc;
+    const char *ctype = route_ctype(req);
+    struct auth_in ain = {rc->redis_url, c->shape, 0, 1, NULL};
+    const struct route_op *op;
+    struct auth_out ao;
+    struct ty_err err;
+    json_t *in = NULL, *out = NULL;
+    struct op_ctx ctx;
+
+    ty_err_clear(&err);
+    if (req->too_big) {
+        ty_err_set(&err, TY_ETOOBIG, NULL, "Request body is larger than %u bytes", HTTP_MAX_BODY);
+        goto fail;
     }
-    if (!op) {
-        ty_err_set(&err, TY_EUNKNOWNOP, NULL, "Unknown operation %s", opname ? opname : "");
+    if (auth_request(c->w, req, &ain, time(NULL), &ao, &err) != 0) {
+        route_auth_error(&err, ao.stage);
+        goto fail;
+    }
+    if (!(op = route_op_of(req))) {
+        const char *t = http_header(req, "X-Amz-Target"), *dot = t ? strchr(t, '.') : NULL;
+        const char *name =
+            strncmp(req->path, "/sagemaker/", 11) == 0 ? req->path + 11
+            : dot && (strncmp(t, "SageMaker.", 10) == 0 || strncmp(t, "Logs_20140328.", 14) == 0)
+                ? dot + 1
+                : "";
+        ty_err_set(&err, TY_EUNKNOWNOP, NULL, "Unknown operation %s", name);
         goto fail;
     }
     req->metric_service = op->service;
@@ -419,33 +491,26 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
         ty_err_set(&err, TY_EUNKNOWNOP, NULL, "%s must be called with POST", op->name);
         goto fail;
     }
-    if (req->body.len == 0)
-        in = json_object();
-    else
-        in = json_loadb(req->body.data, req->body.len, 0, &jerr);
-    if (!json_is_object(in)) {
-        ty_err_set(&err, TY_ESERIAL, NULL, "Start of structure or map found where not expected.");
+    if (!(in = route_input(req, &err)))
         goto fail;
-    }
     if (model_validate(rc->model, op->service, op->name, in, &err) != 0)
         goto fail;
     /* validation first, then authorisation, as AWS orders them (authz.c) */
-    if (authz_request(s, op->service, op->name, in, prin.arn, auth.region, rc->account_id, &err) !=
-        0)
+    if (authz_request(ao.store, op->service, op->name, in, ao.p.arn, ao.a.region, rc->account_id,
+                      &err) != 0)
         goto fail;
-
-    ctx.store = s;
-    ctx.region = auth.region;
+    ctx.store = ao.store;
+    ctx.region = ao.a.region;
     ctx.account_id = rc->account_id;
-    ctx.principal_arn = prin.arn;
-    ctx.now = route__now();
+    ctx.principal_arn = ao.p.arn;
+    ctx.now = route_now();
     ctx.host = http_header(req, "Host");
     ctx.s3_dir = rc->s3_dir;
     ctx.s3_remote = rc->s3_remote;
     if (op->fn(&ctx, in, &out, &err) != 0)
         goto fail;
-    route__json(resp, 200, out, ctype);
-    http_response_header(resp, "x-amzn-RequestId", req->request_id);
+    route_json(c->resp, 200, out, ctype);
+    http_response_header(c->resp, "x-amzn-RequestId", req->request_id);
     ty_log(TY_LOG_DEBUG, "http.ok", "req=%s op=%s", req->request_id, op->name);
     json_decref(in);
     json_decref(out);
@@ -453,12 +518,46 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
 fail:
     if (err.code == TY_EOK)
         ty_err_set(&err, TY_EINTERNAL, NULL, "internal failure");
-    if (err.code == TY_EREDIS) {
-        /* a broken connection is reopened on the next request of this thread */
-        store_close(route__store);
-        route__store = NULL;
-    }
-    route__error(req, resp, &err, ctype);
+    /* a broken connection is reopened on the next request of this thread */
+    worker_failed(c->w, err.code);
+    route_json_error(req, c->resp, &err, ctype);
     json_decref(in);
     json_decref(out);
+}
+
+/* ---- the front-end table ---- */
+
+struct route_front {
+    const char *name;
+    int (*match)(const struct route_call *c);
+    void (*serve)(struct route_call *c);
+};
+
+/* Tried in order; the last takes every request. */
+static const struct route_front route_fronts[] = {
+    {"healthz", route_match_healthz, route_serve_healthz},
+    {"metrics", route_match_metrics, route_serve_metrics},
+    {"credentials", route_match_credentials, route_serve_credentials}, /* the token is the auth */
+    {"s3", route_match_s3, route_serve_s3},
+    {"sts", route_match_sts, route_serve_sts},
+    {"monitoring", route_match_cloudwatch, route_serve_cloudwatch},
+    {"console", route_match_console, route_serve_console},
+    {"iam", route_match_iam, route_serve_iam},
+    {"json", route_match_any, route_serve_json},
+};
+
+void route_handle(struct http_request *req, struct http_response *resp, void *ud)
+{
+    struct route_call c = {req, resp, ud, worker_self(), NULL};
+    size_t n = sizeof(route_fronts) / sizeof(route_fronts[0]);
+
+    /* the service is the request's shape's; a signature scoped to another one is refused by
+       that service's front end, in its words (auth.h). Unclear shapes go by the scope. */
+    c.shape = auth_service_of(req);
+    for (size_t i = 0; i < n; i++) {
+        if (route_fronts[i].match(&c)) {
+            route_fronts[i].serve(&c);
+            return;
+        }
+    }
 }

@@ -24,7 +24,9 @@
 #include "ty_opts.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +154,49 @@ static int server__mkdirs(const char *path)
     return 0;
 }
 
+/* The engine and the embedded agents as /healthz and /metrics see them (route.h): one engine
+   connection shared by the worker threads, opened on first use, dropped when it fails. */
+struct server_engine {
+    const char *host;
+    struct agent **agents;
+    int nagents;
+    pthread_mutex_t mu; /* guards d */
+    struct docker *d;
+};
+
+static int server_engine_ping(void *ud, char *why, size_t n)
+{
+    struct server_engine *e = ud;
+    struct ty_err err;
+    int ok;
+
+    ty_err_clear(&err);
+    pthread_mutex_lock(&e->mu);
+    if (!e->d)
+        e->d = docker_open(e->host, &err);
+    ok = e->d && docker_ping(e->d, &err) == 0;
+    if (!ok) {
+        docker_close(e->d);
+        e->d = NULL;
+        snprintf(why, n, "%s", err.msg);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return ok;
+}
+
+static json_t *server_engine_agents(void *ud)
+{
+    struct server_engine *e = ud;
+    json_t *a = json_array();
+
+    for (int i = 0; a && i < e->nagents; i++) {
+        json_t *st = agent_status(e->agents[i]);
+        if (st)
+            json_array_append_new(a, st);
+    }
+    return a;
+}
+
 static void server__die(const struct ty_err *err)
 {
     fprintf(stderr, "trainyard-server: %s\n", err->msg[0] ? err->msg : ty_strerror(err->code));
@@ -175,6 +220,8 @@ int main(int argc, char **argv)
     struct agent **agents = NULL;
     struct http_server *http = NULL;
     struct route_ctx rctx;
+    struct route_engine reng;
+    struct server_engine seng = {NULL, NULL, 0, PTHREAD_MUTEX_INITIALIZER, NULL};
     struct s3c_config s3_remote = {0};
     sigset_t sigs;
 
@@ -319,10 +366,16 @@ int main(int argc, char **argv)
     rctx.model = model;
     rctx.redis_url = redis_url;
     rctx.region = cfg.region;
-    rctx.docker_host = nagents > 0 ? docker_host : NULL;
     rctx.account_id = cfg.account_id;
-    rctx.agents = agents;
-    rctx.nagents = nagents;
+    seng.host = docker_host;
+    seng.agents = agents;
+    seng.nagents = nagents;
+    reng.host = nagents > 0 ? docker_host : NULL;
+    reng.nagents = nagents;
+    reng.ping = server_engine_ping;
+    reng.agents = server_engine_agents;
+    reng.ud = &seng;
+    rctx.engine = &reng;
     rctx.s3_dir = s3_dir;
     rctx.s3_remote = cfg.s3_endpoint[0] ? &s3_remote : NULL;
     rctx.metrics_token = cfg.metrics_token;
@@ -344,6 +397,7 @@ fail:
     server__die(&err);
 out:
     http_stop(http);
+    docker_close(seng.d);
     tuning_driver_stop(tuning);
     janitor_stop(janitor);
     for (int i = 0; agents && i < nagents; i++)

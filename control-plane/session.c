@@ -7,6 +7,7 @@
  */
 #include "session.h"
 
+#include "authgen.h"
 #include "store.h"
 #include "store_int.h"
 #include "ty_log.h"
@@ -232,6 +233,8 @@ int session_job_revoke(struct store *s, const char *job, struct ty_err *err)
     snprintf(jkey, sizeof(jkey), "ty:jobsess:%s", job);
     args[0] = jkey;
     rc = session__eval(s, session__lua_revoke, 1, 0, args, &n, err);
+    if (rc == 0 && n > 0)
+        authgen_changed(s); /* cached credentials of the job stop working everywhere */
     if (rc == 0)
         ty_log(TY_LOG_INFO, "session.revoke", "job=%s deleted=%lld", job, n);
     return rc;

@@ -16,7 +16,7 @@ file(CONFIGURE OUTPUT ${TY_STORE_LUA_C} CONTENT "${_ty_lua_out}" @ONLY)
 
 # session.c: temporary role credentials of training jobs (session.h), linked by server and agent.
 add_library(ty_store STATIC ${TY_CP_DIR}/store.c ${TY_CP_DIR}/queue.c ${TY_CP_DIR}/store_iam.c
-  ${TY_CP_DIR}/session.c ${TY_CP_DIR}/store_metrics.c ${TY_CP_DIR}/store_lease.c
+  ${TY_CP_DIR}/session.c ${TY_CP_DIR}/authgen.c ${TY_CP_DIR}/store_metrics.c ${TY_CP_DIR}/store_lease.c
   ${TY_STORE_LUA_C})
 target_include_directories(ty_store PUBLIC ${TY_CP_DIR})
 target_link_libraries(ty_store PUBLIC ty_core PkgConfig::HIREDIS PkgConfig::JANSSON PkgConfig::CRYPTO)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "authgen.h"
 #include "store_int.h"
 
 /* compiled in by store.cmake from control-plane/lua/ */
@@ -209,6 +210,7 @@ static int iam__run_kind(struct store *s, const struct iam__kind *kd, const char
     if (r->type == REDIS_REPLY_INTEGER) {
         if (ret)
             *ret = r->integer;
+        authgen_changed(s); /* every verb is a write: cached principals and policies go */
     } else {
         rc = iam__script_err(r, kd, err);
     }

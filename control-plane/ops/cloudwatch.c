@@ -11,10 +11,10 @@
 #include "store_metrics.h"
 #include "ty_buf.h"
 #include "ty_log.h"
+#include "worker.h"
 
 #include <ctype.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,22 +31,6 @@
 #define CW_MAX_DATA    100800 /* GetMetricData: data points per call */
 #define CW_RECENT_S    (3 * 3600)
 #define CW_OUT_MAX     (16u * 1024 * 1024)
-
-static __thread struct store *cw__store;
-static pthread_key_t cw__key;
-static pthread_once_t cw__once = PTHREAD_ONCE_INIT;
-
-static void cw__thread_end(void *unused)
-{
-    (void)unused;
-    store_close(cw__store);
-    cw__store = NULL;
-}
-
-static void cw__key_init(void)
-{
-    pthread_key_create(&cw__key, cw__thread_end);
-}
 
 /* err with the CloudWatch code in field (cloudwatch.h). */
 static int cw__fail(struct ty_err *err, const char *code, const char *fmt, ...)
@@ -672,14 +656,37 @@ static double cw__now(void)
     return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
+/* CloudWatch's words for an auth_request failure at stage. */
+static void cw_auth_error(struct http_request *req, struct http_response *resp, int json,
+                          const struct ty_err *err, enum auth_stage stage)
+{
+    if (stage == AUTH_STAGE_PARSE) {
+        if (err->code == TY_ENOAUTH)
+            cw__error(req, resp, json, 403, "MissingAuthenticationToken",
+                      "Request is missing Authentication Token");
+        else
+            cw__error(req, resp, json, 400, "IncompleteSignature", err->msg);
+    } else if (err->code == TY_EREDIS) {
+        cw__error(req, resp, json, 503, "ServiceUnavailable", err->msg);
+    } else if (err->code == TY_ENOTFOUND || err->code == TY_EBADKEY) {
+        cw__error(req, resp, json, 403, "InvalidClientTokenId",
+                  "The security token included in the request is invalid.");
+    } else if (err->code == TY_EEXPIREDTOKEN) {
+        cw__error(req, resp, json, 403, "ExpiredToken", err->msg);
+    } else {
+        cw__error(req, resp, json, 403, "SignatureDoesNotMatch", err->msg);
+    }
+}
+
 void cloudwatch_route(struct http_request *req, struct http_response *resp,
                       const struct route_ctx *rc)
 {
     const char *target = http_header(req, "X-Amz-Target");
     const char *body = req->body.data ? req->body.data : "";
-    struct sigv4_request sreq;
-    struct sigv4_auth auth;
-    struct auth_principal p;
+    struct auth_in ain = {rc->redis_url, "monitoring", 0, 1, NULL};
+    struct worker *w = worker_self();
+    struct auth_out ao;
+    struct store *s;
     struct ty_err err;
     char action[64] = "";
     json_t *in = NULL, *out = NULL;
@@ -690,45 +697,11 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
         cw__error(req, resp, json, 413, "RequestEntityTooLarge", "Request body too large");
         return;
     }
-    memset(&sreq, 0, sizeof(sreq));
-    sreq.method = req->method;
-    sreq.path = req->path;
-    sreq.query = req->query;
-    sreq.headers = req->headers;
-    sreq.nheaders = req->nheaders;
-    sreq.body = body;
-    sreq.body_len = req->body.len;
-    if (sigv4_parse(&sreq, &auth, &err) != 0) {
-        if (err.code == TY_ENOAUTH)
-            cw__error(req, resp, json, 403, "MissingAuthenticationToken",
-                      "Request is missing Authentication Token");
-        else
-            cw__error(req, resp, json, 400, "IncompleteSignature", err.msg);
+    if (auth_request(w, req, &ain, time(NULL), &ao, &err) != 0) {
+        cw_auth_error(req, resp, json, &err, ao.stage);
         return;
     }
-    pthread_once(&cw__once, cw__key_init);
-    pthread_setspecific(cw__key, (void *)1);
-    if (!cw__store)
-        cw__store = store_open(rc->redis_url, &err);
-    if (!cw__store) {
-        cw__error(req, resp, json, 503, "ServiceUnavailable", err.msg);
-        return;
-    }
-    if (auth_verify(cw__store, &sreq, &auth, "monitoring", time(NULL), &p, &err) != 0) {
-        if (err.code == TY_EREDIS) {
-            store_close(cw__store);
-            cw__store = NULL;
-            cw__error(req, resp, json, 503, "ServiceUnavailable", err.msg);
-        } else if (err.code == TY_ENOTFOUND || err.code == TY_EBADKEY) {
-            cw__error(req, resp, json, 403, "InvalidClientTokenId",
-                      "The security token included in the request is invalid.");
-        } else if (err.code == TY_EEXPIREDTOKEN) {
-            cw__error(req, resp, json, 403, "ExpiredToken", err.msg);
-        } else {
-            cw__error(req, resp, json, 403, "SignatureDoesNotMatch", err.msg);
-        }
-        return;
-    }
+    s = ao.store;
     if (json) {
         snprintf(action, sizeof(action), "%s",
                  strncmp(target, CW_TARGET, strlen(CW_TARGET)) == 0 ? target + strlen(CW_TARGET)
@@ -754,8 +727,8 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
         cw__error(req, resp, json, 400, json ? "UnknownOperationException" : "InvalidAction", msg);
         return;
     }
-    if (authz_request(cw__store, "cloudwatch", action, in, p.arn, auth.region, rc->account_id,
-                      &err) != 0) {
+    if (authz_request(s, "cloudwatch", action, in, ao.p.arn, ao.a.region, rc->account_id, &err) !=
+        0) {
         json_decref(in);
         if (err.code == TY_EDENIED)
             cw__error(req, resp, json, 403, "AccessDenied", err.msg);
@@ -764,11 +737,11 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
         return;
     }
     if (strcmp(action, "ListMetrics") == 0)
-        r = cloudwatch_list_metrics(cw__store, in, cw__now(), &out, &err);
+        r = cloudwatch_list_metrics(s, in, cw__now(), &out, &err);
     else if (strcmp(action, "GetMetricStatistics") == 0)
-        r = cloudwatch_get_metric_statistics(cw__store, in, &out, &err);
+        r = cloudwatch_get_metric_statistics(s, in, &out, &err);
     else
-        r = cloudwatch_get_metric_data(cw__store, in, &out, &err);
+        r = cloudwatch_get_metric_data(s, in, &out, &err);
     json_decref(in);
     if (r != 0) {
         if (err.code == TY_EINVAL)
@@ -776,10 +749,7 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
                       err.msg);
         else
             cw__error(req, resp, json, ty_err_http_status(err.code), "InternalFailure", err.msg);
-        if (err.code == TY_EREDIS) {
-            store_close(cw__store);
-            cw__store = NULL;
-        }
+        worker_failed(w, err.code);
         return;
     }
     if (json) {

@@ -1,5 +1,5 @@
 /*
- * iamapi.c - the IAM query API and STS GetCallerIdentity (iamapi.h).
+ * iamapi.c - the IAM query API (iamapi.h).
  *
  * Flow of one call: decode the form (query string, then body) -> find the action -> validate
  * its parameters with IAM's messages -> authorise (authz_request) -> the handler, which
@@ -24,7 +24,6 @@
 #include "ty_log.h"
 
 #define IAM_NS        "https://iam.amazonaws.com/doc/2010-05-08/"
-#define STS_NS        "https://sts.amazonaws.com/doc/2011-06-15/"
 #define IAM_RESP_MAX  (4u * 1024u * 1024u)
 #define IAM_MAX_PARAM 512
 #define IAM_MAX_LIST  100 /* list members (Tags.member.N): IAM lists hold at most 50 */
@@ -36,8 +35,6 @@ struct iamapi__call {
     const char *account_id;
     const char *region;
     const char *principal_arn;
-    const char *access_key;
-    const char *service; /* "iam" or "sts" */
 };
 
 /* ---- form decoding ---- */
@@ -289,9 +286,8 @@ static void iamapi__error(const struct iamapi__call *c, struct http_response *re
         if (iamapi__errs[i].code == err->code)
             m = &iamapi__errs[i];
     ty_buf_init(&b, 16384);
-    ty_buf_printf(&b, "<ErrorResponse xmlns=\"%s\"><Error><Type>%s</Type><Code>%s</Code>",
-                  strcmp(c->service, "sts") == 0 ? STS_NS : IAM_NS, m ? m->type : "Receiver",
-                  m ? m->name : "ServiceFailure");
+    ty_buf_printf(&b, "<ErrorResponse xmlns=\"%s\"><Error><Type>%s</Type><Code>%s</Code>", IAM_NS,
+                  m ? m->type : "Receiver", m ? m->name : "ServiceFailure");
     xml__el(&b, "Message", err->msg[0] ? err->msg : ty_strerror(err->code));
     ty_buf_puts(&b, "</Error>");
     xml__el(&b, "RequestId", c->req->request_id);
@@ -1560,46 +1556,11 @@ static int iamapi__validate(const struct iamapi__action *a, json_t *in, struct t
     return 0;
 }
 
-/* ---- STS ---- */
-
-static void iamapi__sts(const struct iamapi__call *c, struct http_response *resp)
-{
-    struct ty_err err;
-    struct ty_buf b;
-    const char *userid = c->access_key, *acct = c->account_id;
-    char acctbuf[32], id[STORE_IAM_ID_MAX];
-
-    ty_err_clear(&err);
-    if (store_iam_userid(c->store, c->principal_arn, id, sizeof(id), &err) == 0)
-        userid = id;
-    if (strncmp(c->principal_arn, "arn:aws:iam::", 13) == 0) {
-        const char *end = strchr(c->principal_arn + 13, ':');
-        if (end && end - c->principal_arn - 13 < (long)sizeof(acctbuf)) {
-            snprintf(acctbuf, sizeof(acctbuf), "%.*s", (int)(end - c->principal_arn - 13),
-                     c->principal_arn + 13);
-            acct = acctbuf;
-        }
-    }
-    ty_buf_init(&b, 16384);
-    ty_buf_puts(&b, "<GetCallerIdentityResponse xmlns=\"" STS_NS "\"><GetCallerIdentityResult>");
-    xml__el(&b, "Arn", c->principal_arn);
-    xml__el(&b, "UserId", userid);
-    xml__el(&b, "Account", acct);
-    ty_buf_puts(&b, "</GetCallerIdentityResult><ResponseMetadata>");
-    xml__el(&b, "RequestId", c->req->request_id);
-    ty_buf_puts(&b, "</ResponseMetadata></GetCallerIdentityResponse>");
-    resp->status = 200;
-    resp->content_type = "text/xml";
-    resp->len = b.len;
-    resp->body = ty_buf_steal(&b);
-    http_response_header(resp, "x-amzn-RequestId", c->req->request_id);
-}
-
 /* ---- entry points ---- */
 
 int op_iamapi_is_service(const char *service)
 {
-    return service && (strcmp(service, "iam") == 0 || strcmp(service, "sts") == 0);
+    return service && strcmp(service, "iam") == 0;
 }
 
 static void iamapi__route(const struct iamapi__call *c, struct http_response *resp)
@@ -1623,18 +1584,6 @@ static void iamapi__route(const struct iamapi__call *c, struct http_response *re
     if (!action) {
         ty_err_set(&err, TY_EUNKNOWNOP, "Action", "Missing Action");
         goto fail;
-    }
-    if (strcmp(c->service, "sts") == 0) {
-        if (strcmp(action, "GetCallerIdentity") != 0) {
-            ty_err_set(&err, TY_EUNKNOWNOP, "Action",
-                       "Could not find operation %.64s for version %.32s", action,
-                       version ? version : "NO_VERSION_SPECIFIED");
-            goto fail;
-        }
-        json_decref(in);
-        ty_buf_cleanup(&out);
-        iamapi__sts(c, resp);
-        return;
     }
     for (size_t i = 0; i < sizeof(iamapi__actions) / sizeof(iamapi__actions[0]); i++)
         if (strcmp(iamapi__actions[i].name, action) == 0)
@@ -1685,30 +1634,21 @@ fail:
 
 void op_iamapi_route(const struct op_iamapi_call *oc, struct http_response *resp)
 {
-    struct auth_principal p;
     struct iamapi__call c;
     struct ty_err err;
-    const char *shape = auth_service_of(oc->req);
 
-    ty_err_clear(&err);
+    memset(&c, 0, sizeof(c));
     c.req = oc->req;
     c.store = oc->store;
     c.account_id = oc->account_id;
     c.region = oc->auth->region;
-    c.access_key = oc->auth->access_key;
-    /* the request's shape (Version=) decides; without one, the scope does */
-    if (shape && (strcmp(shape, "iam") == 0 || strcmp(shape, "sts") == 0))
-        c.service = shape;
-    else
-        c.service = strcmp(oc->auth->service, "sts") == 0 ? "sts" : "iam";
-    c.principal_arn = p.arn;
-    p.arn[0] = '\0';
-    /* scope, key, session token and signature in one place (auth.h) */
-    if (auth_verify(oc->store, oc->sreq, oc->auth, c.service, time(NULL), &p, &err) != 0) {
+    c.principal_arn = oc->p ? oc->p->arn : "";
+    if (!oc->p) {
+        /* an unknown key and a wrong session token read the same */
+        err = *oc->auth_err;
         if (err.code == TY_ENOTFOUND || err.code == TY_EBADKEY)
             ty_err_set(&err, TY_EBADKEY, NULL,
                        "The security token included in the request is invalid.");
-        p.arn[0] = '\0';
         iamapi__error(&c, resp, &err);
         return;
     }
@@ -1739,8 +1679,6 @@ int op_iamapi_invoke(struct store *s, const char *account_id, const char *region
     c.account_id = account_id;
     c.region = region;
     c.principal_arn = principal_arn;
-    c.access_key = "";
-    c.service = "iam";
     x.c = &c;
     x.in = in;
     x.out = out;

@@ -1,5 +1,5 @@
 /*
- * iamapi.h - the IAM query API (and STS GetCallerIdentity) on trainyard's one endpoint.
+ * iamapi.h - the IAM query API on trainyard's one endpoint.
  *
  * Owns: the query protocol of IAM (form body or query string: Action=CreateUser&
  * Version=2010-05-08&UserName=..., Tags.member.N.Key, TagKeys.member.N), its parameter
@@ -15,11 +15,11 @@
  * PasswordResetRequired), GetAccountPasswordPolicy, UpdateAccountPasswordPolicy,
  * DeleteAccountPasswordPolicy (console passwords: console_login.h), CreateUser, GetUser, ListUsers,
  * DeleteUser, TagUser, UntagUser, ListUserTags, CreateAccessKey, ListAccessKeys, DeleteAccessKey,
- * PutUserPolicy, GetUserPolicy, ListUserPolicies, DeleteUserPolicy; STS GetCallerIdentity (always
- * allowed, as in AWS). Every IAM action is authorised through authz_request (authz.h) after
- * validation. Does not own: SigV4 (route.c verifies the request before calling here), storage
- * (store_iam.c), policy grammar (iam.h).
- * Thread-safety: reentrant; uses the caller's per-thread store.
+ * PutUserPolicy, GetUserPolicy, ListUserPolicies, DeleteUserPolicy. (STS GetCallerIdentity is
+ * ops/sts.c's.) Every IAM action is authorised through authz_request (authz.h) after
+ * validation. Does not own: authentication (route.c calls auth_request before calling here),
+ * storage (store_iam.c), policy grammar (iam.h). Thread-safety: reentrant; uses the caller's
+ * per-thread store.
  */
 #ifndef TY_CP_OPS_IAMAPI_H
 #define TY_CP_OPS_IAMAPI_H
@@ -27,30 +27,32 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "auth.h"
 #include "http.h"
 #include "sigv4.h"
 #include "store.h"
 #include "ty_buf.h"
 #include "ty_err.h"
 
-/* One IAM/STS call whose SigV4 authorization was parsed (not yet verified). Every member is
-   borrowed for the duration of the call. */
+/* One IAM call, authenticated by route.c (auth_request). Every member is borrowed for the
+   duration of the call. */
 struct op_iamapi_call {
     struct http_request *req;
-    struct store *store;              /* this thread's connection */
-    const char *account_id;           /* account in ARNs */
-    const struct sigv4_request *sreq; /* the request as SigV4 sees it */
-    const struct sigv4_auth *auth;    /* its parsed authorization (service "iam" or "sts") */
+    struct store *store;            /* this thread's connection */
+    const char *account_id;         /* account in ARNs */
+    const struct sigv4_auth *auth;  /* the request's parsed signature */
+    const struct auth_principal *p; /* the verified caller; NULL when verification failed */
+    const struct ty_err *auth_err;  /* why it failed, when p is NULL */
 };
 
-/* 1 when a SigV4 scope service is one this module serves ("iam", "sts"). */
+/* 1 when a SigV4 scope service is one this module serves ("iam"). */
 int op_iamapi_is_service(const char *service);
 
 /*
- * Serves one IAM or STS query-protocol request: looks up the access key
- * (InvalidClientTokenId, 403), verifies the signature (SignatureDoesNotMatch, 403), then runs
- * the action; fills resp (XML body, status, the x-amzn-RequestId header). Never fails: every
- * error becomes IAM's XML error.
+ * Serves one IAM query-protocol request: when c->p is NULL answers the verification error
+ * (InvalidClientTokenId for an unknown key or a wrong session token, SignatureDoesNotMatch,
+ * ...), else runs the action; fills resp (XML body, status, the x-amzn-RequestId header).
+ * Never fails: every error becomes IAM's XML error.
  */
 void op_iamapi_route(const struct op_iamapi_call *c, struct http_response *resp);
 

@@ -18,6 +18,7 @@
 #include "ty_buf.h"
 #include "ty_log.h"
 #include "ty_xml.h"
+#include "worker.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -37,10 +38,6 @@
 #define S3_XML_MAX  (64u * 1024u * 1024u)
 #define S3_MAX_QP   32
 #define S3_MAX_DELS 1000
-
-static __thread struct store *s3__store;
-static __thread char s3__principal[512]; /* the caller of the request being served */
-static __thread struct objstore *s3__os;
 
 struct s3_qp {
     char *name;
@@ -401,12 +398,7 @@ static void s3__error_from(struct http_request *req, struct http_response *resp,
             code = "InternalError";
         }
     }
-    if (err->code == TY_EREDIS && s3__store) {
-        objstore_close(s3__os);
-        s3__os = NULL;
-        store_close(s3__store);
-        s3__store = NULL;
-    }
+    worker_failed(worker_self(), err->code); /* reopened by the thread's next request */
     s3__error(req, resp, code,
               err->msg[0] ? err->msg : "We encountered an internal error. Please try again.", r,
               NULL);
@@ -414,50 +406,29 @@ static void s3__error_from(struct http_request *req, struct http_response *resp,
 
 /* ---- thread state and auth ----------------------------------------------------------------- */
 
-static pthread_key_t s3__key;
-static pthread_once_t s3__key_once = PTHREAD_ONCE_INIT;
-
-/* Thread exit: closes this thread's objstore handle and Redis connection. */
-static void s3__thread_end(void *unused)
-{
-    (void)unused;
-    s3_proxy_thread_end();
-    objstore_close(s3__os);
-    s3__os = NULL;
-    store_close(s3__store);
-    s3__store = NULL;
-}
-
 static const char *s3__sweep_dir;
+static pthread_once_t s3__sweep_once = PTHREAD_ONCE_INIT;
 
-static void s3__key_init(void)
+static void s3__sweep(void)
 {
     const char *dir = __atomic_load_n(&s3__sweep_dir, __ATOMIC_ACQUIRE);
 
-    pthread_key_create(&s3__key, s3__thread_end);
     /* once per process: temp files of uploads cut short by a crash (a day old at least, so
        that no upload in flight of another process on the same dir is touched) */
     if (dir)
         objstore_sweep_tmp(dir, 24 * 3600);
 }
 
+/* The worker's object store handle (worker.h), opened on first use. NULL with err. */
 static struct objstore *s3__thread_os(const struct route_ctx *rc, struct ty_err *err)
 {
+    struct worker *w = worker_self();
+
     if (rc->s3_dir)
         __atomic_store_n(&s3__sweep_dir, rc->s3_dir, __ATOMIC_RELEASE);
-    pthread_once(&s3__key_once, s3__key_init);
-    pthread_setspecific(s3__key, (void *)1);
-    if (!s3__store) {
-        s3__store = store_open(rc->redis_url, err);
-        if (!s3__store)
-            return NULL;
-    }
-    if (!s3__os) {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof(dir), "%s", rc->s3_dir ? rc->s3_dir : "s3");
-        s3__os = objstore_open(dir, s3__store, err);
-    }
-    return s3__os;
+    pthread_once(&s3__sweep_once, s3__sweep);
+    worker_at_exit(w, s3_proxy_thread_end);
+    return worker_objstore(w, rc->redis_url, rc->s3_dir, err);
 }
 
 static void s3__fill_sreq(const struct http_request *req, struct sigv4_request *sreq, int with_body)
@@ -496,18 +467,6 @@ static int s3__signing_key(const struct sigv4_auth *auth, const char *secret, un
         return -1;
     OPENSSL_cleanse(k0, sizeof(k0));
     return 0;
-}
-
-/* Parses req's signature (SigV4, or SigV2 as S3 takes it) into OUT: auth; for a SigV2
-   signature on a virtual-hosted request the bucket joins the signed resource. */
-static int s3__parse_sig(const struct http_request *req, const struct sigv4_request *sreq,
-                         struct sigv4_auth *auth, struct ty_err *err)
-{
-    char vb[64];
-    int rc = auth_parse(sreq, 1, auth, err);
-    if (rc == 0 && auth->sigv2 && s3__vhost_bucket(http_header(req, "Host"), vb, sizeof(vb)))
-        snprintf(auth->v2_bucket, sizeof(auth->v2_bucket), "%s", vb);
-    return rc;
 }
 
 /* SignatureDoesNotMatch with what S3 adds to it: the string to sign (and, for SigV4, the
@@ -555,85 +514,113 @@ static void s3__sig_mismatch(struct http_request *req, struct http_response *res
     ty_buf_cleanup(&sts);
 }
 
-/* Checks the request's signature. 0, or an S3 error already written into resp. */
+/* S3's words for a signature that does not parse (auth_request at AUTH_STAGE_PARSE). */
+static void s3__parse_error(struct http_request *req, struct http_response *resp,
+                            const struct s3_req *r, const struct sigv4_request *sreq,
+                            const struct ty_err *err)
+{
+    if (err->code == TY_EINVAL && sigv2_detect(sreq))
+        /* SigV2: a malformed header is 400 InvalidArgument, a query 403 AccessDenied */
+        s3__error(req, resp,
+                  strcmp(err->field, "Authorization") == 0 ? "InvalidArgument" : "AccessDenied",
+                  err->msg, r, NULL);
+    else if (err->code == TY_ENOAUTH)
+        s3__error(req, resp, "AccessDenied", "Access Denied", r, NULL);
+    else if (err->code == TY_EBADKEY)
+        s3__error(req, resp, "InvalidAccessKeyId",
+                  "The AWS Access Key Id you provided does not exist in our records.", r, NULL);
+    else
+        s3__error(req, resp,
+                  http_header(req, "Authorization") ? "AuthorizationHeaderMalformed"
+                                                    : "AuthorizationQueryParametersError",
+                  err->msg, r, NULL);
+}
+
+/* S3's words for a signature that does not verify (auth_request at AUTH_STAGE_VERIFY). */
+static void s3__verify_error(struct http_request *req, struct http_response *resp,
+                             const struct s3_req *r, const struct auth_out *ao,
+                             const struct ty_err *err)
+{
+    const struct sigv4_auth *auth = &ao->a;
+
+    if (err->code == TY_EBADSIG && strcmp(err->field, "service") == 0) {
+        char msg[256];
+        int hdr = !auth->presigned;
+        snprintf(msg, sizeof(msg),
+                 "%s; incorrect service \"%.64s\". This endpoint belongs to \"s3\".",
+                 hdr ? "The authorization header is malformed"
+                     : "Error parsing the X-Amz-Credential parameter",
+                 auth->service);
+        s3__error(req, resp,
+                  hdr ? "AuthorizationHeaderMalformed" : "AuthorizationQueryParametersError", msg,
+                  r, NULL);
+    } else if (err->code == TY_ENOTFOUND) {
+        struct s3_errx x = {{"AWSAccessKeyId"}, {auth->access_key}, 1};
+        s3__error(req, resp, "InvalidAccessKeyId",
+                  "The AWS Access Key Id you provided does not exist in our records.", r, &x);
+    } else if (err->code == TY_EBADKEY) {
+        s3__error(req, resp, "InvalidToken",
+                  "The provided token is malformed or otherwise invalid.", r, NULL);
+    } else if (err->code == TY_EEXPIREDTOKEN) {
+        s3__error(req, resp, "ExpiredToken", "The provided token has expired.", r, NULL);
+    } else if (err->code != TY_EBADSIG) {
+        s3__error_from(req, resp, err, r);
+    } else if (strncmp(err->msg, "Signature expired", 17) == 0 ||
+               strncmp(err->msg, "Signature not yet", 17) == 0) {
+        s3__error(req, resp, "RequestTimeTooSkewed",
+                  "The difference between the request time and the current time is too large.", r,
+                  NULL);
+    } else if (strcmp(err->msg, "Request has expired") == 0) {
+        s3__error(req, resp, "AccessDenied", "Request has expired", r, NULL);
+    } else if (auth->sigv2 && strcmp(err->field, "Date") == 0 && !strstr(err->msg, "Signature")) {
+        s3__error(req, resp, "AccessDenied", err->msg, r, NULL);
+    } else if (strcmp(err->field, "x-amz-content-sha256") == 0) {
+        s3__error(req, resp, "XAmzContentSHA256Mismatch",
+                  "The provided 'x-amz-content-sha256' header does not match what was computed.", r,
+                  NULL);
+    } else {
+        s3__sig_mismatch(req, resp, r, &ao->sreq, auth);
+    }
+}
+
+/* What auth_request is asked for an S3 request (vb: room for the virtual-hosted bucket). */
+static struct auth_in s3__auth_in(const struct http_request *req, const struct route_ctx *rc,
+                                  int streamed, char vb[64])
+{
+    struct auth_in in = {rc->redis_url, "s3", 1, !streamed, NULL};
+    if (s3__vhost_bucket(http_header(req, "Host"), vb, 64))
+        in.v2_bucket = vb;
+    return in;
+}
+
+/* Checks the request's signature (auth_request, once). 0, or an S3 error already written into
+   resp. On success the worker's principal is the caller's ARN. */
 static int s3__auth(struct http_request *req, struct http_response *resp, const struct s3_req *r,
                     const struct route_ctx *rc, int streamed, struct sigv4_auth *auth)
 {
-    struct sigv4_request sreq;
+    char vb[64];
+    struct auth_in in = s3__auth_in(req, rc, streamed, vb);
+    struct auth_out ao;
     struct ty_err err;
-    struct auth_principal p;
-    struct store *s;
+    int rc2;
 
     ty_err_clear(&err);
-    s3__fill_sreq(req, &sreq, !streamed);
-    if (s3__parse_sig(req, &sreq, auth, &err) != 0) {
-        if (err.code == TY_EINVAL && sigv2_detect(&sreq))
-            /* SigV2: a malformed header is 400 InvalidArgument, a query 403 AccessDenied */
-            s3__error(req, resp,
-                      strcmp(err.field, "Authorization") == 0 ? "InvalidArgument" : "AccessDenied",
-                      err.msg, r, NULL);
-        else if (err.code == TY_ENOAUTH)
-            s3__error(req, resp, "AccessDenied", "Access Denied", r, NULL);
-        else if (err.code == TY_EBADKEY)
-            s3__error(req, resp, "InvalidAccessKeyId",
-                      "The AWS Access Key Id you provided does not exist in our records.", r, NULL);
+    /* scope, key, session token and signature in one place (auth.h); S3's words for each */
+    rc2 = auth_request(worker_self(), req, &in, time(NULL), &ao, &err);
+    *auth = ao.a;
+    if (rc2 != 0) {
+        if (ao.stage == AUTH_STAGE_PARSE)
+            s3__parse_error(req, resp, r, &ao.sreq, &err);
+        else if (ao.stage == AUTH_STAGE_STORE)
+            s3__error_from(req, resp, &err, r);
         else
-            s3__error(req, resp,
-                      http_header(req, "Authorization") ? "AuthorizationHeaderMalformed"
-                                                        : "AuthorizationQueryParametersError",
-                      err.msg, r, NULL);
+            s3__verify_error(req, resp, r, &ao, &err);
         return -1;
     }
     if (!s3__thread_os(rc, &err)) {
         s3__error_from(req, resp, &err, r);
         return -1;
     }
-    s = s3__store;
-    /* scope, key, session token and signature in one place (auth.h); S3's words for each */
-    if (auth_verify(s, &sreq, auth, "s3", time(NULL), &p, &err) != 0) {
-        if (err.code == TY_EBADSIG && strcmp(err.field, "service") == 0) {
-            char msg[256];
-            int hdr = !auth->presigned;
-            snprintf(msg, sizeof(msg),
-                     "%s; incorrect service \"%.64s\". This endpoint belongs to \"s3\".",
-                     hdr ? "The authorization header is malformed"
-                         : "Error parsing the X-Amz-Credential parameter",
-                     auth->service);
-            s3__error(req, resp,
-                      hdr ? "AuthorizationHeaderMalformed" : "AuthorizationQueryParametersError",
-                      msg, r, NULL);
-        } else if (err.code == TY_ENOTFOUND) {
-            struct s3_errx x = {{"AWSAccessKeyId"}, {auth->access_key}, 1};
-            s3__error(req, resp, "InvalidAccessKeyId",
-                      "The AWS Access Key Id you provided does not exist in our records.", r, &x);
-        } else if (err.code == TY_EBADKEY) {
-            s3__error(req, resp, "InvalidToken",
-                      "The provided token is malformed or otherwise invalid.", r, NULL);
-        } else if (err.code == TY_EEXPIREDTOKEN) {
-            s3__error(req, resp, "ExpiredToken", "The provided token has expired.", r, NULL);
-        } else if (err.code != TY_EBADSIG) {
-            s3__error_from(req, resp, &err, r);
-        } else if (strncmp(err.msg, "Signature expired", 17) == 0 ||
-                   strncmp(err.msg, "Signature not yet", 17) == 0) {
-            s3__error(req, resp, "RequestTimeTooSkewed",
-                      "The difference between the request time and the current time is too "
-                      "large.",
-                      r, NULL);
-        } else if (strcmp(err.msg, "Request has expired") == 0) {
-            s3__error(req, resp, "AccessDenied", "Request has expired", r, NULL);
-        } else if (auth->sigv2 && strcmp(err.field, "Date") == 0 && !strstr(err.msg, "Signature")) {
-            s3__error(req, resp, "AccessDenied", err.msg, r, NULL);
-        } else if (strcmp(err.field, "x-amz-content-sha256") == 0) {
-            s3__error(req, resp, "XAmzContentSHA256Mismatch",
-                      "The provided 'x-amz-content-sha256' header does not match what was "
-                      "computed.",
-                      r, NULL);
-        } else {
-            s3__sig_mismatch(req, resp, r, &sreq, auth);
-        }
-        return -1;
-    }
-    snprintf(s3__principal, sizeof(s3__principal), "%s", p.arn);
     return 0;
 }
 
@@ -739,19 +726,18 @@ static int s3__discard(void *ctx, const char *data, size_t n)
 
 /* 1 when the request's signature is known bad at header time (so that an unauthenticated
    client cannot make the store write its body to disk); 0 when good or not decidable yet. */
-static int s3__early_auth_fails(const struct http_request *req)
+static int s3__early_auth_fails(const struct http_request *req, const struct route_ctx *rc)
 {
-    struct sigv4_request sreq;
-    struct sigv4_auth auth;
+    char vb[64];
+    struct auth_in in = s3__auth_in(req, rc, 1, vb);
+    struct auth_out ao;
     struct ty_err err;
-    struct auth_principal p;
 
     ty_err_clear(&err);
-    s3__fill_sreq(req, &sreq, 0);
-    if (s3__parse_sig(req, &sreq, &auth, &err) != 0)
-        return 1;
-    if (auth_verify(s3__store, &sreq, &auth, "s3", time(NULL), &p, &err) == 0)
+    if (auth_request(worker_self(), req, &in, time(NULL), &ao, &err) == 0)
         return 0;
+    if (ao.stage == AUTH_STAGE_PARSE)
+        return 1;
     /* a Redis failure is not decidable now: the handler answers it */
     return err.code == TY_ENOTFOUND || err.code == TY_EBADKEY || err.code == TY_EEXPIREDTOKEN ||
            err.code == TY_EBADSIG;
@@ -790,14 +776,14 @@ void s3_prepare(struct http_request *req, void *ud)
         struct auth_principal p;
         s3__fill_sreq(req, &sreq, 0);
         if (sigv4_parse(&sreq, &auth, &err) == 0 &&
-            auth_lookup(s3__store, &auth, time(NULL), &p, &err) == 0) {
+            auth_lookup(worker_self()->store, &auth, time(NULL), &p, &err) == 0) {
             have_key = s3__signing_key(&auth, p.secret, key) == 0;
             snprintf(scope, sizeof(scope), "%s/%s/%s/aws4_request", auth.date, auth.region,
                      auth.service);
             auth_principal_cleanse(&p);
         }
     }
-    if (s3__early_auth_fails(req)) {
+    if (s3__early_auth_fails(req, rc)) {
         /* drained, never stored: the handler answers with the signature error */
         req->sink.write = s3__discard;
         OPENSSL_cleanse(key, sizeof(key));
@@ -1980,7 +1966,7 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
                   &r, NULL);
         goto out;
     }
-    os = s3__os;
+    os = worker_self()->os;
     if (r.bad_target) {
         s3__error(req, resp, "InvalidURI", "Couldn't parse the specified URI.", &r, NULL);
         goto out;
@@ -2019,7 +2005,8 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
         /* IAM policies decide, as for every other service (authz.c) */
         char action[64], resource[2200];
         s3__iam_action(m, &r, action, sizeof(action), resource, sizeof(resource));
-        if (authz_check(s3__store, s3__principal, action, resource, NULL, 0, &err) != 0) {
+        if (authz_check(worker_self()->store, worker_self()->principal, action, resource, NULL, 0,
+                        &err) != 0) {
             if (err.code == TY_EDENIED)
                 s3__error(req, resp, "AccessDenied", "Access Denied", &r, NULL);
             else
@@ -2036,7 +2023,8 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
         }
         snprintf(resource, sizeof(resource), "arn:aws:s3:::%s/%s", sb, sk);
         free(dec);
-        if (authz_check(s3__store, s3__principal, "s3:GetObject", resource, NULL, 0, &err) != 0) {
+        if (authz_check(worker_self()->store, worker_self()->principal, "s3:GetObject", resource,
+                        NULL, 0, &err) != 0) {
             if (err.code == TY_EDENIED)
                 s3__error(req, resp, "AccessDenied", "Access Denied", &r, NULL);
             else

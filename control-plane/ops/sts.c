@@ -1,7 +1,8 @@
 /*
  * sts.c - STS on trainyard's one port (query protocol: a form body or query string with
  * Action= and Version=2011-06-15, XML answers and XML errors as botocore's query parser reads
- * them). Serves GetCallerIdentity for the principal that signed the request.
+ * them). Serves GetCallerIdentity for the principal that signed the request (the one
+ * implementation of it), authenticated by auth_request on the worker's connection.
  */
 #define _GNU_SOURCE /* strcasestr */
 #include "sts.h"
@@ -12,8 +13,8 @@
 #include "store_iam.h"
 #include "ty_buf.h"
 #include "ty_log.h"
+#include "worker.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,23 +22,6 @@
 #include <time.h>
 
 #define STS_NS "https://sts.amazonaws.com/doc/2011-06-15/"
-
-static __thread struct store *sts__store;
-static pthread_key_t sts__key;
-static pthread_once_t sts__key_once = PTHREAD_ONCE_INIT;
-
-/* Thread exit: closes this thread's Redis connection. */
-static void sts__thread_end(void *unused)
-{
-    (void)unused;
-    store_close(sts__store);
-    sts__store = NULL;
-}
-
-static void sts__key_init(void)
-{
-    pthread_key_create(&sts__key, sts__thread_end);
-}
 
 /* 1 when the credential scope in s ("AKID/DATE/REGION/SERVICE/...") names sts. */
 static int sts__scope(const char *s)
@@ -96,13 +80,50 @@ static void sts__error(struct http_request *req, struct http_response *resp, int
     http_response_header(resp, "x-amzn-RequestId", req->request_id);
 }
 
+/* STS's words for an auth_request failure at stage. */
+static void sts_auth_error(struct http_request *req, struct http_response *resp,
+                           const struct ty_err *err, enum auth_stage stage)
+{
+    if (stage == AUTH_STAGE_PARSE) {
+        if (err->code == TY_ENOAUTH)
+            sts__error(req, resp, 403, "MissingAuthenticationToken",
+                       "Request is missing Authentication Token");
+        else
+            sts__error(req, resp, 400, "IncompleteSignature", err->msg);
+    } else if (err->code == TY_EREDIS) {
+        sts__error(req, resp, 503, "ServiceUnavailable", err->msg);
+    } else if (err->code == TY_ENOTFOUND || err->code == TY_EBADKEY) {
+        sts__error(req, resp, 403, "InvalidClientTokenId",
+                   "The security token included in the request is invalid.");
+    } else if (err->code == TY_EEXPIREDTOKEN) {
+        sts__error(req, resp, 400, "ExpiredToken", err->msg);
+    } else if (err->code != TY_EBADSIG) {
+        sts__error(req, resp, 500, "InternalFailure", err->msg);
+    } else if (strncmp(err->msg, "Signature expired", 17) == 0 ||
+               strcmp(err->field, "service") == 0) {
+        sts__error(req, resp, 403, "SignatureDoesNotMatch", err->msg);
+    } else {
+        sts__error(req, resp, 403, "SignatureDoesNotMatch",
+                   "The request signature we calculated does not match the signature you "
+                   "provided. Check your AWS Secret Access Key and signing method. Consult "
+                   "the service documentation for details.");
+    }
+}
+
+/* The value of a query-protocol parameter: from the form body, else the query string. */
+static void sts_param(const struct http_request *req, const char *name, char *out, size_t n)
+{
+    if (!auth_form_param(req->body.data ? req->body.data : "", req->body.len, name, out, n))
+        auth_form_param(req->query, strlen(req->query), name, out, n);
+}
+
 void sts_route(struct http_request *req, struct http_response *resp, const struct route_ctx *rc)
 {
-    struct sigv4_request sreq;
-    struct sigv4_auth auth;
+    struct auth_in in = {rc->redis_url, "sts", 0, 1, NULL};
+    struct worker *w = worker_self();
+    struct auth_out ao;
     struct ty_err err;
     char action[64] = "", version[32] = "", uid[600];
-    struct auth_principal p;
     struct ty_buf b;
 
     ty_err_clear(&err);
@@ -110,60 +131,13 @@ void sts_route(struct http_request *req, struct http_response *resp, const struc
         sts__error(req, resp, 413, "RequestEntityTooLarge", "Request body too large");
         return;
     }
-    memset(&sreq, 0, sizeof(sreq));
-    sreq.method = req->method;
-    sreq.path = req->path;
-    sreq.query = req->query;
-    sreq.headers = req->headers;
-    sreq.nheaders = req->nheaders;
-    sreq.body = req->body.data ? req->body.data : "";
-    sreq.body_len = req->body.len;
-    if (sigv4_parse(&sreq, &auth, &err) != 0) {
-        if (err.code == TY_ENOAUTH)
-            sts__error(req, resp, 403, "MissingAuthenticationToken",
-                       "Request is missing Authentication Token");
-        else
-            sts__error(req, resp, 400, "IncompleteSignature", err.msg);
-        return;
-    }
-    pthread_once(&sts__key_once, sts__key_init);
-    pthread_setspecific(sts__key, (void *)1);
-    if (!sts__store)
-        sts__store = store_open(rc->redis_url, &err);
-    if (!sts__store) {
-        sts__error(req, resp, 503, "ServiceUnavailable", err.msg);
-        return;
-    }
     /* scope, key, session token and signature in one place (auth.h); STS's words for each */
-    if (auth_verify(sts__store, &sreq, &auth, "sts", time(NULL), &p, &err) != 0) {
-        if (err.code == TY_EREDIS) {
-            store_close(sts__store);
-            sts__store = NULL;
-            sts__error(req, resp, 503, "ServiceUnavailable", err.msg);
-        } else if (err.code == TY_ENOTFOUND || err.code == TY_EBADKEY) {
-            sts__error(req, resp, 403, "InvalidClientTokenId",
-                       "The security token included in the request is invalid.");
-        } else if (err.code == TY_EEXPIREDTOKEN) {
-            sts__error(req, resp, 400, "ExpiredToken", err.msg);
-        } else if (err.code != TY_EBADSIG) {
-            sts__error(req, resp, 500, "InternalFailure", err.msg);
-        } else if (strncmp(err.msg, "Signature expired", 17) == 0 ||
-                   strcmp(err.field, "service") == 0) {
-            sts__error(req, resp, 403, "SignatureDoesNotMatch", err.msg);
-        } else {
-            sts__error(req, resp, 403, "SignatureDoesNotMatch",
-                       "The request signature we calculated does not match the signature you "
-                       "provided. Check your AWS Secret Access Key and signing method. Consult "
-                       "the service documentation for details.");
-        }
+    if (auth_request(w, req, &in, time(NULL), &ao, &err) != 0) {
+        sts_auth_error(req, resp, &err, ao.stage);
         return;
     }
-    if (!auth_form_param(req->body.data ? req->body.data : "", req->body.len, "Action", action,
-                         sizeof(action)))
-        auth_form_param(req->query, strlen(req->query), "Action", action, sizeof(action));
-    if (!auth_form_param(req->body.data ? req->body.data : "", req->body.len, "Version", version,
-                         sizeof(version)))
-        auth_form_param(req->query, strlen(req->query), "Version", version, sizeof(version));
+    sts_param(req, "Action", action, sizeof(action));
+    sts_param(req, "Version", version, sizeof(version));
     if (strcmp(action, "GetCallerIdentity") != 0) {
         char msg[160];
         snprintf(msg, sizeof(msg), "Could not find operation %.64s for version %.20s", action,
@@ -174,17 +148,17 @@ void sts_route(struct http_request *req, struct http_response *resp, const struc
     ty_buf_init(&b, 8192);
     ty_buf_puts(&b, "<GetCallerIdentityResponse xmlns=\"" STS_NS "\"><GetCallerIdentityResult>"
                     "<Arn>");
-    sts__xml_esc(&b, p.arn);
+    sts__xml_esc(&b, ao.p.arn);
     ty_buf_puts(&b, "</Arn><UserId>");
     /* an assumed role's "<RoleId>:<session>" (auth.h), an IAM user's unique id (AIDA...), else
        the access key id (store_iam.h) */
-    auth_user_id(sts__store, &p, uid, sizeof(uid));
+    auth_user_id(ao.store, &ao.p, uid, sizeof(uid));
     if (uid[0])
         sts__xml_esc(&b, uid);
-    else if (store_iam_userid(sts__store, p.arn, uid, sizeof(uid), &err) == 0)
+    else if (store_iam_userid(ao.store, ao.p.arn, uid, sizeof(uid), &err) == 0)
         sts__xml_esc(&b, uid);
     else
-        sts__xml_esc(&b, auth.access_key);
+        sts__xml_esc(&b, ao.a.access_key);
     ty_buf_puts(&b, "</UserId><Account>");
     sts__xml_esc(&b, rc->account_id ? rc->account_id : "000000000000");
     ty_buf_printf(&b,
