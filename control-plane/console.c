@@ -22,6 +22,7 @@
 #include "console_html.h"
 #include "console_job.h"
 #include "console_pages.h"
+#include "console_presign.h"
 #include "ops/iamapi.h"
 #include "ops/studio.h"
 #include "route.h"
@@ -602,6 +603,10 @@ static void console__render(const struct console_ctx *c, const char *path, const
             console_job_download(c, query, resp);
             return;
         }
+        if (strcmp(path, "/console/presign") == 0) {
+            console_presign_serve(c, query, resp);
+            return;
+        }
         if (strncmp(path, "/console/profiler", 17) == 0) {
             console_html_message(req, resp, 404, "Not found", "No such page.", c->sess);
             return;
@@ -613,6 +618,10 @@ static void console__render(const struct console_ctx *c, const char *path, const
     }
     if (strcmp(path, "/console/download") == 0) {
         console_job_download(c, query, resp);
+        return;
+    }
+    if (strcmp(path, "/console/presign") == 0) {
+        console_presign_serve(c, query, resp);
         return;
     }
     if (strncmp(path, "/console/jobs/", 14) == 0 && console__job_path(path + 14, name, sub) == 0) {

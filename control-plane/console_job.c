@@ -64,15 +64,29 @@ static int job__s3(const char *uri, char *bucket, size_t n, const char **key)
     return 0;
 }
 
+/* A link to an object: view = the HTML dashboard shown in the console's sandbox
+   (/console/download); else a presigned S3 URL (/console/presign answers a 303 to it), with
+   beside it the link to the page that shows the URL and the console's own download. */
 static void job__dl(struct ty_buf *b, const char *uri, const char *label, int view)
 {
-    ty_buf_puts(b, "<a href=\"/console/download?uri=");
+    ty_buf_puts(b, view ? "<a href=\"/console/download?uri=" : "<a href=\"/console/presign?uri=");
     console_html_url(b, uri);
     if (view)
         ty_buf_puts(b, "&amp;view=1");
     ty_buf_puts(b, "\">");
     ty_buf_put_html(b, label);
     ty_buf_puts(b, "</a>");
+    if (view)
+        return;
+    ty_buf_puts(b, " <span class=\"dl-alt\">(<a href=\"/console/presign?uri=");
+    console_html_url(b, uri);
+    ty_buf_puts(b, "&amp;show=1\" aria-label=\"Presigned URL of ");
+    ty_buf_put_html(b, label);
+    ty_buf_puts(b, "\">presigned URL</a>, <a href=\"/console/download?uri=");
+    console_html_url(b, uri);
+    ty_buf_puts(b, "\" aria-label=\"Download through the console: ");
+    ty_buf_put_html(b, label);
+    ty_buf_puts(b, "\">via the console</a>)</span>");
 }
 
 static void job__row(struct ty_buf *b, const char *k, const char *v)

@@ -11,9 +11,9 @@
  *
  * Owns: those pages' HTML and feeds, and /console/download?uri=s3://bucket/key: an object
  * of the object store, authorised as the principal (s3:GetObject through authz_check, as the
- * S3 API would) and streamed from it; the console's "presigned" links are these (the session
- * cookie, not a signature, says who asks; an HTML profiler report is shown in a sandbox with no
- * access to the console's origin). Every other read is an API operation as the principal
+ * S3 API would) and streamed from it (the session cookie says who asks; an HTML profiler
+ * report is shown there in a sandbox with no access to the console's origin). Artifact links
+ * are S3 presigned URLs (console_presign.h), with the console download beside them. Every other read is an API operation as the principal
  * (DescribeTrainingJob, DescribeLogStreams, GetLogEvents).
  * Thread-safety: reentrant.
  */
