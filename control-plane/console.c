@@ -559,7 +559,7 @@ static int console__job_path(const char *rest, char *name, char *sub)
     memcpy(name, rest, n);
     name[n] = '\0';
     snprintf(sub, 32, "%s", slash ? slash + 1 : "");
-    if (sub[0] && strcmp(sub, "logs.json") != 0)
+    if (sub[0] && strcmp(sub, "logs.json") != 0 && strcmp(sub, "system.json") != 0)
         return -1;
     return 0;
 }

@@ -13,6 +13,7 @@
 #include "console.h"
 #include "console_assets.h"
 #include "console_html.h"
+#include "console_sysmon.h"
 #include "objstore.h"
 
 #define JOB_LOG_GROUP "/aws/sagemaker/TrainingJobs"
@@ -350,6 +351,23 @@ static void job__page(const struct console_ctx *c, const char *base, const char 
         ty_buf_puts(&b, "</li>");
     }
     ty_buf_puts(&b, "</ul>\n");
+    {
+        char *pp = console_job_profiler_prefix(job);
+        if (pp) {
+            /* live system metrics (console_sysmon.h), drawn and refreshed by console.js */
+            ty_buf_puts(&b, "<section aria-labelledby=\"h-sys\"><h2 id=\"h-sys\">System metrics"
+                            "</h2>\n<p class=\"hint\">CPU, memory, GPU and network of the first "
+                            "host, from the profiler's system metrics (refreshed while the job "
+                            "runs).</p>\n<div id=\"sysmon\" class=\"charts\" data-feed=\"");
+            ty_buf_put_html(&b, back);
+            ty_buf_printf(&b,
+                          "/system.json\" data-running=\"%d\" data-uplot=\"%d\"></div>"
+                          "</section>\n",
+                          strcmp(st, "InProgress") == 0 || strcmp(st, "Stopping") == 0,
+                          console_assets_have_uplot());
+        }
+        free(pp);
+    }
     job__profiler(c, &b, job);
 send:
     json_decref(in);
@@ -414,6 +432,8 @@ void console_job_serve(const struct console_ctx *c, const char *base, const char
 {
     if (strcmp(sub, "logs.json") == 0)
         job__logs(c, name, query, resp);
+    else if (strcmp(sub, "system.json") == 0)
+        console_sysmon_feed(c, name, resp);
     else
         job__page(c, base, name, bn, resp);
 }

@@ -8,6 +8,7 @@ if(TARGET ty_sigv4 AND TARGET ty_model AND TARGET ty_store AND TARGET ty_docker 
     ${TY_CP_DIR}/console_auth.c ${TY_CP_DIR}/console_html.c ${TY_CP_DIR}/console_call.c
     ${TY_CP_DIR}/console_pages.c ${TY_CP_DIR}/console_job.c ${TY_CP_DIR}/console_assets.c
     ${TY_CP_DIR}/console_attrib.c ${TY_CP_DIR}/console_presign.c
+    ${TY_CP_DIR}/console_sysmon.c
     ${TY_CONSOLE_ASSETS_C}
     ${TY_CP_DIR}/quota.c ${TY_CP_DIR}/ops/iamapi.c ${TY_CP_DIR}/ops/cloudwatch.c
     ${TY_CP_DIR}/ops/tuning.c ${TY_CP_DIR}/tuning.c

@@ -54,6 +54,7 @@
 #define RUN_POLL_MS        1000 /* job document poll (Stop, MaxRuntime) */
 #define RUN_METRICS_MS     5000 /* FinalMetricDataList refresh while training */
 #define RUN_INSTANCE_MS    2000 /* instance metrics (CPU, memory, disk) sampling */
+#define RUN_PROF_LIVE_MS   5000 /* the profiler's system metrics uploaded while training */
 #define RUN_BATCH_EVENTS   500
 #define RUN_BATCH_BYTES    (512 * 1024)
 #define RUN_BATCH_HARD_MAX 20000             /* events kept when Redis does not take them */
@@ -165,6 +166,7 @@ struct run_ctx {
     json_t *prof_cfg;       /* owned: ProfilerConfig as last written, NULL when none */
     json_t *prof_rules;     /* owned: ProfilerRuleConfigurations, NULL when none */
     int prof_on;            /* profilerconfig.json written at the start */
+    json_t *prof_seen;      /* owned: system-metrics files uploaded while training (signatures) */
 
     char token[SESSION_TOKEN_LEN]; /* the job's container token (session.h), "" when none */
     int granted;                   /* session_job_grant succeeded and no revoke since */
@@ -984,6 +986,40 @@ static int run_profiler_put(void *ud, const char *path, const char *uri, const c
     return 0;
 }
 
+/* While training, uploads the profiler's new or grown system-metrics files (first host's
+   output/profiler/system/...) under <ProfilerConfig.S3OutputPath>/<job>/profiler-output/system/,
+   as SageMaker syncs them during the run: the console's live system charts read them there.
+   Best effort; the end of the job uploads everything again. */
+static void run_profiler_live(struct run_ctx *r)
+{
+    char uri[1400];
+    struct transfer t;
+    struct ty_err err;
+    struct objstore *os;
+    size_t ul;
+    int count = 0;
+
+    if (!r->prof_on || !r->sp.profiler_uri[0] || !r->h[0].dir[0])
+        return;
+    if (!r->prof_seen && !(r->prof_seen = json_object()))
+        return;
+    ul = strlen(r->sp.profiler_uri);
+    while (ul > 0 && r->sp.profiler_uri[ul - 1] == '/')
+        ul--;
+    run_fmt(uri, sizeof(uri), "%.*s/%s/profiler-output/system/", (int)ul, r->sp.profiler_uri,
+            r->job);
+    if (!(os = run_objstore(r, &err)))
+        return;
+    run_transfer_init(r, &t, os);
+    t.log = NULL;
+    if (transfer_upload_tree(&t, r->h[0].dir, "output/profiler/system", uri, r->prof_seen, 0,
+                             &count, &err) != 0) {
+        ty_log(TY_LOG_WARN, "agent.profiler.live_failed", "job=%s error='%s'", r->job, err.msg);
+        if (err.code == TY_EREDIS || err.code == TY_EIO)
+            run_objstore_reset(r);
+    }
+}
+
 /* Uploads /opt/ml/output/profiler/ under <ProfilerConfig.S3OutputPath>/<job>/profiler-output/
    when the job has a profiler path and wrote something there, then the job's dashboard and
    merged trace (prof.h). Best effort. */
@@ -1750,6 +1786,7 @@ static void run_instance_metrics(struct run_ctx *r)
 static enum run_outcome run_supervise(struct run_ctx *r)
 {
     double next_poll = 0, next_metrics = run_now() + RUN_METRICS_MS / 1000.0, next_inst = 0;
+    double next_prof = run_now() + RUN_PROF_LIVE_MS / 1000.0;
     double next_ckpt = run_now() + RUN_CKPT_MS / 1000.0;
 
     for (;;) {
@@ -1796,6 +1833,10 @@ static enum run_outcome run_supervise(struct run_ctx *r)
         if (now >= next_inst) {
             run_instance_metrics(r);
             next_inst = now + RUN_INSTANCE_MS / 1000.0;
+        }
+        if (now >= next_prof) {
+            run_profiler_live(r);
+            next_prof = run_now() + RUN_PROF_LIVE_MS / 1000.0;
         }
         if (now >= next_metrics && r->h[0].logs) {
             int changed = 0;
@@ -2665,6 +2706,7 @@ void *run_thread(void *arg)
     run_objstore_reset(r);
     json_decref(r->prof_cfg);
     json_decref(r->prof_rules);
+    json_decref(r->prof_seen);
     store_close(r->s);
     free(r);
 out:

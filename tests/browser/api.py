@@ -3,7 +3,8 @@ Debian's boto3 and the keys the test's users got in the console:
 
   api.py URL AKID SECRET create-job NAME KIND   KIND: "profiled" (the built-in trainer on a
                                                 tiny data set, profiled, 6 epochs) or "long"
-                                                (a shell loop printing a loss line a second)
+                                                (a shell loop printing a loss line a second,
+                                                profiled: live system metrics)
   api.py URL AKID SECRET wait-job NAME STATUS[,STATUS...] [TIMEOUT]
   api.py URL AKID SECRET describe NAME
 
@@ -36,6 +37,9 @@ def create(url, akid, secret, name, kind):
                   'echo "step=$i train_loss=$(awk "BEGIN{print 2/$i}")"; sleep 1; done')
         req = H.job_request(name, script, output=f"s3://{BUCKET}/out")
         req["AlgorithmSpecification"]["MetricDefinitions"] = METRICS
+        # profiled too: its system metrics reach S3 while it runs (the live charts)
+        req["ProfilerConfig"] = {"S3OutputPath": f"s3://{BUCKET}/prof",
+                                 "ProfilingIntervalInMilliseconds": 500}
         sm.create_training_job(**req)
         return {"TrainingJobName": name}
     s3 = client(url, akid, secret, "s3")

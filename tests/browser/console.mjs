@@ -55,7 +55,8 @@ async function banner(page) {
 // submits the form whose legend is legend, with fields {label: value}
 async function form(page, legend, fields, button) {
   const f = page.locator("form", { has: page.locator("legend", { hasText: legend }) });
-  for (const [label, value] of Object.entries(fields)) await f.getByLabel(label).fill(value);
+  for (const [label, value] of Object.entries(fields))
+    await f.getByLabel(label, { exact: true }).fill(value);
   await f.getByRole("button", { name: button }).click();
   await page.waitForLoadState();
 }
@@ -141,6 +142,18 @@ try {
   });
   log("users made");
 
+  // --- the account password policy, from the IAM users page ---
+  await admin.goto(URL0 + "/console/iam/users");
+  {
+    const f = admin.locator("form", { has: admin.locator("legend", { hasText: "Set the account password policy" }) });
+    await f.getByLabel("Minimum password length (6-128)").fill("10");
+    await f.getByLabel("Allow users to change their own password").check();
+    await f.getByRole("button", { name: "Set policy" }).click();
+    await admin.waitForLoadState();
+    assert.equal(await banner(admin), "UpdateAccountPasswordPolicy succeeded.");
+    assert.match(await admin.locator("#pw-policy").textContent(), /at least 10 characters/);
+  }
+
   // --- user profiles: one mapped to the trainer, one of nobody; the profiler app ---
   async function makeProfile(name, iamUser) {
     await admin.goto(domUrl);
@@ -200,6 +213,17 @@ try {
   await until("more log lines", async () =>
     ((await tp.locator("#log").textContent()).match(/step=/g) || []).length > n1, 20000);
   log("job B followed");
+  // its live system metrics: charts that grow while it runs
+  const samples = async () => Number((await tp.locator("#sysmon").getAttribute("data-samples")) || 0);
+  await until("job B's system metrics", async () => (await samples()) > 0, 60000);
+  await tp.locator("#sys-cpu .uplot canvas").waitFor({ timeout: 10000 });
+  await tp.locator("#sys-net .uplot canvas").waitFor({ timeout: 10000 });
+  const s1 = await samples();
+  await until("the system charts update", async () => (await samples()) > s1, 30000);
+  assert.match(await tp.locator("#sys-cpu figcaption").textContent(), /CPU \(mean of cores\): [0-9]/);
+  await tp.locator("#h-sys").scrollIntoViewIfNeeded();
+  await shot(tp, "job-live");
+  log("job B's live system charts");
 
   // --- the viewer is refused Stop with AWS's words, in the page ---
   const vp = await signin(browser, `${P}-ub`, "Viewer-Passw0rd");
@@ -237,7 +261,17 @@ try {
   const box = await canvas.boundingBox();
   await tp.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   await shot(tp, "job");
-  log("job A page");
+  // the model's link is an S3 presigned URL: it downloads with no cookie and no keys
+  const show = tp.locator('a[href*="model.tar.gz"][href*="show=1"]').first();
+  await show.click();
+  await tp.waitForLoadState();
+  const purlA = await tp.locator("#presigned-s3").getAttribute("href");
+  assert.match(purlA, /X-Amz-Signature=/);
+  const dl = await fetch(purlA);
+  assert.equal(dl.status, 200);
+  assert.ok((await dl.arrayBuffer()).byteLength > 0);
+  await shot(tp, "presigned");
+  log("job A page, presigned model link");
 
   // --- the trainer's profile, through a presigned domain URL: the profiler app ---
   await admin.goto(`${domUrl}/users/${P}-pa`);
@@ -257,6 +291,20 @@ try {
   assert.ok(prof.includes("timeline.trace.json"), prof);
   assert.ok(prof.includes("ui.perfetto.dev"));
   await shot(sp, "profiler-job");
+  {
+    const r = await sp.goto(await sp.locator('a[href*="timeline.trace.json"][href*="show=1"]').first()
+      .getAttribute("href").then((h) => new URL(h, URL0).href));
+    assert.equal(r.status(), 200);
+    const u = await sp.locator("#presigned-s3").getAttribute("href");
+    assert.match(u, /X-Amz-Security-Token=/);
+    const t = await fetch(u);
+    assert.equal(t.status, 200);
+    JSON.parse(await t.text());
+    await sp.goBack();
+  }
+  // the finished job's system metrics, charted in the app
+  await until("job A's system charts", async () =>
+    Number((await sp.locator("#sysmon").getAttribute("data-samples")) || 0) > 0, 15000);
   // the dashboard the agent made, inside the app
   await sp.getByRole("link", { name: "Open the profiler dashboard" }).click();
   await sp.waitForLoadState();
@@ -281,12 +329,41 @@ try {
   assert.equal(r2.status(), 403);
   log("other user sees nothing");
 
+  // --- the trainer changes his own password (iam:ChangePassword, the account policy) ---
+  await tp.goto(`${URL0}/console/home`);
+  await tp.getByRole("link", { name: "Change password" }).click();
+  await tp.waitForURL("**/console/password");
+  const pwForm = { "Current password": "Trainer-Passw0rd", "New password": "Sh0rt-pw!",
+    "Confirm new password": "Sh0rt-pw!" };
+  await form(tp, "Change your password", pwForm, "Change password");
+  assert.match(await banner(tp), /PasswordPolicyViolation.*minimum length of 10/);
+  await form(tp, "Change your password", { ...pwForm, "New password": "Trainer-Passw0rd-2",
+    "Confirm new password": "Trainer-Passw0rd-3" }, "Change password");
+  assert.match(await banner(tp), /do not match/);
+  await form(tp, "Change your password", { ...pwForm, "New password": "Trainer-Passw0rd-2",
+    "Confirm new password": "Trainer-Passw0rd-2" }, "Change password");
+  assert.equal(await banner(tp), "ChangePassword succeeded.");
+  await shot(tp, "password");
+  log("password changed");
+
   // --- sign out ends the session ---
   await tp.getByRole("button", { name: "Sign out" }).click();
   await tp.waitForURL("**/console/login");
   const r3 = await tp.goto(`${URL0}/console/home`);
   assert.equal(r3.status(), 403);
   log("signed out");
+  // the new password signs in, the old one no longer does
+  await (await signin(browser, `${P}-ua`, "Trainer-Passw0rd-2")).context().close();
+  {
+    const ctx = await browser.newContext();
+    const p = await ctx.newPage();
+    await p.goto(URL0 + "/console/login");
+    await p.getByLabel("IAM user name").fill(`${P}-ua`);
+    await p.getByLabel("Password").fill("Trainer-Passw0rd");
+    await p.getByRole("button", { name: "Sign in" }).click();
+    assert.match(await banner(p), /authentication information is incorrect/);
+    await ctx.close();
+  }
   // the stylesheet, scripts and charts come from this server only
   console.log("PASS");
 } finally {

@@ -20,6 +20,7 @@
 #include "console_auth.h"
 #include "console_call.h"
 #include "console_login.h"
+#include "console_sysmon.h"
 #include "redis_fixture.h"
 #include "store.h"
 #include "store_iam.h"
@@ -209,6 +210,52 @@ static void test_back_and_input(void **state)
     assert_null(in);
 }
 
+/* system-metrics JSON lines folded into the live charts' series */
+static void test_sysmon_series(void **state)
+{
+    static const char text[] =
+        "{\"Type\":\"cpu\",\"Name\":\"cpu0\",\"Dimension\":\"CPUUtilization\",\"Value\":10,"
+        "\"NodeId\":\"algo-1\",\"Timestamp\":100.5}\n"
+        "{\"Type\":\"cpu\",\"Name\":\"cpu1\",\"Dimension\":\"CPUUtilization\",\"Value\":30,"
+        "\"NodeId\":\"algo-1\",\"Timestamp\":100.5}\n"
+        "{\"Type\":\"cpu\",\"Name\":\"cpu_iowait\",\"Dimension\":\"IOWait\",\"Value\":99,"
+        "\"NodeId\":\"algo-1\",\"Timestamp\":100.5}\n"
+        "{\"Type\":\"memory\",\"Name\":\"MemoryUsedPercent\",\"Dimension\":\"Memory\","
+        "\"Value\":42,\"NodeId\":\"algo-1\",\"Timestamp\":100.5}\n"
+        "{\"Type\":\"network\",\"Name\":\"net\",\"Dimension\":\"ReceiveBytesPerSecond\","
+        "\"Value\":2048,\"NodeId\":\"algo-1\",\"Timestamp\":100.5}\n"
+        /* another node's line is not ours */
+        "{\"Type\":\"cpu\",\"Name\":\"cpu0\",\"Dimension\":\"CPUUtilization\",\"Value\":77,"
+        "\"NodeId\":\"algo-2\",\"Timestamp\":100.5}\n"
+        "{\"Type\":\"gpu\",\"Name\":\"gpu0\",\"Dimension\":\"GPUUtilization\",\"Value\":50,"
+        "\"NodeId\":\"algo-1\",\"Timestamp\":101.5}\n"
+        "{\"Type\":\"gpu\",\"Name\":\"gpu1\",\"Dimension\":\"GPUUtilization\",\"Value\":70,"
+        "\"NodeId\":\"algo-1\",\"Timestamp\":101.5}\n"
+        "{\"Type\":\"cpu\",\"Name\":\"cpu0\",\"Dimension\":\"CPUUtiliz"; /* torn */
+    json_t *o;
+    (void)state;
+    o = console_sysmon_series(text, strlen(text), "algo-1", 100);
+    assert_non_null(o);
+    assert_int_equal(json_array_size(json_object_get(o, "t")), 2);
+    assert_true(json_number_value(json_array_get(json_object_get(o, "t"), 0)) == 100.5);
+    assert_true(json_number_value(json_array_get(json_object_get(o, "cpu"), 0)) == 20.0);
+    assert_true(json_number_value(json_array_get(json_object_get(o, "mem"), 0)) == 42.0);
+    assert_true(json_number_value(json_array_get(json_object_get(o, "rx"), 0)) == 2048.0);
+    assert_true(json_is_null(json_array_get(json_object_get(o, "tx"), 0)));
+    assert_true(json_is_null(json_array_get(json_object_get(o, "cpu"), 1)));
+    assert_true(json_number_value(json_array_get(json_object_get(o, "gpu"), 1)) == 60.0);
+    assert_int_equal(json_integer_value(json_object_get(o, "gpus")), 2);
+    json_decref(o);
+    /* only the newest max_points samples */
+    o = console_sysmon_series(text, strlen(text), "algo-1", 1);
+    assert_int_equal(json_array_size(json_object_get(o, "t")), 1);
+    assert_true(json_number_value(json_array_get(json_object_get(o, "t"), 0)) == 101.5);
+    json_decref(o);
+    o = console_sysmon_series("", 0, "algo-1", 10);
+    assert_int_equal(json_array_size(json_object_get(o, "t")), 0);
+    json_decref(o);
+}
+
 static void test_login_profiles(void **state)
 {
     struct store *s;
@@ -315,6 +362,7 @@ int main(void)
         cmocka_unit_test(test_cookie),
         cmocka_unit_test(test_back_and_input),
         cmocka_unit_test(test_login_profiles),
+        cmocka_unit_test(test_sysmon_series),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
