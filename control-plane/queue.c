@@ -19,7 +19,6 @@
 
 #include "store_int.h"
 
-#define QUEUE_KEY       "ty:queue:training"
 #define QUEUE_GROUP     "agents"
 #define QUEUE_AGENT_KEY "ty:agent:"
 #define QUEUE_PENDING_N 100

@@ -10,6 +10,9 @@
 #ifndef TY_CP_QUEUE_H
 #define TY_CP_QUEUE_H
 
+/* The stream of queued training jobs; store_job_create adds to it in the same Lua call. */
+#define QUEUE_KEY "ty:queue:training"
+
 #include <jansson.h>
 #include <stddef.h>
 

@@ -86,7 +86,7 @@ int quota_training_reserve(struct store *s, const char *job_name, const char *in
     argv[5] = sn;
     argv[6] = slim;
     argv[7] = sttl;
-    r = store_iam__eval(s, STORE_IAM_LUA_QUOTA, 2, 8, argv, NULL, err);
+    r = store_iam_quota_eval(s, 2, 8, argv, err);
     if (!r)
         return -err->code;
     if (quota__limit_reply(r, &used))
@@ -112,7 +112,7 @@ void quota_training_release(struct store *s, const char *job_name, const char *i
     argv[2] = "job_release";
     argv[3] = snow;
     argv[4] = job_name;
-    r = store_iam__eval(s, STORE_IAM_LUA_QUOTA, 2, 5, argv, NULL, &err);
+    r = store_iam_quota_eval(s, 2, 5, argv, &err);
     if (r)
         freeReplyObject(r);
 }
@@ -144,7 +144,7 @@ static int quota__kids(struct store *s, const char *kind, const char *id, const 
     argv[5] = slim;
     argv[6] = child;
     argv[7] = sttl;
-    r = store_iam__eval(s, STORE_IAM_LUA_QUOTA, 2, 8, argv, NULL, err);
+    r = store_iam_quota_eval(s, 2, 8, argv, err);
     if (!r)
         return -err->code;
     if (quota__limit_reply(r, &used))
@@ -174,7 +174,7 @@ static void quota__kids_release(struct store *s, const char *kind, const char *i
     argv[2] = "kids_release";
     argv[3] = "0";
     argv[4] = child;
-    r = store_iam__eval(s, STORE_IAM_LUA_QUOTA, 2, 5, argv, NULL, &err);
+    r = store_iam_quota_eval(s, 2, 5, argv, &err);
     if (r)
         freeReplyObject(r);
 }

@@ -29,7 +29,9 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "queue.h"
 #include "store_int.h"
+#include "store_script.h"
 #include "ty_buf.h"
 #include "ty_log.h"
 
@@ -40,13 +42,13 @@
 #define STORE_TOKEN_MAX         2048
 #define STORE_STATUS_PREFIX     "ty:idx:job:status:"
 
-enum store_script { SC_JOB_CREATE, SC_JOB_TRANSITION, SC_JOB_DELETE, SC_LOG_APPEND, SC_COUNT };
+enum store_sc { SC_JOB_CREATE, SC_JOB_TRANSITION, SC_JOB_DELETE, SC_LOG_APPEND, SC_COUNT };
 
-static const char *const store_script_src[SC_COUNT] = {
-    store__lua_job_create,
-    store__lua_job_transition,
-    store__lua_job_delete,
-    store__lua_log_append,
+static struct store_script store_scripts[SC_COUNT] = {
+    STORE_SCRIPT_INIT(store__lua_job_create, "job_create.lua"),
+    STORE_SCRIPT_INIT(store__lua_job_transition, "job_transition.lua"),
+    STORE_SCRIPT_INIT(store__lua_job_delete, "job_delete.lua"),
+    STORE_SCRIPT_INIT(store__lua_log_append, "log_append.lua"),
 };
 
 struct store {
@@ -61,7 +63,6 @@ struct store {
     char where[300]; /* "127.0.0.1:6379" or the socket path, for messages */
     char region[64];
     char account[32];
-    char sha[SC_COUNT][41];
 };
 
 /* ---- connection ---- */
@@ -342,70 +343,11 @@ int store__reply_err(const redisReply *r, const char *what, struct ty_err *err)
     return ty_err_set(err, TY_EREDIS, NULL, "redis: %s: unexpected reply", what);
 }
 
-static int store_load_script(struct store *s, int sc, struct ty_err *err)
-{
-    redisReply *r = store__cmdv(s, err, "SCRIPT", "LOAD", store_script_src[sc], NULL);
-    int rc = 0;
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type == REDIS_REPLY_STRING && r->len == 40)
-        memcpy(s->sha[sc], r->str, 41);
-    else
-        rc = store__reply_err(r, "SCRIPT LOAD", err);
-    freeReplyObject(r);
-    return rc;
-}
-
-/*
- * EVALSHA script sc with nkeys keys followed by the other args (keys first in args).
- * Returns a new reply (possibly an error reply) or NULL with err set.
- */
+/* EVALSHA this file's script sc (store_script.h). new: the reply, or NULL with err. */
 static redisReply *store_eval(struct store *s, int sc, int nkeys, int nargs, const char **args,
                               const size_t *lens, struct ty_err *err)
 {
-    const char **argv = NULL;
-    size_t *alen = NULL;
-    char nk[16];
-    redisReply *r = NULL;
-    if (nargs < 0 || nargs > STORE_MAX_ARGS) {
-        ty_err_set(err, TY_ETOOBIG, NULL, "too many arguments");
-        return NULL;
-    }
-    argv = calloc((size_t)nargs + 3, sizeof(*argv));
-    alen = calloc((size_t)nargs + 3, sizeof(*alen));
-    if (!argv || !alen) {
-        ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-        goto out;
-    }
-    snprintf(nk, sizeof(nk), "%d", nkeys);
-    argv[0] = "EVALSHA";
-    argv[2] = nk;
-    alen[0] = 7;
-    alen[2] = strlen(nk);
-    for (int i = 0; i < nargs; i++) {
-        argv[i + 3] = args[i];
-        alen[i + 3] = lens ? lens[i] : strlen(args[i]);
-    }
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (!s->sha[sc][0] && store_load_script(s, sc, err) < 0)
-            goto out;
-        argv[1] = s->sha[sc];
-        alen[1] = 40;
-        r = store__cmd(s, nargs + 3, argv, alen, 0, err);
-        if (!r)
-            goto out;
-        if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0 && attempt == 0) {
-            freeReplyObject(r);
-            r = NULL;
-            s->sha[sc][0] = '\0';
-            continue;
-        }
-        break;
-    }
-out:
-    free(argv);
-    free(alen);
-    return r;
+    return store_script_eval(s, &store_scripts[sc], nkeys, nargs, args, lens, err);
 }
 
 struct store *store_open(const char *url, struct ty_err *err)
@@ -426,7 +368,7 @@ struct store *store_open(const char *url, struct ty_err *err)
     if (store_connect(s, err) < 0)
         goto fail;
     for (int sc = 0; sc < SC_COUNT; sc++) {
-        if (store_load_script(s, sc, err) < 0)
+        if (store_script_load(s, &store_scripts[sc], err) < 0)
             goto fail;
     }
     return s;
@@ -823,7 +765,7 @@ int store_job_create(struct store *s, const char *name, json_t *doc, double crea
     }
     rc |= store_args_str(&a, key);
     rc |= store_args_str(&a, "ty:idx:job");
-    rc |= store_args_str(&a, "ty:queue:training");
+    rc |= store_args_str(&a, QUEUE_KEY);
     rc |= store_args_add(&a, skey, strlen(skey), 0);
     rc |= store_args_str(&a, name);
     rc |= store_args_fmt(&a, "%.17g", created);

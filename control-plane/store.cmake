@@ -15,15 +15,17 @@ endforeach()
 file(CONFIGURE OUTPUT ${TY_STORE_LUA_C} CONTENT "${_ty_lua_out}" @ONLY)
 
 # session.c: temporary role credentials of training jobs (session.h), linked by server and agent.
+# store_script.c: EVALSHA with the NOSCRIPT reload for every script table; store_res.c: the
+# generic resources (res.lua).
 add_library(ty_store STATIC ${TY_CP_DIR}/store.c ${TY_CP_DIR}/queue.c ${TY_CP_DIR}/store_iam.c
   ${TY_CP_DIR}/session.c ${TY_CP_DIR}/authgen.c ${TY_CP_DIR}/store_metrics.c ${TY_CP_DIR}/store_lease.c
-  ${TY_STORE_LUA_C})
+  ${TY_CP_DIR}/store_script.c ${TY_CP_DIR}/store_res.c ${TY_STORE_LUA_C})
 target_include_directories(ty_store PUBLIC ${TY_CP_DIR})
 target_link_libraries(ty_store PUBLIC ty_core PkgConfig::HIREDIS PkgConfig::JANSSON PkgConfig::CRYPTO)
 
 # ty_authz: authorisation (authz.c: the operation table, the policy cache, PassRole) on top of
 # the store and the policy evaluator; the server's ops and the agent's job-role checks
-# (agent/access.c) link it.
-add_library(ty_authz STATIC ${TY_CP_DIR}/authz.c)
+# (agent/access.c) link it. authz_s3.c: a role's access to S3 objects (jobs' data).
+add_library(ty_authz STATIC ${TY_CP_DIR}/authz.c ${TY_CP_DIR}/authz_s3.c)
 target_include_directories(ty_authz PUBLIC ${TY_CP_DIR})
 target_link_libraries(ty_authz PUBLIC ty_store ty_iam ty_core PkgConfig::JANSSON Threads::Threads)

@@ -19,6 +19,7 @@
 
 #include "authgen.h"
 #include "store_int.h"
+#include "store_script.h"
 
 /* compiled in by store.cmake from control-plane/lua/ */
 extern const char store__lua_iam[];
@@ -27,65 +28,16 @@ extern const char store__lua_quota_count[];
 #define IAM_KEY_MAX  160
 #define IAM_MAX_ARGV 128
 
-static const char *const iam__src[STORE_IAM_LUA_COUNT] = {store__lua_iam, store__lua_quota_count};
-static pthread_mutex_t iam__sha_lock = PTHREAD_MUTEX_INITIALIZER;
-static char iam__sha[STORE_IAM_LUA_COUNT][41];
+/* [0] iam.lua (this file), [1] quota_count.lua (store_iam_quota_eval) */
+static struct store_script iam__scripts[2] = {
+    STORE_SCRIPT_INIT(store__lua_iam, "iam.lua"),
+    STORE_SCRIPT_INIT(store__lua_quota_count, "quota_count.lua"),
+};
 
-struct redisReply *store_iam__eval(struct store *s, enum store_iam_script sc, int nkeys, int nargs,
-                                   const char *const *argv, const size_t *lens, struct ty_err *err)
+struct redisReply *store_iam_quota_eval(struct store *s, int nkeys, int nargs,
+                                        const char *const *argv, struct ty_err *err)
 {
-    const char *cmd[IAM_MAX_ARGV + 3];
-    size_t clen[IAM_MAX_ARGV + 3];
-    char nk[16], sha[41];
-    redisReply *r = NULL;
-
-    if ((int)sc < 0 || sc >= STORE_IAM_LUA_COUNT || nkeys < 0 || nargs < nkeys ||
-        nargs > IAM_MAX_ARGV) {
-        ty_err_set(err, TY_EINVAL, NULL, "store_iam: bad script call");
-        return NULL;
-    }
-    pthread_mutex_lock(&iam__sha_lock);
-    memcpy(sha, iam__sha[sc], sizeof(sha));
-    pthread_mutex_unlock(&iam__sha_lock);
-    snprintf(nk, sizeof(nk), "%d", nkeys);
-    cmd[0] = "EVALSHA";
-    clen[0] = 7;
-    cmd[2] = nk;
-    clen[2] = strlen(nk);
-    for (int i = 0; i < nargs; i++) {
-        cmd[i + 3] = argv[i];
-        clen[i + 3] = lens ? lens[i] : strlen(argv[i]);
-    }
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (!sha[0]) {
-            redisReply *l = store__cmdv(s, err, "SCRIPT", "LOAD", iam__src[sc], NULL);
-            if (!l)
-                return NULL;
-            if (l->type != REDIS_REPLY_STRING || l->len != 40) {
-                store__reply_err(l, "SCRIPT LOAD", err);
-                freeReplyObject(l);
-                return NULL;
-            }
-            memcpy(sha, l->str, 41);
-            freeReplyObject(l);
-            pthread_mutex_lock(&iam__sha_lock);
-            memcpy(iam__sha[sc], sha, sizeof(sha));
-            pthread_mutex_unlock(&iam__sha_lock);
-        }
-        cmd[1] = sha;
-        clen[1] = 40;
-        r = store__cmd(s, nargs + 3, cmd, clen, 0, err);
-        if (!r)
-            return NULL;
-        if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0 && attempt == 0) {
-            freeReplyObject(r);
-            r = NULL;
-            sha[0] = '\0';
-            continue;
-        }
-        break;
-    }
-    return r;
+    return store_script_eval(s, &iam__scripts[1], nkeys, nargs, argv, NULL, err);
 }
 
 /* ---- keys ---- */
@@ -204,7 +156,7 @@ static int iam__run_kind(struct store *s, const struct iam__kind *kd, const char
         argv[argc] = args[i];
         lens[argc++] = alens ? alens[i] : strlen(args[i]);
     }
-    r = store_iam__eval(s, STORE_IAM_LUA_IAM, 8, argc, argv, lens, err);
+    r = store_script_eval(s, &iam__scripts[0], 8, argc, argv, lens, err);
     if (!r)
         return -err->code;
     if (r->type == REDIS_REPLY_INTEGER) {

@@ -212,13 +212,12 @@ int store_iam_bootstrap_admin(struct store *s, const char *account, const char *
                               struct ty_err *err);
 
 /*
- * Internal (quota.c): runs one of the compiled-in scripts of this module with EVALSHA, loading
- * it on first use and again after NOSCRIPT. argv = keys then args. new: the reply (possibly an
- * error reply: the caller checks), or NULL with err.
+ * Runs quota_count.lua (the reservation counters of quota.h) with nkeys keys then the other
+ * arguments (argv[0..nargs), C strings). new: the reply (possibly an error reply: the caller
+ * checks), or NULL with err.
  */
-enum store_iam_script { STORE_IAM_LUA_IAM, STORE_IAM_LUA_QUOTA, STORE_IAM_LUA_COUNT };
 struct redisReply;
-struct redisReply *store_iam__eval(struct store *s, enum store_iam_script sc, int nkeys, int nargs,
-                                   const char *const *argv, const size_t *lens, struct ty_err *err);
+struct redisReply *store_iam_quota_eval(struct store *s, int nkeys, int nargs,
+                                        const char *const *argv, struct ty_err *err);
 
 #endif

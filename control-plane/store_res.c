@@ -17,14 +17,14 @@
 #include <string.h>
 
 #include "store_int.h"
+#include "store_script.h"
 
 /* compiled in by store.cmake from control-plane/lua/res.lua */
 extern const char store__lua_res[];
 
 #define RES_KEY_MAX 512
 
-static pthread_mutex_t res__sha_lock = PTHREAD_MUTEX_INITIALIZER;
-static char res__sha[41];
+static struct store_script res__script = STORE_SCRIPT_INIT(store__lua_res, "res.lua");
 
 static int res__key(char *out, size_t n, const char *prefix, const char *kind, const char *id,
                     struct ty_err *err)
@@ -38,24 +38,6 @@ static int res__key(char *out, size_t n, const char *prefix, const char *kind, c
     return 0;
 }
 
-static int res__load(struct store *s, char *sha, struct ty_err *err)
-{
-    redisReply *r = store__cmdv(s, err, "SCRIPT", "LOAD", store__lua_res, NULL);
-    int rc = 0;
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type == REDIS_REPLY_STRING && r->len == 40) {
-        memcpy(sha, r->str, 41);
-        pthread_mutex_lock(&res__sha_lock);
-        memcpy(res__sha, r->str, 41);
-        pthread_mutex_unlock(&res__sha_lock);
-    } else {
-        rc = store__reply_err(r, "SCRIPT LOAD res", err);
-    }
-    freeReplyObject(r);
-    return rc;
-}
-
 /*
  * Runs res.lua: EVALSHA sha nkeys keys... verb now pending deleting args...
  * new: the reply (possibly an error reply), or NULL with err.
@@ -66,22 +48,14 @@ static redisReply *res__eval(struct store *s, const char *verb, int nkeys, const
 {
     const char *argv[32];
     size_t lens[32];
-    char nk[8], snow[40], spend[40], sdel[40], sha[41];
+    char snow[40], spend[40], sdel[40];
     int argc = 0;
-    redisReply *r = NULL;
 
-    if (nkeys + nargs + 7 > 32)
+    if (nkeys + nargs + 4 > 32)
         return ty_err_set(err, TY_EINVAL, NULL, "res.lua: too many arguments"), NULL;
-    pthread_mutex_lock(&res__sha_lock);
-    memcpy(sha, res__sha, sizeof(sha));
-    pthread_mutex_unlock(&res__sha_lock);
-    snprintf(nk, sizeof(nk), "%d", nkeys);
     snprintf(snow, sizeof(snow), "%.3f", now);
     snprintf(spend, sizeof(spend), "%.3f", t ? t->pending_s : 0.0);
     snprintf(sdel, sizeof(sdel), "%.3f", t ? t->deleting_s : 0.0);
-    argv[argc++] = "EVALSHA";
-    argv[argc++] = sha;
-    argv[argc++] = nk;
     for (int i = 0; i < nkeys; i++)
         argv[argc++] = keys[i];
     argv[argc++] = verb;
@@ -89,28 +63,13 @@ static redisReply *res__eval(struct store *s, const char *verb, int nkeys, const
     argv[argc++] = spend;
     argv[argc++] = sdel;
     for (int i = 0; i < argc; i++)
-        lens[i] = i == 1 ? 40 : strlen(argv[i]);
+        lens[i] = strlen(argv[i]);
     for (int i = 0; i < nargs; i++) {
         argv[argc] = args[i];
         lens[argc] = arg_lens ? arg_lens[i] : strlen(args[i]);
         argc++;
     }
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (!sha[0] && res__load(s, sha, err) < 0)
-            return NULL;
-        lens[1] = 40;
-        r = store__cmd(s, argc, argv, lens, 0, err);
-        if (!r)
-            return NULL;
-        if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0 && attempt == 0) {
-            freeReplyObject(r);
-            r = NULL;
-            sha[0] = '\0';
-            continue;
-        }
-        break;
-    }
-    return r;
+    return store_script_eval(s, &res__script, nkeys, argc, argv, lens, err);
 }
 
 /* Maps res.lua's error replies; other errors are Redis's. */

@@ -15,25 +15,14 @@
 #include "store.h"
 #include "ty_err.h"
 
-/*
- * Whether role_arn may perform action ("s3:GetObject", "s3:PutObject", "s3:ListBucket") on
- * bucket: for s3:ListBucket the resource is arn:aws:s3:::<bucket> with the condition key
- * s3:prefix = key_or_prefix; otherwise arn:aws:s3:::<bucket>/<key_or_prefix>. Returns 0, or
- * -TY_EDENIED with err->msg the job's FailureReason:
- *   "ClientError: Access Denied (403) for s3://<bucket>/<key>: the role <role_arn> is not
- *    authorized to perform <action> on arn:aws:s3:::<bucket>[/<key>]"
- * (an empty role or one that is not an IAM role of this platform is denied), or a store error
- * (-TY_EREDIS: the caller treats it as an internal error, not a denial).
- */
-int access_s3(struct store *s, const char *role_arn, const char *action, const char *bucket,
-              const char *key_or_prefix, struct ty_err *err);
+/* The S3 check itself is authz_s3_check (authz_s3.h). */
 
 /*
  * Before a job starts: whether its role may write what the job will write - its model and
  * output data under <S3OutputPath>/<job>/output/ (s3:PutObject), its checkpoints
  * (s3:ListBucket on the CheckpointConfig prefix, s3:PutObject under it) and its profiler output
  * (s3:PutObject under <ProfilerConfig.S3OutputPath>/<job>/profiler-output/). 0, or as
- * access_s3 (the first refusal).
+ * authz_s3_check (the first refusal).
  */
 int access_job_outputs(struct store *s, const struct spec *sp, struct ty_err *err);
 

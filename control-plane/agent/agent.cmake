@@ -6,8 +6,8 @@ add_library(ty_agent_core STATIC
   ${TY_CP_DIR}/agent/artifacts.c ${TY_CP_DIR}/agent/channels.c
   ${TY_CP_DIR}/agent/relay.c ${TY_CP_DIR}/agent/confine.c
   ${TY_CP_DIR}/agent/fence.c ${TY_CP_DIR}/agent/reattach.c)
-target_include_directories(ty_agent_core PUBLIC ${TY_CP_DIR}/agent)
-target_link_libraries(ty_agent_core PUBLIC ty_core PkgConfig::ARCHIVE PkgConfig::PCRE2
+target_include_directories(ty_agent_core PRIVATE ${TY_CP_DIR}/agent)
+target_link_libraries(ty_agent_core PUBLIC ty_s3uri ty_core PkgConfig::ARCHIVE PkgConfig::PCRE2
   PkgConfig::JANSSON PkgConfig::CRYPTO Threads::Threads m ${CMAKE_DL_LIBS})
 
 # ty_agent: the training agent (agent.h), embedded in trainyard-server and trainyard-agent.
@@ -20,12 +20,14 @@ if(TARGET ty_store AND TARGET ty_docker AND EXISTS ${TY_CP_DIR}/s3.cmake)
     ${TY_CP_DIR}/agent/transfer.c ${TY_CP_DIR}/agent/prof.c ${TY_CP_DIR}/agent/access.c
     ${TY_CP_DIR}/agent/reap.c ${TY_CP_DIR}/agent/janitor.c ${TY_CP_DIR}/agent/outbox.c
     ${TY_CP_DIR}/agent/warmpool.c)
-  target_include_directories(ty_agent PUBLIC ${TY_CP_DIR}/agent)
+  target_include_directories(ty_agent PRIVATE ${TY_CP_DIR}/agent)
+  ty_public_headers(ty_agent agent/agent.h agent/janitor.h)
   target_link_libraries(ty_agent PUBLIC ty_agent_core ty_authz ty_s3 ty_store ty_docker ty_core typrof_report
     PkgConfig::ARCHIVE PkgConfig::PCRE2 PkgConfig::JANSSON Threads::Threads)
 
   add_executable(trainyard-agent ${TY_CP_DIR}/agent/main.c)
   target_link_libraries(trainyard-agent PRIVATE ty_agent)
+  target_include_directories(trainyard-agent PRIVATE ${TY_CP_DIR}/agent)
   set_target_properties(trainyard-agent PROPERTIES OUTPUT_NAME trainyard-agent
     RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 endif()

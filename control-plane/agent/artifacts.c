@@ -1,5 +1,5 @@
 /*
- * artifacts.c - S3 URIs over the local object store and atomic tar.gz archives (libarchive,
+ * artifacts.c - key layout over the local object store and atomic tar.gz archives (libarchive,
  * streamed in 64 KiB chunks: no file is ever held whole in memory).
  */
 #define _GNU_SOURCE /* readlinkat */
@@ -21,45 +21,6 @@
 #include <unistd.h>
 
 #define ARTIFACTS_CHUNK 65536
-
-int artifacts_s3_parse(const char *uri, char *bucket, size_t bn, char *key, size_t kn)
-{
-    const char *b, *slash, *k, *seg;
-    size_t blen, klen;
-
-    if (!uri || strncmp(uri, "s3://", 5) != 0)
-        return -TY_EINVAL;
-    b = uri + 5;
-    slash = strchr(b, '/');
-    blen = slash ? (size_t)(slash - b) : strlen(b);
-    if (blen == 0 || blen >= bn || blen > 255)
-        return -TY_EINVAL;
-    for (size_t i = 0; i < blen; i++) {
-        char c = b[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '-' || c == '_'))
-            return -TY_EINVAL;
-    }
-    if ((blen == 1 && b[0] == '.') || (blen == 2 && b[0] == '.' && b[1] == '.'))
-        return -TY_EINVAL;
-    k = slash ? slash + 1 : "";
-    klen = strlen(k);
-    if (klen >= kn)
-        return -TY_EINVAL;
-    for (seg = k; *seg;) {
-        const char *end = strchr(seg, '/');
-        size_t sl = end ? (size_t)(end - seg) : strlen(seg);
-        if ((sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.'))
-            return -TY_EINVAL;
-        if (!end)
-            break;
-        seg = end + 1;
-    }
-    memcpy(bucket, b, blen);
-    bucket[blen] = '\0';
-    memcpy(key, k, klen + 1);
-    return 0;
-}
 
 int artifacts_output_key(const char *prefix, const char *job, const char *file, char *out, size_t n)
 {

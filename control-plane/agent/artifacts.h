@@ -1,8 +1,8 @@
 /*
- * artifacts.h - S3 URIs and the local object store on disk (<s3_dir>/<bucket>/<key>), and the
+ * artifacts.h - the local object store on disk (<s3_dir>/<bucket>/<key>), and the
  * tar.gz archives a job leaves there (model.tar.gz, output.tar.gz).
  *
- * Owns: URI parsing (with path-traversal checks), key layout, and writing an archive
+ * Owns: key layout (URI parsing is s3uri.h), and writing an archive
  * atomically: streamed through libarchive into a temp file beside the destination, fsync'ed,
  * renamed. Does not own the S3 API (another module serves the same directory).
  * Thread-safe: no shared state.
@@ -13,14 +13,6 @@
 #include <stddef.h>
 
 #include "ty_err.h"
-
-/*
- * Splits "s3://bucket/key/prefix" into bucket and key (key without a leading '/', may be "").
- * OUT: bucket (size bn), key (size kn), written only on success. Returns 0, or -TY_EINVAL for a
- * URI that is not s3://, has an empty or invalid bucket, is too long, or has "." / ".."
- * key segments (they would escape the store's directory).
- */
-int artifacts_s3_parse(const char *uri, char *bucket, size_t bn, char *key, size_t kn);
 
 /*
  * The key of a job's artifact: "<prefix>/<job>/output/<file>" where prefix is the key part of

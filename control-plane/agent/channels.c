@@ -9,6 +9,7 @@
 
 #include "artifacts.h"
 #include "confine.h"
+#include "s3uri.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -129,8 +130,7 @@ int channels_manifest_parse(const char *path, const char *uri, char *bucket, siz
                    uri, CHANNELS_MAX_KEYS);
         goto done;
     }
-    if (artifacts_s3_parse(pfx, b, sizeof(b), k, sizeof(k)) != 0 || strlen(b) >= bn ||
-        strlen(k) >= pn) {
+    if (s3uri_parse(pfx, b, sizeof(b), k, sizeof(k)) != 0 || strlen(b) >= bn || strlen(k) >= pn) {
         ty_err_set(err, TY_EINVAL, NULL,
                    "ClientError: ManifestFile '%s' has an invalid prefix '%s'", uri, pfx);
         goto done;

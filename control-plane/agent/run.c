@@ -28,6 +28,7 @@
 #include "reap.h"
 #include "reattach.h"
 #include "relay.h"
+#include "s3uri.h"
 #include "session.h"
 #include "spec.h"
 #include "stage.h"
@@ -978,7 +979,7 @@ static int run_profiler_put(void *ud, const char *path, const char *uri, const c
     char bucket[256], key[1400];
     struct ty_err err;
 
-    if (artifacts_s3_parse(uri, bucket, sizeof(bucket), key, sizeof(key)) != 0 ||
+    if (s3uri_parse(uri, bucket, sizeof(bucket), key, sizeof(key)) != 0 ||
         transfer_put_file(ud, path, bucket, key, type, &err) != 0) {
         ty_log(TY_LOG_WARN, "agent.profiler.put_failed", "uri='%s'", uri);
         return -1;
@@ -1084,7 +1085,7 @@ static int run_upload_once(struct run_ctx *r, json_t *set, int with_model, char 
     run_profiler_upload(r); /* a failed job's profile is the one most worth reading */
     if (!r->sp.output_path[0])
         return 0; /* nothing to upload to; the server requires OutputDataConfig anyway */
-    if (artifacts_s3_parse(r->sp.output_path, bucket, sizeof(bucket), prefix, sizeof(prefix))) {
+    if (s3uri_parse(r->sp.output_path, bucket, sizeof(bucket), prefix, sizeof(prefix))) {
         run_fmt(reason, n, "ClientError: OutputDataConfig.S3OutputPath '%s' is not a valid S3 URI",
                 r->sp.output_path);
         return -1;

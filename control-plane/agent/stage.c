@@ -9,6 +9,7 @@
 
 #include "artifacts.h"
 #include "confine.h"
+#include "s3uri.h"
 #include "ty_buf.h"
 
 #include <ctype.h>
@@ -277,7 +278,7 @@ static int stage_copy_channel(const char *s3_dir, const char *uri, const char *c
 
     if (!s3_dir || !uri)
         return 0;
-    if (artifacts_s3_parse(uri, bucket, sizeof(bucket), key, sizeof(key)) != 0)
+    if (s3uri_parse(uri, bucket, sizeof(bucket), key, sizeof(key)) != 0)
         return ty_err_set(err, TY_EINVAL, NULL, "ClientError: invalid S3Uri '%s'", uri);
     w = snprintf(path, sizeof(path), "%s/%s/%s", s3_dir, bucket, key);
     if (w < 0 || (size_t)w >= sizeof(path))

@@ -11,8 +11,10 @@
 
 #include "access.h"
 #include "artifacts.h"
+#include "authz_s3.h"
 #include "channels.h"
 #include "confine.h"
+#include "s3uri.h"
 #include "ty_log.h"
 
 #include <dirent.h>
@@ -53,17 +55,6 @@ __attribute__((format(printf, 2, 3))) static void transfer_logf(struct transfer 
     t->log(t->ud, line);
 }
 
-void transfer_no_objects_msg(char *out, size_t n, const char *uri, const char *region,
-                             const char *role, const char *bucket)
-{
-    snprintf(out, n,
-             "No S3 objects found under S3 URL \"%.300s\" given in input data source. Please "
-             "ensure that the bucket exists in the selected region (%.32s), that objects exist "
-             "under that S3 prefix, and that the role \"%.200s\" has \"s3:ListBucket\" "
-             "permissions on bucket \"%.63s\".",
-             uri, region && *region ? region : "us-east-1", role ? role : "", bucket);
-}
-
 /* borrowed string member, or NULL. */
 static const char *transfer_str(json_t *obj, const char *key)
 {
@@ -99,7 +90,7 @@ static int transfer_get_object(struct transfer *t, struct transfer_chan *c, cons
         return ty_err_set(err, TY_EINVAL, NULL, "ClientError: S3 key '%s' is too long to stage",
                           key);
     snprintf(what, sizeof(what), "s3://%s/%s", c->bucket, key);
-    if ((rc = access_s3(t->authz, t->role_arn, "s3:GetObject", c->bucket, key, err)) != 0)
+    if ((rc = authz_s3_check(t->authz, t->role_arn, "s3:GetObject", c->bucket, key, err)) != 0)
         return rc;
     fd = objstore_open_read(t->os, c->bucket, key, &meta, err);
     objstore_meta_cleanup(&meta);
@@ -140,7 +131,8 @@ static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, 
             if (pass == 0) {
                 struct objstore_meta meta;
                 memset(&meta, 0, sizeof(meta));
-                if ((rc = access_s3(t->authz, t->role_arn, "s3:GetObject", c->bucket, key, err)))
+                if ((rc = authz_s3_check(t->authz, t->role_arn, "s3:GetObject", c->bucket, key,
+                                         err)))
                     return rc;
                 if (objstore_head(t->os, c->bucket, key, &meta, err) != 0) {
                     return ty_err_set(err, TY_EINVAL, NULL,
@@ -176,8 +168,8 @@ static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, 
         return 0;
     }
 
-    if (pass == 0 &&
-        (rc = access_s3(t->authz, t->role_arn, "s3:ListBucket", c->bucket, c->prefix, err)) != 0)
+    if (pass == 0 && (rc = authz_s3_check(t->authz, t->role_arn, "s3:ListBucket", c->bucket,
+                                          c->prefix, err)) != 0)
         return rc;
     for (;;) {
         memset(&l, 0, sizeof(l));
@@ -280,8 +272,7 @@ static int transfer_channel(struct transfer *t, const struct spec *sp, json_t *c
                           "(None and Gzip are)",
                           c.name, comp);
     c.gunzip = comp && strcmp(comp, "Gzip") == 0;
-    if (!c.uri ||
-        artifacts_s3_parse(c.uri, c.bucket, sizeof(c.bucket), c.prefix, sizeof(c.prefix)) != 0)
+    if (!c.uri || s3uri_parse(c.uri, c.bucket, sizeof(c.bucket), c.prefix, sizeof(c.prefix)) != 0)
         return ty_err_set(err, TY_EINVAL, NULL, "ClientError: channel '%s': invalid S3Uri '%s'",
                           c.name, c.uri ? c.uri : "");
     w = snprintf(c.dst, sizeof(c.dst), "input/data/%s", c.name);
@@ -305,7 +296,7 @@ static int transfer_channel(struct transfer *t, const struct spec *sp, json_t *c
             rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: channel name too long");
             goto done;
         }
-        if ((rc = access_s3(t->authz, t->role_arn, "s3:GetObject", mb, mk, err)) != 0)
+        if ((rc = authz_s3_check(t->authz, t->role_arn, "s3:GetObject", mb, mk, err)) != 0)
             goto done; /* closes c.root */
         fd = objstore_open_read(t->os, mb, mk, &meta, err);
         objstore_meta_cleanup(&meta);
@@ -347,7 +338,7 @@ static int transfer_channel(struct transfer *t, const struct spec *sp, json_t *c
     }
     if (c.total_objects == 0) {
         char msg[900];
-        transfer_no_objects_msg(msg, sizeof(msg), c.uri, t->region, sp->role_arn, c.bucket);
+        s3uri_no_objects_msg(msg, sizeof(msg), c.uri, t->region, sp->role_arn, c.bucket);
         rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: %s", msg);
         goto done;
     }
@@ -405,13 +396,13 @@ int transfer_code(struct transfer *t, const struct spec *sp, const char *host_di
         struct objstore_meta meta;
         char bucket[256], key[1100];
         memset(&meta, 0, sizeof(meta));
-        if (artifacts_s3_parse(uri, bucket, sizeof(bucket), key, sizeof(key)) != 0 || !key[0]) {
+        if (s3uri_parse(uri, bucket, sizeof(bucket), key, sizeof(key)) != 0 || !key[0]) {
             rc = ty_err_set(err, TY_EINVAL, NULL,
                             "ClientError: sagemaker_submit_directory '%s' is not a valid S3 URI",
                             uri);
             goto done;
         }
-        if ((rc = access_s3(t->authz, t->role_arn, "s3:GetObject", bucket, key, err)) != 0)
+        if ((rc = authz_s3_check(t->authz, t->role_arn, "s3:GetObject", bucket, key, err)) != 0)
             goto done;
         fd = objstore_open_read(t->os, bucket, key, &meta, err);
         objstore_meta_cleanup(&meta);
@@ -457,7 +448,7 @@ int transfer_download_prefix(struct transfer *t, const char *uri, const char *ro
     c.uri = uri;
     c.dist = "FullyReplicated";
     c.host_count = 1;
-    if (artifacts_s3_parse(uri, c.bucket, sizeof(c.bucket), c.prefix, sizeof(c.prefix)) != 0)
+    if (s3uri_parse(uri, c.bucket, sizeof(c.bucket), c.prefix, sizeof(c.prefix)) != 0)
         return ty_err_set(err, TY_EINVAL, NULL, "ClientError: invalid S3 URI '%s'", uri);
     if (snprintf(c.dst, sizeof(c.dst), "%s", rel ? rel : "") >= (int)sizeof(c.dst))
         return ty_err_set(err, TY_EINVAL, NULL, "ClientError: path too long: '%s'", rel);
@@ -494,7 +485,7 @@ int transfer_put_file(struct transfer *t, const char *src, const char *bucket, c
 {
     int rc;
 
-    if ((rc = access_s3(t->authz, t->role_arn, "s3:PutObject", bucket, key, err)) != 0)
+    if ((rc = authz_s3_check(t->authz, t->role_arn, "s3:PutObject", bucket, key, err)) != 0)
         return rc;
     if ((rc = transfer_ensure_bucket(t, bucket, err)) != 0)
         return rc;
@@ -584,7 +575,7 @@ int transfer_upload_tree(struct transfer *t, const char *root, const char *rel, 
     u.seen = seen;
     u.seed_only = seed_only;
     u.err = err;
-    if (artifacts_s3_parse(uri, u.bucket, sizeof(u.bucket), u.prefix, sizeof(u.prefix) - 1) != 0)
+    if (s3uri_parse(uri, u.bucket, sizeof(u.bucket), u.prefix, sizeof(u.prefix) - 1) != 0)
         return ty_err_set(err, TY_EINVAL, NULL, "ClientError: invalid S3 URI '%s'", uri);
     pl = strlen(u.prefix);
     if (pl > 0 && u.prefix[pl - 1] != '/') {

@@ -80,8 +80,4 @@ int transfer_upload_tree(struct transfer *t, const char *root, const char *rel, 
 int transfer_put_file(struct transfer *t, const char *src, const char *bucket, const char *key,
                       const char *content_type, struct ty_err *err);
 
-/* The message AWS gives for a channel without objects. OUT: out (size n). */
-void transfer_no_objects_msg(char *out, size_t n, const char *uri, const char *region,
-                             const char *role, const char *bucket);
-
 #endif

@@ -11,11 +11,10 @@
 #include "ops.h"
 #include "quota.h"
 
-#include "access.h"
-#include "artifacts.h"
 #include "authz.h"
+#include "authz_s3.h"
 #include "objstore.h"
-#include "transfer.h"
+#include "s3uri.h"
 #include "ty_log.h"
 
 #include <ctype.h>
@@ -63,12 +62,13 @@ static int op__check_channels(struct op_ctx *ctx, json_t *in, struct ty_err *err
 
         if (!uri || (type && strcmp(type, "S3Prefix") != 0 && strcmp(type, "ManifestFile") != 0))
             continue;
-        if (artifacts_s3_parse(uri, bucket, sizeof(bucket), key, sizeof(key)) != 0)
+        if (s3uri_parse(uri, bucket, sizeof(bucket), key, sizeof(key)) != 0)
             continue; /* the model's pattern let it through; the agent fails the job */
         ty_err_clear(&e2);
-        rc = access_s3(ctx->store, op_str(in, "RoleArn"),
-                       type && strcmp(type, "ManifestFile") == 0 ? "s3:GetObject" : "s3:ListBucket",
-                       bucket, key, &e2);
+        rc = authz_s3_check(ctx->store, op_str(in, "RoleArn"),
+                            type && strcmp(type, "ManifestFile") == 0 ? "s3:GetObject"
+                                                                      : "s3:ListBucket",
+                            bucket, key, &e2);
         if (rc == -TY_EDENIED) {
             rc = 0;
             goto missing;
@@ -100,8 +100,7 @@ static int op__check_channels(struct op_ctx *ctx, json_t *in, struct ty_err *err
         }
         if (!found) {
 missing:
-            transfer_no_objects_msg(msg, sizeof(msg), uri, ctx->region, op_str(in, "RoleArn"),
-                                    bucket);
+            s3uri_no_objects_msg(msg, sizeof(msg), uri, ctx->region, op_str(in, "RoleArn"), bucket);
             rc = ty_err_set(err, TY_EINVAL, "InputDataConfig", "%s", msg);
             break;
         }

@@ -23,6 +23,7 @@
 #include "artifacts.h"
 #include "instances.h"
 #include "metrics.h"
+#include "s3uri.h"
 #include "spec.h"
 #include "stage.h"
 
@@ -389,24 +390,23 @@ static void test_s3_parse(void **state)
     char b[64], k[128];
     (void)state;
 
-    assert_int_equal(artifacts_s3_parse("s3://bucket/a/b/", b, sizeof(b), k, sizeof(k)), 0);
+    assert_int_equal(s3uri_parse("s3://bucket/a/b/", b, sizeof(b), k, sizeof(k)), 0);
     assert_string_equal(b, "bucket");
     assert_string_equal(k, "a/b/");
-    assert_int_equal(artifacts_s3_parse("s3://bucket", b, sizeof(b), k, sizeof(k)), 0);
+    assert_int_equal(s3uri_parse("s3://bucket", b, sizeof(b), k, sizeof(k)), 0);
     assert_string_equal(k, "");
-    assert_int_equal(artifacts_s3_parse("s3://my.bucket-1/", b, sizeof(b), k, sizeof(k)), 0);
+    assert_int_equal(s3uri_parse("s3://my.bucket-1/", b, sizeof(b), k, sizeof(k)), 0);
     assert_string_equal(b, "my.bucket-1");
-    assert_int_equal(artifacts_s3_parse("https://b/k", b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
-    assert_int_equal(artifacts_s3_parse("s3:///k", b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
-    assert_int_equal(artifacts_s3_parse("s3://../k", b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
-    assert_int_equal(artifacts_s3_parse("s3://b/a/../../etc", b, sizeof(b), k, sizeof(k)),
-                     -TY_EINVAL);
-    assert_int_equal(artifacts_s3_parse("s3://b/./x", b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
-    assert_int_equal(artifacts_s3_parse("s3://b/..", b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
-    assert_int_equal(artifacts_s3_parse("s3://b/a..b/c", b, sizeof(b), k, sizeof(k)), 0);
-    assert_int_equal(artifacts_s3_parse("s3://b c/x", b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
-    assert_int_equal(artifacts_s3_parse(NULL, b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
-    assert_int_equal(artifacts_s3_parse("s3://b/0123456789", b, sizeof(b), k, 4), -TY_EINVAL);
+    assert_int_equal(s3uri_parse("https://b/k", b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
+    assert_int_equal(s3uri_parse("s3:///k", b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
+    assert_int_equal(s3uri_parse("s3://../k", b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
+    assert_int_equal(s3uri_parse("s3://b/a/../../etc", b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
+    assert_int_equal(s3uri_parse("s3://b/./x", b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
+    assert_int_equal(s3uri_parse("s3://b/..", b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
+    assert_int_equal(s3uri_parse("s3://b/a..b/c", b, sizeof(b), k, sizeof(k)), 0);
+    assert_int_equal(s3uri_parse("s3://b c/x", b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
+    assert_int_equal(s3uri_parse(NULL, b, sizeof(b), k, sizeof(k)), -TY_EINVAL);
+    assert_int_equal(s3uri_parse("s3://b/0123456789", b, sizeof(b), k, 4), -TY_EINVAL);
 
     assert_int_equal(artifacts_output_key("out//", "job", "model.tar.gz", k, sizeof(k)), 0);
     assert_string_equal(k, "out/job/output/model.tar.gz");

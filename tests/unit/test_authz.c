@@ -21,6 +21,7 @@
 
 #include "access.h"
 #include "authz.h"
+#include "authz_s3.h"
 #include "ops/iamapi.h"
 #include "quota.h"
 #include "redis_fixture.h"
@@ -607,19 +608,22 @@ static void test_role_principals_and_access(void **state)
     if (!have_redis)
         skip();
     make_role("lim", TRUST_SM, pol);
-    assert_int_equal(access_s3(st, role, "s3:GetObject", "mine", "data/a.csv", &err), 0);
-    assert_int_equal(access_s3(st, role, "s3:ListBucket", "mine", "data/x", &err), 0);
-    assert_int_equal(access_s3(st, role, "s3:ListBucket", "mine", "other/", &err), -TY_EDENIED);
-    assert_int_equal(access_s3(st, role, "s3:GetObject", "admin", "secret.csv", &err), -TY_EDENIED);
+    assert_int_equal(authz_s3_check(st, role, "s3:GetObject", "mine", "data/a.csv", &err), 0);
+    assert_int_equal(authz_s3_check(st, role, "s3:ListBucket", "mine", "data/x", &err), 0);
+    assert_int_equal(authz_s3_check(st, role, "s3:ListBucket", "mine", "other/", &err),
+                     -TY_EDENIED);
+    assert_int_equal(authz_s3_check(st, role, "s3:GetObject", "admin", "secret.csv", &err),
+                     -TY_EDENIED);
     assert_string_equal(err.msg,
                         "ClientError: Access Denied (403) for s3://admin/secret.csv: the role "
                         "arn:aws:iam::000000000000:role/lim is not authorized to perform "
                         "s3:GetObject on arn:aws:s3:::admin/secret.csv");
-    assert_int_equal(access_s3(st, role, "s3:PutObject", "admin", "out/model.tar.gz", &err),
+    assert_int_equal(authz_s3_check(st, role, "s3:PutObject", "admin", "out/model.tar.gz", &err),
                      -TY_EDENIED);
-    assert_int_equal(access_s3(st, "", "s3:GetObject", "mine", "data/a.csv", &err), -TY_EDENIED);
-    assert_int_equal(access_s3(st, "arn:aws:iam::000000000000:role/nope", "s3:GetObject", "mine",
-                               "data/a.csv", &err),
+    assert_int_equal(authz_s3_check(st, "", "s3:GetObject", "mine", "data/a.csv", &err),
+                     -TY_EDENIED);
+    assert_int_equal(authz_s3_check(st, "arn:aws:iam::000000000000:role/nope", "s3:GetObject",
+                                    "mine", "data/a.csv", &err),
                      -TY_EDENIED);
     /* the assumed-role form has the role's policies, with aws:userid <RoleId>:<session> */
     json_t *empty = json_object(); /* authz_request borrows its input */
@@ -637,7 +641,8 @@ static void test_role_principals_and_access(void **state)
                      -TY_EDENIED);
     /* a policy change reaches the cache */
     assert_int_equal(store_iam_role_policy_delete(st, "lim", "p", &err), 0);
-    assert_int_equal(access_s3(st, role, "s3:GetObject", "mine", "data/a.csv", &err), -TY_EDENIED);
+    assert_int_equal(authz_s3_check(st, role, "s3:GetObject", "mine", "data/a.csv", &err),
+                     -TY_EDENIED);
 }
 
 static void test_inactive_key(void **state)
