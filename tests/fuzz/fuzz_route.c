@@ -8,7 +8,7 @@
  *
  * ops/s3.c is compiled into the harness (#include) so that its static functions are reached;
  * the rest comes from the libraries. Input layout: fuzz_req.h. Checks the documented contracts:
- * the service is one of the five names or NULL, S3 is only taken for "s3" or a signature scoped
+ * the service is one of the six names or NULL, S3 is only taken for "s3" or a signature scoped
  * to s3, the bucket and the action are bounded NUL-terminated strings.
  */
 #include "../../control-plane/ops/s3.c"
@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const services[] = {"sagemaker", "logs", "sts", "iam", "s3"};
+    static const char *const services[] = {"sagemaker", "logs", "monitoring", "sts", "iam", "s3"};
     struct fuzz_req f;
     struct s3_req r;
     struct sigv4_request sreq;
