@@ -239,19 +239,24 @@ static inline __attribute__((always_inline)) void pack_strip(const struct job *j
 static void pack_a(const struct job *j, int i0, int mrows, int k0, int kc, float *dst)
 {
     int mr = j->is->mr, s, r, k, full = mrows / mr * mr;
-    if (j->ta && full) { /* A stored [K, M]: read each k's row once, across the full strips */
-        for (k = 0; k < kc; k++) {
-            const float *src = j->A + (size_t)(k0 + k) * j->M + i0;
-            float *d = dst + (size_t)k * mr;
-            if (mr == 8) /* constant sizes: inlined copies, not libc calls */
-                for (s = 0; s < full; s += 8, d += (size_t)kc * 8)
-                    memcpy(d, src + s, 8 * sizeof(float));
-            else if (mr == 6)
-                for (s = 0; s < full; s += 6, d += (size_t)kc * 6)
-                    memcpy(d, src + s, 6 * sizeof(float));
-            else
-                for (s = 0; s < full; s += mr, d += (size_t)kc * mr)
-                    memcpy(d, src + s, (size_t)mr * sizeof(float));
+    if (j->ta && full) { /* A stored [K, M]: 16 k rows at a time across the full strips (the
+                          * rows' current lines stay in L1, each strip gets 16 k contiguous) */
+        int kb, kn;
+        for (kb = 0; kb < kc; kb += 16) {
+            kn = kc - kb < 16 ? kc - kb : 16;
+            for (s = 0; s < full; s += mr) {
+                const float *src = j->A + (size_t)(k0 + kb) * j->M + i0 + s;
+                float *d = dst + (size_t)s * kc + (size_t)kb * mr;
+                if (mr == 8) /* constant sizes: inlined copies, not libc calls */
+                    for (k = 0; k < kn; k++, d += 8, src += j->M)
+                        memcpy(d, src, 8 * sizeof(float));
+                else if (mr == 6)
+                    for (k = 0; k < kn; k++, d += 6, src += j->M)
+                        memcpy(d, src, 6 * sizeof(float));
+                else
+                    for (k = 0; k < kn; k++, d += mr, src += j->M)
+                        memcpy(d, src, (size_t)mr * sizeof(float));
+            }
         }
         s = full;
         dst += (size_t)kc * full;

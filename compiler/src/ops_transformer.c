@@ -316,37 +316,48 @@ static size_t pad_w(int n)
 }
 
 /* dst[c] = sum over i = 0..m-1, in order, of coef[i * cs] * src[i * ld + c], for c < n: each
- * sum starts from +0 and adds one product at a time; ACC_W columns are kept in registers.
- * padded: src rows are readable (and finite) up to n rounded up to ACC_W, so the last chunk is
- * computed whole too (only n columns are stored) */
+ * sum starts from +0 and adds one product at a time; ACC_W columns are kept in two vector
+ * registers (GCC vector extension: one zmm each with AVX-512, split into ymm/xmm below it; the
+ * same operations in the same order at every width). padded: src rows are readable (and
+ * finite) up to n rounded up to ACC_W, so the last chunk is computed whole too (only n columns
+ * are stored) */
+typedef float v16f __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4))); /* unaligned loads */
+
 static inline __attribute__((always_inline)) void row_acc(float *dst, const float *coef, size_t cs,
                                                           int m, const float *src, size_t ld, int n,
                                                           int padded)
 {
     int c0, i, q;
     for (c0 = 0; c0 < n; c0 += ACC_W) {
-        float acc[ACC_W];
         int w = n - c0 < ACC_W ? n - c0 : ACC_W;
-        for (q = 0; q < ACC_W; q++)
-            acc[q] = 0.0f;
-        if (w == ACC_W || padded)
+        if (w == ACC_W || padded) {
+            v16f a0 = {0}, a1 = {0};
+            float acc[ACC_W];
             for (i = 0; i < m; i++) {
                 const float a = coef[(size_t)i * cs], *sr = src + (size_t)i * ld + c0;
-                for (q = 0; q < ACC_W; q++)
-                    acc[q] += a * sr[q];
+                a0 += a * *(const v16u *)sr;
+                a1 += a * *(const v16u *)(sr + 16);
             }
-        else
+            if (w == ACC_W) {
+                memcpy(dst + c0, &a0, sizeof(a0));
+                memcpy(dst + c0 + 16, &a1, sizeof(a1));
+                continue;
+            }
+            memcpy(acc, &a0, sizeof(a0));
+            memcpy(acc + 16, &a1, sizeof(a1));
+            memcpy(dst + c0, acc, (size_t)w * sizeof(float));
+        } else {
+            float acc[ACC_W];
+            for (q = 0; q < w; q++)
+                acc[q] = 0.0f;
             for (i = 0; i < m; i++) {
                 const float a = coef[(size_t)i * cs], *sr = src + (size_t)i * ld + c0;
                 for (q = 0; q < w; q++)
                     acc[q] += a * sr[q];
             }
-        if (w == ACC_W)
-            for (q = 0; q < ACC_W; q++)
-                dst[c0 + q] = acc[q];
-        else
-            for (q = 0; q < w; q++)
-                dst[c0 + q] = acc[q];
+            memcpy(dst + c0, acc, (size_t)w * sizeof(float));
+        }
     }
 }
 
