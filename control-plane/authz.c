@@ -86,6 +86,7 @@ static const struct authz_op authz_ops[] = {
     CW(ListMetrics, AUTHZ_RES_STAR, 0),
     CW(GetMetricStatistics, AUTHZ_RES_STAR, 0),
     CW(GetMetricData, AUTHZ_RES_STAR, 0),
+    CW(PutMetricData, AUTHZ_RES_STAR, 0),
     /* IAM (ops/iamapi.c) */
     IA(CreateUser, AUTHZ_RES_IAM_USER, AUTHZ_C_REQTAGS),
     IA(GetUser, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),

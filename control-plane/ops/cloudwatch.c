@@ -16,6 +16,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,15 @@
 #define CW_MAX_QUERIES 500    /* GetMetricData: queries per call */
 #define CW_MAX_DATA    100800 /* GetMetricData: data points per call */
 #define CW_RECENT_S    (3 * 3600)
-#define CW_OUT_MAX     (16u * 1024 * 1024)
+#define CW_MAX_PUT     1000 /* PutMetricData: MetricData entries per call */
+#define CW_MAX_VALUES  150  /* PutMetricData: Values per entry */
+#define CW_MAX_COUNT                                                                               \
+    1000 /* PutMetricData: points stored for one value's Count (or for a                           \
+            StatisticValues' SampleCount) */
+#define CW_MAX_DIMS 30
+#define CW_PAST_S   (14 * 86400)
+#define CW_FUTURE_S (2 * 3600)
+#define CW_OUT_MAX  (16u * 1024 * 1024)
 
 /* err with the CloudWatch code in field (cloudwatch.h). */
 static int cw__fail(struct ty_err *err, const char *code, const char *fmt, ...)
@@ -341,11 +350,67 @@ static int cw__points(struct store *s, const char *ns, const char *metric, json_
 
 /* ---- the operations ---- */
 
+/* NextToken: "<kind>.<hex of the resume point>", opaque to clients. new: the token. */
+static char *cw_token_encode(const char *kind, const char *s)
+{
+    size_t n = strlen(s), k = strlen(kind);
+    char *t = malloc(k + 1 + 2 * n + 1);
+    if (!t)
+        return NULL;
+    memcpy(t, kind, k);
+    t[k] = '.';
+    for (size_t i = 0; i < n; i++)
+        snprintf(t + k + 1 + 2 * i, 3, "%02x", (unsigned char)s[i]);
+    t[k + 1 + 2 * n] = '\0';
+    return t;
+}
+
+/* The resume point of token t of kind (new), or NULL with InvalidNextToken in err. */
+static char *cw_token_decode(const char *kind, const char *t, struct ty_err *err)
+{
+    size_t k = strlen(kind), n;
+    char *s;
+
+    if (strncmp(t, kind, k) != 0 || t[k] != '.' || (n = strlen(t + k + 1)) % 2 != 0 || n == 0 ||
+        !(s = malloc(n / 2 + 1))) {
+        cw__fail(err, "InvalidNextToken",
+                 "The service couldn't process your request because "
+                 "the NextToken is invalid.");
+        return NULL;
+    }
+    for (size_t i = 0; i < n / 2; i++) {
+        int hi = cw__hex(t[k + 1 + 2 * i]), lo = cw__hex(t[k + 2 + 2 * i]);
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+            free(s);
+            cw__fail(err, "InvalidNextToken",
+                     "The service couldn't process your request "
+                     "because the NextToken is invalid.");
+            return NULL;
+        }
+        s[i] = (char)(hi * 16 + lo);
+    }
+    s[n / 2] = '\0';
+    return s;
+}
+
+struct cw_listed {
+    char *id; /* canonical JSON of the metric (store_metrics.h), owned */
+    json_t *m;
+};
+
+static int cw_listed_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct cw_listed *)a)->id, ((const struct cw_listed *)b)->id);
+}
+
 int cloudwatch_list_metrics(struct store *s, json_t *in, double now, json_t **out,
                             struct ty_err *err)
 {
-    const char *recent = cw__str(in, "RecentlyActive");
-    json_t *m;
+    const char *recent = cw__str(in, "RecentlyActive"), *tok = cw__str(in, "NextToken");
+    struct cw_listed *l = NULL;
+    char *after = NULL;
+    json_t *all, *m, *page;
+    size_t i, n, start = 0;
     int64_t since = 0;
 
     if (recent) {
@@ -354,12 +419,54 @@ int cloudwatch_list_metrics(struct store *s, json_t *in, double now, json_t **ou
                             "The parameter RecentlyActive must be PT3H.");
         since = (int64_t)((now - CW_RECENT_S) * 1000);
     }
-    m = store_metrics_list(s, cw__str(in, "Namespace"), cw__str(in, "MetricName"),
-                           json_object_get(in, "Dimensions"), since, CW_MAX_LIST, err);
-    if (!m)
+    if (tok && *tok && !(after = cw_token_decode("lm", tok, err)))
+        return -TY_EINVAL;
+    all = store_metrics_list(s, cw__str(in, "Namespace"), cw__str(in, "MetricName"),
+                             json_object_get(in, "Dimensions"), since, (size_t)-1, err);
+    if (!all) {
+        free(after);
         return -err->code;
-    *out = json_pack("{s:o}", "Metrics", m);
+    }
+    /* pages of 500 in the order of the metrics' canonical ids, resumed after the last one
+       returned: stable while series come and go */
+    n = json_array_size(all);
+    l = calloc(n + 1, sizeof(*l));
+    page = json_array();
+    if (!l || !page)
+        goto oom;
+    json_array_foreach(all, i, m)
+    {
+        l[i].m = m;
+        if (!(l[i].id = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS)))
+            goto oom;
+    }
+    qsort(l, n, sizeof(*l), cw_listed_cmp);
+    while (after && start < n && strcmp(l[start].id, after) <= 0)
+        start++;
+    for (i = start; i < n && i < start + CW_MAX_LIST; i++)
+        json_array_append(page, l[i].m);
+    *out = json_pack("{s:o}", "Metrics", page);
+    page = NULL;
+    if (i < n) {
+        char *t = cw_token_encode("lm", l[i - 1].id);
+        if (t)
+            json_object_set_new(*out, "NextToken", json_string(t));
+        free(t);
+    }
+    for (i = 0; i < n; i++)
+        free(l[i].id);
+    free(l);
+    free(after);
+    json_decref(all);
     return 0;
+oom:
+    for (i = 0; l && i < n; i++)
+        free(l[i].id);
+    free(l);
+    free(after);
+    json_decref(page);
+    json_decref(all);
+    return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
 }
 
 int cloudwatch_get_metric_statistics(struct store *s, json_t *in, json_t **out, struct ty_err *err)
@@ -455,10 +562,10 @@ int cloudwatch_get_metric_statistics(struct store *s, json_t *in, json_t **out, 
 int cloudwatch_get_metric_data(struct store *s, json_t *in, json_t **out, struct ty_err *err)
 {
     json_t *qs = json_object_get(in, "MetricDataQueries"), *q, *results;
-    const char *scan = cw__str(in, "ScanBy");
+    const char *scan = cw__str(in, "ScanBy"), *tok = cw__str(in, "NextToken");
     double t0, t1, maxdp = CW_MAX_DATA;
-    size_t i, total = 0;
-    int rc, desc = !scan || strcmp(scan, "TimestampAscending") != 0;
+    size_t i, total = 0, skip = 0, seen = 0;
+    int rc, desc = !scan || strcmp(scan, "TimestampAscending") != 0, more = 0;
 
     if (json_array_size(qs) == 0)
         return cw__fail(err, "MissingParameter", "The parameter %s is required.",
@@ -470,6 +577,26 @@ int cloudwatch_get_metric_data(struct store *s, json_t *in, json_t **out, struct
         return rc;
     if (cw__num(in, "MaxDatapoints", &maxdp) != 0)
         maxdp = CW_MAX_DATA;
+    if (maxdp < 1)
+        return cw__fail(err, "InvalidParameterValue",
+                        "The parameter MaxDatapoints must be greater than 0.");
+    if (tok && *tok) {
+        /* the data points already returned, in the order of the queries and of ScanBy: a
+           page resumes after them (the same request with the NextToken, as CloudWatch asks) */
+        char *sk = cw_token_decode("md", tok, err), *end;
+        unsigned long long v;
+        if (!sk)
+            return -TY_EINVAL;
+        v = strtoull(sk, &end, 10);
+        if (*end || end == sk) {
+            free(sk);
+            return cw__fail(err, "InvalidNextToken",
+                            "The service couldn't process your request "
+                            "because the NextToken is invalid.");
+        }
+        free(sk);
+        skip = (size_t)v;
+    }
     results = json_array();
     json_array_foreach(qs, i, q)
     {
@@ -521,23 +648,40 @@ int cloudwatch_get_metric_data(struct store *s, json_t *in, json_t **out, struct
             while (j < n && (double)pts[j].ts_ms / 1000.0 < bstart + (double)period)
                 vals[k++] = pts[j++].value;
             start = j;
-            if ((double)total >= maxdp)
-                break;
-            total++;
-            if (desc) {
-                json_array_insert_new(ts, 0, json_real(bstart));
-                json_array_insert_new(vs, 0, json_real(cw__stat(stat, vals, k)));
-            } else {
-                json_array_append_new(ts, json_real(bstart));
-                json_array_append_new(vs, json_real(cw__stat(stat, vals, k)));
-            }
+            json_array_append_new(ts, json_real(bstart));
+            json_array_append_new(vs, json_real(cw__stat(stat, vals, k)));
         }
         free(vals);
         free(pts);
-        r = json_pack("{s:s,s:s,s:o,s:o,s:s}", "Id", id, "Label",
-                      label ? label
-                            : (cw__str(metric, "MetricName") ? cw__str(metric, "MetricName") : id),
-                      "Timestamps", ts, "Values", vs, "StatusCode", "Complete");
+        {
+            /* this page's share: after the points earlier pages returned, at most MaxDatapoints
+               in all; PartialData (and a NextToken) when some of the query's are left */
+            json_t *pts_t = json_array(), *pts_v = json_array();
+            size_t nb = json_array_size(ts), from = skip > seen ? skip - seen : 0;
+            int partial = 0;
+            if (from > nb)
+                from = nb;
+            for (size_t x = from; x < nb; x++) {
+                size_t at = desc ? nb - 1 - x : x;
+                if ((double)total >= maxdp) {
+                    partial = more = 1;
+                    break;
+                }
+                total++;
+                json_array_append(pts_t, json_array_get(ts, at));
+                json_array_append(pts_v, json_array_get(vs, at));
+            }
+            seen += nb;
+            json_decref(ts);
+            json_decref(vs);
+            ts = pts_t;
+            vs = pts_v;
+            r = json_pack(
+                "{s:s,s:s,s:o,s:o,s:s}", "Id", id, "Label",
+                label ? label
+                      : (cw__str(metric, "MetricName") ? cw__str(metric, "MetricName") : id),
+                "Timestamps", ts, "Values", vs, "StatusCode", partial ? "PartialData" : "Complete");
+        }
         json_array_append_new(results, r);
         continue;
 bad:
@@ -547,7 +691,186 @@ bad:
         return rc;
     }
     *out = json_pack("{s:o,s:[]}", "MetricDataResults", results, "Messages");
+    if (more) {
+        char num[32], *t;
+        snprintf(num, sizeof(num), "%zu", skip + total);
+        if ((t = cw_token_encode("md", num)) != NULL)
+            json_object_set_new(*out, "NextToken", json_string(t));
+        free(t);
+    }
     return 0;
+}
+
+/* The points one MetricData entry (borrowed, index i from 1) stands for, validated. new: *pts
+   (free()), OUT: *n. 0 or -TY_EINVAL. StatisticValues become SampleCount points that keep its
+   SampleCount, Sum, Minimum and Maximum (Minimum, Maximum and the rest at their mean). */
+static int cw_put_points(json_t *d, size_t i, double now, struct store_metric_point **pts,
+                         size_t *n, struct ty_err *err)
+{
+    static atomic_long seq;
+    json_t *vals = json_object_get(d, "Values"), *counts = json_object_get(d, "Counts");
+    json_t *sv = json_object_get(d, "StatisticValues"), *dims = json_object_get(d, "Dimensions");
+    double ts = now, v, sc = 0, sum = 0, mn = 0, mx = 0;
+    int has_v = json_object_get(d, "Value") != NULL;
+    size_t cap = 0, k = 0, j;
+    json_t *x;
+
+    if (!cw__str(d, "MetricName") || !*cw__str(d, "MetricName"))
+        return cw__fail(err, "MissingParameter",
+                        "The parameter MetricData.member.%zu.MetricName is required.", i);
+    if (json_array_size(dims) > CW_MAX_DIMS)
+        return cw__fail(err, "InvalidParameterValue",
+                        "The collection MetricData.member.%zu.Dimensions must not have a size "
+                        "greater than 30.",
+                        i);
+    json_array_foreach(dims, j, x)
+    {
+        if (!cw__str(x, "Name") || !cw__str(x, "Value"))
+            return cw__fail(err, "MissingParameter",
+                            "The parameter MetricData.member.%zu.Dimensions.member.%zu.%s is "
+                            "required.",
+                            i, j + 1, cw__str(x, "Name") ? "Value" : "Name");
+    }
+    if (json_object_get(d, "Timestamp")) {
+        if (cloudwatch_time(json_object_get(d, "Timestamp"), &ts) != 0)
+            return cw__fail(err, "InvalidParameterValue",
+                            "The parameter MetricData.member.%zu.Timestamp is not a valid "
+                            "timestamp.",
+                            i);
+        if (ts < now - CW_PAST_S)
+            return cw__fail(err, "InvalidParameterValue",
+                            "The parameter MetricData.member.%zu.Timestamp must specify a time "
+                            "no more than two weeks in the past.",
+                            i);
+        if (ts > now + CW_FUTURE_S)
+            return cw__fail(err, "InvalidParameterValue",
+                            "The parameter MetricData.member.%zu.Timestamp must specify a time "
+                            "no more than two hours in the future.",
+                            i);
+    }
+    if (has_v + (vals != NULL) + (sv != NULL) > 1)
+        return cw__fail(err, "InvalidParameterCombination",
+                        "The parameters MetricData.member.%zu.Value, Values and StatisticValues "
+                        "are mutually exclusive and you have specified more than one.",
+                        i);
+    if (has_v) {
+        if (cw__num(d, "Value", &v) != 0)
+            return cw__fail(err, "InvalidParameterValue",
+                            "The value for parameter MetricData.member.%zu.Value is not a "
+                            "valid number.",
+                            i);
+        cap = 1;
+    } else if (vals) {
+        if (json_array_size(vals) > CW_MAX_VALUES)
+            return cw__fail(err, "InvalidParameterValue",
+                            "The collection MetricData.member.%zu.Values must not have a size "
+                            "greater than 150.",
+                            i);
+        if (counts && json_array_size(counts) != json_array_size(vals))
+            return cw__fail(err, "InvalidParameterValue",
+                            "The parameters MetricData.member.%zu.Values and "
+                            "MetricData.member.%zu.Counts must be of the same size.",
+                            i, i);
+        cap = json_array_size(vals) * CW_MAX_COUNT;
+    } else if (sv) {
+        if (cw__num(sv, "SampleCount", &sc) != 0 || cw__num(sv, "Sum", &sum) != 0 ||
+            cw__num(sv, "Minimum", &mn) != 0 || cw__num(sv, "Maximum", &mx) != 0 || sc <= 0 ||
+            mn > mx)
+            return cw__fail(err, "InvalidParameterValue",
+                            "The parameter MetricData.member.%zu.StatisticValues needs "
+                            "SampleCount (> 0), Sum, Minimum and Maximum (Minimum <= Maximum).",
+                            i);
+        cap = sc < CW_MAX_COUNT ? (size_t)ceil(sc) : CW_MAX_COUNT;
+    } else {
+        return cw__fail(err, "MissingParameter",
+                        "The parameter MetricData.member.%zu.Value is required.", i);
+    }
+    if (!(*pts = calloc(cap ? cap : 1, sizeof(**pts))))
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+#define CW_PUT(val)                                                                                \
+    do {                                                                                           \
+        (*pts)[k].ts_ms = (int64_t)llround(ts * 1000);                                             \
+        (*pts)[k].seq = atomic_fetch_add(&seq, 1);                                                 \
+        (*pts)[k].value = (val);                                                                   \
+        k++;                                                                                       \
+    } while (0)
+    if (has_v) {
+        CW_PUT(v);
+    } else if (vals) {
+        json_array_foreach(vals, j, x)
+        {
+            double c = 1, val;
+            json_t *one = json_pack("{s:O,s:O?}", "v", x, "c", json_array_get(counts, j));
+            int bad = !one || cw__num(one, "v", &val) != 0 ||
+                      (json_array_get(counts, j) && (cw__num(one, "c", &c) != 0 || c < 0));
+            json_decref(one);
+            if (bad) {
+                free(*pts);
+                *pts = NULL;
+                return cw__fail(err, "InvalidParameterValue",
+                                "The values for parameter MetricData.member.%zu.Values and Counts "
+                                "must be valid numbers.",
+                                i);
+            }
+            for (long r = 0; r < (long)llround(c) && r < CW_MAX_COUNT; r++)
+                CW_PUT(val);
+        }
+    } else if (cap == 1) {
+        CW_PUT(sum / sc);
+    } else {
+        CW_PUT(mn);
+        CW_PUT(mx);
+        for (size_t r = 2; r < cap; r++)
+            CW_PUT(cap > 2 ? (sum - mn - mx) / (double)(cap - 2) : 0);
+    }
+#undef CW_PUT
+    *n = k;
+    return 0;
+}
+
+int cloudwatch_put_metric_data(struct store *s, json_t *in, double now, struct ty_err *err)
+{
+    const char *ns = cw__str(in, "Namespace");
+    json_t *data = json_object_get(in, "MetricData"), *d;
+    struct store_metric_point **pts;
+    size_t *np, i, nd = json_array_size(data);
+    int rc = 0;
+
+    if (!ns || !*ns)
+        return cw__fail(err, "MissingParameter", "The parameter %s is required.", "Namespace");
+    if (strncmp(ns, "AWS/", 4) == 0)
+        return cw__fail(err, "InvalidParameterValue",
+                        "The value %s for parameter Namespace is invalid.", ns);
+    if (nd == 0)
+        return cw__fail(err, "MissingParameter", "The parameter %s is required.", "MetricData");
+    if (nd > CW_MAX_PUT)
+        return cw__fail(err, "InvalidParameterValue",
+                        "The collection MetricData must not have a size greater than 1000.");
+    pts = calloc(nd, sizeof(*pts));
+    np = calloc(nd, sizeof(*np));
+    if (!pts || !np) {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    /* every entry is checked before anything is written, as CloudWatch takes all or nothing */
+    json_array_foreach(data, i, d)
+    {
+        if ((rc = cw_put_points(d, i + 1, now, &pts[i], &np[i], err)) != 0)
+            goto done;
+    }
+    json_array_foreach(data, i, d)
+    {
+        rc = store_metrics_put(s, ns, cw__str(d, "MetricName"), json_object_get(d, "Dimensions"),
+                               pts[i], np[i], (int64_t)(now * 1000), err);
+        if (rc)
+            break;
+    }
+done:
+    for (i = 0; pts && i < nd; i++)
+        free(pts[i]);
+    free(pts);
+    free(np);
+    return rc;
 }
 
 /* ---- the wire ---- */
@@ -720,7 +1043,7 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
                            : cloudwatch_form_to_json(req->query, strlen(req->query));
     }
     if (strcmp(action, "ListMetrics") != 0 && strcmp(action, "GetMetricStatistics") != 0 &&
-        strcmp(action, "GetMetricData") != 0) {
+        strcmp(action, "GetMetricData") != 0 && strcmp(action, "PutMetricData") != 0) {
         char msg[160];
         snprintf(msg, sizeof(msg), "Could not find operation %.64s for version 2010-08-01", action);
         json_decref(in);
@@ -740,6 +1063,8 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
         r = cloudwatch_list_metrics(s, in, cw__now(), &out, &err);
     else if (strcmp(action, "GetMetricStatistics") == 0)
         r = cloudwatch_get_metric_statistics(s, in, &out, &err);
+    else if (strcmp(action, "PutMetricData") == 0)
+        r = cloudwatch_put_metric_data(s, in, cw__now(), &err);
     else
         r = cloudwatch_get_metric_data(s, in, &out, &err);
     json_decref(in);
@@ -752,19 +1077,27 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
         worker_failed(w, err.code);
         return;
     }
-    if (json) {
+    if (json && !out) { /* PutMetricData: no output members */
+        resp->body = strdup("{}");
+        resp->len = resp->body ? 2 : 0;
+        resp->content_type = "application/x-amz-json-1.0";
+    } else if (json) {
         resp->body = json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(17));
         resp->len = resp->body ? strlen(resp->body) : 0;
         resp->content_type = "application/x-amz-json-1.0";
     } else {
         struct ty_buf b;
         ty_buf_init(&b, CW_OUT_MAX);
-        ty_buf_printf(&b, "<%sResponse xmlns=\"" CW_NS "\"><%sResult>", action, action);
-        cw__xml(&b, NULL, out, 0);
+        ty_buf_printf(&b, "<%sResponse xmlns=\"" CW_NS "\">", action);
+        if (out) {
+            ty_buf_printf(&b, "<%sResult>", action);
+            cw__xml(&b, NULL, out, 0);
+            ty_buf_printf(&b, "</%sResult>", action);
+        }
         ty_buf_printf(&b,
-                      "</%sResult><ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata>"
+                      "<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata>"
                       "</%sResponse>",
-                      action, req->request_id, action);
+                      req->request_id, action);
         resp->content_type = "text/xml";
         resp->len = b.len;
         resp->body = ty_buf_steal(&b);

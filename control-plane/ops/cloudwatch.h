@@ -1,6 +1,7 @@
 /*
- * cloudwatch.h - CloudWatch metrics on trainyard's one port: ListMetrics, GetMetricStatistics
- * and GetMetricData over the series of store_metrics.h, in both protocols botocore speaks to
+ * cloudwatch.h - CloudWatch metrics on trainyard's one port: ListMetrics, GetMetricStatistics,
+ * GetMetricData (with NextToken pages) and PutMetricData over the series of store_metrics.h, in
+ * both protocols botocore speaks to
  * CloudWatch:
  *   - query (botocore <= 1.3x, Debian's 1.29, the AWS CLI 2.9): POST / with a form body
  *     Action=<Op>&Version=2010-08-01&..., XML answers and XML errors;
@@ -44,5 +45,7 @@ int cloudwatch_list_metrics(struct store *s, json_t *in, double now, json_t **ou
                             struct ty_err *err);
 int cloudwatch_get_metric_statistics(struct store *s, json_t *in, json_t **out, struct ty_err *err);
 int cloudwatch_get_metric_data(struct store *s, json_t *in, json_t **out, struct ty_err *err);
+/* PutMetricData: every MetricData entry is validated before any is written (no output). */
+int cloudwatch_put_metric_data(struct store *s, json_t *in, double now, struct ty_err *err);
 
 #endif
