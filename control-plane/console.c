@@ -27,6 +27,7 @@
 #include "ops/studio.h"
 #include "route.h"
 #include "store_res.h"
+#include "ty_codec.h"
 #include "ty_log.h"
 
 #define CONSOLE_MAX_JOBS  1000
@@ -73,17 +74,6 @@ int console_cookie(const char *header, const char *name, char *out, size_t n)
     return -1;
 }
 
-static int console__hex(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 int console_query_param(const char *query, const char *name, char *out, size_t n)
 {
     size_t nl = strlen(name);
@@ -95,29 +85,12 @@ int console_query_param(const char *query, const char *name, char *out, size_t n
         if (!end)
             end = p + strlen(p);
         if ((size_t)(end - p) > nl && strncmp(p, name, nl) == 0 && p[nl] == '=') {
+            const char *v = p + nl + 1;
             size_t o = 0;
-            for (const char *v = p + nl + 1; v < end; v++) {
-                int c = (unsigned char)*v;
-                if (c == '%') {
-                    int h, l;
-                    if (end - v < 3)
-                        return -1;
-                    h = console__hex(v[1]);
-                    l = console__hex(v[2]);
-                    if (h < 0 || l < 0 || (h == 0 && l == 0))
-                        return -1;
-                    c = h * 16 + l;
-                    v += 2;
-                } else if (c == '+') {
-                    c = ' ';
-                }
-                if (o + 1 >= n)
-                    return -1;
-                out[o++] = (char)c;
-            }
-            if (o == 0)
+            if (ty_pct_decode(v, (size_t)(end - v), TY_PCT_PLUS_SPACE | TY_PCT_NO_NUL, out, n,
+                              &o) != 0 ||
+                o == 0)
                 return -1;
-            out[o] = '\0';
             return 0;
         }
         p = *end ? end + 1 : end;

@@ -19,21 +19,7 @@
 #include "store_iam.h"
 #include "store_res.h"
 #include "ty_log.h"
-
-static int cauth__hex(char *out, size_t nhex)
-{
-    static const char h[] = "0123456789abcdef";
-    unsigned char rnd[64];
-    if (nhex / 2 > sizeof(rnd) || RAND_bytes(rnd, (int)(nhex / 2)) != 1)
-        return -1;
-    for (size_t i = 0; i < nhex / 2; i++) {
-        out[2 * i] = h[rnd[i] >> 4];
-        out[2 * i + 1] = h[rnd[i] & 15];
-    }
-    out[nhex] = '\0';
-    OPENSSL_cleanse(rnd, sizeof(rnd));
-    return 0;
-}
+#include "ty_rand.h"
 
 int console_auth_same(const char *a, const char *b)
 {
@@ -91,7 +77,7 @@ int console_auth_start(struct store *s, json_t *doc, const char *scope, int ttl_
     int rc;
     if (n <= CONSOLE_AUTH_SID_LEN)
         return ty_err_set(err, TY_EINVAL, NULL, "sid buffer too small");
-    if (cauth__hex(id, CONSOLE_AUTH_SID_LEN) != 0 || cauth__hex(csrf, 64) != 0)
+    if (ty_rand_hex(id, CONSOLE_AUTH_SID_LEN) != 0 || ty_rand_hex(csrf, 64) != 0)
         return ty_err_set(err, TY_EINTERNAL, NULL, "random source failed");
     json_object_set_new(doc, "Csrf", json_string(csrf));
     rc = store_res_session_put(s, id, scope, doc, ttl_s, err);

@@ -5,6 +5,7 @@
 
 #include "store_iam.h"
 #include "ty_log.h"
+#include "ty_rand.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,18 +16,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static int creds__random(char *out, size_t n, const char *alphabet)
-{
-    unsigned char rnd[64];
-    size_t alen = strlen(alphabet);
-    if (n > sizeof(rnd) || RAND_bytes(rnd, (int)n) != 1)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        out[i] = alphabet[rnd[i] % alen];
-    out[n] = '\0';
-    return 0;
-}
 
 /* Reads aws_access_key_id / aws_secret_access_key of the [default] profile. */
 static int creds__read(const char *path, char *akid, size_t an, char *secret, size_t sn)
@@ -103,9 +92,9 @@ int creds_bootstrap(struct store *s, const char *data_dir, const char *account_i
         snprintf(secret, sizeof(secret), "%s", env_secret);
     } else if (creds__read(path, akid, sizeof(akid), secret, sizeof(secret)) != 0) {
         memcpy(akid, "AKIA", 4);
-        if (creds__random(akid + 4, 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != 0 ||
-            creds__random(secret, 40,
-                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") != 0)
+        if (ty_rand_string(akid + 4, 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != 0 ||
+            ty_rand_string(secret, 40,
+                           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") != 0)
             return ty_err_set(err, TY_EINTERNAL, NULL, "cannot generate keys");
         fresh = 1;
     }

@@ -11,6 +11,7 @@
 
 #include "store_int.h"
 #include "ty_buf.h"
+#include "ty_fs.h"
 #include "ty_log.h"
 
 #include <dirent.h>
@@ -89,27 +90,6 @@ static int objstore__fmt(char *out, size_t n, const char *fmt, ...)
     return (w < 0 || (size_t)w >= n) ? -1 : 0;
 }
 
-static int objstore__mkdirs(const char *path, mode_t mode)
-{
-    char tmp[PATH_MAX];
-    size_t len = strlen(path);
-
-    if (len == 0 || len >= sizeof(tmp))
-        return -ENAMETOOLONG;
-    memcpy(tmp, path, len + 1);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, mode) != 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(tmp, mode) != 0 && errno != EEXIST)
-        return -errno;
-    return 0;
-}
-
 static int objstore__mkparent(const char *file)
 {
     char parent[PATH_MAX];
@@ -123,7 +103,7 @@ static int objstore__mkparent(const char *file)
     if (!slash || slash == parent)
         return 0;
     *slash = '\0';
-    return objstore__mkdirs(parent, 0755);
+    return ty_mkdirs(parent, 0755);
 }
 
 static void objstore__fsync_parent(const char *file)
@@ -316,7 +296,7 @@ struct objstore *objstore_open(const char *s3_dir, struct store *st, struct ty_e
     }
     for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
         snprintf(p, sizeof(p), "%s/%s", s3_dir, sub[i]);
-        if (objstore__mkdirs(p, 0755) != 0) {
+        if (ty_mkdirs(p, 0755) != 0) {
             ty_err_set(err, TY_EIO, NULL, "cannot create '%s': %s", p, strerror(errno));
             return NULL;
         }
@@ -562,7 +542,7 @@ int objstore_bucket_create(struct objstore *os, const char *name, const char *re
 
     snprintf(val, sizeof(val), "{\"created\":%lld,\"region\":\"%.32s\"}",
              (long long)objstore__now_ms(), region && *region ? region : "us-east-1");
-    if (objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 || objstore__mkdirs(p, 0755) != 0)
+    if (objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 || ty_mkdirs(p, 0755) != 0)
         return ty_err_set(err, TY_EIO, NULL, "cannot create the bucket directory");
     r = store__cmdv(os->st, err, "HSETNX", "ty:s3:buckets", name, val, NULL);
     if (!r)

@@ -12,6 +12,7 @@
  * never reads or writes out of bounds. No global state: thread-safe.
  */
 #include "sigv4.h"
+#include "ty_codec.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -56,17 +57,6 @@ static int is_ws(unsigned char c)
 static int is_digit(unsigned char c)
 {
     return c >= '0' && c <= '9';
-}
-
-static int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 static unsigned char lower(unsigned char c)
@@ -273,10 +263,10 @@ static int pct_decode(const char *p, size_t n, char *out, size_t outsz, size_t *
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
-        if (c == '%' && i + 2 < n && hex_value((unsigned char)p[i + 1]) >= 0 &&
-            hex_value((unsigned char)p[i + 2]) >= 0) {
-            c = (unsigned char)(hex_value((unsigned char)p[i + 1]) * 16 +
-                                hex_value((unsigned char)p[i + 2]));
+        if (c == '%' && i + 2 < n && ty_hex_value((unsigned char)p[i + 1]) >= 0 &&
+            ty_hex_value((unsigned char)p[i + 2]) >= 0) {
+            c = (unsigned char)(ty_hex_value((unsigned char)p[i + 1]) * 16 +
+                                ty_hex_value((unsigned char)p[i + 2]));
             i += 2;
         }
         if (o + 1 >= outsz)
@@ -346,8 +336,8 @@ static int uri_encode(struct ty_buf *b, const char *p, size_t n, int keep_slash,
             run++;
             continue;
         }
-        if (keep_escapes && c == '%' && i + 2 < n && hex_value((unsigned char)p[i + 1]) >= 0 &&
-            hex_value((unsigned char)p[i + 2]) >= 0) {
+        if (keep_escapes && c == '%' && i + 2 < n && ty_hex_value((unsigned char)p[i + 1]) >= 0 &&
+            ty_hex_value((unsigned char)p[i + 2]) >= 0) {
             run += 3;
             i += 2;
             continue;
@@ -440,8 +430,8 @@ static int requote(struct ty_buf *b, const char *p, size_t n)
     int rc;
 
     for (i = 0; i < n; i++) {
-        if (p[i] != '%' || i + 2 >= n || hex_value((unsigned char)p[i + 1]) < 0 ||
-            hex_value((unsigned char)p[i + 2]) < 0) {
+        if (p[i] != '%' || i + 2 >= n || ty_hex_value((unsigned char)p[i + 1]) < 0 ||
+            ty_hex_value((unsigned char)p[i + 2]) < 0) {
             run++;
             continue;
         }
@@ -449,8 +439,8 @@ static int requote(struct ty_buf *b, const char *p, size_t n)
             return rc;
         run = 0;
         {
-            char c = (char)(hex_value((unsigned char)p[i + 1]) * 16 +
-                            hex_value((unsigned char)p[i + 2]));
+            char c = (char)(ty_hex_value((unsigned char)p[i + 1]) * 16 +
+                            ty_hex_value((unsigned char)p[i + 2]));
             if ((rc = uri_encode(b, &c, 1, 0, 0)) != 0)
                 return rc;
         }
@@ -824,7 +814,7 @@ static int parse_signature(const char *p, size_t n, struct sigv4_auth *a, struct
     if (n != 64)
         return ty_err_set(err, TY_EBADSIG, NULL, "%s", sigv4_msg_mismatch);
     for (size_t i = 0; i < n; i++) {
-        if (hex_value((unsigned char)p[i]) < 0)
+        if (ty_hex_value((unsigned char)p[i]) < 0)
             return ty_err_set(err, TY_EBADSIG, NULL, "%s", sigv4_msg_mismatch);
         a->signature[i] = (char)lower((unsigned char)p[i]);
     }
@@ -1050,7 +1040,7 @@ static int is_sha256_hex(const char *s, size_t n)
     if (n != 64)
         return 0;
     for (size_t i = 0; i < n; i++) {
-        if (hex_value((unsigned char)s[i]) < 0)
+        if (ty_hex_value((unsigned char)s[i]) < 0)
             return 0;
     }
     return 1;

@@ -6,6 +6,7 @@
 #include "artifacts.h"
 
 #include "confine.h"
+#include "ty_fs.h"
 #include "ty_log.h"
 
 #include <archive.h>
@@ -37,27 +38,6 @@ int artifacts_output_key(const char *prefix, const char *job, const char *file, 
         w = snprintf(out, n, "%s/output/%s", job, file);
     if (w < 0 || (size_t)w >= n)
         return -TY_EINVAL;
-    return 0;
-}
-
-int artifacts_mkdirs(const char *path, unsigned mode)
-{
-    char tmp[PATH_MAX];
-    size_t len = strlen(path);
-
-    if (len == 0 || len >= sizeof(tmp))
-        return -ENAMETOOLONG;
-    memcpy(tmp, path, len + 1);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, mode) != 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(tmp, mode) != 0 && errno != EEXIST)
-        return -errno;
     return 0;
 }
 
@@ -217,7 +197,7 @@ int artifacts_targz(const char *root, const char *rel, const char *dest, struct 
     slash = strrchr(parent, '/');
     if (slash && slash != parent) {
         *slash = '\0';
-        if ((rc = artifacts_mkdirs(parent, 0755)) != 0)
+        if ((rc = ty_mkdirs(parent, 0755)) != 0)
             return ty_err_set(err, TY_EIO, NULL, "cannot create '%s': %s", parent, strerror(-rc));
     }
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -34,7 +34,4 @@ int artifacts_output_key(const char *prefix, const char *job, const char *file, 
  */
 int artifacts_targz(const char *root, const char *rel, const char *dest, struct ty_err *err);
 
-/* mkdir -p with mode (existing directories are fine). 0 or -errno. */
-int artifacts_mkdirs(const char *path, unsigned mode);
-
 #endif

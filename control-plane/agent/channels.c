@@ -10,6 +10,7 @@
 #include "artifacts.h"
 #include "confine.h"
 #include "s3uri.h"
+#include "ty_fs.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -214,7 +215,7 @@ static int channels_mkparent(const char *dst, struct ty_err *err)
     if (!slash || slash == parent)
         return 0;
     *slash = '\0';
-    if ((rc = artifacts_mkdirs(parent, 0777)) != 0)
+    if ((rc = ty_mkdirs(parent, 0777)) != 0)
         return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot create '%s': %s", parent,
                           strerror(-rc));
     return 0;

@@ -36,6 +36,7 @@
 #include "store_metrics.h"
 #include "transfer.h"
 #include "ty_buf.h"
+#include "ty_fs.h"
 #include "ty_log.h"
 #include "warmpool.h"
 
@@ -2272,7 +2273,7 @@ static int run_stage_data(struct run_ctx *r, struct run_host *h, struct ty_err *
     if (rc == 0)
         rc = transfer_code(&t, &r->sp, h->dir, err);
     if (rc == 0 && r->sp.checkpoint_uri[0]) {
-        if ((rc = artifacts_mkdirs(h->ckpt_dir, 0777)) != 0 || chmod(h->ckpt_dir, 0777) != 0) {
+        if ((rc = ty_mkdirs(h->ckpt_dir, 0777)) != 0 || chmod(h->ckpt_dir, 0777) != 0) {
             r->log_host = 0;
             return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot create '%s'",
                               h->ckpt_dir);

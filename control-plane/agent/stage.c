@@ -11,6 +11,7 @@
 #include "confine.h"
 #include "s3uri.h"
 #include "ty_buf.h"
+#include "ty_fs.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -163,7 +164,7 @@ int stage_remove(const char *dir)
 /* mkdir -p path, then chmod 0777 (umask would narrow the mode). */
 static int stage_mkdir(const char *path, struct ty_err *err)
 {
-    int rc = artifacts_mkdirs(path, 0777);
+    int rc = ty_mkdirs(path, 0777);
     if (rc != 0 || chmod(path, 0777) != 0)
         return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot create '%s': %s", path,
                           strerror(rc ? -rc : errno));
@@ -390,7 +391,7 @@ int stage_root_init(const char *root, struct ty_err *err)
 
     if (root[0] != '/')
         return ty_err_set(err, TY_EINVAL, NULL, "staging dir '%s' must be an absolute path", root);
-    if ((rc = artifacts_mkdirs(root, 0700)) != 0)
+    if ((rc = ty_mkdirs(root, 0700)) != 0)
         return ty_err_set(err, TY_EIO, NULL, "cannot create staging dir '%s': %s", root,
                           strerror(-rc));
     /* the folder itself, not a link someone placed there (a shared /tmp) */

@@ -21,7 +21,9 @@
 #include "iam.h"
 #include "store_iam.h"
 #include "ty_buf.h"
+#include "ty_codec.h"
 #include "ty_log.h"
+#include "ty_rand.h"
 
 #define IAM_NS        "https://iam.amazonaws.com/doc/2010-05-08/"
 #define IAM_RESP_MAX  (4u * 1024u * 1024u)
@@ -39,42 +41,14 @@ struct iamapi__call {
 
 /* ---- form decoding ---- */
 
-static int iamapi__hex(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decodes s[0..n) ('+' is a space) into a new string; NULL on a bad escape. */
 static char *iamapi__unescape(const char *s, size_t n, size_t *outlen)
 {
     char *o = malloc(n + 1);
-    size_t j = 0;
-    if (!o)
+    if (o && ty_pct_decode(s, n, TY_PCT_PLUS_SPACE, o, n + 1, outlen) != 0) {
+        free(o);
         return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '+') {
-            o[j++] = ' ';
-        } else if (s[i] == '%') {
-            int h = i + 2 < n ? iamapi__hex((unsigned char)s[i + 1]) : -1;
-            int l = i + 2 < n ? iamapi__hex((unsigned char)s[i + 2]) : -1;
-            if (h < 0 || l < 0) {
-                free(o);
-                return NULL;
-            }
-            o[j++] = (char)(h * 16 + l);
-            i += 2;
-        } else {
-            o[j++] = s[i];
-        }
     }
-    o[j] = '\0';
-    *outlen = j;
     return o;
 }
 
@@ -529,18 +503,6 @@ static int iamapi__no_user(struct ty_err *err, const char *name)
                       name);
 }
 
-static int iamapi__rand(char *out, size_t n, const char *alphabet)
-{
-    unsigned char rnd[64];
-    size_t alen = strlen(alphabet);
-    if (n > sizeof(rnd) || RAND_bytes(rnd, (int)n) != 1)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        out[i] = alphabet[rnd[i] % alen];
-    out[n] = '\0';
-    return 0;
-}
-
 static void iamapi__tags_xml(struct ty_buf *b, json_t *tags)
 {
     size_t i;
@@ -581,7 +543,7 @@ static int iamapi_create_user(struct iamapi__ctx *x, struct ty_err *err)
     snprintf(u.name, sizeof(u.name), "%s", name);
     snprintf(u.path, sizeof(u.path), "%s", path ? path : "/");
     memcpy(u.id, "AIDA", 4);
-    if (iamapi__rand(u.id + 4, 17, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != 0)
+    if (ty_rand_string(u.id + 4, 17, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != 0)
         return ty_err_set(err, TY_EINTERNAL, NULL, "cannot generate an id");
     if (snprintf(u.arn, sizeof(u.arn), "arn:aws:iam::%s:user%s%s", x->c->account_id, u.path,
                  u.name) >= (int)sizeof(u.arn))
@@ -764,9 +726,9 @@ static int iamapi_create_access_key(struct iamapi__ctx *x, struct ty_err *err)
     if (rc)
         return rc;
     memcpy(akid, "AKIA", 4);
-    if (iamapi__rand(akid + 4, 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != 0 ||
-        iamapi__rand(secret, 40,
-                     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") != 0)
+    if (ty_rand_string(akid + 4, 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != 0 ||
+        ty_rand_string(secret, 40,
+                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") != 0)
         return ty_err_set(err, TY_EINTERNAL, NULL, "cannot generate keys");
     rc = store_iam_key_create(x->c->store, u.name, akid, now, STORE_IAM_MAX_KEYS, err);
     if (rc == -TY_ENOTFOUND)
@@ -1001,7 +963,7 @@ static int iamapi_create_role(struct iamapi__ctx *x, struct ty_err *err)
     snprintf(r.desc, sizeof(r.desc), "%s", desc ? desc : "");
     r.max_session = msd ? atoi(msd) : 3600;
     memcpy(r.id, "AROA", 4);
-    if (iamapi__rand(r.id + 4, 17, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != 0)
+    if (ty_rand_string(r.id + 4, 17, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != 0)
         return ty_err_set(err, TY_EINTERNAL, NULL, "cannot generate an id");
     if (snprintf(r.arn, sizeof(r.arn), "arn:aws:iam::%s:role%s%s", x->c->account_id, r.path,
                  r.name) >= (int)sizeof(r.arn))

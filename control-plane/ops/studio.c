@@ -26,6 +26,7 @@
 
 #include "quota.h"
 #include "ty_log.h"
+#include "ty_rand.h"
 
 #define LIVE_FOR_CHILDREN "Deleting,Failed,Delete_Failed"
 #define TOKEN_HEX_LEN     64
@@ -42,38 +43,12 @@ const struct store_res_timing *op_studio_timing(void)
 
 int op_studio_random_alnum(char *out, size_t n)
 {
-    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-    for (size_t i = 0; i < n; i++) {
-        unsigned char b;
-        do {
-            if (RAND_bytes(&b, 1) != 1)
-                return -TY_EINTERNAL;
-        } while (b >= 252); /* 252 = 7 * 36: no modulo bias */
-        out[i] = alphabet[b % 36];
-    }
-    out[n] = '\0';
-    return 0;
+    return ty_rand_string(out, n, "abcdefghijklmnopqrstuvwxyz0123456789");
 }
 
 int op_studio_random_hex(char *out, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    unsigned char b[64];
-    size_t i = 0;
-    while (i < n) {
-        size_t chunk = (n - i + 1) / 2;
-        if (chunk > sizeof(b))
-            chunk = sizeof(b);
-        if (RAND_bytes(b, (int)chunk) != 1)
-            return -TY_EINTERNAL;
-        for (size_t j = 0; j < chunk && i < n; j++) {
-            out[i++] = hex[b[j] >> 4];
-            if (i < n)
-                out[i++] = hex[b[j] & 15];
-        }
-    }
-    out[n] = '\0';
-    return 0;
+    return ty_rand_hex(out, n);
 }
 
 int op_studio_domain_id_ok(const char *id)

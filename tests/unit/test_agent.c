@@ -26,6 +26,7 @@
 #include "s3uri.h"
 #include "spec.h"
 #include "stage.h"
+#include "ty_fs.h"
 
 #define GIB (1024LL * 1024 * 1024)
 
@@ -426,7 +427,7 @@ static void test_failure_reason(void **state)
 
     snprintf(dir, sizeof(dir), "%s/fail", tmp);
     snprintf(path, sizeof(path), "%s/output", dir);
-    assert_int_equal(artifacts_mkdirs(path, 0755), 0);
+    assert_int_equal(ty_mkdirs(path, 0755), 0);
     assert_int_equal(stage_read_failure(dir, buf, sizeof(buf)), 0);
     snprintf(path, sizeof(path), "%s/output/failure", dir);
     write_file(path, "ValueError: bad lr\n\n");
@@ -482,7 +483,7 @@ static void test_stage_prepare(void **state)
     snprintf(s3, sizeof(s3), "%s/s3", tmp);
     snprintf(dir, sizeof(dir), "%s/jobs/job-1/algo-1", tmp);
     snprintf(p, sizeof(p), "%s/b/data/train/sub", s3);
-    assert_int_equal(artifacts_mkdirs(p, 0755), 0);
+    assert_int_equal(ty_mkdirs(p, 0755), 0);
     snprintf(p, sizeof(p), "%s/b/data/train/x.csv", s3);
     write_file(p, "1,2\n");
     snprintf(p, sizeof(p), "%s/b/data/train/sub/y.csv", s3);
@@ -493,7 +494,7 @@ static void test_stage_prepare(void **state)
     write_file(p, "6\n");
     /* a leftover from a previous run is removed */
     snprintf(p, sizeof(p), "%s/model", dir);
-    assert_int_equal(artifacts_mkdirs(p, 0755), 0);
+    assert_int_equal(ty_mkdirs(p, 0755), 0);
     snprintf(p, sizeof(p), "%s/model/stale", dir);
     write_file(p, "old");
 
@@ -564,7 +565,7 @@ static void test_targz_round_trip(void **state)
 
     snprintf(src, sizeof(src), "%s/model", tmp);
     snprintf(p, sizeof(p), "%s/dir/deeper", src);
-    assert_int_equal(artifacts_mkdirs(p, 0755), 0);
+    assert_int_equal(ty_mkdirs(p, 0755), 0);
     snprintf(p, sizeof(p), "%s/a.txt", src);
     write_file(p, "alpha");
     snprintf(p, sizeof(p), "%s/dir/deeper/b.bin", src);

@@ -1,5 +1,5 @@
 /*
- * test_core.c - ty_err tables and ty_buf's ceiling.
+ * test_core.c - ty_err tables, ty_buf's ceiling, percent-decoding, mkdir -p, random strings.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,12 +7,19 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ty_buf.h"
+#include "ty_codec.h"
 #include "ty_err.h"
+#include "ty_fs.h"
 #include "ty_opts.h"
+#include "ty_rand.h"
 
 static void test_err_set_returns_negative_code(void **state)
 {
@@ -102,6 +109,66 @@ static void test_opts_precedence_and_errors(void **state)
     unsetenv("TY_TEST_SLOTS");
 }
 
+static void test_pct_decode(void **state)
+{
+    char out[16];
+    size_t n = 99;
+    (void)state;
+    assert_int_equal(ty_hex_value('f'), 15);
+    assert_int_equal(ty_hex_value('G'), -1);
+    assert_int_equal(ty_pct_decode("a%2Fb+c", 7, TY_PCT_PLUS_SPACE, out, sizeof(out), &n), 0);
+    assert_string_equal(out, "a/b c");
+    assert_int_equal(n, 5);
+    assert_int_equal(ty_pct_decode("a+c", 3, 0, out, sizeof(out), &n), 0);
+    assert_string_equal(out, "a+c");
+    assert_int_equal(ty_pct_decode("%4", 2, 0, out, sizeof(out), NULL), -TY_EINVAL);
+    assert_int_equal(ty_pct_decode("%zz", 3, 0, out, sizeof(out), NULL), -TY_EINVAL);
+    assert_int_equal(ty_pct_decode("%00", 3, TY_PCT_NO_NUL, out, sizeof(out), NULL), -TY_EINVAL);
+    assert_int_equal(ty_pct_decode("abcd", 4, 0, out, 4, NULL), -TY_ETOOBIG);
+    assert_int_equal(ty_pct_decode("abc", 3, 0, out, 4, NULL), 0);
+    assert_true(ty_pct_escape_ok("%aF"));
+    assert_false(ty_pct_escape_ok("%a-"));
+}
+
+static void test_mkdirs(void **state)
+{
+    char root[] = "/tmp/ty-core-XXXXXX", path[128];
+    struct stat st;
+    (void)state;
+    assert_non_null(mkdtemp(root));
+    snprintf(path, sizeof(path), "%s/a/b/c", root);
+    assert_int_equal(ty_mkdirs(path, 0700), 0);
+    assert_int_equal(ty_mkdirs(path, 0700), 0); /* existing: fine */
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    snprintf(path, sizeof(path), "%s/f", root);
+    fclose(fopen(path, "w"));
+    snprintf(path, sizeof(path), "%s/f/x", root);
+    assert_int_equal(ty_mkdirs(path, 0700), -ENOTDIR);
+    assert_int_equal(ty_mkdirs("", 0700), -ENAMETOOLONG);
+    snprintf(path, sizeof(path), "rm -rf '%s'", root);
+    assert_int_equal(system(path), 0);
+}
+
+static void test_rand_strings(void **state)
+{
+    char a[41], b[41];
+    int seen[4] = {0};
+    (void)state;
+    assert_int_equal(ty_rand_string(a, 40, "ABCD"), 0);
+    assert_int_equal(ty_rand_string(b, 40, "ABCD"), 0);
+    assert_int_equal(strlen(a), 40);
+    assert_string_not_equal(a, b); /* 4^-40 */
+    for (int i = 0; i < 40; i++) {
+        assert_true(a[i] >= 'A' && a[i] <= 'D');
+        seen[a[i] - 'A'] = 1;
+    }
+    assert_int_equal(seen[0] + seen[1] + seen[2] + seen[3], 4);
+    assert_int_equal(ty_rand_hex(a, 17), 0);
+    assert_int_equal(strspn(a, "0123456789abcdef"), 17);
+    assert_int_equal(ty_rand_string(a, 4, ""), -TY_EINTERNAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -109,6 +176,9 @@ int main(void)
         cmocka_unit_test(test_opts_precedence_and_errors),
         cmocka_unit_test(test_buf_ceiling),
         cmocka_unit_test(test_buf_put_xml),
+        cmocka_unit_test(test_pct_decode),
+        cmocka_unit_test(test_mkdirs),
+        cmocka_unit_test(test_rand_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,53 @@
+/*
+ * ty_codec.c - hex digits and percent-decoding (ty_codec.h).
+ *
+ * Invariants: never writes past out[cap - 1]; the output is NUL-terminated on success.
+ */
+#include "ty_codec.h"
+
+#include "ty_err.h"
+
+int ty_hex_value(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int ty_pct_escape_ok(const char *s)
+{
+    return s[0] == '%' && ty_hex_value((unsigned char)s[1]) >= 0 &&
+           ty_hex_value((unsigned char)s[2]) >= 0;
+}
+
+int ty_pct_decode(const char *s, size_t n, int flags, char *out, size_t cap, size_t *outlen)
+{
+    size_t j = 0;
+
+    if (cap == 0)
+        return -TY_ETOOBIG;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)s[i];
+        if (c == '%') {
+            int h = i + 2 < n ? ty_hex_value((unsigned char)s[i + 1]) : -1;
+            int l = i + 2 < n ? ty_hex_value((unsigned char)s[i + 2]) : -1;
+            if (h < 0 || l < 0 || ((flags & TY_PCT_NO_NUL) && h == 0 && l == 0))
+                return -TY_EINVAL;
+            c = h * 16 + l;
+            i += 2;
+        } else if (c == '+' && (flags & TY_PCT_PLUS_SPACE)) {
+            c = ' ';
+        }
+        if (j + 1 >= cap)
+            return -TY_ETOOBIG;
+        out[j++] = (char)c;
+    }
+    out[j] = '\0';
+    if (outlen)
+        *outlen = j;
+    return 0;
+}

@@ -1,0 +1,30 @@
+/*
+ * ty_fs.c - `mkdir -p` (ty_fs.h).
+ */
+#include "ty_fs.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int ty_mkdirs(const char *path, mode_t mode)
+{
+    char tmp[PATH_MAX];
+    size_t len = path ? strlen(path) : 0;
+
+    if (len == 0 || len >= sizeof(tmp))
+        return -ENAMETOOLONG;
+    memcpy(tmp, path, len + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
