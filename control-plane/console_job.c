@@ -45,7 +45,7 @@ char *console_job_profiler_prefix(json_t *job)
         len--;
     out = malloc(len + strlen(name) + 2);
     if (out)
-        sprintf(out, "%.*s/%s", (int)len, path, name);
+        snprintf(out, len + strlen(name) + 2, "%.*s/%s", (int)len, path, name);
     return out;
 }
 

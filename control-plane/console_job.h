@@ -13,9 +13,9 @@
  * of the object store, authorised as the principal (s3:GetObject through authz_check, as the
  * S3 API would) and streamed from it (the session cookie says who asks; an HTML profiler
  * report is shown there in a sandbox with no access to the console's origin). Artifact links
- * are S3 presigned URLs (console_presign.h), with the console download beside them. Every other read is an API operation as the principal
- * (DescribeTrainingJob, DescribeLogStreams, GetLogEvents).
- * Thread-safety: reentrant.
+ * are S3 presigned URLs (console_presign.h), with the console download beside them. Every other
+ * read is an API operation as the principal (DescribeTrainingJob, DescribeLogStreams,
+ * GetLogEvents). Thread-safety: reentrant.
  */
 #ifndef TY_CP_CONSOLE_JOB_H
 #define TY_CP_CONSOLE_JOB_H

@@ -400,7 +400,7 @@ static int objstore__meta_from_reply(const redisReply *r, struct objstore_meta *
         else if (strcmp(f, "mtime") == 0)
             m->mtime_ms = strtoll(v, NULL, 10);
         else if (strcmp(f, "parts") == 0)
-            m->parts = atoi(v);
+            m->parts = (int)strtol(v, NULL, 10);
         else if (strcmp(f, "ino") == 0)
             m->ino = strtoull(v, NULL, 10);
         else if (strcmp(f, "path") == 0)
@@ -1498,7 +1498,7 @@ int objstore_mpu_create(struct objstore *os, const char *bucket, const char *key
         rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
         goto out;
     }
-    sprintf(member, "%s\n%s", key, id);
+    snprintf(member, strlen(key) + sizeof(id) + 2, "%s\n%s", key, id);
     {
         const char *c0[] = {"MULTI"};
         const char *c1[] = {"HSET", rk,          "bucket", bucket, "key",
@@ -1667,7 +1667,7 @@ int objstore_mpu_parts(struct objstore *os, const char *id, struct objstore_part
             continue;
         if (sscanf(r->element[i + 1]->str, "%47s %llu %lld", et, &sz, &mt) != 3)
             continue;
-        p->number = atoi(r->element[i]->str);
+        p->number = (int)strtol(r->element[i]->str, NULL, 10);
         snprintf(p->etag, sizeof(p->etag), "%s", et);
         p->size = sz;
         p->mtime_ms = mt;
@@ -1695,7 +1695,7 @@ static void objstore__mpu_drop(struct objstore *os, const char *bucket, const ch
     r = store__cmdv(os->st, &e, "DEL", rk, pk, NULL);
     freeReplyObject(r);
     if (zk && member) {
-        sprintf(member, "%s\n%s", key, id);
+        snprintf(member, strlen(key) + strlen(id) + 2, "%s\n%s", key, id);
         r = store__cmdv(os->st, &e, "ZREM", zk, member, NULL);
         freeReplyObject(r);
     }

@@ -45,7 +45,7 @@ static int64_t objr__iso_ms(const char *s)
                      &tm.tm_min, &tm.tm_sec) != 6)
         return 0;
     if (strchr(s, '.'))
-        ms = atoi(strchr(s, '.') + 1) % 1000;
+        ms = (int)strtol(strchr(s, '.') + 1, NULL, 10) % 1000;
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
     return (int64_t)timegm(&tm) * 1000 + ms;
@@ -66,7 +66,7 @@ static int objr__etag(const char *v, char *out)
     memcpy(out, v, n);
     out[n] = '\0';
     dash = strchr(out, '-');
-    return dash ? atoi(dash + 1) : 0;
+    return dash ? (int)strtol(dash + 1, NULL, 10) : 0;
 }
 
 /* The headers a GET/HEAD answer carries that objstore keeps with an object (objstore.h). */

@@ -850,7 +850,7 @@ int store_iam_role_get(struct store *s, const char *name, struct store_iam_role 
     r->created = u.created;
     r->ver = u.ver;
     snprintf(r->desc, sizeof(r->desc), "%s", iam__el(rep[0], 6) ? iam__el(rep[0], 6) : "");
-    r->max_session = iam__el(rep[0], 7) ? atoi(iam__el(rep[0], 7)) : 3600;
+    r->max_session = iam__el(rep[0], 7) ? (int)strtol(iam__el(rep[0], 7), NULL, 10) : 3600;
     if (trust) {
         const char *t = iam__el(rep[0], 8);
         *trust = strdup(t ? t : "");

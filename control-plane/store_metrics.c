@@ -91,8 +91,7 @@ int store_metrics_put(struct store *s, const char *ns, const char *metric, json_
         rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
         goto out;
     }
-    strcpy(key, SM_PREFIX);
-    strcat(key, id);
+    snprintf(key, strlen(SM_PREFIX) + strlen(id) + 1, "%s%s", SM_PREFIX, id);
     for (size_t off = 0; off < n && rc == 0; off += SM_BATCH) {
         size_t k = n - off < SM_BATCH ? n - off : SM_BATCH;
         redisReply *r;

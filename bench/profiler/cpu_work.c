@@ -13,8 +13,8 @@
 
 int main(int argc, char **argv)
 {
-    long steps = argc > 1 ? atol(argv[1]) : 2000;
-    int annotate = argc > 2 && atoi(argv[2]);
+    long steps = argc > 1 ? strtol(argv[1], NULL, 10) : 2000;
+    int annotate = argc > 2 && (int)strtol(argv[2], NULL, 10);
     void (*step_begin)(int64_t) = NULL, (*step_end)(int64_t) = NULL;
     uint64_t (*rb)(const char *) = NULL;
     void (*re)(uint64_t) = NULL;

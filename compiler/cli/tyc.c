@@ -75,7 +75,7 @@ static int cmd_compile(int argc, char **argv)
             if (parse_disable(argv[++i], &o.passes) < 0)
                 return 2;
         } else if (!strcmp(a, "--batch") && v)
-            o.batch = atoi(argv[++i]);
+            o.batch = (int)strtol(argv[++i], NULL, 10);
         else if (!strcmp(a, "--precision") && v) {
             if ((o.precision = tyc_precision_from_name(argv[++i])) < 0) {
                 fprintf(stderr, "tyc: --precision must be fp32, bf16 or fp16\n");
@@ -84,7 +84,7 @@ static int cmd_compile(int argc, char **argv)
         } else if (!strcmp(a, "--optimizer") && v)
             o.optimizer = !strcmp(argv[++i], "sgd") ? TYC_SGD : TYC_ADAM;
         else if (!strcmp(a, "--threads") && v)
-            o.threads = atoi(argv[++i]);
+            o.threads = (int)strtol(argv[++i], NULL, 10);
         else if (a[0] != '-' && !model)
             model = a;
         else {
@@ -325,11 +325,11 @@ static int cmd_bench(int argc, char **argv)
         else if (!strcmp(a, "--batch") && v)
             batches = argv[++i];
         else if (!strcmp(a, "--steps") && v)
-            steps = atoi(argv[++i]);
+            steps = (int)strtol(argv[++i], NULL, 10);
         else if (!strcmp(a, "--warmup") && v)
-            warmup = atoi(argv[++i]);
+            warmup = (int)strtol(argv[++i], NULL, 10);
         else if (!strcmp(a, "--cap-mib") && v)
-            cap_mib = atoi(argv[++i]);
+            cap_mib = (int)strtol(argv[++i], NULL, 10);
         else if (!strcmp(a, "--optimizer") && v)
             opt = !strcmp(argv[++i], "sgd") ? TYC_SGD : TYC_ADAM;
         else if (!strcmp(a, "--target") && v)
@@ -376,9 +376,9 @@ static int cmd_bench(int argc, char **argv)
             struct tyc_options o;
             struct result re, rcmp, rca;
             tyc_options_init(&o);
-            o.batch = atoi(tok);
+            o.batch = (int)strtol(tok, NULL, 10);
             o.optimizer = opt;
-            o.threads = atoi(ttok);
+            o.threads = (int)strtol(ttok, NULL, 10);
             if (o.batch < 1) {
                 rc = 1;
                 break;
@@ -459,7 +459,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (getenv("TYC_LOG"))
-        tyc_set_log(logline, NULL, atoi(getenv("TYC_LOG")));
+        tyc_set_log(logline, NULL, (int)strtol(getenv("TYC_LOG"), NULL, 10));
     if (!strcmp(argv[1], "compile"))
         return cmd_compile(argc - 2, argv + 2);
     if (!strcmp(argv[1], "train"))

@@ -41,8 +41,8 @@ int main(int argc, char **argv)
         return 2;
     }
     tyc_options_init(&o);
-    steps = atoi(argv[3]);
-    o.batch = B = atoi(argv[4]);
+    steps = (int)strtol(argv[3], NULL, 10);
+    o.batch = B = (int)strtol(argv[4], NULL, 10);
     o.lr = (float)atof(argv[5]);
     for (i = 6; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--init"))

@@ -111,9 +111,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--y") && v)
             yp = argv[++i];
         else if (!strcmp(a, "--batch") && v)
-            o.batch = atoi(argv[++i]);
+            o.batch = (int)strtol(argv[++i], NULL, 10);
         else if (!strcmp(a, "--steps") && v)
-            steps = atoi(argv[++i]);
+            steps = (int)strtol(argv[++i], NULL, 10);
         else if (!strcmp(a, "--optimizer") && v)
             o.optimizer = !strcmp(argv[++i], "sgd") ? TYC_SGD : TYC_ADAM;
         else if (!strcmp(a, "--lr") && v)
@@ -125,7 +125,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--mode") && v)
             o.mode = !strcmp(argv[++i], "eager") ? TYC_EAGER : TYC_COMPILED;
         else if (!strcmp(a, "--threads") && v)
-            o.threads = atoi(argv[++i]);
+            o.threads = (int)strtol(argv[++i], NULL, 10);
         else if (!strcmp(a, "--init") && v)
             init = argv[++i];
         else if (a[0] != '-' && !model)

@@ -91,8 +91,9 @@ static void cw__set_path(json_t *root, char *k, const char *v)
     char *segs[32];
     int n = 0;
     json_t *node = root;
+    char *save = NULL;
 
-    for (char *t = strtok(k, "."); t && n < 32; t = strtok(NULL, "."))
+    for (char *t = strtok_r(k, ".", &save); t && n < 32; t = strtok_r(NULL, ".", &save))
         segs[n++] = t;
     for (int i = 0; i < n && node;) {
         if (i + 2 < n && strcmp(segs[i + 1], "member") == 0) {

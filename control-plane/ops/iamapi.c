@@ -961,7 +961,7 @@ static int iamapi_create_role(struct iamapi__ctx *x, struct ty_err *err)
     snprintf(r.name, sizeof(r.name), "%s", name);
     snprintf(r.path, sizeof(r.path), "%s", path ? path : "/");
     snprintf(r.desc, sizeof(r.desc), "%s", desc ? desc : "");
-    r.max_session = msd ? atoi(msd) : 3600;
+    r.max_session = msd ? (int)strtol(msd, NULL, 10) : 3600;
     memcpy(r.id, "AROA", 4);
     if (ty_rand_string(r.id + 4, 17, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != 0)
         return ty_err_set(err, TY_EINTERNAL, NULL, "cannot generate an id");

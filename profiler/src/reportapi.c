@@ -2,7 +2,7 @@
  * reportapi.c - typrof_report.h: the public face of the rules (rules.h) and of the dashboard
  * writer (cli/report.c) for the agent and other callers that must not see the internals.
  */
-#include "../cli/cli.h"
+#include "cli.h"
 #include "rules.h"
 #include "typrof_report.h"
 #include <stdio.h>

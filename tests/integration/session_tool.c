@@ -34,7 +34,8 @@ int main(int argc, char **argv)
         return 1;
     }
     if (strcmp(argv[1], "grant") == 0) {
-        rc = session_job_grant(s, argv[3], argv[4], atoi(argv[5]), tok, sizeof(tok), &err);
+        rc = session_job_grant(s, argv[3], argv[4], (int)strtol(argv[5], NULL, 10), tok,
+                               sizeof(tok), &err);
         if (rc == 0)
             printf("%s\n", tok);
     } else {

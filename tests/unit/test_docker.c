@@ -1206,7 +1206,7 @@ static void test_confined_container(void **state)
     for (size_t i = 0; i < l->n; i++) {
         fprintf(stderr, "confined: %s\n", l->v[i].text);
         if (!strncmp(l->v[i].text, "bomb ", 5))
-            bomb = atoi(l->v[i].text + 5);
+            bomb = (int)strtol(l->v[i].text + 5, NULL, 10);
     }
     for (size_t i = 0; want[i]; i++)
         if (find_line(l, want[i], 0) < 0)

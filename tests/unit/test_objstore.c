@@ -85,7 +85,7 @@ static void put_bytes(struct env *e, const char *bucket, const char *key, const 
     close(fd);
     EVP_Digest(p, n, md, &ml, EVP_md5(), NULL);
     for (int i = 0; i < 16; i++)
-        sprintf(hex + 2 * i, "%02x", md[i]);
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
     assert_int_equal(objstore_put_tmp(e->os, bucket, key, path, hex, n, 0, NULL, NULL, &err),
                      expect_rc);
     if (expect_rc)
@@ -436,7 +436,7 @@ static void test_multipart(void **state)
         close(fd);
         EVP_Digest(data, len, md, &ml, EVP_md5(), NULL);
         for (int i = 0; i < 16; i++)
-            sprintf(want[p - 1].etag + 2 * i, "%02x", md[i]);
+            snprintf(want[p - 1].etag + 2 * i, 3, "%02x", md[i]);
         want[p - 1].number = p;
         assert_int_equal(
             objstore_mpu_put_part(e->os, "mp", "obj", id, p, path, want[p - 1].etag, len, &err), 0);

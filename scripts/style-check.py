@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+# The style check (docs/style.md), run by scripts/test.sh before anything is built; about 15 s.
+# Checks the tracked C files: clang-format (the repo's .clang-format), every public header
+# compiles alone, no banned function, the static naming rule, the dependency rules of
+# docs/design.md, and that the README's map of the tree is the one scripts/tree-map.py prints.
+# Usage: scripts/style-check.py [--cc CC]  (from anywhere; exits 1 listing every finding)
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Files the check leaves alone: C++ for the fake CUDA runtime of the compiler's tests.
+FORMAT_SKIP = {"compiler/tests/fakecuda/prelude.h"}
+
+# curl's list (docs/CODE_STYLE.md there): unbounded or unchecked conversions and copies.
+BANNED = ["strcpy", "strcat", "sprintf", "vsprintf", "gets", "atoi", "atol", "strtok"]
+# Known uses left in files another helper owns (issue 13, the front door's files): to go.
+BANNED_KNOWN = {("control-plane/ops/s3.c", "strcat"), ("control-plane/ops/s3.c", "atoi"),
+                ("control-plane/ops/s3_proxy.c", "strcat")}
+
+# Headers compiled alone: every header of the libraries (tests' helpers are not public).
+HEADER_DIRS = ["control-plane", "profiler/include", "compiler/include"]
+INCLUDE_DIRS = ["control-plane", "control-plane/core", "control-plane/agent", "control-plane/ops",
+                "profiler/include", "profiler/src", "profiler/rules", "compiler/include",
+                "compiler/src"]
+PKGS = ["jansson", "hiredis", "libmicrohttpd", "libcurl", "libcrypto", "libarchive", "libpcre2-8"]
+
+# Library-internal symbols (x__y, STYLE.md) and the files allowed to use them. Everything else
+# reaches a library through its public header.
+INTERNAL = [
+    # ty_store's command helpers (store_int.h). console_login.c and objstore.c are known
+    # exceptions (they run their own Redis commands): to be replaced by store functions.
+    (r"\bstore__\w+",
+     r"^control-plane/(store\w*|queue|session|authgen|console_login|objstore)\.[ch]$"),
+    (r"\btyprof__\w+", r"^profiler/"),
+    (r"\btyc__\w+", r"^(compiler|runtime-image)/"),
+]
+
+# Quoted includes: (files, forbidden include pattern, why).
+AGENT_DIR = "control-plane/agent"
+
+
+def git_files(*pats):
+    out = subprocess.check_output(["git", "-C", TOP, "ls-files", "-z", "--", *pats], text=True)
+    return [f for f in out.split("\0") if f]
+
+
+def read(f):
+    with open(os.path.join(TOP, f), encoding="utf-8", errors="replace") as fh:
+        return fh.read()
+
+
+def strip_comments(s):
+    """C source without comments and string literals (kept line by line)."""
+    def repl(m):
+        t = m.group(0)
+        if t.startswith("/"):
+            return re.sub(r"[^\n]", " ", t)
+        return '""' if t.startswith('"') else "''"
+    return re.sub(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', repl, s,
+                  flags=re.S)
+
+
+def check_format(files, findings):
+    cf = shutil.which("clang-format-14") or shutil.which("clang-format")
+    if not cf:
+        findings.append("clang-format: not installed (apt-get install clang-format)")
+        return
+    todo = [f for f in files if f not in FORMAT_SKIP]
+    chunks = [todo[i::4] for i in range(4)]
+
+    def run(chunk):
+        r = subprocess.run([cf, "--dry-run", "-Werror", *chunk], cwd=TOP, capture_output=True,
+                           text=True)
+        return sorted({ln.split(":")[0] for ln in r.stderr.splitlines() if ": error:" in ln})
+
+    with ThreadPoolExecutor(4) as ex:
+        for bad in ex.map(run, chunks):
+            for f in bad:
+                findings.append(f"{f}: not clang-formatted (clang-format -i {f})")
+
+
+def check_headers(cc, findings):
+    flags = []
+    try:
+        flags = subprocess.check_output(["pkg-config", "--cflags", *PKGS], text=True).split()
+    except (OSError, subprocess.CalledProcessError):
+        findings.append("headers: pkg-config failed for " + " ".join(PKGS))
+        return
+    inc = [f"-I{os.path.join(TOP, d)}" for d in INCLUDE_DIRS]
+    heads = [h for d in HEADER_DIRS for h in git_files(f"{d}/*.h") if "/tests/" not in h]
+
+    def one(h):
+        src = f'#include "{os.path.join(TOP, h)}"\n'
+        r = subprocess.run([cc, "-std=gnu11", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
+                            *inc, *flags, "-x", "c", "-"], input=src, capture_output=True,
+                           text=True)
+        return None if r.returncode == 0 else f"{h}: does not compile alone: " + (
+            r.stderr.strip().splitlines() or ["?"])[0]
+
+    with ThreadPoolExecutor(os.cpu_count() or 2) as ex:
+        findings.extend(x for x in ex.map(one, heads) if x)
+
+
+def check_sources(files, findings):
+    agent_headers = {os.path.basename(h) for h in git_files(f"{AGENT_DIR}/*.h")}
+    root_headers = {os.path.basename(h) for h in git_files("control-plane/*.h")}
+    agent_only = agent_headers - root_headers
+    banned = re.compile(r"(?<![\w.>])(" + "|".join(BANNED) + r")\s*\(")
+    static_fn = re.compile(r"^static\b[^;=(]*?\b([A-Za-z]\w*__\w*)\s*\(", re.M)
+    for f in files:
+        raw = read(f)
+        code = strip_comments(raw)
+        for m in banned.finditer(code):
+            if (f, m.group(1)) in BANNED_KNOWN:
+                continue
+            line = code.count("\n", 0, m.start()) + 1
+            findings.append(f"{f}:{line}: banned function {m.group(1)}() (docs/style.md)")
+        for m in static_fn.finditer(code):
+            line = code.count("\n", 0, m.start()) + 1
+            findings.append(f"{f}:{line}: static function {m.group(1)} contains '__' "
+                            "(docs/style.md: static names are snake_case without '__')")
+        for pat, allowed in INTERNAL:
+            if re.search(allowed, f):
+                continue
+            m = re.search(pat, code)
+            if m:
+                line = code.count("\n", 0, m.start()) + 1
+                findings.append(f"{f}:{line}: {m.group(0)} is another library's internal "
+                                "symbol (docs/design.md)")
+        incs = [(raw.count("\n", 0, m.start()) + 1, m.group(1))
+                for m in re.finditer(r'^\s*#\s*include\s+"([^"]+)"', raw, re.M)]
+        for line, h in incs:
+            where = f"{f}:{line}: #include \"{h}\""
+            if "/tests/" in f or f.startswith("tests/") or f.startswith("bench/"):
+                continue
+            if h.startswith("../") or h.startswith("agent/") or h.startswith("/"):
+                findings.append(f"{where}: reach another library through its public header, "
+                                "not a path (docs/design.md)")
+            if f.startswith("control-plane/ops/") and h in agent_only:
+                findings.append(f"{where}: ops never include the agent's headers "
+                                "(docs/design.md)")
+            if f.startswith("control-plane/core/") and not os.path.exists(
+                    os.path.join(TOP, "control-plane/core", h)):
+                findings.append(f"{where}: core/ depends on nothing of the control plane")
+            if h == "store_int.h" and not re.search(INTERNAL[0][1], f):
+                findings.append(f"{where}: store_int.h is ty_store's internal header")
+            if f.startswith(AGENT_DIR + "/") and h.startswith("typrof") and \
+                    h not in ("typrof.h", "typrof_report.h"):
+                findings.append(f"{where}: the agent uses the profiler through typrof_report.h")
+
+
+def check_tree_map(findings):
+    readme = read("README.md")
+    m = re.search(r"<!-- tree-map begin -->\n(.*?)<!-- tree-map end -->", readme, re.S)
+    if not m:
+        findings.append("README.md: no '<!-- tree-map begin/end -->' block (scripts/tree-map.py)")
+        return
+    want = subprocess.check_output([sys.executable, os.path.join(TOP, "scripts/tree-map.py")],
+                                   text=True)
+    if m.group(1) != want:
+        findings.append("README.md: the map of the tree is stale: scripts/tree-map.py --write")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
+    args = ap.parse_args()
+    files = git_files("*.c", "*.h")
+    findings = []
+    check_sources(files, findings)
+    check_tree_map(findings)
+    check_headers(args.cc, findings)
+    check_format(files, findings)
+    for f in findings:
+        print(f)
+    print(f"style-check: {len(files)} files, {len(findings)} findings")
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
