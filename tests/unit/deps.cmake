@@ -34,3 +34,9 @@ ty_dep_probe(server_engine ty_server docker.h allowed)
 # the core depends on nothing of the control plane.
 ty_dep_probe(core_store ty_core store.h forbidden)
 ty_dep_probe(core_self ty_core ty_buf.h allowed)
+
+# The libraries' links against docs/design.md's allowed graph (symbols each takes from the
+# others, read with nm from the built archives; no cycle).
+add_test(NAME deps_link_graph
+         COMMAND /usr/bin/env python3 ${CMAKE_SOURCE_DIR}/scripts/link-graph.py ${CMAKE_BINARY_DIR})
+set_tests_properties(deps_link_graph PROPERTIES LABELS unit TIMEOUT 60 SKIP_RETURN_CODE 77)
