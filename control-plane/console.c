@@ -21,11 +21,13 @@
 #include "console_call.h"
 #include "console_html.h"
 #include "console_job.h"
+#include "console_login.h"
 #include "console_pages.h"
 #include "console_presign.h"
 #include "ops/iamapi.h"
 #include "ops/studio.h"
 #include "route.h"
+#include "store_iam.h"
 #include "store_res.h"
 #include "ty_codec.h"
 #include "ty_log.h"
@@ -144,6 +146,17 @@ static void console__login_form(struct http_request *req, struct http_response *
     console_html_send(req, resp, status, &b);
 }
 
+/* 1 when IAM user name's login profile has PasswordResetRequired set. */
+static int console_reset_pending(struct store *s, const char *name)
+{
+    struct store_iam_user u;
+    struct ty_err err;
+    ty_err_clear(&err);
+    if (store_iam_user_get(s, name, &u, NULL, &err) != 0)
+        return 0;
+    return console_login_reset_required(s, u.name, u.id);
+}
+
 static void console__login(struct http_request *req, struct http_response *resp, struct store *s,
                            const struct route_ctx *rc)
 {
@@ -168,7 +181,9 @@ static void console__login(struct http_request *req, struct http_response *resp,
         return;
     }
     memset(pw, 0, sizeof(pw));
-    console_html_redirect(req, resp, "/console/home");
+    /* a user whose administrator asked for a new password goes to the change-password page */
+    console_html_redirect(req, resp,
+                          console_reset_pending(s, user) ? "/console/password" : "/console/home");
     console_auth_cookie(cookie, sizeof(cookie), sid, CONSOLE_AUTH_TTL_S, console_auth_secure(req));
     http_response_header(resp, "Set-Cookie", cookie);
 }

@@ -659,6 +659,8 @@ static int pg__user(const struct console_ctx *c, const char *name, const struct 
         ty_buf_puts(&b, "<p>This user can sign in to the console (since ");
         ty_buf_put_html(&b, pg__x(p, end, "CreateDate", v, sizeof(v)));
         ty_buf_puts(&b, "). ");
+        if (strcmp(pg__x(p, end, "PasswordResetRequired", v, sizeof(v)), "true") == 0)
+            ty_buf_puts(&b, "<strong>A new password is required at the next sign-in.</strong> ");
         console_html_button(&b, c->sess, "iam", "DeleteLoginProfile", back, "Remove password",
                             "Remove this user's console password?", "danger", "UserName", name,
                             NULL);
@@ -666,12 +668,14 @@ static int pg__user(const struct console_ctx *c, const char *name, const struct 
         pg__form(&b, c, "iam", "UpdateLoginProfile", back, "Set a new password");
         pg__hidden(&b, "p.UserName", name);
         pg__field(&b, "p.Password", "New password", "password", NULL, 1);
+        pg_check(&b, "PasswordResetRequired", "User must create a new password at next sign-in", 0);
         pg__form_end(&b, "Update password");
     } else if (err.code == TY_ENOTFOUND) {
         ty_buf_puts(&b, "<p>No console password.</p>\n");
         pg__form(&b, c, "iam", "CreateLoginProfile", back, "Give a console password");
         pg__hidden(&b, "p.UserName", name);
         pg__field(&b, "p.Password", "Password", "password", NULL, 1);
+        pg_check(&b, "PasswordResetRequired", "User must create a new password at next sign-in", 0);
         pg__form_end(&b, "Create login profile");
     } else {
         console_html_error(&b, &err, code);

@@ -46,7 +46,8 @@ def user(admin, name, password=None, policy=None, reset=False):
 
 
 def console_login(srv, name, password):
-    """1 when /console/login accepts the password (a 303 with the session cookie)."""
+    """Where /console/login sends name after accepting the password (a 303 with the session
+    cookie), or None when it refuses it."""
     body = urllib.parse.urlencode({"account": "000000000000", "username": name,
                                    "password": password}).encode()
 
@@ -56,10 +57,10 @@ def console_login(srv, name, password):
     opener = urllib.request.build_opener(NoRedirect)
     try:
         r = opener.open(urllib.request.Request(srv.url + "/console/login", data=body), timeout=30)
-        status = r.status
+        status, loc = r.status, r.headers.get("Location")
     except urllib.error.HTTPError as e:
-        status = e.code
-    return status == 303
+        status, loc = e.code, e.headers.get("Location")
+    return loc if status == 303 else None
 
 
 def test_weak_passwords_are_password_policy_violations(srv):
@@ -96,8 +97,8 @@ def test_change_password(srv):
     assert (code, status) == ("AccessDenied", 403)
     assert "old password" in msg
     me.change_password(OldPassword="First-Passw0rd", NewPassword="Second-Passw0rd")
-    assert console_login(srv, "con-pw-a", "Second-Passw0rd")
-    assert not console_login(srv, "con-pw-a", "First-Passw0rd")
+    assert console_login(srv, "con-pw-a", "Second-Passw0rd") == "/console/home"
+    assert console_login(srv, "con-pw-a", "First-Passw0rd") is None
 
     # without iam:ChangePassword: allowed by IAM's default policy, refused by a custom one
     # without AllowUsersToChangePassword, allowed again when it says so
@@ -127,7 +128,10 @@ def test_change_password(srv):
     assert admin.get_login_profile(UserName="con-pw-c")["LoginProfile"]["PasswordResetRequired"]
     admin.update_account_password_policy(MinimumPasswordLength=8)
     try:
+        # the console sends him to the change-password page first
+        assert console_login(srv, "con-pw-c", "First-Passw0rd") == "/console/password"
         c.change_password(OldPassword="First-Passw0rd", NewPassword="Second-Passw0rd")
+        assert console_login(srv, "con-pw-c", "Second-Passw0rd") == "/console/home"
         assert not admin.get_login_profile(
             UserName="con-pw-c")["LoginProfile"]["PasswordResetRequired"]
         with pytest.raises(botocore.exceptions.ClientError) as e:
