@@ -252,18 +252,32 @@ static json_t *op__get_job(struct op_ctx *ctx, json_t *in, struct ty_err *err)
     return doc;
 }
 
+/* Grace after a pool's period before it is shown Terminated although its agent never said so
+   (the agent died holding it: agent/warmpool.c ends pools within a second of their period). */
+#define OP_WARM_GRACE_S 60
+
 /* An Available warm pool's ResourceRetainedBillableTimeInSeconds grows until it ends: computed
-   from _warm_since (the agent's record of when the pool was retained). */
+   from _warm_since (the agent's record of when the pool was retained). One past its period by
+   more than OP_WARM_GRACE_S is shown Terminated, billed for its period. */
 static void op_warm_billable(struct op_ctx *ctx, json_t *doc)
 {
     json_t *wp = json_object_get(doc, "WarmPoolStatus");
     json_t *since = json_object_get(doc, "_warm_since");
+    json_t *keep =
+        json_object_get(json_object_get(doc, "ResourceConfig"), "KeepAlivePeriodInSeconds");
     const char *st = json_string_value(json_object_get(wp, "Status"));
+    double t0, held;
 
-    if (st && strcmp(st, "Available") == 0 && json_is_number(since) &&
-        ctx->now > json_number_value(since))
-        json_object_set_new(wp, "ResourceRetainedBillableTimeInSeconds",
-                            json_integer((json_int_t)(ctx->now - json_number_value(since))));
+    if (!st || strcmp(st, "Available") != 0 || !json_is_number(since))
+        return;
+    t0 = json_number_value(since);
+    held = ctx->now > t0 ? ctx->now - t0 : 0;
+    if (json_is_integer(keep) && held > (double)json_integer_value(keep) + OP_WARM_GRACE_S) {
+        json_object_set_new(wp, "Status", json_string("Terminated"));
+        held = (double)json_integer_value(keep);
+    }
+    json_object_set_new(wp, "ResourceRetainedBillableTimeInSeconds",
+                        json_integer((json_int_t)held));
 }
 
 int op_training_describe(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)

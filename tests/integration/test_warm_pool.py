@@ -121,3 +121,40 @@ def test_warm_pool_reuse_isolation_update_and_expiry(make_server):
             H.unique("wp-bad"), "true", ResourceConfig={"KeepAlivePeriodInSeconds": 21601}))
     assert ei.value.response["Error"]["Code"] == "ValidationException"
     assert "resourceConfig.keepAlivePeriodInSeconds" in ei.value.response["Error"]["Message"]
+
+
+TALK = ('H=$SM_CURRENT_HOST; if [ "$H" = algo-2 ]; then n=0; until echo "hi from $H" | '
+        'nc algo-1 5000; do n=$((n+1)); [ $n -lt 100 ] || exit 5; sleep 0.2; done; exit 0; fi; '
+        'echo "GOT $(nc -l -p 5000)"')
+
+
+def _networks(job):
+    f = urllib.parse.quote(json.dumps({"name": [f"trainyard-{job}"]}))
+    st, body = H.engine_request("GET", f"/networks?filters={f}")
+    assert st == 200, body
+    return [n for n in json.loads(body) if n["Name"] == f"trainyard-{job}"]
+
+
+def test_warm_pool_two_hosts_keep_their_network(make_server):
+    s = make_server(agents=1, extra=["--stop-grace", "2"])
+    sm, logs = s.client("sagemaker"), s.client("logs")
+    two = {"ResourceConfig": {"InstanceCount": 2, "KeepAlivePeriodInSeconds": 60}}
+    a = H.unique("wp-2a")
+    sm.create_training_job(**H.job_request(a, "true", **two))
+    assert H.wait_job(sm, a)["TrainingJobStatus"] == "Completed"
+    _wait_wp(sm, a, "Available")
+    assert len(_sandboxes(a)) == 2 and len(_networks(a)) == 1
+    b = H.unique("wp-2b")
+    sm.create_training_job(**H.job_request(b, TALK, **two))
+    d = H.wait_job(sm, b)
+    assert d["TrainingJobStatus"] == "Completed", d.get("FailureReason")
+    assert _wp(sm.describe_training_job(TrainingJobName=a))["ReusedByJob"] == b
+    got = [m for st in H.job_stream(logs, b)["logStreams"]
+           for m in (e["message"] for e in H.log_events(logs, st["logStreamName"])[0])
+           if m.startswith("GOT ")]
+    assert got == ["GOT hi from algo-2"], got
+    _wait_wp(sm, b, "Available")
+    sm.update_training_job(TrainingJobName=b, ResourceConfig={"KeepAlivePeriodInSeconds": 0})
+    _wait_wp(sm, b, "Terminated", timeout=15)
+    H.wait_for(lambda: _sandboxes(a) == [] and _networks(a) == [], 10,
+               "the sandboxes and the network removed")
