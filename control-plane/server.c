@@ -21,6 +21,7 @@
 #include "store.h"
 #include "tuning.h"
 #include "ty_log.h"
+#include "ty_mem.h"
 #include "ty_opts.h"
 
 #include <errno.h>
@@ -232,6 +233,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "trainyard-server: --log-level must be debug, info, warn or error\n");
         return 1;
     }
+    /* before any thread starts: the HTTP workers share malloc's arenas (ty_mem.h) */
+    ty_mem_init(TY_MEM_ARENAS);
     if (server__int("agents", cfg.agents, 0, 64, &nagents) ||
         server__int("threads", cfg.threads, 1, 256, &threads) ||
         server__int("stop-grace", cfg.stop_grace, 0, 86400, &grace) ||
@@ -388,8 +391,7 @@ int main(int argc, char **argv)
            cfg.listen, http_port(http), data_dir, cfg.redis[0] ? "external" : "private", nagents,
            docker_host, cfg.s3_endpoint[0] ? cfg.s3_endpoint : "embedded", TY_VERSION);
 
-    while (sigwait(&sigs, &sig) != 0)
-        ;
+    sig = ty_mem_sigwait(&sigs); /* trims malloc's free pages once a minute meanwhile */
     ty_log(TY_LOG_INFO, "server.stopping", "signal=%d", sig);
     status = 0;
     goto out;

@@ -9,6 +9,7 @@
 #include "s3client.h"
 #include "ty_err.h"
 #include "ty_log.h"
+#include "ty_mem.h"
 #include "ty_opts.h"
 
 #include <limits.h>
@@ -123,6 +124,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "trainyard-agent: invalid --log-level '%s'\n", c.log_level);
         return 1;
     }
+    /* before any thread starts: the job threads share malloc's arenas (ty_mem.h) */
+    ty_mem_init(TY_MEM_ARENAS);
     if (ty_opts_int(&main_prog, "slots", c.slots, 1, 1024, &ac.slots) != 0 ||
         ty_opts_int(&main_prog, "stop-grace", c.stop_grace, 1, 86400, &ac.stop_grace_s) != 0 ||
         ty_opts_int(&main_prog, "heartbeat-ttl", c.heartbeat_ttl, 1, 3600, &ac.heartbeat_ttl_s) !=
@@ -171,7 +174,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "trainyard-agent: %s\n", err.msg[0] ? err.msg : ty_strerror(err.code));
         return 1;
     }
-    sigwait(&set, &sig);
+    sig = ty_mem_sigwait(&set); /* trims malloc's free pages once a minute meanwhile */
     ty_log(TY_LOG_INFO, "agent.signal", "signal=%d", sig);
     agent_stop(a);
     return 0;
