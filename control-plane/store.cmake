@@ -17,7 +17,9 @@ file(CONFIGURE OUTPUT ${TY_STORE_LUA_C} CONTENT "${_ty_lua_out}" @ONLY)
 # session.c: temporary role credentials of training jobs (session.h), linked by server and agent.
 # store_script.c: EVALSHA with the NOSCRIPT reload for every script table; store_res.c: the
 # generic resources (res.lua).
-add_library(ty_store STATIC ${TY_CP_DIR}/store.c ${TY_CP_DIR}/queue.c ${TY_CP_DIR}/store_iam.c
+add_library(ty_store STATIC ${TY_CP_DIR}/store.c ${TY_CP_DIR}/store_job.c
+  ${TY_CP_DIR}/store_joblist.c ${TY_CP_DIR}/store_tags.c ${TY_CP_DIR}/store_principal.c
+  ${TY_CP_DIR}/store_log.c ${TY_CP_DIR}/queue.c ${TY_CP_DIR}/store_iam.c
   ${TY_CP_DIR}/session.c ${TY_CP_DIR}/authgen.c ${TY_CP_DIR}/store_metrics.c ${TY_CP_DIR}/store_lease.c
   ${TY_CP_DIR}/store_script.c ${TY_CP_DIR}/store_res.c ${TY_STORE_LUA_C})
 target_include_directories(ty_store PUBLIC ${TY_CP_DIR})

@@ -8,6 +8,7 @@
 #ifndef TY_CP_STORE_INT_H
 #define TY_CP_STORE_INT_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "store.h"
@@ -20,6 +21,57 @@ extern const char store__lua_job_create[];
 extern const char store__lua_job_transition[];
 extern const char store__lua_job_delete[];
 extern const char store__lua_log_append[];
+
+#define STORE_MAX_ARGS      100000
+#define STORE_KEY_MAX       1024
+#define STORE_TOKEN_MAX     2048
+#define STORE_STATUS_PREFIX "ty:idx:job:status:"
+
+/* The scripts of store.c's table (store__eval). */
+enum store_sc { SC_JOB_CREATE, SC_JOB_TRANSITION, SC_JOB_DELETE, SC_LOG_APPEND, SC_COUNT };
+
+/*
+ * EVALSHA script sc of store.c's table with nkeys keys then the other args (keys first).
+ * new: the reply (possibly an error reply), or NULL with err.
+ */
+struct redisReply *store__eval(struct store *s, enum store_sc sc, int nkeys, int nargs,
+                               const char **args, const size_t *lens, struct ty_err *err);
+
+/* The region and account of store_set_identity (borrowed: valid while s lives). */
+const char *store__region(const struct store *s);
+const char *store__account(const struct store *s);
+
+/* out = a b [":" c]. 0, or -TY_EINVAL when it does not fit in n. */
+int store__key(char *out, size_t n, const char *a, const char *b, const char *c,
+               struct ty_err *err);
+/* Epoch seconds rounded to milliseconds (timestamps keep ms, and cjson keeps 13 digits). */
+double store__ms_round(double t);
+/* The wall clock in epoch milliseconds. */
+long long store__now_ms(void);
+
+/* An argument vector whose strings may be owned (freed by store__args_cleanup). */
+struct store_args {
+    const char **v;
+    size_t *len;
+    char **owned; /* per slot: the string to free, or NULL */
+    int n, cap;
+};
+/* Room for cap arguments. 0 or -TY_ENOMEM (then call store__args_cleanup). */
+int store__args_init(struct store_args *a, int cap);
+/* Frees the owned strings and the vectors; a may be initialised again. */
+void store__args_cleanup(struct store_args *a);
+/* Adds s (borrowed) or, with own, a malloc'd string (stolen, even on failure). 0 or error. */
+int store__args_add(struct store_args *a, const char *s, size_t len, int own);
+/* Adds a borrowed C string. */
+int store__args_str(struct store_args *a, const char *s);
+/* Adds v's compact JSON text (owned). */
+int store__args_json(struct store_args *a, const json_t *v);
+/* Adds formatted text of at most 63 bytes (owned). */
+int store__args_fmt(struct store_args *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A job hash (HGETALL reply) as a DescribeTrainingJob document. new, or NULL with err. */
+json_t *store__doc_from_reply(const struct redisReply *r, struct ty_err *err);
 
 /*
  * Runs one command. Returns a new reply (which may be an error reply: the caller checks), or
