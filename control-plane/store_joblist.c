@@ -411,32 +411,140 @@ done:
     return rc;
 }
 
+/* The candidates of the creation-time index that pass q's name and creation-time filters.
+   OUT: *c and *tmp (new, n + 1 entries each; the names borrow from *idx, also new), *n. 0 or
+   error (nothing left to free then). */
+static int store_job_cands(struct store *s, const struct store_job_query *q, redisReply **idx,
+                           struct store_cand **c, struct store_cand **tmp, size_t *n,
+                           struct ty_err *err)
+{
+    redisReply *r = store__cmdv(s, err, "ZRANGE", "ty:idx:job", "0", "-1", "WITHSCORES", NULL);
+    size_t k = 0;
+
+    if (!r)
+        return -TY_EREDIS;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2) {
+        store__reply_err(r, "ZRANGE", err);
+        freeReplyObject(r);
+        return -TY_EREDIS;
+    }
+    *c = calloc(r->elements / 2 + 1, sizeof(**c));
+    *tmp = calloc(r->elements / 2 + 1, sizeof(**tmp));
+    if (!*c || !*tmp) {
+        ty_safefree(*c);
+        ty_safefree(*tmp);
+        freeReplyObject(r);
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    }
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        const char *name = r->element[i]->str;
+        double created;
+        if (!name || !r->element[i + 1]->str)
+            continue;
+        created = strtod(r->element[i + 1]->str, NULL);
+        if (q->name_contains && !store_contains_ci(name, q->name_contains))
+            continue;
+        if (q->created_after > 0 && !(created > q->created_after))
+            continue;
+        if (q->created_before > 0 && !(created < q->created_before))
+            continue;
+        (*c)[k].name = name;
+        (*c)[k].created = created;
+        (*c)[k].modified = created;
+        k++;
+    }
+    *idx = r;
+    *n = k;
+    return 0;
+}
+
+/* Keeps the candidates whose LastModifiedTime passes q's filters. 0 or error. */
+static int store_filter_modified(struct store *s, const struct store_job_query *q,
+                                 struct store_cand *c, size_t *n, struct ty_err *err)
+{
+    size_t keep = 0;
+    if (store_fill_modified(s, c, n, err) < 0)
+        return -err->code;
+    for (size_t i = 0; i < *n; i++) {
+        if (q->modified_after > 0 && !(c[i].modified > q->modified_after))
+            continue;
+        if (q->modified_before > 0 && !(c[i].modified < q->modified_before))
+            continue;
+        c[keep++] = c[i];
+    }
+    *n = keep;
+    return 0;
+}
+
+/* Appends the documents of c[0..take) to out (one pipelined HGETALL each; a job deleted
+   meanwhile is skipped). 0 or error. */
+static int store_job_page(struct store *s, const struct store_cand *c, size_t take, json_t *out,
+                          struct ty_err *err)
+{
+    char(*keys)[STORE_KEY_MAX] = malloc(take * STORE_KEY_MAX);
+    const char *(*argv)[2] = malloc(take * sizeof(*argv));
+    const char *const **argvp = malloc(take * sizeof(*argvp));
+    int *argc = malloc(take * sizeof(*argc));
+    redisReply **rep = calloc(take, sizeof(*rep));
+    int rc;
+
+    if (keys && argv && argvp && argc && rep) {
+        for (size_t i = 0; i < take; i++) {
+            snprintf(keys[i], STORE_KEY_MAX, "ty:job:%s", c[i].name);
+            argv[i][0] = "HGETALL";
+            argv[i][1] = keys[i];
+            argvp[i] = argv[i];
+            argc[i] = 2;
+        }
+        rc = store__pipeline(s, take, argc, argvp, rep, err);
+    } else {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    }
+    for (size_t i = 0; rc == 0 && i < take; i++) {
+        struct ty_err e2;
+        json_t *doc = store__doc_from_reply(rep[i], &e2);
+        if (doc)
+            json_array_append_new(out, doc);
+    }
+    for (size_t i = 0; rep && rc == 0 && i < take; i++)
+        freeReplyObject(rep[i]);
+    free(keys);
+    free(argv);
+    free(argvp);
+    free(argc);
+    free(rep);
+    return rc;
+}
+
+/* q's sort order. 0, or -TY_EINVAL for an unknown SortBy. */
+static int store_sort_of(const struct store_job_query *q, enum store_sort *sort, struct ty_err *err)
+{
+    if (q->sort_by && strcmp(q->sort_by, "Name") == 0)
+        *sort = SORT_NAME;
+    else if (q->sort_by && strcmp(q->sort_by, "Status") == 0)
+        *sort = SORT_STATUS;
+    else if (q->sort_by && *q->sort_by && strcmp(q->sort_by, "CreationTime") != 0)
+        return ty_err_set(err, TY_EINVAL, "SortBy", "Invalid SortBy '%s'", q->sort_by);
+    else
+        *sort = SORT_CREATION;
+    return 0;
+}
+
 json_t *store_job_list(struct store *s, const struct store_job_query *q, char **next_token,
                        struct ty_err *err)
 {
     redisReply *idx = NULL;
-    redisReply **rep = NULL;
     struct store_cand *c = NULL, *tmp = NULL;
     size_t n = 0, start = 0, take = 0;
     enum store_sort sort = SORT_CREATION;
     int asc = q->ascending ? 1 : 0, max = q->max_results;
-    int need_status = q->status_equals != NULL;
-    int need_modified = q->modified_after > 0 || q->modified_before > 0;
     char tokbuf[STORE_TOKEN_MAX];
     struct store_cursor cur = {0};
     json_t *out = NULL;
     char *tok = NULL;
 
-    if (q->sort_by && strcmp(q->sort_by, "Name") == 0)
-        sort = SORT_NAME;
-    else if (q->sort_by && strcmp(q->sort_by, "Status") == 0)
-        sort = SORT_STATUS;
-    else if (q->sort_by && *q->sort_by && strcmp(q->sort_by, "CreationTime") != 0) {
-        ty_err_set(err, TY_EINVAL, "SortBy", "Invalid SortBy '%s'", q->sort_by);
+    if (store_sort_of(q, &sort, err) < 0)
         return NULL;
-    }
-    if (sort == SORT_STATUS)
-        need_status = 1;
     if (max <= 0)
         max = 10;
     if (max > 100)
@@ -446,52 +554,14 @@ json_t *store_job_list(struct store *s, const struct store_job_query *q, char **
         ty_err_set(err, TY_EINVAL, "NextToken", "Invalid pagination token");
         return NULL;
     }
-
-    idx = store__cmdv(s, err, "ZRANGE", "ty:idx:job", "0", "-1", "WITHSCORES", NULL);
-    if (!idx)
+    if (store_job_cands(s, q, &idx, &c, &tmp, &n, err) < 0)
         return NULL;
-    if (idx->type != REDIS_REPLY_ARRAY || idx->elements % 2) {
-        store__reply_err(idx, "ZRANGE", err);
+    if ((q->status_equals || sort == SORT_STATUS) &&
+        store_fill_status(s, q->status_equals, c, &n, err) < 0)
         goto out;
-    }
-    c = calloc(idx->elements / 2 + 1, sizeof(*c));
-    tmp = calloc(idx->elements / 2 + 1, sizeof(*tmp));
-    if (!c || !tmp) {
-        ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    if ((q->modified_after > 0 || q->modified_before > 0) &&
+        store_filter_modified(s, q, c, &n, err) < 0)
         goto out;
-    }
-    for (size_t i = 0; i + 1 < idx->elements; i += 2) {
-        const char *name = idx->element[i]->str;
-        double created;
-        if (!name || !idx->element[i + 1]->str)
-            continue;
-        created = strtod(idx->element[i + 1]->str, NULL);
-        if (q->name_contains && !store_contains_ci(name, q->name_contains))
-            continue;
-        if (q->created_after > 0 && !(created > q->created_after))
-            continue;
-        if (q->created_before > 0 && !(created < q->created_before))
-            continue;
-        c[n].name = name;
-        c[n].created = created;
-        c[n].modified = created;
-        n++;
-    }
-    if (need_status && store_fill_status(s, q->status_equals, c, &n, err) < 0)
-        goto out;
-    if (need_modified) {
-        size_t keep = 0;
-        if (store_fill_modified(s, c, &n, err) < 0)
-            goto out;
-        for (size_t i = 0; i < n; i++) {
-            if (q->modified_after > 0 && !(c[i].modified > q->modified_after))
-                continue;
-            if (q->modified_before > 0 && !(c[i].modified < q->modified_before))
-                continue;
-            c[keep++] = c[i];
-        }
-        n = keep;
-    }
     if (q->warm_pool_status && store_filter_warm(s, q->warm_pool_status, c, &n, err) < 0)
         goto out;
     store_sort_cands(c, tmp, n, sort, asc);
@@ -510,58 +580,20 @@ json_t *store_job_list(struct store *s, const struct store_job_query *q, char **
         ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
         goto out;
     }
-    if (take > 0) {
-        char(*keys)[STORE_KEY_MAX] = malloc(take * STORE_KEY_MAX);
-        const char *(*argv)[2] = malloc(take * sizeof(*argv));
-        const char *const **argvp = malloc(take * sizeof(*argvp));
-        int *argc = malloc(take * sizeof(*argc));
-        int rc = -TY_ENOMEM;
-        rep = calloc(take, sizeof(*rep));
-        if (keys && argv && argvp && argc && rep) {
-            for (size_t i = 0; i < take; i++) {
-                snprintf(keys[i], STORE_KEY_MAX, "ty:job:%s", c[start + i].name);
-                argv[i][0] = "HGETALL";
-                argv[i][1] = keys[i];
-                argvp[i] = argv[i];
-                argc[i] = 2;
-            }
-            rc = store__pipeline(s, take, argc, argvp, rep, err);
-        } else {
-            ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-        }
-        free(keys);
-        free(argv);
-        free(argvp);
-        free(argc);
-        if (rc < 0) {
-            ty_safefree(rep);
-            json_decref(out);
-            out = NULL;
-            goto out;
-        }
-        for (size_t i = 0; i < take; i++) {
-            struct ty_err e2;
-            json_t *doc = store__doc_from_reply(rep[i], &e2);
-            if (doc)
-                json_array_append_new(out, doc);
-        }
-    }
+    if (take > 0 && store_job_page(s, c + start, take, out, err) < 0)
+        goto fail;
     if (start + take < n) {
         tok = store_token_make(q, sort, asc, &c[start + take - 1]);
         if (!tok) {
             ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-            json_decref(out);
-            out = NULL;
-            goto out;
+            goto fail;
         }
     }
+    goto out;
+fail:
+    json_decref(out);
+    out = NULL;
 out:
-    if (rep) {
-        for (size_t i = 0; i < take; i++)
-            if (rep[i])
-                freeReplyObject(rep[i]);
-        free(rep);
-    }
     free(c);
     free(tmp);
     if (idx)
