@@ -18,7 +18,7 @@
 #include <strings.h>
 
 /* First value of header name (any case), or NULL; as http_header, without linking http.c. */
-static const char *auth__header(const struct http_request *req, const char *name)
+static const char *auth_header(const struct http_request *req, const char *name)
 {
     for (size_t i = 0; i < req->nheaders; i++)
         if (strcasecmp(req->headers[i].name, name) == 0)
@@ -56,7 +56,7 @@ int auth_form_param(const char *s, size_t n, const char *name, char *out, size_t
 }
 
 /* A query-protocol parameter from the query string, else from a POST form body. */
-static int auth__query_param(const struct http_request *req, const char *name, char *out, size_t n)
+static int auth_query_param(const struct http_request *req, const char *name, char *out, size_t n)
 {
     if (req->query && auth_form_param(req->query, strlen(req->query), name, out, n))
         return 1;
@@ -67,7 +67,7 @@ static int auth__query_param(const struct http_request *req, const char *name, c
 
 const char *auth_service_of(const struct http_request *req)
 {
-    const char *t = auth__header(req, "X-Amz-Target"), *p = req->path;
+    const char *t = auth_header(req, "X-Amz-Target"), *p = req->path;
     char action[128], version[32];
 
     if (t) {
@@ -85,8 +85,8 @@ const char *auth_service_of(const struct http_request *req)
         strcmp(p, SESSION_CREDENTIALS_PATH) == 0 ||
         (strncmp(p, "/console", 8) == 0 && (p[8] == '\0' || p[8] == '/')))
         return NULL;
-    if (strcmp(p, "/") == 0 && auth__query_param(req, "Action", action, sizeof(action))) {
-        if (!auth__query_param(req, "Version", version, sizeof(version)))
+    if (strcmp(p, "/") == 0 && auth_query_param(req, "Action", action, sizeof(action))) {
+        if (!auth_query_param(req, "Version", version, sizeof(version)))
             return NULL;
         if (strcmp(version, "2011-06-15") == 0)
             return "sts";
@@ -127,7 +127,7 @@ void auth_principal_cleanse(struct auth_principal *p)
 }
 
 /* Constant-time equality of two NUL-terminated strings of the same length. */
-static int auth__same(const char *a, const char *b)
+static int auth_same(const char *a, const char *b)
 {
     size_t n = strlen(a);
     if (n != strlen(b))
@@ -151,7 +151,7 @@ static int auth_lookup_store(struct store *s, const struct sigv4_auth *a, time_t
         if (rc != 0)
             return rc;
         session_sha256_hex(a->session_token, sha);
-        if (!a->session_token[0] || !auth__same(sha, c.token_sha)) {
+        if (!a->session_token[0] || !auth_same(sha, c.token_sha)) {
             OPENSSL_cleanse(&c, sizeof(c));
             return ty_err_set(err, TY_EBADKEY, "X-Amz-Security-Token",
                               "The security token included in the request is invalid.");
@@ -218,7 +218,7 @@ static int auth_cache_check(const struct auth_cache_entry *e, const struct sigv4
         return 0;
     }
     session_sha256_hex(a->session_token, sha);
-    if (!a->session_token[0] || !auth__same(sha, e->token_sha))
+    if (!a->session_token[0] || !auth_same(sha, e->token_sha))
         return ty_err_set(err, TY_EBADKEY, "X-Amz-Security-Token",
                           "The security token included in the request is invalid.");
     if (e->expires <= (long long)now)
@@ -348,7 +348,7 @@ int auth_request(struct worker *w, const struct http_request *req, const struct 
 
 int auth_scope_service(const struct http_request *req, char *out, size_t n)
 {
-    const char *a = auth__header(req, "Authorization"), *c, *p;
+    const char *a = auth_header(req, "Authorization"), *c, *p;
     char cred[300];
     size_t k = 0;
 

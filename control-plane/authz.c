@@ -140,14 +140,14 @@ size_t authz_table(const struct authz_op **rows)
 
 /* ---- resources ---- */
 
-static const char *authz__str(json_t *in, const char *key)
+static const char *authz_str(json_t *in, const char *key)
 {
     const char *v = json_string_value(json_object_get(in, key));
     return v ? v : "";
 }
 
 /* The user name of a principal ARN arn:aws:iam::<acct>:user[/path]/<name>, or NULL. */
-static const char *authz__user_of(const char *arn)
+static const char *authz_user_of(const char *arn)
 {
     const char *u, *slash;
     if (!arn || strncmp(arn, "arn:aws:iam::", 13) != 0)
@@ -168,8 +168,8 @@ enum authz__kind { AUTHZ_K_NONE, AUTHZ_K_USER, AUTHZ_K_ROLE, AUTHZ_K_ASSUMED };
  * arn:aws:sts::<acct>:assumed-role/<name>/<session> (AUTHZ_K_ASSUMED). OUT: name (size n),
  * acct (size an), *session (borrowed from arn; assumed roles only, else NULL).
  */
-static enum authz__kind authz__parse(const char *arn, char *name, size_t n, char *acct, size_t an,
-                                     const char **session)
+static enum authz__kind authz_parse(const char *arn, char *name, size_t n, char *acct, size_t an,
+                                    const char **session)
 {
     const char *a, *colon, *rest, *slash;
     enum authz__kind k;
@@ -212,10 +212,10 @@ static enum authz__kind authz__parse(const char *arn, char *name, size_t n, char
 }
 
 /* snprintf into buf with the part after `lower_from` lower-cased; 0 or -TY_EINVAL. */
-static int authz__put(char *buf, size_t n, size_t lower_from, struct ty_err *err, const char *fmt,
-                      ...) __attribute__((format(printf, 5, 6)));
-static int authz__put(char *buf, size_t n, size_t lower_from, struct ty_err *err, const char *fmt,
-                      ...)
+static int authz_put(char *buf, size_t n, size_t lower_from, struct ty_err *err, const char *fmt,
+                     ...) __attribute__((format(printf, 5, 6)));
+static int authz_put(char *buf, size_t n, size_t lower_from, struct ty_err *err, const char *fmt,
+                     ...)
 {
     va_list ap;
     int w;
@@ -244,53 +244,52 @@ int authz_resource(const struct authz_op *row, json_t *in, const char *region, c
 
     switch (row->res) {
     case AUTHZ_RES_STAR:
-        return authz__put(buf, n, n, err, "*");
+        return authz_put(buf, n, n, err, "*");
     case AUTHZ_RES_TRAINING_JOB:
-        return authz__put(buf, n, hl, err, "%straining-job/%s", head,
-                          authz__str(in, "TrainingJobName"));
+        return authz_put(buf, n, hl, err, "%straining-job/%s", head,
+                         authz_str(in, "TrainingJobName"));
     case AUTHZ_RES_TUNING_JOB:
-        return authz__put(buf, n, hl, err, "%shyper-parameter-tuning-job/%s", head,
-                          authz__str(in, "HyperParameterTuningJobName"));
+        return authz_put(buf, n, hl, err, "%shyper-parameter-tuning-job/%s", head,
+                         authz_str(in, "HyperParameterTuningJobName"));
     case AUTHZ_RES_DOMAIN:
-        return authz__put(buf, n, hl, err, "%sdomain/%s", head, authz__str(in, "DomainId"));
+        return authz_put(buf, n, hl, err, "%sdomain/%s", head, authz_str(in, "DomainId"));
     case AUTHZ_RES_DOMAIN_NEW:
-        return authz__put(buf, n, hl, err, "%sdomain/*", head);
+        return authz_put(buf, n, hl, err, "%sdomain/*", head);
     case AUTHZ_RES_PROFILE:
-        return authz__put(buf, n, hl, err, "%suser-profile/%s/%s", head, authz__str(in, "DomainId"),
-                          authz__str(in, "UserProfileName"));
+        return authz_put(buf, n, hl, err, "%suser-profile/%s/%s", head, authz_str(in, "DomainId"),
+                         authz_str(in, "UserProfileName"));
     case AUTHZ_RES_APP:
-        user = json_object_get(in, "UserProfileName") ? authz__str(in, "UserProfileName")
-                                                      : authz__str(in, "SpaceName");
-        return authz__put(buf, n, hl, err, "%sapp/%s/%s/%s/%s", head, authz__str(in, "DomainId"),
-                          user, authz__str(in, "AppType"), authz__str(in, "AppName"));
+        user = json_object_get(in, "UserProfileName") ? authz_str(in, "UserProfileName")
+                                                      : authz_str(in, "SpaceName");
+        return authz_put(buf, n, hl, err, "%sapp/%s/%s/%s/%s", head, authz_str(in, "DomainId"),
+                         user, authz_str(in, "AppType"), authz_str(in, "AppName"));
     case AUTHZ_RES_TAGGED:
-        return authz__put(buf, n, n, err, "%s", authz__str(in, "ResourceArn"));
+        return authz_put(buf, n, n, err, "%s", authz_str(in, "ResourceArn"));
     case AUTHZ_RES_LOG_GROUP:
-        return authz__put(buf, n, n, err, "arn:aws:logs:%s:%s:log-group:%s", region, account,
-                          json_object_get(in, "logGroupName")
-                              ? authz__str(in, "logGroupName")
-                              : authz__str(in, "logGroupIdentifier"));
+        return authz_put(buf, n, n, err, "arn:aws:logs:%s:%s:log-group:%s", region, account,
+                         json_object_get(in, "logGroupName") ? authz_str(in, "logGroupName")
+                                                             : authz_str(in, "logGroupIdentifier"));
     case AUTHZ_RES_LOG_STREAM:
-        return authz__put(
-            buf, n, n, err, "arn:aws:logs:%s:%s:log-group:%s:log-stream:%s", region, account,
-            json_object_get(in, "logGroupName") ? authz__str(in, "logGroupName")
-                                                : authz__str(in, "logGroupIdentifier"),
-            authz__str(in, "logStreamName"));
+        return authz_put(buf, n, n, err, "arn:aws:logs:%s:%s:log-group:%s:log-stream:%s", region,
+                         account,
+                         json_object_get(in, "logGroupName") ? authz_str(in, "logGroupName")
+                                                             : authz_str(in, "logGroupIdentifier"),
+                         authz_str(in, "logStreamName"));
     case AUTHZ_RES_IAM_USER:
         user = json_string_value(json_object_get(in, "UserName"));
         if (!user) {
             /* the caller itself: its ARN when it is an IAM user */
-            if (authz__user_of(caller))
-                return authz__put(buf, n, n, err, "%s", caller);
+            if (authz_user_of(caller))
+                return authz_put(buf, n, n, err, "%s", caller);
             user = "";
         }
         path = json_string_value(json_object_get(in, "Path"));
-        return authz__put(buf, n, n, err, "arn:aws:iam::%s:user%s%s", account, path ? path : "/",
-                          user);
+        return authz_put(buf, n, n, err, "arn:aws:iam::%s:user%s%s", account, path ? path : "/",
+                         user);
     case AUTHZ_RES_IAM_ROLE:
         path = json_string_value(json_object_get(in, "Path"));
-        return authz__put(buf, n, n, err, "arn:aws:iam::%s:role%s%s", account, path ? path : "/",
-                          authz__str(in, "RoleName"));
+        return authz_put(buf, n, n, err, "arn:aws:iam::%s:role%s%s", account, path ? path : "/",
+                         authz_str(in, "RoleName"));
     }
     return ty_err_set(err, TY_EINTERNAL, NULL, "unknown resource kind");
 }
@@ -311,15 +310,15 @@ struct authz__entry {
     unsigned long long gen; /* authgen_current() when (id, ver) were last read from Redis */
 };
 
-struct authz__cache {
+struct authz_cache {
     struct authz__entry e[AUTHZ_CACHE_N];
     unsigned long long tick;
 };
 
-static pthread_key_t authz__key;
-static pthread_once_t authz__once = PTHREAD_ONCE_INIT;
+static pthread_key_t authz_key;
+static pthread_once_t authz_once = PTHREAD_ONCE_INIT;
 
-static void authz__entry_clear(struct authz__entry *e)
+static void authz_entry_clear(struct authz__entry *e)
 {
     for (size_t i = 0; i < e->npol; i++)
         iam_policy_free(e->pols[i]);
@@ -328,29 +327,29 @@ static void authz__entry_clear(struct authz__entry *e)
     memset(e, 0, sizeof(*e));
 }
 
-static void authz__cache_free(void *p)
+static void authz_cache_free(void *p)
 {
-    struct authz__cache *c = p;
+    struct authz_cache *c = p;
     if (!c)
         return;
     for (int i = 0; i < AUTHZ_CACHE_N; i++)
-        authz__entry_clear(&c->e[i]);
+        authz_entry_clear(&c->e[i]);
     free(c);
 }
 
-static void authz__key_init(void)
+static void authz_key_init(void)
 {
-    pthread_key_create(&authz__key, authz__cache_free);
+    pthread_key_create(&authz_key, authz_cache_free);
 }
 
-static struct authz__cache *authz__cache(void)
+static struct authz_cache *authz_cache(void)
 {
-    struct authz__cache *c;
-    pthread_once(&authz__once, authz__key_init);
-    c = pthread_getspecific(authz__key);
+    struct authz_cache *c;
+    pthread_once(&authz_once, authz_key_init);
+    c = pthread_getspecific(authz_key);
     if (!c) {
         c = calloc(1, sizeof(*c));
-        if (c && pthread_setspecific(authz__key, c) != 0) {
+        if (c && pthread_setspecific(authz_key, c) != 0) {
             free(c);
             c = NULL;
         }
@@ -359,8 +358,8 @@ static struct authz__cache *authz__cache(void)
 }
 
 /* Fills e from the store (policies parsed). 0, -TY_ENOTFOUND or a store error. */
-static int authz__entry_load(struct store *s, int role, const char *name, struct authz__entry *e,
-                             struct ty_err *err)
+static int authz_entry_load(struct store *s, int role, const char *name, struct authz__entry *e,
+                            struct ty_err *err)
 {
     json_t *pols = NULL, *tags = NULL, *doc;
     const char *pname;
@@ -370,13 +369,13 @@ static int authz__entry_load(struct store *s, int role, const char *name, struct
                   : store_iam_load(s, name, &u, &pols, &tags, err);
     if (rc)
         return rc;
-    authz__entry_clear(e);
+    authz_entry_clear(e);
     e->u = u;
     e->tags = tags;
     e->pols = calloc(json_object_size(pols) + 1, sizeof(*e->pols));
     if (!e->pols) {
         json_decref(pols);
-        authz__entry_clear(e);
+        authz_entry_clear(e);
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     }
     json_object_foreach(pols, pname, doc)
@@ -401,8 +400,8 @@ static int authz__entry_load(struct store *s, int role, const char *name, struct
 }
 
 /* Whether entry e (loaded) is the principal principal_arn of kind k, account acct. */
-static int authz__is(const struct authz__entry *e, enum authz__kind k, const char *principal_arn,
-                     const char *acct, const char *name)
+static int authz_is(const struct authz__entry *e, enum authz__kind k, const char *principal_arn,
+                    const char *acct, const char *name)
 {
     char want[STORE_IAM_ARN_MAX];
     size_t al, nl;
@@ -420,14 +419,14 @@ static int authz__is(const struct authz__entry *e, enum authz__kind k, const cha
  * The cache entry of principal_arn's user or role, up to date; OUT: *out (NULL when the
  * principal has no policies: not an IAM user or role, or no longer one). 0 or a store error.
  */
-static int authz__principal(struct store *s, const char *principal_arn, struct authz__entry **out,
-                            struct ty_err *err)
+static int authz_principal(struct store *s, const char *principal_arn, struct authz__entry **out,
+                           struct ty_err *err)
 {
-    struct authz__cache *c = authz__cache();
+    struct authz_cache *c = authz_cache();
     char name[STORE_IAM_NAME_MAX + 2], acct[64];
     const char *session;
     enum authz__kind kind =
-        authz__parse(principal_arn, name, sizeof(name), acct, sizeof(acct), &session);
+        authz_parse(principal_arn, name, sizeof(name), acct, sizeof(acct), &session);
     int role = kind == AUTHZ_K_ROLE || kind == AUTHZ_K_ASSUMED;
     char lname[STORE_IAM_NAME_MAX + 3];
     struct authz__entry *e = NULL, *victim;
@@ -458,7 +457,7 @@ static int authz__principal(struct store *s, const char *principal_arn, struct a
         rc = role ? store_iam_role_head(s, name, &head, err) : store_iam_head(s, name, &head, err);
         if (rc == -TY_ENOTFOUND) {
             ty_err_clear(err);
-            authz__entry_clear(e);
+            authz_entry_clear(e);
             return 0;
         }
         if (rc)
@@ -473,10 +472,10 @@ static int authz__principal(struct store *s, const char *principal_arn, struct a
         for (int k = 0; k < AUTHZ_CACHE_N; k++)
             if (c->e[k].lname[0] && strcmp(c->e[k].lname, lname) == 0)
                 e = &c->e[k];
-        rc = authz__entry_load(s, role, name, e, err);
+        rc = authz_entry_load(s, role, name, e, err);
         if (rc == -TY_ENOTFOUND) {
             ty_err_clear(err);
-            authz__entry_clear(e);
+            authz_entry_clear(e);
             return 0;
         }
         if (rc)
@@ -484,7 +483,7 @@ static int authz__principal(struct store *s, const char *principal_arn, struct a
         e->gen = gen;
     }
     e->used = ++c->tick;
-    if (!authz__is(e, kind, principal_arn, acct, name))
+    if (!authz_is(e, kind, principal_arn, acct, name))
         return 0; /* same name, another path or account: not this principal */
     *out = e;
     return 0;
@@ -502,7 +501,7 @@ struct authz__ctx {
     int overflow;
 };
 
-static void *authz__own(struct authz__ctx *c, void *p)
+static void *authz_own(struct authz__ctx *c, void *p)
 {
     if (!p || c->nown >= sizeof(c->own) / sizeof(c->own[0])) {
         free(p);
@@ -513,9 +512,9 @@ static void *authz__own(struct authz__ctx *c, void *p)
     return p;
 }
 
-static const char *authz__fmt(struct authz__ctx *c, const char *fmt, ...)
+static const char *authz_fmt(struct authz__ctx *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static const char *authz__fmt(struct authz__ctx *c, const char *fmt, ...)
+static const char *authz_fmt(struct authz__ctx *c, const char *fmt, ...)
 {
     va_list ap;
     char *p = NULL;
@@ -525,10 +524,10 @@ static const char *authz__fmt(struct authz__ctx *c, const char *fmt, ...)
     va_end(ap);
     if (w < 0)
         p = NULL;
-    return authz__own(c, p);
+    return authz_own(c, p);
 }
 
-static void authz__add(struct authz__ctx *c, const char *key, const char *value)
+static void authz_add(struct authz__ctx *c, const char *key, const char *value)
 {
     if (!key || !value)
         return;
@@ -544,7 +543,7 @@ static void authz__add(struct authz__ctx *c, const char *key, const char *value)
 }
 
 /* A multi-valued key; values (borrowed strings) copied into an owned array. */
-static void authz__addv(struct authz__ctx *c, const char *key, const char *const *values, size_t n)
+static void authz_addv(struct authz__ctx *c, const char *key, const char *const *values, size_t n)
 {
     const char **v;
     if (!key || n == 0)
@@ -553,7 +552,7 @@ static void authz__addv(struct authz__ctx *c, const char *key, const char *const
         c->overflow = 1;
         return;
     }
-    v = authz__own(c, calloc(n, sizeof(*v)));
+    v = authz_own(c, calloc(n, sizeof(*v)));
     if (!v)
         return;
     memcpy(v, values, n * sizeof(*v));
@@ -564,7 +563,7 @@ static void authz__addv(struct authz__ctx *c, const char *key, const char *const
     c->n++;
 }
 
-static void authz__ctx_cleanup(struct authz__ctx *c)
+static void authz_ctx_cleanup(struct authz__ctx *c)
 {
     for (size_t i = 0; i < c->nown; i++)
         free(c->own[i]);
@@ -573,8 +572,8 @@ static void authz__ctx_cleanup(struct authz__ctx *c)
 }
 
 /* The principal's global keys (first, so that they win over request-derived ones). */
-static void authz__principal_keys(struct authz__ctx *c, const char *principal_arn,
-                                  const struct authz__entry *e)
+static void authz_principal_keys(struct authz__ctx *c, const char *principal_arn,
+                                 const struct authz__entry *e)
 {
     char when[32];
     time_t now = time(NULL);
@@ -586,39 +585,38 @@ static void authz__principal_keys(struct authz__ctx *c, const char *principal_ar
     gmtime_r(&now, &tm);
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
     /* a role's aws:PrincipalArn is the role's ARN, also for its sessions (as AWS) */
-    authz__add(c, "aws:PrincipalArn", e && e->role ? e->u.arn : principal_arn);
+    authz_add(c, "aws:PrincipalArn", e && e->role ? e->u.arn : principal_arn);
     if (principal_arn && (strncmp(principal_arn, "arn:aws:iam::", 13) == 0 ||
                           strncmp(principal_arn, "arn:aws:sts::", 13) == 0)) {
         const char *end = strchr(principal_arn + 13, ':');
         if (end)
-            acct = authz__fmt(c, "%.*s", (int)(end - principal_arn - 13), principal_arn + 13);
+            acct = authz_fmt(c, "%.*s", (int)(end - principal_arn - 13), principal_arn + 13);
     }
-    authz__add(c, "aws:PrincipalAccount", acct);
-    authz__add(c, "aws:CurrentTime", authz__fmt(c, "%s", when));
-    authz__add(c, "aws:EpochTime", authz__fmt(c, "%lld", (long long)now));
-    authz__add(c, "aws:SecureTransport", "false");
+    authz_add(c, "aws:PrincipalAccount", acct);
+    authz_add(c, "aws:CurrentTime", authz_fmt(c, "%s", when));
+    authz_add(c, "aws:EpochTime", authz_fmt(c, "%lld", (long long)now));
+    authz_add(c, "aws:SecureTransport", "false");
     if (!e)
         return;
     if (e->role) {
         /* aws:username is undefined for roles; aws:userid is <RoleId>:<session> */
         const char *session =
             strncmp(principal_arn, "arn:aws:sts::", 13) == 0 ? strrchr(principal_arn, '/') : NULL;
-        authz__add(c, "aws:PrincipalType", "AssumedRole");
-        authz__add(c, "aws:userid",
-                   session ? authz__fmt(c, "%s:%s", e->u.id, session + 1) : e->u.id);
+        authz_add(c, "aws:PrincipalType", "AssumedRole");
+        authz_add(c, "aws:userid", session ? authz_fmt(c, "%s:%s", e->u.id, session + 1) : e->u.id);
     } else {
-        authz__add(c, "aws:PrincipalType", "User");
-        authz__add(c, "aws:username", e->u.name);
-        authz__add(c, "aws:userid", e->u.id);
+        authz_add(c, "aws:PrincipalType", "User");
+        authz_add(c, "aws:username", e->u.name);
+        authz_add(c, "aws:userid", e->u.id);
     }
     json_object_foreach(e->tags, k, v)
     {
-        authz__add(c, authz__fmt(c, "aws:PrincipalTag/%s", k), json_string_value(v));
+        authz_add(c, authz_fmt(c, "aws:PrincipalTag/%s", k), json_string_value(v));
     }
 }
 
 /* aws:RequestTag/<k> and aws:TagKeys from in's Tags array. */
-static void authz__request_tags(struct authz__ctx *c, json_t *tags)
+static void authz_request_tags(struct authz__ctx *c, json_t *tags)
 {
     const char *keys[64];
     size_t n = 0, i;
@@ -629,16 +627,16 @@ static void authz__request_tags(struct authz__ctx *c, json_t *tags)
         const char *v = json_string_value(json_object_get(t, "Value"));
         if (!k)
             continue;
-        authz__add(c, authz__fmt(c, "aws:RequestTag/%s", k), v ? v : "");
+        authz_add(c, authz_fmt(c, "aws:RequestTag/%s", k), v ? v : "");
         if (n < sizeof(keys) / sizeof(keys[0]))
             keys[n++] = k;
         else
             c->overflow = 1;
     }
-    authz__addv(c, "aws:TagKeys", keys, n);
+    authz_addv(c, "aws:TagKeys", keys, n);
 }
 
-static void authz__tag_keys(struct authz__ctx *c, json_t *tagkeys)
+static void authz_tag_keys(struct authz__ctx *c, json_t *tagkeys)
 {
     const char *keys[64];
     size_t n = 0, i;
@@ -652,10 +650,10 @@ static void authz__tag_keys(struct authz__ctx *c, json_t *tagkeys)
         else
             c->overflow = 1;
     }
-    authz__addv(c, "aws:TagKeys", keys, n);
+    authz_addv(c, "aws:TagKeys", keys, n);
 }
 
-static void authz__instance_types(struct authz__ctx *c, json_t *in)
+static void authz_instance_types(struct authz__ctx *c, json_t *in)
 {
     const char *types[32];
     size_t n = 0, i;
@@ -672,11 +670,11 @@ static void authz__instance_types(struct authz__ctx *c, json_t *in)
     t = json_string_value(json_object_get(json_object_get(in, "ResourceSpec"), "InstanceType"));
     if (t && n < sizeof(types) / sizeof(types[0]))
         types[n++] = t;
-    authz__addv(c, "sagemaker:InstanceTypes", types, n);
+    authz_addv(c, "sagemaker:InstanceTypes", types, n);
 }
 
 /* <svc>:ResourceTag/<k> and aws:ResourceTag/<k> from an array of {"Key","Value"}. */
-static void authz__resource_tags(struct authz__ctx *c, const char *svc, json_t *tags)
+static void authz_resource_tags(struct authz__ctx *c, const char *svc, json_t *tags)
 {
     size_t i;
     json_t *t;
@@ -686,15 +684,14 @@ static void authz__resource_tags(struct authz__ctx *c, const char *svc, json_t *
         const char *v = json_string_value(json_object_get(t, "Value"));
         if (!k || !v)
             continue;
-        authz__add(c, authz__fmt(c, "%s:ResourceTag/%s", svc, k), v);
-        authz__add(c, authz__fmt(c, "aws:ResourceTag/%s", k), v);
+        authz_add(c, authz_fmt(c, "%s:ResourceTag/%s", svc, k), v);
+        authz_add(c, authz_fmt(c, "aws:ResourceTag/%s", k), v);
     }
 }
 
 /* Evaluates and turns a refusal into AWS's AccessDenied. */
-static int authz__decide(const char *principal_arn, const struct authz__entry *e,
-                         const char *action, const char *resource, struct authz__ctx *c,
-                         struct ty_err *err)
+static int authz_decide(const char *principal_arn, const struct authz__entry *e, const char *action,
+                        const char *resource, struct authz__ctx *c, struct ty_err *err)
 {
     struct iam_request req;
     enum iam_decision d = IAM_DENY_IMPLICIT;
@@ -718,21 +715,21 @@ int authz_check(struct store *s, const char *principal_arn, const char *action,
 
     if (!s || !principal_arn || !action || !resource)
         return ty_err_set(err, TY_EINTERNAL, NULL, "authz_check: bad arguments");
-    rc = authz__principal(s, principal_arn, &e, err);
+    rc = authz_principal(s, principal_arn, &e, err);
     if (rc)
         return rc;
     c = calloc(1, sizeof(*c));
     if (!c)
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    authz__principal_keys(c, principal_arn, e);
+    authz_principal_keys(c, principal_arn, e);
     for (size_t i = 0; i < n; i++) {
         if (ctx[i].values)
-            authz__addv(c, ctx[i].key, ctx[i].values, ctx[i].nvalues);
+            authz_addv(c, ctx[i].key, ctx[i].values, ctx[i].nvalues);
         else
-            authz__add(c, ctx[i].key, ctx[i].value);
+            authz_add(c, ctx[i].key, ctx[i].value);
     }
-    rc = authz__decide(principal_arn, e, action, resource, c, err);
-    authz__ctx_cleanup(c);
+    rc = authz_decide(principal_arn, e, action, resource, c, err);
+    authz_ctx_cleanup(c);
     free(c);
     return rc;
 }
@@ -754,7 +751,7 @@ int authz_request(struct store *s, const char *service, const char *op, json_t *
     rc = authz_resource(row, in, region, account, principal_arn, resource, sizeof(resource), err);
     if (rc)
         return rc;
-    rc = authz__principal(s, principal_arn, &e, err);
+    rc = authz_principal(s, principal_arn, &e, err);
     if (rc)
         return rc;
     if (e && row->res == AUTHZ_RES_IAM_USER && strcmp(row->op, "CreateUser") != 0) {
@@ -762,7 +759,7 @@ int authz_request(struct store *s, const char *service, const char *op, json_t *
         struct store_iam_user u;
         const char *target = json_string_value(json_object_get(in, "UserName"));
         if (!target)
-            target = authz__user_of(principal_arn);
+            target = authz_user_of(principal_arn);
         rc = target ? store_iam_user_get(s, target, &u, &rtags, err) : -TY_ENOTFOUND;
         if (rc == 0)
             snprintf(resource, sizeof(resource), "%s", u.arn);
@@ -772,7 +769,7 @@ int authz_request(struct store *s, const char *service, const char *op, json_t *
     } else if (e && row->res == AUTHZ_RES_IAM_ROLE && strcmp(row->op, "CreateRole") != 0) {
         /* the target role's real ARN (its path) */
         struct store_iam_role r;
-        rc = store_iam_role_get(s, authz__str(in, "RoleName"), &r, NULL, NULL, err);
+        rc = store_iam_role_get(s, authz_str(in, "RoleName"), &r, NULL, NULL, err);
         if (rc == 0)
             snprintf(resource, sizeof(resource), "%s", r.arn);
         else if (rc != -TY_ENOTFOUND && rc != -TY_EINVAL)
@@ -788,23 +785,23 @@ int authz_request(struct store *s, const char *service, const char *op, json_t *
         json_decref(rtags);
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     }
-    authz__principal_keys(c, principal_arn, e);
+    authz_principal_keys(c, principal_arn, e);
     if (region)
-        authz__add(c, "aws:RequestedRegion", region);
+        authz_add(c, "aws:RequestedRegion", region);
     if (row->cond & AUTHZ_C_REQTAGS)
-        authz__request_tags(c, json_object_get(in, "Tags"));
+        authz_request_tags(c, json_object_get(in, "Tags"));
     if (row->cond & AUTHZ_C_TAGKEYS)
-        authz__tag_keys(c, json_object_get(in, "TagKeys"));
+        authz_tag_keys(c, json_object_get(in, "TagKeys"));
     if ((row->cond & AUTHZ_C_DOMAIN) && json_object_get(in, "DomainId"))
-        authz__add(c, "sagemaker:DomainId", authz__str(in, "DomainId"));
+        authz_add(c, "sagemaker:DomainId", authz_str(in, "DomainId"));
     if ((row->cond & AUTHZ_C_PROFILE) && json_object_get(in, "UserProfileName"))
-        authz__add(c, "sagemaker:UserProfileName", authz__str(in, "UserProfileName"));
+        authz_add(c, "sagemaker:UserProfileName", authz_str(in, "UserProfileName"));
     if (row->cond & AUTHZ_C_INSTTYPES)
-        authz__instance_types(c, in);
+        authz_instance_types(c, in);
     if ((row->cond & AUTHZ_C_RESTAGS) && rtags)
-        authz__resource_tags(c, row->service, rtags);
-    rc = authz__decide(principal_arn, e, row->action, resource, c, err);
-    authz__ctx_cleanup(c);
+        authz_resource_tags(c, row->service, rtags);
+    rc = authz_decide(principal_arn, e, row->action, resource, c, err);
+    authz_ctx_cleanup(c);
     free(c);
     json_decref(rtags);
     return rc;
@@ -827,7 +824,7 @@ int authz_pass_role(struct store *s, const char *principal_arn, const char *role
     rc = authz_check(s, principal_arn, "iam:PassRole", role_arn, pctx, 1, err);
     if (rc)
         return rc;
-    if (authz__parse(role_arn, name, sizeof(name), acct, sizeof(acct), &session) != AUTHZ_K_ROLE ||
+    if (authz_parse(role_arn, name, sizeof(name), acct, sizeof(acct), &session) != AUTHZ_K_ROLE ||
         (account && strcmp(acct, account) != 0))
         goto cannot;
     rc = store_iam_role_get(s, name, &r, &trust, NULL, err);

@@ -106,7 +106,7 @@ int console_back_ok(const char *back)
            !strstr(back, "//") && strlen(back) < 1024;
 }
 
-static void console__forbidden(struct http_request *req, struct http_response *resp)
+static void console_forbidden(struct http_request *req, struct http_response *resp)
 {
     struct ty_buf b;
     console_html_start(&b, "Sign in", NULL);
@@ -119,8 +119,8 @@ static void console__forbidden(struct http_request *req, struct http_response *r
 
 /* ---- sign-in with a password ---- */
 
-static void console__login_form(struct http_request *req, struct http_response *resp,
-                                const struct route_ctx *rc, int status, const char *error)
+static void console_login_form(struct http_request *req, struct http_response *resp,
+                               const struct route_ctx *rc, int status, const char *error)
 {
     struct ty_buf b;
     console_html_start(&b, "Sign in", NULL);
@@ -157,8 +157,8 @@ static int console_reset_pending(struct store *s, const char *name)
     return console_login_reset_required(s, u.name, u.id);
 }
 
-static void console__login(struct http_request *req, struct http_response *resp, struct store *s,
-                           const struct route_ctx *rc)
+static void console_serve_login(struct http_request *req, struct http_response *resp,
+                                struct store *s, const struct route_ctx *rc)
 {
     char account[64] = "", user[130] = "", pw[260] = "", sid[CONSOLE_AUTH_SID_LEN + 1];
     char cookie[256];
@@ -169,7 +169,7 @@ static void console__login(struct http_request *req, struct http_response *resp,
     /* a login form posted from another site is refused (login CSRF) */
     if (origin && strcmp(origin, "null") != 0 &&
         (!strstr(origin, "://") || !host || strcasecmp(strstr(origin, "://") + 3, host) != 0)) {
-        console__login_form(req, resp, rc, 403, "This sign-in request came from another site.");
+        console_login_form(req, resp, rc, 403, "This sign-in request came from another site.");
         return;
     }
     console_auth_form(req, "account", account, sizeof(account));
@@ -177,7 +177,7 @@ static void console__login(struct http_request *req, struct http_response *resp,
     console_auth_form(req, "password", pw, sizeof(pw));
     if (console_auth_login(s, rc->account_id, account, user, pw, sid, sizeof(sid), &err) != 0) {
         memset(pw, 0, sizeof(pw));
-        console__login_form(req, resp, rc, err.code == TY_EREDIS ? 503 : 401, err.msg);
+        console_login_form(req, resp, rc, err.code == TY_EREDIS ? 503 : 401, err.msg);
         return;
     }
     memset(pw, 0, sizeof(pw));
@@ -188,7 +188,7 @@ static void console__login(struct http_request *req, struct http_response *resp,
     http_response_header(resp, "Set-Cookie", cookie);
 }
 
-static void console__logout(struct http_request *req, struct http_response *resp, struct store *s)
+static void console_logout(struct http_request *req, struct http_response *resp, struct store *s)
 {
     struct console_sess sess;
     struct ty_err err;
@@ -213,7 +213,7 @@ static void console__logout(struct http_request *req, struct http_response *resp
 /* ---- sign-in through a presigned domain URL ---- */
 
 /* The execution role of a user profile (its own, else its domain's default). OUT: out. */
-static void console__exec_role(struct store *s, json_t *prof, char *out, size_t n)
+static void console_exec_role(struct store *s, json_t *prof, char *out, size_t n)
 {
     const char *r =
         json_string_value(json_object_get(json_object_get(prof, "UserSettings"), "ExecutionRole"));
@@ -232,7 +232,8 @@ static void console__exec_role(struct store *s, json_t *prof, char *out, size_t 
     json_decref(dom);
 }
 
-static void console__auth(struct http_request *req, struct http_response *resp, struct store *s)
+static void console_serve_auth(struct http_request *req, struct http_response *resp,
+                               struct store *s)
 {
     char token[128], sid[CONSOLE_AUTH_SID_LEN + 1], cookie[256], role[1024];
     const char *landing, *pid, *st;
@@ -261,7 +262,7 @@ static void console__auth(struct http_request *req, struct http_response *resp, 
     pid = json_string_value(json_object_get(tok, "ProfileId"));
     secs = (int)json_integer_value(json_object_get(tok, "SessionSeconds"));
     if (!landing || !pid || secs < 1 || !console_back_ok(landing)) {
-        console__forbidden(req, resp);
+        console_forbidden(req, resp);
         goto out;
     }
     /* the user profile must still exist */
@@ -269,10 +270,10 @@ static void console__auth(struct http_request *req, struct http_response *resp, 
         store_res_get(s, OP_STUDIO_KIND_PROFILE, pid, (double)time(NULL), op_studio_timing(), &err);
     st = json_string_value(json_object_get(prof, "Status"));
     if (!prof || !st || strcmp(st, "Deleting") == 0) {
-        console__forbidden(req, resp);
+        console_forbidden(req, resp);
         goto out;
     }
-    console__exec_role(s, prof, role, sizeof(role));
+    console_exec_role(s, prof, role, sizeof(role));
     sess = json_deep_copy(tok);
     json_object_del(sess, "Landing");
     json_object_set_new(sess, "Kind", json_string("studio"));
@@ -306,8 +307,8 @@ out:
 /* ---- the Studio user's profiler app ---- */
 
 /* 0 when sess's DetailedProfiler app is InService; else the page is written, -1. */
-static int console__app_running(struct http_request *req, struct http_response *resp,
-                                struct store *s, const struct console_sess *sess)
+static int console_app_running(struct http_request *req, struct http_response *resp,
+                               struct store *s, const struct console_sess *sess)
 {
     struct ty_err err;
     const char *pid = json_string_value(json_object_get(sess->doc, "ProfileId"));
@@ -317,7 +318,7 @@ static int console__app_running(struct http_request *req, struct http_response *
 
     ty_err_clear(&err);
     if (!pid) {
-        console__forbidden(req, resp);
+        console_forbidden(req, resp);
         return -1;
     }
     apps = store_res_list(s, OP_STUDIO_KIND_APP, OP_STUDIO_KIND_PROFILE, pid, (double)time(NULL),
@@ -348,7 +349,7 @@ static int console__app_running(struct http_request *req, struct http_response *
 }
 
 /* 1 when the job's tags name the user's profile as its owner. */
-static int console__owns(struct store *s, const char *job_arn, const char *profile_arn)
+static int console_owns(struct store *s, const char *job_arn, const char *profile_arn)
 {
     struct ty_err err;
     json_t *tags, *t;
@@ -368,8 +369,8 @@ static int console__owns(struct store *s, const char *job_arn, const char *profi
     return mine;
 }
 
-static void console__profiler(struct http_request *req, struct http_response *resp, struct store *s,
-                              const struct console_sess *sess)
+static void console_profiler(struct http_request *req, struct http_response *resp, struct store *s,
+                             const struct console_sess *sess)
 {
     struct store_job_query q;
     struct ty_buf b;
@@ -413,7 +414,7 @@ static void console__profiler(struct http_request *req, struct http_response *re
             const char *prof = json_string_value(json_object_get(j, "ProfilingStatus"));
             const char *st = json_string_value(json_object_get(j, "TrainingJobStatus"));
             scanned++;
-            if (!name || !jarn || !console__owns(s, jarn, arn))
+            if (!name || !jarn || !console_owns(s, jarn, arn))
                 continue;
             shown++;
             ty_buf_puts(&b, "<tr><td><a href=\"/console/profiler/jobs/");
@@ -451,8 +452,8 @@ static void console__profiler(struct http_request *req, struct http_response *re
 
 /* ---- the action endpoint ---- */
 
-static void console__render(const struct console_ctx *c, const char *path, const char *query,
-                            const struct console_banner *bn, struct http_response *resp);
+static void console_render(const struct console_ctx *c, const char *path, const char *query,
+                           const struct console_banner *bn, struct http_response *resp);
 
 /* 1 when the form has a "confirm" field (a password typed twice) that differs from the field
    that "confirm-of" names. */
@@ -470,7 +471,7 @@ static int console_confirm_differs(const struct http_request *req)
     return differs;
 }
 
-static void console__do(const struct console_ctx *c, struct http_response *resp)
+static void console_do(const struct console_ctx *c, struct http_response *resp)
 {
     struct console_banner bn;
     char svc[16] = "", op[64] = "", back[1100] = "", path[1100], *q;
@@ -519,7 +520,7 @@ show:
     q = strchr(path, '?');
     if (q)
         *q++ = '\0';
-    console__render(c, path, q ? q : "", &bn, resp);
+    console_render(c, path, q ? q : "", &bn, resp);
     json_decref(in);
     json_decref(out);
 }
@@ -527,7 +528,7 @@ show:
 /* ---- dispatch ---- */
 
 /* 1 when name is a job name's shape ([A-Za-z0-9-], 1..63). */
-static int console__job_name_ok(const char *name, size_t n)
+static int console_job_name_ok(const char *name, size_t n)
 {
     if (n < 1 || n > 63)
         return 0;
@@ -538,11 +539,11 @@ static int console__job_name_ok(const char *name, size_t n)
 }
 
 /* A job path's name and sub-page: "<name>" or "<name>/<sub>". 0 or -1. */
-static int console__job_path(const char *rest, char *name, char *sub)
+static int console_job_path(const char *rest, char *name, char *sub)
 {
     const char *slash = strchr(rest, '/');
     size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
-    if (!console__job_name_ok(rest, n))
+    if (!console_job_name_ok(rest, n))
         return -1;
     memcpy(name, rest, n);
     name[n] = '\0';
@@ -552,21 +553,21 @@ static int console__job_path(const char *rest, char *name, char *sub)
     return 0;
 }
 
-static void console__render(const struct console_ctx *c, const char *path, const char *query,
-                            const struct console_banner *bn, struct http_response *resp)
+static void console_render(const struct console_ctx *c, const char *path, const char *query,
+                           const struct console_banner *bn, struct http_response *resp)
 {
     struct http_request *req = c->req;
     char name[64], sub[32];
 
     if (c->sess->kind == CONSOLE_STUDIO) {
-        if (console__app_running(req, resp, c->s, c->sess) != 0)
+        if (console_app_running(req, resp, c->s, c->sess) != 0)
             return;
         if (strcmp(path, "/console/profiler") == 0 || strcmp(path, "/console/profiler/") == 0) {
-            console__profiler(req, resp, c->s, c->sess);
+            console_profiler(req, resp, c->s, c->sess);
             return;
         }
         if (strncmp(path, "/console/profiler/jobs/", 23) == 0 &&
-            console__job_path(path + 23, name, sub) == 0) {
+            console_job_path(path + 23, name, sub) == 0) {
             json_t *job;
             struct ty_err err;
             const char *arn;
@@ -574,9 +575,8 @@ static void console__render(const struct console_ctx *c, const char *path, const
             job = store_job_get(c->s, name, &err);
             arn = json_string_value(json_object_get(job, "TrainingJobArn"));
             if (!job || !arn ||
-                !console__owns(
-                    c->s, arn,
-                    json_string_value(json_object_get(c->sess->doc, "UserProfileArn")))) {
+                !console_owns(c->s, arn,
+                              json_string_value(json_object_get(c->sess->doc, "UserProfileArn")))) {
                 json_decref(job);
                 console_html_message(req, resp, 404, "Not found",
                                      "There is no such training job among this user's jobs.",
@@ -612,7 +612,7 @@ static void console__render(const struct console_ctx *c, const char *path, const
         console_presign_serve(c, query, resp);
         return;
     }
-    if (strncmp(path, "/console/jobs/", 14) == 0 && console__job_path(path + 14, name, sub) == 0) {
+    if (strncmp(path, "/console/jobs/", 14) == 0 && console_job_path(path + 14, name, sub) == 0) {
         console_job_serve(c, "/console/jobs/", name, sub, query, bn, resp);
         return;
     }
@@ -654,18 +654,18 @@ void console_handle(struct http_request *req, struct http_response *resp, struct
             http_response_header(resp, "Allow", "GET, HEAD");
             return;
         }
-        console__auth(req, resp, s);
+        console_serve_auth(req, resp, s);
         return;
     }
     if (strcmp(path, "/console/login") == 0) {
         if (post)
-            console__login(req, resp, s, rc);
+            console_serve_login(req, resp, s, rc);
         else
-            console__login_form(req, resp, rc, 200, NULL);
+            console_login_form(req, resp, rc, 200, NULL);
         return;
     }
     if (strcmp(path, "/console/logout") == 0 && post) {
-        console__logout(req, resp, s);
+        console_logout(req, resp, s);
         return;
     }
     if (console_auth_session(s, req, &sess, &err) != 0) {
@@ -675,7 +675,7 @@ void console_handle(struct http_request *req, struct http_response *resp, struct
                  strncmp(path, "/console/domain/", 16) == 0)
             console_html_redirect(req, resp, "/console/login");
         else
-            console__forbidden(req, resp);
+            console_forbidden(req, resp);
         return;
     }
     c.rc = rc;
@@ -693,11 +693,11 @@ void console_handle(struct http_request *req, struct http_response *resp, struct
                                  "Reload the page and try again.",
                                  &sess);
         else if (strcmp(path, "/console/do") == 0)
-            console__do(&c, resp);
+            console_do(&c, resp);
         else
             console_html_message(req, resp, 404, "Not found", "No such action.", &sess);
     } else {
-        console__render(&c, path, req->query ? req->query : "", NULL, resp);
+        console_render(&c, path, req->query ? req->query : "", NULL, resp);
     }
     console_auth_release(&sess);
 }

@@ -14,7 +14,7 @@
 #include "store_res.h"
 #include "ty_log.h"
 
-static int attrib__has(json_t *tags, const char *key)
+static int attrib_has(json_t *tags, const char *key)
 {
     size_t i;
     json_t *t;
@@ -35,7 +35,7 @@ int console_attrib_job(struct store *s, const char *principal_arn, const char *r
     size_t i;
     int rc = 0;
 
-    if (attrib__has(tags, "sagemaker:user-profile-arn") || !principal_arn ||
+    if (attrib_has(tags, "sagemaker:user-profile-arn") || !principal_arn ||
         strncmp(principal_arn, "arn:aws:iam::", 13) != 0 || !(u = strstr(principal_arn, ":user/")))
         return 0;
     user = strrchr(u, '/') + 1;

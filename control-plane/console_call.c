@@ -24,7 +24,7 @@ const char *console_call_region(const struct console_ctx *c)
     return c->rc && c->rc->region && c->rc->region[0] ? c->rc->region : "us-east-1";
 }
 
-static const char *call__principal(const struct console_ctx *c)
+static const char *call_principal(const struct console_ctx *c)
 {
     return c->sess && c->sess->principal ? c->sess->principal : "";
 }
@@ -42,7 +42,7 @@ int console_call(const struct console_ctx *c, const char *service, const char *o
         return ty_err_set(err, TY_EUNKNOWNOP, NULL, "Unknown operation %.64s", op ? op : "");
     if (c->rc && c->rc->model && (rc = model_validate(c->rc->model, service, op, in, err)) != 0)
         return rc;
-    rc = authz_request(c->s, service, op, in, call__principal(c), console_call_region(c),
+    rc = authz_request(c->s, service, op, in, call_principal(c), console_call_region(c),
                        c->rc->account_id, err);
     if (rc != 0)
         return rc;
@@ -51,7 +51,7 @@ int console_call(const struct console_ctx *c, const char *service, const char *o
     ctx.store = c->s;
     ctx.region = console_call_region(c);
     ctx.account_id = c->rc->account_id;
-    ctx.principal_arn = call__principal(c);
+    ctx.principal_arn = call_principal(c);
     ctx.now = (double)tv.tv_sec + (double)(tv.tv_usec / 1000) / 1000.0;
     ctx.host = http_header(c->req, "Host");
     ctx.s3_dir = c->rc->s3_dir;
@@ -67,12 +67,12 @@ int console_call(const struct console_ctx *c, const char *service, const char *o
 int console_call_iam(const struct console_ctx *c, json_t *in, struct ty_buf *xml,
                      struct ty_err *err)
 {
-    return op_iamapi_invoke(c->s, c->rc->account_id, console_call_region(c), call__principal(c), in,
+    return op_iamapi_invoke(c->s, c->rc->account_id, console_call_region(c), call_principal(c), in,
                             xml, err);
 }
 
 /* Percent-decodes a form field name in place ("t.a%3Ab" -> "t.a:b"). */
-static void call__decode(char *s)
+static void call_decode(char *s)
 {
     char *o = s;
     for (; *s; s++) {
@@ -88,7 +88,7 @@ static void call__decode(char *s)
 }
 
 /* Sets v at the dotted path in obj (objects made on the way). 0 or -1. */
-static int call__set(json_t *obj, const char *path, json_t *v)
+static int call_set(json_t *obj, const char *path, json_t *v)
 {
     char part[128];
     const char *dot;
@@ -143,7 +143,7 @@ json_t *console_call_input(const char *body, size_t len, struct ty_err *err)
             name[nl] = '\0';
             if (!auth_form_param(p, (size_t)(e - p), name, val, CALL_MAX_VALUE + 1))
                 val[0] = '\0';
-            call__decode(name);
+            call_decode(name);
             if (val[0]) {
                 json_t *v;
                 if (kind == 'n') {
@@ -173,7 +173,7 @@ json_t *console_call_input(const char *body, size_t len, struct ty_err *err)
                 } else {
                     v = json_string(val);
                 }
-                if (!v || call__set(in, name + 2, v) != 0) {
+                if (!v || call_set(in, name + 2, v) != 0) {
                     ty_err_set(err, TY_EINVAL, name + 2, "bad form field %.64s", name + 2);
                     goto fail;
                 }

@@ -21,7 +21,7 @@ void console_html_headers(struct http_request *req, struct http_response *resp)
     http_response_header(resp, "x-amzn-RequestId", req->request_id);
 }
 
-static void chtml__nav(struct ty_buf *b, const char *href, const char *label)
+static void chtml_nav(struct ty_buf *b, const char *href, const char *label)
 {
     ty_buf_printf(b, "<li><a href=\"%s\">%s</a></li>", href, label);
 }
@@ -43,14 +43,14 @@ void console_html_start(struct ty_buf *b, const char *title, const struct consol
     if (sess) {
         ty_buf_puts(b, "<nav aria-label=\"Main\"><ul>");
         if (sess->kind == CONSOLE_IAM) {
-            chtml__nav(b, "/console/home", "Home");
-            chtml__nav(b, "/console/domains", "Domains");
-            chtml__nav(b, "/console/jobs", "Training jobs");
-            chtml__nav(b, "/console/iam/users", "IAM users");
-            chtml__nav(b, "/console/iam/roles", "Roles");
-            chtml__nav(b, "/console/system", "Agents, queue, quotas");
+            chtml_nav(b, "/console/home", "Home");
+            chtml_nav(b, "/console/domains", "Domains");
+            chtml_nav(b, "/console/jobs", "Training jobs");
+            chtml_nav(b, "/console/iam/users", "IAM users");
+            chtml_nav(b, "/console/iam/roles", "Roles");
+            chtml_nav(b, "/console/system", "Agents, queue, quotas");
         } else {
-            chtml__nav(b, "/console/profiler", "My training jobs");
+            chtml_nav(b, "/console/profiler", "My training jobs");
         }
         ty_buf_puts(b, "</ul></nav><form class=\"signout\" method=\"post\" "
                        "action=\"/console/logout\">");

@@ -19,7 +19,7 @@
 #define JOB_LOG_GROUP "/aws/sagemaker/TrainingJobs"
 #define JOB_MAX_FILES 200
 
-static const char *job__s(json_t *o, const char *k)
+static const char *job_s(json_t *o, const char *k)
 {
     const char *v = json_string_value(json_object_get(o, k));
     return v ? v : "";
@@ -50,7 +50,7 @@ char *console_job_profiler_prefix(json_t *job)
 }
 
 /* Splits s3://bucket/key. OUT: bucket (n >= 64), *key (borrowed from uri). 0 or -1. */
-static int job__s3(const char *uri, char *bucket, size_t n, const char **key)
+static int job_s3(const char *uri, char *bucket, size_t n, const char **key)
 {
     const char *slash;
     if (!uri || strncmp(uri, "s3://", 5) != 0)
@@ -68,7 +68,7 @@ static int job__s3(const char *uri, char *bucket, size_t n, const char **key)
 /* A link to an object: view = the HTML dashboard shown in the console's sandbox
    (/console/download); else a presigned S3 URL (/console/presign answers a 303 to it), with
    beside it the link to the page that shows the URL and the console's own download. */
-static void job__dl(struct ty_buf *b, const char *uri, const char *label, int view)
+static void job_dl(struct ty_buf *b, const char *uri, const char *label, int view)
 {
     ty_buf_puts(b, view ? "<a href=\"/console/download?uri=" : "<a href=\"/console/presign?uri=");
     console_html_url(b, uri);
@@ -90,7 +90,7 @@ static void job__dl(struct ty_buf *b, const char *uri, const char *label, int vi
     ty_buf_puts(b, "\">via the console</a>)</span>");
 }
 
-static void job__row(struct ty_buf *b, const char *k, const char *v)
+static void job_row(struct ty_buf *b, const char *k, const char *v)
 {
     ty_buf_puts(b, "<dt>");
     ty_buf_put_html(b, k);
@@ -99,7 +99,7 @@ static void job__row(struct ty_buf *b, const char *k, const char *v)
     ty_buf_puts(b, "</dd>");
 }
 
-static void job__dur(struct ty_buf *b, double s)
+static void job_dur(struct ty_buf *b, double s)
 {
     long t = (long)(s + 0.5);
     if (s < 0)
@@ -113,7 +113,7 @@ static void job__dur(struct ty_buf *b, double s)
 }
 
 /* The profiler section: the dashboard, the raw files, the trace, Perfetto. */
-static void job__profiler(const struct console_ctx *c, struct ty_buf *b, json_t *job)
+static void job_profiler(const struct console_ctx *c, struct ty_buf *b, json_t *job)
 {
     char *prefix = console_job_profiler_prefix(job), bucket[64], uri[2200];
     const char *key;
@@ -134,11 +134,11 @@ static void job__profiler(const struct console_ctx *c, struct ty_buf *b, json_t 
     ty_buf_puts(b, "<p>Output: <code>");
     ty_buf_put_html(b, prefix);
     ty_buf_puts(b, "/</code></p>\n<p class=\"actions\">");
-    job__dl(b, uri, "Open the profiler dashboard", 1);
+    job_dl(b, uri, "Open the profiler dashboard", 1);
     ty_buf_puts(b, " <a href=\"https://ui.perfetto.dev/\" rel=\"noopener noreferrer\" "
                    "target=\"_blank\">Open Perfetto (ui.perfetto.dev, external)</a> and load the "
                    "trace file below.</p>\n");
-    if (job__s3(prefix, bucket, sizeof(bucket), &key) != 0)
+    if (job_s3(prefix, bucket, sizeof(bucket), &key) != 0)
         goto out;
     snprintf(arn, sizeof(arn), "arn:aws:s3:::%s", bucket);
     if (authz_check(c->s, c->sess->principal, "s3:ListBucket", arn, NULL, 0, &err) != 0) {
@@ -158,7 +158,7 @@ static void job__profiler(const struct console_ctx *c, struct ty_buf *b, json_t 
     for (size_t i = 0; i < l.n; i++) {
         snprintf(uri, sizeof(uri), "s3://%s/%s", bucket, l.e[i].key);
         ty_buf_puts(b, "<tr><td>");
-        job__dl(b, uri, l.e[i].key + strlen(key) + 1, 0);
+        job_dl(b, uri, l.e[i].key + strlen(key) + 1, 0);
         ty_buf_printf(b, "</td><td>%llu</td></tr>\n", (unsigned long long)l.e[i].meta.size);
     }
     ty_buf_puts(b, "</tbody></table>\n");
@@ -171,8 +171,8 @@ out:
     free(prefix);
 }
 
-static void job__page(const struct console_ctx *c, const char *base, const char *name,
-                      const struct console_banner *bn, struct http_response *resp)
+static void job_page(const struct console_ctx *c, const char *base, const char *name,
+                     const struct console_banner *bn, struct http_response *resp)
 {
     struct ty_buf b;
     struct ty_err err;
@@ -193,22 +193,22 @@ static void job__page(const struct console_ctx *c, const char *base, const char 
         console_html_error(&b, &err, NULL);
         goto send;
     }
-    st = job__s(job, "TrainingJobStatus");
+    st = job_s(job, "TrainingJobStatus");
     ty_buf_printf(&b, "<div class=\"jobhead\" id=\"job\" data-job=\"%s\" data-status=\"%s\">", name,
                   st);
     ty_buf_printf(&b, "<span class=\"status big s-%s\" id=\"job-status\">%s</span> ", st, st);
     ty_buf_puts(&b, "<span class=\"secondary\">");
-    ty_buf_put_html(&b, job__s(job, "SecondaryStatus"));
+    ty_buf_put_html(&b, job_s(job, "SecondaryStatus"));
     ty_buf_puts(&b, "</span>");
     if (strcmp(st, "InProgress") == 0)
         console_html_button(&b, c->sess, "sagemaker", "StopTrainingJob", back, "Stop",
                             "Stop this training job? It will end as Stopped.", "danger",
                             "TrainingJobName", name, NULL);
     ty_buf_puts(&b, "</div>\n");
-    if (*job__s(job, "FailureReason")) {
+    if (*job_s(job, "FailureReason")) {
         ty_buf_puts(&b, "<div class=\"alert error\" role=\"alert\"><strong>Failure reason"
                         "</strong>: ");
-        ty_buf_put_html(&b, job__s(job, "FailureReason"));
+        ty_buf_put_html(&b, job_s(job, "FailureReason"));
         ty_buf_puts(&b, "</div>\n");
     }
     created = json_number_value(json_object_get(job, "CreationTime"));
@@ -216,16 +216,16 @@ static void job__page(const struct console_ctx *c, const char *base, const char 
               ? json_number_value(json_object_get(job, "TrainingEndTime"))
               : (double)time(NULL);
     ty_buf_puts(&b, "<dl class=\"facts\">");
-    job__row(&b, "ARN", job__s(job, "TrainingJobArn"));
+    job_row(&b, "ARN", job_s(job, "TrainingJobArn"));
     ty_buf_puts(&b, "<dt>Created</dt><dd>");
     console_html_time(&b, json_object_get(job, "CreationTime"));
     ty_buf_puts(&b, "</dd><dt>Ended</dt><dd>");
     console_html_time(&b, json_object_get(job, "TrainingEndTime"));
     ty_buf_puts(&b, "</dd><dt>Duration</dt><dd>");
-    job__dur(&b, created > 0 ? end - created : -1);
+    job_dur(&b, created > 0 ? end - created : -1);
     ty_buf_puts(&b, "</dd>");
-    job__row(&b, "Role", job__s(job, "RoleArn"));
-    job__row(&b, "Image", job__s(json_object_get(job, "AlgorithmSpecification"), "TrainingImage"));
+    job_row(&b, "Role", job_s(job, "RoleArn"));
+    job_row(&b, "Image", job_s(json_object_get(job, "AlgorithmSpecification"), "TrainingImage"));
     ty_buf_puts(&b, "</dl>\n");
 
     /* the secondary status timeline */
@@ -234,7 +234,7 @@ static void job__page(const struct console_ctx *c, const char *base, const char 
     {
         json_t *s0 = json_object_get(t, "StartTime"), *e0 = json_object_get(t, "EndTime");
         ty_buf_puts(&b, "<li><strong>");
-        ty_buf_put_html(&b, job__s(t, "Status"));
+        ty_buf_put_html(&b, job_s(t, "Status"));
         ty_buf_puts(&b, "</strong> <span class=\"when\">");
         console_html_time(&b, s0);
         ty_buf_puts(&b, "</span>");
@@ -243,18 +243,18 @@ static void job__page(const struct console_ctx *c, const char *base, const char 
             strcmp(st, "InProgress") != 0 && strcmp(st, "Stopping") != 0) {
             /* the final status has no duration */
             ty_buf_puts(&b, "<br>");
-            ty_buf_put_html(&b, job__s(t, "StatusMessage"));
+            ty_buf_put_html(&b, job_s(t, "StatusMessage"));
             ty_buf_puts(&b, "</li>");
             continue;
         }
         ty_buf_puts(&b, " <span class=\"dur\">(");
-        job__dur(&b, json_is_number(s0)
-                         ? (json_is_number(e0) ? json_number_value(e0) : (double)time(NULL)) -
-                               json_number_value(s0)
-                         : -1);
+        job_dur(&b, json_is_number(s0)
+                        ? (json_is_number(e0) ? json_number_value(e0) : (double)time(NULL)) -
+                              json_number_value(s0)
+                        : -1);
         ty_buf_puts(&b, json_is_number(e0) ? ")" : ", so far)");
         ty_buf_puts(&b, "</span><br>");
-        ty_buf_put_html(&b, job__s(t, "StatusMessage"));
+        ty_buf_put_html(&b, job_s(t, "StatusMessage"));
         ty_buf_puts(&b, "</li>");
     }
     ty_buf_puts(&b, "</ol>\n");
@@ -269,7 +269,7 @@ static void job__page(const struct console_ctx *c, const char *base, const char 
         json_array_foreach(v, i, t)
         {
             ty_buf_puts(&b, "<tr><td>");
-            ty_buf_put_html(&b, job__s(t, "MetricName"));
+            ty_buf_put_html(&b, job_s(t, "MetricName"));
             ty_buf_printf(&b, "</td><td>%g</td></tr>",
                           json_number_value(json_object_get(t, "Value")));
         }
@@ -319,35 +319,35 @@ static void job__page(const struct console_ctx *c, const char *base, const char 
     json_array_foreach(json_object_get(job, "InputDataConfig"), i, t)
     {
         ty_buf_puts(&b, "<tr><td>");
-        ty_buf_put_html(&b, job__s(t, "ChannelName"));
+        ty_buf_put_html(&b, job_s(t, "ChannelName"));
         ty_buf_puts(&b, "</td><td>");
         ty_buf_put_html(
-            &b, job__s(json_object_get(json_object_get(t, "DataSource"), "S3DataSource"), "S3Uri"));
+            &b, job_s(json_object_get(json_object_get(t, "DataSource"), "S3DataSource"), "S3Uri"));
         ty_buf_puts(&b, "</td></tr>");
     }
     ty_buf_puts(&b, "</tbody></table>\n<h2>Resources</h2>\n<dl class=\"facts\">");
     v = json_object_get(job, "ResourceConfig");
-    job__row(&b, "Instance type", job__s(v, "InstanceType"));
+    job_row(&b, "Instance type", job_s(v, "InstanceType"));
     ty_buf_printf(&b, "<dt>Instance count</dt><dd>%lld</dd><dt>Volume (GB)</dt><dd>%lld</dd>",
                   (long long)json_integer_value(json_object_get(v, "InstanceCount")),
                   (long long)json_integer_value(json_object_get(v, "VolumeSizeInGB")));
     ty_buf_printf(&b, "<dt>Max runtime</dt><dd>");
-    job__dur(&b, (double)json_integer_value(json_object_get(
-                     json_object_get(job, "StoppingCondition"), "MaxRuntimeInSeconds")));
+    job_dur(&b, (double)json_integer_value(json_object_get(
+                    json_object_get(job, "StoppingCondition"), "MaxRuntimeInSeconds")));
     ty_buf_puts(&b, "</dd></dl>\n<h2>Artifacts</h2>\n<ul>");
-    k = job__s(json_object_get(job, "ModelArtifacts"), "S3ModelArtifacts");
+    k = job_s(json_object_get(job, "ModelArtifacts"), "S3ModelArtifacts");
     if (*k) {
         ty_buf_puts(&b, "<li>Model: ");
-        job__dl(&b, k, k, 0);
+        job_dl(&b, k, k, 0);
         ty_buf_puts(&b, "</li>");
     }
-    k = job__s(json_object_get(job, "OutputDataConfig"), "S3OutputPath");
+    k = job_s(json_object_get(job, "OutputDataConfig"), "S3OutputPath");
     if (*k) {
         char out[2048];
         snprintf(out, sizeof(out), "%s%s%s/output/output.tar.gz", k,
                  k[strlen(k) - 1] == '/' ? "" : "/", name);
         ty_buf_puts(&b, "<li>Output data: ");
-        job__dl(&b, out, out, 0);
+        job_dl(&b, out, out, 0);
         ty_buf_puts(&b, "</li>");
     }
     ty_buf_puts(&b, "</ul>\n");
@@ -368,7 +368,7 @@ static void job__page(const struct console_ctx *c, const char *base, const char 
         }
         free(pp);
     }
-    job__profiler(c, &b, job);
+    job_profiler(c, &b, job);
 send:
     json_decref(in);
     json_decref(job);
@@ -376,8 +376,8 @@ send:
 }
 
 /* GET <page>/logs.json[?nextToken=...]: the job's first log stream, as GetLogEvents. */
-static void job__logs(const struct console_ctx *c, const char *name, const char *query,
-                      struct http_response *resp)
+static void job_logs_page(const struct console_ctx *c, const char *name, const char *query,
+                          struct http_response *resp)
 {
     struct ty_err err;
     char prefix[80], token[1024];
@@ -431,11 +431,11 @@ void console_job_serve(const struct console_ctx *c, const char *base, const char
                        struct http_response *resp)
 {
     if (strcmp(sub, "logs.json") == 0)
-        job__logs(c, name, query, resp);
+        job_logs_page(c, name, query, resp);
     else if (strcmp(sub, "system.json") == 0)
         console_sysmon_feed(c, name, resp);
     else
-        job__page(c, base, name, bn, resp);
+        job_page(c, base, name, bn, resp);
 }
 
 void console_job_download(const struct console_ctx *c, const char *query,
@@ -451,7 +451,7 @@ void console_job_download(const struct console_ctx *c, const char *query,
     ty_err_clear(&err);
     memset(&meta, 0, sizeof(meta));
     if (console_query_param(query, "uri", uri, sizeof(uri)) != 0 ||
-        job__s3(uri, bucket, sizeof(bucket), &key) != 0 || !*key) {
+        job_s3(uri, bucket, sizeof(bucket), &key) != 0 || !*key) {
         console_html_message(c->req, resp, 400, "Bad request", "uri must be s3://bucket/key.",
                              c->sess);
         return;

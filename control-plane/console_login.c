@@ -38,7 +38,7 @@ void console_login_policy_default(struct console_login_policy *p)
     p->allow_change = 1;
 }
 
-static int login__is_symbol(int c)
+static int login_is_symbol(int c)
 {
     /* IAM's symbol set: ! @ # $ % ^ & * ( ) _ + - = [ ] { } | ' */
     return c && strchr("!@#$%^&*()_+-=[]{}|'", c) != NULL;
@@ -58,7 +58,7 @@ int console_login_policy_check(const struct console_login_policy *p, const char 
         up |= isupper(ch) != 0;
         lo |= islower(ch) != 0;
         num |= isdigit(ch) != 0;
-        sym |= login__is_symbol(ch);
+        sym |= login_is_symbol(ch);
     }
     if (n > CONSOLE_LOGIN_PW_MAX)
         return ty_err_set(err, TY_EPWPOLICY, "Password",
@@ -90,7 +90,7 @@ int console_login_policy_check(const struct console_login_policy *p, const char 
 
 /* ---- the KDF ---- */
 
-static void login__hex(const unsigned char *in, size_t n, char *out)
+static void login_hex(const unsigned char *in, size_t n, char *out)
 {
     static const char h[] = "0123456789abcdef";
     for (size_t i = 0; i < n; i++) {
@@ -100,7 +100,7 @@ static void login__hex(const unsigned char *in, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-static int login__unhex(const char *in, size_t len, unsigned char *out, size_t n)
+static int login_unhex(const char *in, size_t len, unsigned char *out, size_t n)
 {
     if (len != 2 * n)
         return -1;
@@ -121,8 +121,8 @@ static int login__unhex(const char *in, size_t len, unsigned char *out, size_t n
     return 0;
 }
 
-static int login__kdf(const char *password, const unsigned char *salt, int iter,
-                      unsigned char key[CONSOLE_LOGIN_KEY])
+static int login_kdf(const char *password, const unsigned char *salt, int iter,
+                     unsigned char key[CONSOLE_LOGIN_KEY])
 {
     return PKCS5_PBKDF2_HMAC(password, (int)strlen(password), salt, CONSOLE_LOGIN_SALT, iter,
                              EVP_sha256(), CONSOLE_LOGIN_KEY, key) == 1
@@ -139,10 +139,10 @@ int console_login_hash(const char *password, int iterations, char *out, size_t n
     if (!password || strlen(password) > CONSOLE_LOGIN_PW_MAX || n < CONSOLE_LOGIN_HASH_MAX ||
         iterations < 1)
         return ty_err_set(err, TY_EINVAL, "Password", "Password cannot be hashed");
-    if (RAND_bytes(salt, sizeof(salt)) != 1 || login__kdf(password, salt, iterations, key) != 0)
+    if (RAND_bytes(salt, sizeof(salt)) != 1 || login_kdf(password, salt, iterations, key) != 0)
         return ty_err_set(err, TY_EINTERNAL, NULL, "cannot hash the password");
-    login__hex(salt, sizeof(salt), salth);
-    login__hex(key, sizeof(key), keyh);
+    login_hex(salt, sizeof(salt), salth);
+    login_hex(key, sizeof(key), keyh);
     OPENSSL_cleanse(key, sizeof(key));
     snprintf(out, n, "%s$%d$%s$%s", CONSOLE_LOGIN_SCHEME, iterations, salth, keyh);
     return 0;
@@ -167,10 +167,10 @@ int console_login_verify(const char *password, const char *encoded)
         return 0;
     d1 = end + 1;
     d2 = strchr(d1, '$');
-    if (!d2 || login__unhex(d1, (size_t)(d2 - d1), salt, sizeof(salt)) != 0 ||
-        login__unhex(d2 + 1, strlen(d2 + 1), want, sizeof(want)) != 0)
+    if (!d2 || login_unhex(d1, (size_t)(d2 - d1), salt, sizeof(salt)) != 0 ||
+        login_unhex(d2 + 1, strlen(d2 + 1), want, sizeof(want)) != 0)
         return 0;
-    if (login__kdf(password, salt, (int)iter, got) != 0)
+    if (login_kdf(password, salt, (int)iter, got) != 0)
         return 0;
     ok = CRYPTO_memcmp(got, want, sizeof(got)) == 0;
     OPENSSL_cleanse(got, sizeof(got));
@@ -180,7 +180,7 @@ int console_login_verify(const char *password, const char *encoded)
 /* ---- keys ---- */
 
 /* The ty:iam:<what>:<lname> key of user name; -1 for a name IAM would refuse. */
-static int login__key(const char *what, const char *name, char *out, size_t n)
+static int login_key(const char *what, const char *name, char *out, size_t n)
 {
     char lname[65];
     size_t i;
@@ -197,7 +197,7 @@ static int login__key(const char *what, const char *name, char *out, size_t n)
     return 0;
 }
 
-static int login__no_profile(struct ty_err *err, const char *name)
+static int login_no_profile(struct ty_err *err, const char *name)
 {
     return ty_err_set(err, TY_ENOTFOUND, "UserName",
                       "Login Profile for User %.64s cannot be found.", name);
@@ -277,8 +277,8 @@ int console_login_policy_delete(struct store *s, struct ty_err *err)
 /* ---- login profiles ---- */
 
 /* Reads the profile's fields. OUT: hash (may be NULL), uid, created, reset. 0 / ENOTFOUND. */
-static int login__read(struct store *s, const char *key, char *hash, size_t hn, char *uid,
-                       size_t un, double *created, int *reset, struct ty_err *err)
+static int login_read(struct store *s, const char *key, char *hash, size_t hn, char *uid, size_t un,
+                      double *created, int *reset, struct ty_err *err)
 {
     redisReply *r = store__cmdv(s, err, "HMGET", key, "hash", "uid", "created", "reset", NULL);
     int rc = 0;
@@ -312,11 +312,11 @@ int console_login_put(struct store *s, const char *name, const char *uid, const 
     int oreset = 0, rc;
     redisReply *r;
 
-    if (login__key("login", name, key, sizeof(key)) != 0 ||
-        login__key("loginfail", name, fkey, sizeof(fkey)) != 0)
+    if (login_key("login", name, key, sizeof(key)) != 0 ||
+        login_key("loginfail", name, fkey, sizeof(fkey)) != 0)
         return ty_err_set(err, TY_ENOTFOUND, "UserName",
                           "The user with name %.64s cannot be found.", name);
-    rc = login__read(s, key, NULL, 0, olduid, sizeof(olduid), &oc, &oreset, err);
+    rc = login_read(s, key, NULL, 0, olduid, sizeof(olduid), &oc, &oreset, err);
     if (rc != 0 && rc != -TY_ENOTFOUND)
         return rc;
     if (rc == 0 && strcmp(olduid, uid) != 0)
@@ -325,7 +325,7 @@ int console_login_put(struct store *s, const char *name, const char *uid, const 
         return ty_err_set(err, TY_EINUSE, "UserName",
                           "Login Profile for user %.64s already exists.", name);
     if (replace && rc != 0)
-        return login__no_profile(err, name);
+        return login_no_profile(err, name);
     if (password) {
         if ((rc = console_login_policy_get(s, &pol, err)) != 0)
             return rc;
@@ -358,11 +358,11 @@ int console_login_get(struct store *s, const char *name, const char *uid, double
     char key[LOGIN_KEY_MAX], olduid[64];
     double c = 0;
     int rs = 0, rc;
-    if (login__key("login", name, key, sizeof(key)) != 0)
-        return login__no_profile(err, name);
-    rc = login__read(s, key, NULL, 0, olduid, sizeof(olduid), &c, &rs, err);
+    if (login_key("login", name, key, sizeof(key)) != 0)
+        return login_no_profile(err, name);
+    rc = login_read(s, key, NULL, 0, olduid, sizeof(olduid), &c, &rs, err);
     if (rc == -TY_ENOTFOUND || (rc == 0 && strcmp(olduid, uid) != 0))
-        return login__no_profile(err, name);
+        return login_no_profile(err, name);
     if (rc)
         return rc;
     *created = c;
@@ -375,20 +375,20 @@ int console_login_delete(struct store *s, const char *name, struct ty_err *err)
     char key[LOGIN_KEY_MAX];
     redisReply *r;
     int rc = 0;
-    if (login__key("login", name, key, sizeof(key)) != 0)
-        return login__no_profile(err, name);
+    if (login_key("login", name, key, sizeof(key)) != 0)
+        return login_no_profile(err, name);
     r = store__cmdv(s, err, "DEL", key, NULL);
     if (!r)
         return -TY_EREDIS;
     if (r->type != REDIS_REPLY_INTEGER)
         rc = store__reply_err(r, "DEL login", err);
     else if (r->integer == 0)
-        rc = login__no_profile(err, name);
+        rc = login_no_profile(err, name);
     freeReplyObject(r);
     return rc;
 }
 
-static int login__denied(struct ty_err *err)
+static int login_denied(struct ty_err *err)
 {
     return ty_err_set(err, TY_EDENIED, NULL,
                       "Your authentication information is incorrect. Please try again.");
@@ -404,10 +404,10 @@ int console_login_attempt(struct store *s, const char *name, const char *uid, co
     long long fails = 0, left = 0;
     redisReply *r;
 
-    if (login__key("login", name, key, sizeof(key)) != 0 ||
-        login__key("loginfail", name, fkey, sizeof(fkey)) != 0) {
+    if (login_key("login", name, key, sizeof(key)) != 0 ||
+        login_key("loginfail", name, fkey, sizeof(fkey)) != 0) {
         console_login_verify(password, LOGIN_DUMMY);
-        return login__denied(err);
+        return login_denied(err);
     }
     /* locked out? */
     r = store__cmdv(s, err, "GET", fkey, NULL);
@@ -426,7 +426,7 @@ int console_login_attempt(struct store *s, const char *name, const char *uid, co
                           "Too many failed sign-in attempts. Try again in %lld minutes.",
                           left > 0 ? (left + 59) / 60 : 1);
     }
-    rc = login__read(s, key, hash, sizeof(hash), olduid, sizeof(olduid), &created, &rs, err);
+    rc = login_read(s, key, hash, sizeof(hash), olduid, sizeof(olduid), &created, &rs, err);
     if (rc != 0 && rc != -TY_ENOTFOUND)
         return rc;
     if (rc == 0 && uid[0] && strcmp(olduid, uid) == 0) {
@@ -450,7 +450,7 @@ int console_login_attempt(struct store *s, const char *name, const char *uid, co
     r = store__cmdv(s, err, "EXPIRE", fkey, ttl, NULL);
     if (r)
         freeReplyObject(r);
-    return login__denied(err);
+    return login_denied(err);
 }
 
 int console_login_change(struct store *s, const char *name, const char *uid,

@@ -25,20 +25,20 @@
 
 /* ---- small helpers ---- */
 
-static const char *pg__s(json_t *o, const char *k)
+static const char *pg_s(json_t *o, const char *k)
 {
     const char *v = json_string_value(json_object_get(o, k));
     return v ? v : "";
 }
 
-static void pg__td(struct ty_buf *b, const char *text)
+static void pg_td(struct ty_buf *b, const char *text)
 {
     ty_buf_puts(b, "<td>");
     ty_buf_put_html(b, text && *text ? text : "-");
     ty_buf_puts(b, "</td>");
 }
 
-static void pg__status(struct ty_buf *b, const char *st)
+static void pg_status(struct ty_buf *b, const char *st)
 {
     ty_buf_puts(b, "<td><span class=\"status s-");
     ty_buf_put_html(b, st);
@@ -47,7 +47,7 @@ static void pg__status(struct ty_buf *b, const char *st)
     ty_buf_puts(b, "</span></td>");
 }
 
-static void pg__thead(struct ty_buf *b, const char *caption, const char *const *cols)
+static void pg_thead(struct ty_buf *b, const char *caption, const char *const *cols)
 {
     ty_buf_puts(b, "<table><caption>");
     ty_buf_put_html(b, caption);
@@ -60,9 +60,9 @@ static void pg__thead(struct ty_buf *b, const char *caption, const char *const *
     ty_buf_puts(b, "</tr></thead><tbody>\n");
 }
 
-/* A form posting one operation: starts it (fields follow; end with pg__form_end). */
-static void pg__form(struct ty_buf *b, const struct console_ctx *c, const char *svc, const char *op,
-                     const char *back, const char *legend)
+/* A form posting one operation: starts it (fields follow; end with pg_form_end). */
+static void pg_form(struct ty_buf *b, const struct console_ctx *c, const char *svc, const char *op,
+                    const char *back, const char *legend)
 {
     ty_buf_puts(b, "<form class=\"card\" method=\"post\" action=\"/console/do\"><fieldset>"
                    "<legend>");
@@ -76,7 +76,7 @@ static void pg__form(struct ty_buf *b, const struct console_ctx *c, const char *
     ty_buf_puts(b, "\">");
 }
 
-static void pg__hidden(struct ty_buf *b, const char *name, const char *value)
+static void pg_hidden(struct ty_buf *b, const char *name, const char *value)
 {
     ty_buf_puts(b, "<input type=\"hidden\" name=\"");
     ty_buf_put_html(b, name);
@@ -86,8 +86,8 @@ static void pg__hidden(struct ty_buf *b, const char *name, const char *value)
 }
 
 /* A labelled text field; id is derived from name. type: "text", "password"... */
-static void pg__field(struct ty_buf *b, const char *name, const char *label, const char *type,
-                      const char *value, int required)
+static void pg_field(struct ty_buf *b, const char *name, const char *label, const char *type,
+                     const char *value, int required)
 {
     char id[PAGES_NAME_MAX];
     size_t i;
@@ -107,7 +107,7 @@ static void pg__field(struct ty_buf *b, const char *name, const char *label, con
     ty_buf_puts(b, required ? " required>" : ">");
 }
 
-static void pg__form_end(struct ty_buf *b, const char *label)
+static void pg_form_end(struct ty_buf *b, const char *label)
 {
     ty_buf_puts(b, "<button type=\"submit\">");
     ty_buf_put_html(b, label);
@@ -154,21 +154,21 @@ void console_pages_banner(struct ty_buf *b, const struct console_banner *bn)
 }
 
 /* The start of an admin page: frame, banner. */
-static void pg__start(struct ty_buf *b, const struct console_ctx *c, const char *title,
-                      const struct console_banner *bn)
+static void pg_start(struct ty_buf *b, const struct console_ctx *c, const char *title,
+                     const struct console_banner *bn)
 {
     console_html_start(b, title, c->sess);
     console_pages_banner(b, bn);
 }
 
-static int pg__send(const struct console_ctx *c, struct http_response *resp, struct ty_buf *b)
+static int pg_send(const struct console_ctx *c, struct http_response *resp, struct ty_buf *b)
 {
     console_html_send(c->req, resp, 200, b);
     return 1;
 }
 
 /* The value of query parameter name (decoded) or "" (OUT: out). */
-static const char *pg__q(const char *query, const char *name, char *out, size_t n)
+static const char *pg_q(const char *query, const char *name, char *out, size_t n)
 {
     if (console_query_param(query, name, out, n) != 0)
         out[0] = '\0';
@@ -176,7 +176,7 @@ static const char *pg__q(const char *query, const char *name, char *out, size_t 
 }
 
 /* 1 when s is a resource name the pages put in a path ([A-Za-z0-9_+=,.@-], 1..63). */
-static int pg__name_ok(const char *s, size_t n)
+static int pg_name_ok(const char *s, size_t n)
 {
     if (n < 1 || n > 63)
         return 0;
@@ -250,9 +250,9 @@ static void pg_policy_form(const struct console_ctx *c, struct ty_buf *b)
     snprintf(ml, sizeof(ml), "%d", p.min_length);
     ty_buf_puts(b, "<h2>Account password policy</h2>\n");
     pg_policy_text(c, b);
-    pg__form(b, c, "iam", "UpdateAccountPasswordPolicy", "/console/iam/users",
-             "Set the account password policy");
-    pg__field(b, "p.MinimumPasswordLength", "Minimum password length (6-128)", "number", ml, 1);
+    pg_form(b, c, "iam", "UpdateAccountPasswordPolicy", "/console/iam/users",
+            "Set the account password policy");
+    pg_field(b, "p.MinimumPasswordLength", "Minimum password length (6-128)", "number", ml, 1);
     pg_check(b, "RequireUppercaseCharacters", "Require an uppercase letter",
              p.custom && p.req_upper);
     pg_check(b, "RequireLowercaseCharacters", "Require a lowercase letter",
@@ -261,14 +261,14 @@ static void pg_policy_form(const struct console_ctx *c, struct ty_buf *b)
     pg_check(b, "RequireSymbols", "Require a symbol", p.custom && p.req_symbols);
     pg_check(b, "AllowUsersToChangePassword", "Allow users to change their own password",
              p.allow_change);
-    pg__form_end(b, "Set policy");
+    pg_form_end(b, "Set policy");
 }
 
 static int pg_password(const struct console_ctx *c, const struct console_banner *bn,
                        struct http_response *resp)
 {
     struct ty_buf b;
-    pg__start(&b, c, "Change your password", bn);
+    pg_start(&b, c, "Change your password", bn);
     if (pg_reset_required(c))
         ty_buf_puts(&b, "<div class=\"alert error\" role=\"alert\">Your administrator requires "
                         "a new password before you go on.</div>\n");
@@ -278,7 +278,7 @@ static int pg_password(const struct console_ctx *c, const struct console_banner 
                     "the user's policies, or for everyone when the account password policy "
                     "says AllowUsersToChangePassword).</p>\n");
     pg_policy_text(c, &b);
-    pg__form(&b, c, "iam", "ChangePassword", "/console/password", "Change your password");
+    pg_form(&b, c, "iam", "ChangePassword", "/console/password", "Change your password");
     ty_buf_puts(&b, "<input type=\"hidden\" name=\"confirm-of\" value=\"p.NewPassword\">");
     ty_buf_puts(&b, "<label for=\"f-old\">Current password</label><input id=\"f-old\" "
                     "name=\"p.OldPassword\" type=\"password\" autocomplete=\"current-password\" "
@@ -287,14 +287,14 @@ static int pg_password(const struct console_ctx *c, const struct console_banner 
                     "required><label for=\"f-confirm\">Confirm new password</label><input "
                     "id=\"f-confirm\" name=\"confirm\" type=\"password\" "
                     "autocomplete=\"new-password\" required>");
-    pg__form_end(&b, "Change password");
-    return pg__send(c, resp, &b);
+    pg_form_end(&b, "Change password");
+    return pg_send(c, resp, &b);
 }
 
 /* ---- home ---- */
 
-static int pg__home(const struct console_ctx *c, const struct console_banner *bn,
-                    struct http_response *resp)
+static int pg_home(const struct console_ctx *c, const struct console_banner *bn,
+                   struct http_response *resp)
 {
     struct ty_buf b;
     struct ty_err err;
@@ -303,7 +303,7 @@ static int pg__home(const struct console_ctx *c, const struct console_banner *bn
     static const char *const cols[] = {"Training job", "Status", "Created", NULL};
 
     ty_err_clear(&err);
-    pg__start(&b, c, "Home", bn);
+    pg_start(&b, c, "Home", bn);
     if (pg_reset_required(c))
         ty_buf_puts(&b, "<div class=\"alert error\" role=\"alert\">Your administrator requires "
                         "a new password: <a href=\"/console/password\">change your password"
@@ -322,15 +322,15 @@ static int pg__home(const struct console_ctx *c, const struct console_banner *bn
     if (console_call(c, "sagemaker", "ListTrainingJobs", in, &out, &err) != 0) {
         console_html_error(&b, &err, NULL);
     } else {
-        pg__thead(&b, "Recent training jobs", cols);
+        pg_thead(&b, "Recent training jobs", cols);
         json_array_foreach(json_object_get(out, "TrainingJobSummaries"), i, j)
         {
             ty_buf_puts(&b, "<tr><td><a href=\"/console/jobs/");
-            ty_buf_put_html(&b, pg__s(j, "TrainingJobName"));
+            ty_buf_put_html(&b, pg_s(j, "TrainingJobName"));
             ty_buf_puts(&b, "\">");
-            ty_buf_put_html(&b, pg__s(j, "TrainingJobName"));
+            ty_buf_put_html(&b, pg_s(j, "TrainingJobName"));
             ty_buf_puts(&b, "</a></td>");
-            pg__status(&b, pg__s(j, "TrainingJobStatus"));
+            pg_status(&b, pg_s(j, "TrainingJobStatus"));
             ty_buf_puts(&b, "<td>");
             console_html_time(&b, json_object_get(j, "CreationTime"));
             ty_buf_puts(&b, "</td></tr>\n");
@@ -339,13 +339,13 @@ static int pg__home(const struct console_ctx *c, const struct console_banner *bn
     }
     json_decref(in);
     json_decref(out);
-    return pg__send(c, resp, &b);
+    return pg_send(c, resp, &b);
 }
 
 /* ---- domains ---- */
 
-static int pg__domains(const struct console_ctx *c, const struct console_banner *bn,
-                       struct http_response *resp)
+static int pg_domains(const struct console_ctx *c, const struct console_banner *bn,
+                      struct http_response *resp)
 {
     struct ty_buf b;
     struct ty_err err;
@@ -356,46 +356,46 @@ static int pg__domains(const struct console_ctx *c, const struct console_banner 
 
     ty_err_clear(&err);
     snprintf(role, sizeof(role), "arn:aws:iam::%s:role/" STORE_IAM_DEFAULT_ROLE, c->rc->account_id);
-    pg__start(&b, c, "Domains", bn);
+    pg_start(&b, c, "Domains", bn);
     if (console_call(c, "sagemaker", "ListDomains", in, &out, &err) != 0) {
         console_html_error(&b, &err, NULL);
     } else {
-        pg__thead(&b, "Domains", cols);
+        pg_thead(&b, "Domains", cols);
         json_array_foreach(json_object_get(out, "Domains"), i, d)
         {
             ty_buf_puts(&b, "<tr><td><a href=\"/console/domains/");
-            ty_buf_put_html(&b, pg__s(d, "DomainId"));
+            ty_buf_put_html(&b, pg_s(d, "DomainId"));
             ty_buf_puts(&b, "\">");
-            ty_buf_put_html(&b, pg__s(d, "DomainName"));
+            ty_buf_put_html(&b, pg_s(d, "DomainName"));
             ty_buf_puts(&b, "</a></td>");
-            pg__td(&b, pg__s(d, "DomainId"));
-            pg__status(&b, pg__s(d, "Status"));
+            pg_td(&b, pg_s(d, "DomainId"));
+            pg_status(&b, pg_s(d, "Status"));
             ty_buf_puts(&b, "<td>");
             console_html_time(&b, json_object_get(d, "CreationTime"));
             ty_buf_puts(&b, "</td><td>");
             console_html_button(&b, c->sess, "sagemaker", "DeleteDomain", "/console/domains",
                                 "Delete", "Delete this domain?", "danger", "DomainId",
-                                pg__s(d, "DomainId"), NULL);
+                                pg_s(d, "DomainId"), NULL);
             ty_buf_puts(&b, "</td></tr>\n");
         }
         ty_buf_puts(&b, "</tbody></table>\n");
         if (json_array_size(json_object_get(out, "Domains")) == 0)
             ty_buf_puts(&b, "<p>No domains yet.</p>\n");
     }
-    pg__form(&b, c, "sagemaker", "CreateDomain", "/console/domains", "Create a domain");
-    pg__field(&b, "p.DomainName", "Domain name", "text", NULL, 1);
-    pg__field(&b, "p.DefaultUserSettings.ExecutionRole", "Default execution role", "text", role, 1);
-    pg__hidden(&b, "p.AuthMode", "IAM");
-    pg__hidden(&b, "l.SubnetIds", "subnet-00000000");
-    pg__hidden(&b, "p.VpcId", "vpc-00000000");
-    pg__form_end(&b, "Create domain");
+    pg_form(&b, c, "sagemaker", "CreateDomain", "/console/domains", "Create a domain");
+    pg_field(&b, "p.DomainName", "Domain name", "text", NULL, 1);
+    pg_field(&b, "p.DefaultUserSettings.ExecutionRole", "Default execution role", "text", role, 1);
+    pg_hidden(&b, "p.AuthMode", "IAM");
+    pg_hidden(&b, "l.SubnetIds", "subnet-00000000");
+    pg_hidden(&b, "p.VpcId", "vpc-00000000");
+    pg_form_end(&b, "Create domain");
     json_decref(in);
     json_decref(out);
-    return pg__send(c, resp, &b);
+    return pg_send(c, resp, &b);
 }
 
-static int pg__domain(const struct console_ctx *c, const char *id, const struct console_banner *bn,
-                      struct http_response *resp)
+static int pg_domain(const struct console_ctx *c, const char *id, const struct console_banner *bn,
+                     struct http_response *resp)
 {
     struct ty_buf b;
     struct ty_err err;
@@ -408,71 +408,71 @@ static int pg__domain(const struct console_ctx *c, const char *id, const struct 
     ty_err_clear(&err);
     snprintf(back, sizeof(back), "/console/domains/%s", id);
     snprintf(title, sizeof(title), "Domain %s", id);
-    pg__start(&b, c, title, bn);
+    pg_start(&b, c, title, bn);
     ty_buf_puts(&b, "<p><a href=\"/console/domains\">All domains</a></p>\n");
     if (console_call(c, "sagemaker", "DescribeDomain", in, &out, &err) != 0) {
         console_html_error(&b, &err, NULL);
     } else {
         ty_buf_puts(&b, "<dl class=\"facts\"><dt>Name</dt><dd>");
-        ty_buf_put_html(&b, pg__s(out, "DomainName"));
+        ty_buf_put_html(&b, pg_s(out, "DomainName"));
         ty_buf_puts(&b, "</dd><dt>ARN</dt><dd>");
-        ty_buf_put_html(&b, pg__s(out, "DomainArn"));
+        ty_buf_put_html(&b, pg_s(out, "DomainArn"));
         ty_buf_puts(&b, "</dd><dt>Status</dt><dd>");
-        ty_buf_put_html(&b, pg__s(out, "Status"));
+        ty_buf_put_html(&b, pg_s(out, "Status"));
         ty_buf_puts(&b, "</dd><dt>Default execution role</dt><dd>");
-        ty_buf_put_html(&b, pg__s(json_object_get(out, "DefaultUserSettings"), "ExecutionRole"));
+        ty_buf_put_html(&b, pg_s(json_object_get(out, "DefaultUserSettings"), "ExecutionRole"));
         ty_buf_puts(&b, "</dd><dt>Created</dt><dd>");
         console_html_time(&b, json_object_get(out, "CreationTime"));
         ty_buf_puts(&b, "</dd></dl>\n");
-        pg__form(&b, c, "sagemaker", "UpdateDomain", back, "Default user settings");
-        pg__hidden(&b, "p.DomainId", id);
-        pg__field(&b, "p.DefaultUserSettings.ExecutionRole", "Default execution role", "text",
-                  pg__s(json_object_get(out, "DefaultUserSettings"), "ExecutionRole"), 1);
-        pg__form_end(&b, "Update domain");
+        pg_form(&b, c, "sagemaker", "UpdateDomain", back, "Default user settings");
+        pg_hidden(&b, "p.DomainId", id);
+        pg_field(&b, "p.DefaultUserSettings.ExecutionRole", "Default execution role", "text",
+                 pg_s(json_object_get(out, "DefaultUserSettings"), "ExecutionRole"), 1);
+        pg_form_end(&b, "Update domain");
     }
     ty_buf_puts(&b, "<h2>User profiles</h2>\n");
     ty_err_clear(&err);
     if (console_call(c, "sagemaker", "ListUserProfiles", lin, &lout, &err) != 0) {
         console_html_error(&b, &err, NULL);
     } else {
-        pg__thead(&b, "User profiles", cols);
+        pg_thead(&b, "User profiles", cols);
         json_array_foreach(json_object_get(lout, "UserProfiles"), i, p)
         {
             ty_buf_puts(&b, "<tr><td><a href=\"");
             ty_buf_put_html(&b, back);
             ty_buf_puts(&b, "/users/");
-            ty_buf_put_html(&b, pg__s(p, "UserProfileName"));
+            ty_buf_put_html(&b, pg_s(p, "UserProfileName"));
             ty_buf_puts(&b, "\">");
-            ty_buf_put_html(&b, pg__s(p, "UserProfileName"));
+            ty_buf_put_html(&b, pg_s(p, "UserProfileName"));
             ty_buf_puts(&b, "</a></td>");
-            pg__status(&b, pg__s(p, "Status"));
+            pg_status(&b, pg_s(p, "Status"));
             ty_buf_puts(&b, "<td>");
             console_html_time(&b, json_object_get(p, "CreationTime"));
             ty_buf_puts(&b, "</td><td>");
             console_html_button(&b, c->sess, "sagemaker", "DeleteUserProfile", back, "Delete",
                                 "Delete this user profile?", "danger", "DomainId", id,
-                                "UserProfileName", pg__s(p, "UserProfileName"), NULL);
+                                "UserProfileName", pg_s(p, "UserProfileName"), NULL);
             ty_buf_puts(&b, "</td></tr>\n");
         }
         ty_buf_puts(&b, "</tbody></table>\n");
     }
-    pg__form(&b, c, "sagemaker", "CreateUserProfile", back, "Create a user profile");
-    pg__hidden(&b, "p.DomainId", id);
-    pg__field(&b, "p.UserProfileName", "User profile name", "text", NULL, 1);
-    pg__field(&b, "t.trainyard:iam-user",
-              "IAM user it belongs to (optional: the jobs this user "
-              "creates are attributed to this profile)",
-              "text", NULL, 0);
-    pg__form_end(&b, "Create user profile");
+    pg_form(&b, c, "sagemaker", "CreateUserProfile", back, "Create a user profile");
+    pg_hidden(&b, "p.DomainId", id);
+    pg_field(&b, "p.UserProfileName", "User profile name", "text", NULL, 1);
+    pg_field(&b, "t.trainyard:iam-user",
+             "IAM user it belongs to (optional: the jobs this user "
+             "creates are attributed to this profile)",
+             "text", NULL, 0);
+    pg_form_end(&b, "Create user profile");
     json_decref(in);
     json_decref(out);
     json_decref(lin);
     json_decref(lout);
-    return pg__send(c, resp, &b);
+    return pg_send(c, resp, &b);
 }
 
-static int pg__profile(const struct console_ctx *c, const char *id, const char *user,
-                       const struct console_banner *bn, struct http_response *resp)
+static int pg_profile(const struct console_ctx *c, const char *id, const char *user,
+                      const struct console_banner *bn, struct http_response *resp)
 {
     struct ty_buf b;
     struct ty_err err;
@@ -487,7 +487,7 @@ static int pg__profile(const struct console_ctx *c, const char *id, const char *
     ty_err_clear(&err);
     snprintf(back, sizeof(back), "/console/domains/%.63s/users/%.63s", id, user);
     snprintf(title, sizeof(title), "User profile %.63s", user);
-    pg__start(&b, c, title, bn);
+    pg_start(&b, c, title, bn);
     ty_buf_puts(&b, "<p><a href=\"/console/domains/");
     ty_buf_put_html(&b, id);
     ty_buf_puts(&b, "\">Domain ");
@@ -497,11 +497,11 @@ static int pg__profile(const struct console_ctx *c, const char *id, const char *
         console_html_error(&b, &err, NULL);
     } else {
         ty_buf_puts(&b, "<dl class=\"facts\"><dt>ARN</dt><dd>");
-        ty_buf_put_html(&b, pg__s(out, "UserProfileArn"));
+        ty_buf_put_html(&b, pg_s(out, "UserProfileArn"));
         ty_buf_puts(&b, "</dd><dt>Status</dt><dd>");
-        ty_buf_put_html(&b, pg__s(out, "Status"));
+        ty_buf_put_html(&b, pg_s(out, "Status"));
         ty_buf_puts(&b, "</dd><dt>Execution role</dt><dd>");
-        ty_buf_put_html(&b, pg__s(json_object_get(out, "UserSettings"), "ExecutionRole"));
+        ty_buf_put_html(&b, pg_s(json_object_get(out, "UserSettings"), "ExecutionRole"));
         ty_buf_puts(&b, "</dd></dl>\n");
     }
     console_html_button(&b, c->sess, "sagemaker", "CreatePresignedDomainUrl", back,
@@ -512,46 +512,46 @@ static int pg__profile(const struct console_ctx *c, const char *id, const char *
     if (console_call(c, "sagemaker", "ListApps", lin, &lout, &err) != 0) {
         console_html_error(&b, &err, NULL);
     } else {
-        pg__thead(&b, "Apps", cols);
+        pg_thead(&b, "Apps", cols);
         json_array_foreach(json_object_get(lout, "Apps"), i, a)
         {
             ty_buf_puts(&b, "<tr>");
-            pg__td(&b, pg__s(a, "AppType"));
-            pg__td(&b, pg__s(a, "AppName"));
-            pg__status(&b, pg__s(a, "Status"));
+            pg_td(&b, pg_s(a, "AppType"));
+            pg_td(&b, pg_s(a, "AppName"));
+            pg_status(&b, pg_s(a, "Status"));
             ty_buf_puts(&b, "<td>");
             console_html_time(&b, json_object_get(a, "CreationTime"));
             ty_buf_puts(&b, "</td><td>");
-            if (strcmp(pg__s(a, "Status"), "Deleted") != 0 &&
-                strcmp(pg__s(a, "Status"), "Deleting") != 0)
+            if (strcmp(pg_s(a, "Status"), "Deleted") != 0 &&
+                strcmp(pg_s(a, "Status"), "Deleting") != 0)
                 console_html_button(&b, c->sess, "sagemaker", "DeleteApp", back, "Delete",
                                     "Delete this app?", "danger", "DomainId", id, "UserProfileName",
-                                    user, "AppType", pg__s(a, "AppType"), "AppName",
-                                    pg__s(a, "AppName"), NULL);
+                                    user, "AppType", pg_s(a, "AppType"), "AppName",
+                                    pg_s(a, "AppName"), NULL);
             ty_buf_puts(&b, "</td></tr>\n");
         }
         ty_buf_puts(&b, "</tbody></table>\n");
     }
-    pg__form(&b, c, "sagemaker", "CreateApp", back, "Create an app");
-    pg__hidden(&b, "p.DomainId", id);
-    pg__hidden(&b, "p.UserProfileName", user);
+    pg_form(&b, c, "sagemaker", "CreateApp", back, "Create an app");
+    pg_hidden(&b, "p.DomainId", id);
+    pg_hidden(&b, "p.UserProfileName", user);
     ty_buf_puts(&b, "<label for=\"f-apptype\">App type</label><select id=\"f-apptype\" "
                     "name=\"p.AppType\"><option>DetailedProfiler</option>"
                     "<option>JupyterServer</option><option>KernelGateway</option></select>");
-    pg__field(&b, "p.AppName", "App name", "text", "default", 1);
-    pg__form_end(&b, "Create app");
+    pg_field(&b, "p.AppName", "App name", "text", "default", 1);
+    pg_form_end(&b, "Create app");
     json_decref(in);
     json_decref(out);
     json_decref(lin);
     json_decref(lout);
-    return pg__send(c, resp, &b);
+    return pg_send(c, resp, &b);
 }
 
 /* ---- IAM ---- */
 
 /* Calls IAM action with pairs of string parameters (NULL-terminated). OUT: xml. */
-static int pg__iam(const struct console_ctx *c, struct ty_buf *xml, struct ty_err *err,
-                   const char **code, const char *action, const char *k1, const char *v1)
+static int pg_iam(const struct console_ctx *c, struct ty_buf *xml, struct ty_err *err,
+                  const char **code, const char *action, const char *k1, const char *v1)
 {
     json_t *in = json_pack("{s:s}", "Action", action);
     int rc;
@@ -566,7 +566,7 @@ static int pg__iam(const struct console_ctx *c, struct ty_buf *xml, struct ty_er
 }
 
 /* The text of element tag inside [p, end) into OUT: out ("" when absent). */
-static const char *pg__x(const char *p, const char *end, const char *tag, char *out, size_t n)
+static const char *pg_x(const char *p, const char *end, const char *tag, char *out, size_t n)
 {
     const char *in, *ie;
     char *t;
@@ -578,8 +578,8 @@ static const char *pg__x(const char *p, const char *end, const char *tag, char *
     return out;
 }
 
-static int pg__users(const struct console_ctx *c, const struct console_banner *bn,
-                     struct http_response *resp)
+static int pg_users(const struct console_ctx *c, const struct console_banner *bn,
+                    struct http_response *resp)
 {
     struct ty_buf b, x;
     struct ty_err err;
@@ -587,24 +587,24 @@ static int pg__users(const struct console_ctx *c, const struct console_banner *b
     static const char *const cols[] = {"User name", "ARN", "Created", "Actions", NULL};
 
     ty_err_clear(&err);
-    pg__start(&b, c, "IAM users", bn);
-    if (pg__iam(c, &x, &err, &code, "ListUsers", "MaxItems", "1000") != 0) {
+    pg_start(&b, c, "IAM users", bn);
+    if (pg_iam(c, &x, &err, &code, "ListUsers", "MaxItems", "1000") != 0) {
         console_html_error(&b, &err, code);
     } else {
         const char *p = x.data ? x.data : "", *end = p + x.len, *in, *ie;
-        pg__thead(&b, "IAM users", cols);
+        pg_thead(&b, "IAM users", cols);
         while ((p = ty_xml_find(p, end, "member", &in, &ie)) != NULL) {
             char name[80], arn[700], created[40];
-            pg__x(in, ie, "UserName", name, sizeof(name));
-            pg__x(in, ie, "Arn", arn, sizeof(arn));
-            pg__x(in, ie, "CreateDate", created, sizeof(created));
+            pg_x(in, ie, "UserName", name, sizeof(name));
+            pg_x(in, ie, "Arn", arn, sizeof(arn));
+            pg_x(in, ie, "CreateDate", created, sizeof(created));
             ty_buf_puts(&b, "<tr><td><a href=\"/console/iam/users/");
             ty_buf_put_html(&b, name);
             ty_buf_puts(&b, "\">");
             ty_buf_put_html(&b, name);
             ty_buf_puts(&b, "</a></td>");
-            pg__td(&b, arn);
-            pg__td(&b, created);
+            pg_td(&b, arn);
+            pg_td(&b, created);
             ty_buf_puts(&b, "<td>");
             console_html_button(&b, c->sess, "iam", "DeleteUser", "/console/iam/users", "Delete",
                                 "Delete this user?", "danger", "UserName", name, NULL);
@@ -613,15 +613,15 @@ static int pg__users(const struct console_ctx *c, const struct console_banner *b
         ty_buf_puts(&b, "</tbody></table>\n");
     }
     ty_buf_cleanup(&x);
-    pg__form(&b, c, "iam", "CreateUser", "/console/iam/users", "Create an IAM user");
-    pg__field(&b, "p.UserName", "User name", "text", NULL, 1);
-    pg__form_end(&b, "Create user");
+    pg_form(&b, c, "iam", "CreateUser", "/console/iam/users", "Create an IAM user");
+    pg_field(&b, "p.UserName", "User name", "text", NULL, 1);
+    pg_form_end(&b, "Create user");
     pg_policy_form(c, &b);
-    return pg__send(c, resp, &b);
+    return pg_send(c, resp, &b);
 }
 
-static int pg__user(const struct console_ctx *c, const char *name, const struct console_banner *bn,
-                    struct http_response *resp)
+static int pg_user(const struct console_ctx *c, const char *name, const struct console_banner *bn,
+                   struct http_response *resp)
 {
     struct ty_buf b, x;
     struct ty_err err;
@@ -633,19 +633,19 @@ static int pg__user(const struct console_ctx *c, const char *name, const struct 
     ty_err_clear(&err);
     snprintf(back, sizeof(back), "/console/iam/users/%s", name);
     snprintf(title, sizeof(title), "IAM user %s", name);
-    pg__start(&b, c, title, bn);
+    pg_start(&b, c, title, bn);
     ty_buf_puts(&b, "<p><a href=\"/console/iam/users\">All IAM users</a></p>\n");
-    if (pg__iam(c, &x, &err, &code, "GetUser", "UserName", name) != 0) {
+    if (pg_iam(c, &x, &err, &code, "GetUser", "UserName", name) != 0) {
         console_html_error(&b, &err, code);
     } else {
         char v[700];
         const char *p = x.data ? x.data : "", *end = p + x.len;
         ty_buf_puts(&b, "<dl class=\"facts\"><dt>ARN</dt><dd>");
-        ty_buf_put_html(&b, pg__x(p, end, "Arn", v, sizeof(v)));
+        ty_buf_put_html(&b, pg_x(p, end, "Arn", v, sizeof(v)));
         ty_buf_puts(&b, "</dd><dt>User id</dt><dd>");
-        ty_buf_put_html(&b, pg__x(p, end, "UserId", v, sizeof(v)));
+        ty_buf_put_html(&b, pg_x(p, end, "UserId", v, sizeof(v)));
         ty_buf_puts(&b, "</dd><dt>Created</dt><dd>");
-        ty_buf_put_html(&b, pg__x(p, end, "CreateDate", v, sizeof(v)));
+        ty_buf_put_html(&b, pg_x(p, end, "CreateDate", v, sizeof(v)));
         ty_buf_puts(&b, "</dd></dl>\n");
     }
     ty_buf_cleanup(&x);
@@ -653,30 +653,30 @@ static int pg__user(const struct console_ctx *c, const char *name, const struct 
     /* console password */
     ty_buf_puts(&b, "<h2>Console password</h2>\n");
     ty_err_clear(&err);
-    if (pg__iam(c, &x, &err, &code, "GetLoginProfile", "UserName", name) == 0) {
+    if (pg_iam(c, &x, &err, &code, "GetLoginProfile", "UserName", name) == 0) {
         char v[64];
         const char *p = x.data ? x.data : "", *end = p + x.len;
         ty_buf_puts(&b, "<p>This user can sign in to the console (since ");
-        ty_buf_put_html(&b, pg__x(p, end, "CreateDate", v, sizeof(v)));
+        ty_buf_put_html(&b, pg_x(p, end, "CreateDate", v, sizeof(v)));
         ty_buf_puts(&b, "). ");
-        if (strcmp(pg__x(p, end, "PasswordResetRequired", v, sizeof(v)), "true") == 0)
+        if (strcmp(pg_x(p, end, "PasswordResetRequired", v, sizeof(v)), "true") == 0)
             ty_buf_puts(&b, "<strong>A new password is required at the next sign-in.</strong> ");
         console_html_button(&b, c->sess, "iam", "DeleteLoginProfile", back, "Remove password",
                             "Remove this user's console password?", "danger", "UserName", name,
                             NULL);
         ty_buf_puts(&b, "</p>\n");
-        pg__form(&b, c, "iam", "UpdateLoginProfile", back, "Set a new password");
-        pg__hidden(&b, "p.UserName", name);
-        pg__field(&b, "p.Password", "New password", "password", NULL, 1);
+        pg_form(&b, c, "iam", "UpdateLoginProfile", back, "Set a new password");
+        pg_hidden(&b, "p.UserName", name);
+        pg_field(&b, "p.Password", "New password", "password", NULL, 1);
         pg_check(&b, "PasswordResetRequired", "User must create a new password at next sign-in", 0);
-        pg__form_end(&b, "Update password");
+        pg_form_end(&b, "Update password");
     } else if (err.code == TY_ENOTFOUND) {
         ty_buf_puts(&b, "<p>No console password.</p>\n");
-        pg__form(&b, c, "iam", "CreateLoginProfile", back, "Give a console password");
-        pg__hidden(&b, "p.UserName", name);
-        pg__field(&b, "p.Password", "Password", "password", NULL, 1);
+        pg_form(&b, c, "iam", "CreateLoginProfile", back, "Give a console password");
+        pg_hidden(&b, "p.UserName", name);
+        pg_field(&b, "p.Password", "Password", "password", NULL, 1);
         pg_check(&b, "PasswordResetRequired", "User must create a new password at next sign-in", 0);
-        pg__form_end(&b, "Create login profile");
+        pg_form_end(&b, "Create login profile");
     } else {
         console_html_error(&b, &err, code);
     }
@@ -685,18 +685,18 @@ static int pg__user(const struct console_ctx *c, const char *name, const struct 
     /* access keys */
     ty_buf_puts(&b, "<h2>Access keys</h2>\n");
     ty_err_clear(&err);
-    if (pg__iam(c, &x, &err, &code, "ListAccessKeys", "UserName", name) != 0) {
+    if (pg_iam(c, &x, &err, &code, "ListAccessKeys", "UserName", name) != 0) {
         console_html_error(&b, &err, code);
     } else {
         const char *p = x.data ? x.data : "", *end = p + x.len, *in, *ie;
-        pg__thead(&b, "Access keys", kcols);
+        pg_thead(&b, "Access keys", kcols);
         while ((p = ty_xml_find(p, end, "member", &in, &ie)) != NULL) {
             char akid[140], st[20], created[40];
-            pg__x(in, ie, "AccessKeyId", akid, sizeof(akid));
+            pg_x(in, ie, "AccessKeyId", akid, sizeof(akid));
             ty_buf_puts(&b, "<tr>");
-            pg__td(&b, akid);
-            pg__td(&b, pg__x(in, ie, "Status", st, sizeof(st)));
-            pg__td(&b, pg__x(in, ie, "CreateDate", created, sizeof(created)));
+            pg_td(&b, akid);
+            pg_td(&b, pg_x(in, ie, "Status", st, sizeof(st)));
+            pg_td(&b, pg_x(in, ie, "CreateDate", created, sizeof(created)));
             ty_buf_puts(&b, "<td>");
             console_html_button(&b, c->sess, "iam", "DeleteAccessKey", back, "Delete",
                                 "Delete this access key?", "danger", "UserName", name,
@@ -712,15 +712,15 @@ static int pg__user(const struct console_ctx *c, const char *name, const struct 
     /* inline policies */
     ty_buf_puts(&b, "<h2>Inline policies</h2>\n");
     ty_err_clear(&err);
-    if (pg__iam(c, &x, &err, &code, "ListUserPolicies", "UserName", name) != 0) {
+    if (pg_iam(c, &x, &err, &code, "ListUserPolicies", "UserName", name) != 0) {
         console_html_error(&b, &err, code);
     } else {
         const char *p = x.data ? x.data : "", *end = p + x.len, *in, *ie;
-        pg__thead(&b, "Inline policies", pcols);
+        pg_thead(&b, "Inline policies", pcols);
         while ((p = ty_xml_find(p, end, "member", &in, &ie)) != NULL) {
             char *pol = ty_xml_text(in, ie);
             ty_buf_puts(&b, "<tr>");
-            pg__td(&b, pol);
+            pg_td(&b, pol);
             ty_buf_puts(&b, "<td>");
             console_html_button(&b, c->sess, "iam", "DeleteUserPolicy", back, "Delete",
                                 "Delete this policy?", "danger", "UserName", name, "PolicyName",
@@ -731,19 +731,19 @@ static int pg__user(const struct console_ctx *c, const char *name, const struct 
         ty_buf_puts(&b, "</tbody></table>\n");
     }
     ty_buf_cleanup(&x);
-    pg__form(&b, c, "iam", "PutUserPolicy", back, "Put an inline policy");
-    pg__hidden(&b, "p.UserName", name);
-    pg__field(&b, "p.PolicyName", "Policy name", "text", NULL, 1);
+    pg_form(&b, c, "iam", "PutUserPolicy", back, "Put an inline policy");
+    pg_hidden(&b, "p.UserName", name);
+    pg_field(&b, "p.PolicyName", "Policy name", "text", NULL, 1);
     ty_buf_puts(&b, "<label for=\"f-doc\">Policy document (JSON)</label><textarea id=\"f-doc\" "
                     "name=\"p.PolicyDocument\" rows=\"8\" required>{\"Version\":\"2012-10-17\","
                     "\"Statement\":[{\"Effect\":\"Allow\",\"Action\":\"sagemaker:*\","
                     "\"Resource\":\"*\"}]}</textarea>");
-    pg__form_end(&b, "Put policy");
-    return pg__send(c, resp, &b);
+    pg_form_end(&b, "Put policy");
+    return pg_send(c, resp, &b);
 }
 
-static int pg__roles(const struct console_ctx *c, const struct console_banner *bn,
-                     struct http_response *resp)
+static int pg_roles(const struct console_ctx *c, const struct console_banner *bn,
+                    struct http_response *resp)
 {
     struct ty_buf b, x;
     struct ty_err err;
@@ -751,31 +751,31 @@ static int pg__roles(const struct console_ctx *c, const struct console_banner *b
     static const char *const cols[] = {"Role", "ARN", "Created", "Description", NULL};
 
     ty_err_clear(&err);
-    pg__start(&b, c, "Roles", bn);
-    if (pg__iam(c, &x, &err, &code, "ListRoles", "MaxItems", "1000") != 0) {
+    pg_start(&b, c, "Roles", bn);
+    if (pg_iam(c, &x, &err, &code, "ListRoles", "MaxItems", "1000") != 0) {
         console_html_error(&b, &err, code);
     } else {
         const char *p = x.data ? x.data : "", *end = p + x.len, *in, *ie;
-        pg__thead(&b, "Roles", cols);
+        pg_thead(&b, "Roles", cols);
         while ((p = ty_xml_find(p, end, "member", &in, &ie)) != NULL) {
             char v[STORE_IAM_DESC_MAX + 1];
             ty_buf_puts(&b, "<tr>");
-            pg__td(&b, pg__x(in, ie, "RoleName", v, sizeof(v)));
-            pg__td(&b, pg__x(in, ie, "Arn", v, sizeof(v)));
-            pg__td(&b, pg__x(in, ie, "CreateDate", v, sizeof(v)));
-            pg__td(&b, pg__x(in, ie, "Description", v, sizeof(v)));
+            pg_td(&b, pg_x(in, ie, "RoleName", v, sizeof(v)));
+            pg_td(&b, pg_x(in, ie, "Arn", v, sizeof(v)));
+            pg_td(&b, pg_x(in, ie, "CreateDate", v, sizeof(v)));
+            pg_td(&b, pg_x(in, ie, "Description", v, sizeof(v)));
             ty_buf_puts(&b, "</tr>\n");
         }
         ty_buf_puts(&b, "</tbody></table>\n");
     }
     ty_buf_cleanup(&x);
-    return pg__send(c, resp, &b);
+    return pg_send(c, resp, &b);
 }
 
 /* ---- training jobs ---- */
 
-static void pg__jobs_link(struct ty_buf *b, const char *status, const char *name, const char *sort,
-                          const char *order, const char *next)
+static void pg_jobs_link(struct ty_buf *b, const char *status, const char *name, const char *sort,
+                         const char *order, const char *next)
 {
     ty_buf_puts(b, "/console/jobs?status=");
     console_html_url(b, status);
@@ -791,8 +791,8 @@ static void pg__jobs_link(struct ty_buf *b, const char *status, const char *name
     }
 }
 
-static int pg__jobs(const struct console_ctx *c, const char *query, const struct console_banner *bn,
-                    struct http_response *resp)
+static int pg_jobs(const struct console_ctx *c, const char *query, const struct console_banner *bn,
+                   struct http_response *resp)
 {
     static const char *const states[] = {"",         "InProgress", "Completed", "Failed",
                                          "Stopping", "Stopped",    NULL};
@@ -807,16 +807,16 @@ static int pg__jobs(const struct console_ctx *c, const char *query, const struct
                                        "Ended",        "Actions", NULL};
 
     ty_err_clear(&err);
-    pg__q(query, "status", status, sizeof(status));
-    pg__q(query, "name", name, sizeof(name));
-    pg__q(query, "sort", sort, sizeof(sort));
-    pg__q(query, "order", order, sizeof(order));
-    pg__q(query, "next", next, sizeof(next));
+    pg_q(query, "status", status, sizeof(status));
+    pg_q(query, "name", name, sizeof(name));
+    pg_q(query, "sort", sort, sizeof(sort));
+    pg_q(query, "order", order, sizeof(order));
+    pg_q(query, "next", next, sizeof(next));
     if (!sort[0])
         snprintf(sort, sizeof(sort), "CreationTime");
     if (strcmp(order, "Ascending") != 0)
         snprintf(order, sizeof(order), "Descending");
-    pg__start(&b, c, "Training jobs", bn);
+    pg_start(&b, c, "Training jobs", bn);
     ty_buf_puts(&b, "<form class=\"filters\" method=\"get\" action=\"/console/jobs\">"
                     "<label for=\"f-name\">Name contains</label><input id=\"f-name\" "
                     "name=\"name\" value=\"");
@@ -851,16 +851,16 @@ static int pg__jobs(const struct console_ctx *c, const char *query, const struct
     if (console_call(c, "sagemaker", "ListTrainingJobs", in, &out, &err) != 0) {
         console_html_error(&b, &err, NULL);
     } else {
-        pg__thead(&b, "Training jobs", cols);
+        pg_thead(&b, "Training jobs", cols);
         json_array_foreach(json_object_get(out, "TrainingJobSummaries"), i, j)
         {
-            const char *st = pg__s(j, "TrainingJobStatus");
+            const char *st = pg_s(j, "TrainingJobStatus");
             ty_buf_puts(&b, "<tr><td><a href=\"/console/jobs/");
-            ty_buf_put_html(&b, pg__s(j, "TrainingJobName"));
+            ty_buf_put_html(&b, pg_s(j, "TrainingJobName"));
             ty_buf_puts(&b, "\">");
-            ty_buf_put_html(&b, pg__s(j, "TrainingJobName"));
+            ty_buf_put_html(&b, pg_s(j, "TrainingJobName"));
             ty_buf_puts(&b, "</a></td>");
-            pg__status(&b, st);
+            pg_status(&b, st);
             ty_buf_puts(&b, "<td>");
             console_html_time(&b, json_object_get(j, "CreationTime"));
             ty_buf_puts(&b, "</td><td>");
@@ -869,7 +869,7 @@ static int pg__jobs(const struct console_ctx *c, const char *query, const struct
             if (strcmp(st, "InProgress") == 0)
                 console_html_button(&b, c->sess, "sagemaker", "StopTrainingJob", "/console/jobs",
                                     "Stop", "Stop this training job?", "danger", "TrainingJobName",
-                                    pg__s(j, "TrainingJobName"), NULL);
+                                    pg_s(j, "TrainingJobName"), NULL);
             ty_buf_puts(&b, "</td></tr>\n");
         }
         ty_buf_puts(&b, "</tbody></table>\n");
@@ -879,25 +879,25 @@ static int pg__jobs(const struct console_ctx *c, const char *query, const struct
         ty_buf_puts(&b, "<nav class=\"pages\" aria-label=\"Pages\">");
         if (next[0]) {
             ty_buf_puts(&b, "<a href=\"");
-            pg__jobs_link(&b, status, name, sort, order, NULL);
+            pg_jobs_link(&b, status, name, sort, order, NULL);
             ty_buf_puts(&b, "\">First page</a> ");
         }
         if (ntok) {
             ty_buf_puts(&b, "<a rel=\"next\" href=\"");
-            pg__jobs_link(&b, status, name, sort, order, ntok);
+            pg_jobs_link(&b, status, name, sort, order, ntok);
             ty_buf_puts(&b, "\">Next page</a>");
         }
         ty_buf_puts(&b, "</nav>\n");
     }
     json_decref(in);
     json_decref(out);
-    return pg__send(c, resp, &b);
+    return pg_send(c, resp, &b);
 }
 
 /* ---- agents and the queue ---- */
 
-static int pg__system(const struct console_ctx *c, const struct console_banner *bn,
-                      struct http_response *resp)
+static int pg_system(const struct console_ctx *c, const struct console_banner *bn,
+                     struct http_response *resp)
 {
     struct ty_buf b;
     struct ty_err err;
@@ -909,7 +909,7 @@ static int pg__system(const struct console_ctx *c, const struct console_banner *
                                        "GPUs",  "Slots in use", NULL};
 
     ty_err_clear(&err);
-    pg__start(&b, c, "Agents, queue and quotas", bn);
+    pg_start(&b, c, "Agents, queue and quotas", bn);
     /* who may list training jobs may see what runs them */
     if (console_call(c, "sagemaker", "ListTrainingJobs", in, &out, &err) != 0) {
         console_html_error(&b, &err, NULL);
@@ -931,11 +931,11 @@ static int pg__system(const struct console_ctx *c, const struct console_banner *
                   "<dt>Slots in use</dt><dd id=\"slots-in-use\">%lld of %lld</dd>"
                   "<dt>Queue depth</dt><dd id=\"queue-depth\">%ld</dd></dl>\n",
                   json_array_size(agents), busy, slots, depth);
-    pg__thead(&b, "Live agents", cols);
+    pg_thead(&b, "Live agents", cols);
     json_array_foreach(agents, i, a)
     {
         ty_buf_puts(&b, "<tr>");
-        pg__td(&b, pg__s(a, "id"));
+        pg_td(&b, pg_s(a, "id"));
         ty_buf_printf(&b, "<td>%lld</td><td>%.1f</td><td>%lld</td><td>%lld / %lld</td></tr>\n",
                       (long long)json_integer_value(json_object_get(a, "cpus")),
                       (double)json_integer_value(json_object_get(a, "memory_bytes")) / 1073741824.0,
@@ -959,7 +959,7 @@ done:
     json_decref(agents);
     json_decref(in);
     json_decref(out);
-    return pg__send(c, resp, &b);
+    return pg_send(c, resp, &b);
 }
 
 /* ---- dispatch ---- */
@@ -973,40 +973,40 @@ int console_pages_serve(const struct console_ctx *c, const char *path, const cha
     if (c->sess->kind != CONSOLE_IAM)
         return 0;
     if (strcmp(path, "/console/home") == 0)
-        return pg__home(c, bn, resp);
+        return pg_home(c, bn, resp);
     if (strcmp(path, "/console/domains") == 0)
-        return pg__domains(c, bn, resp);
+        return pg_domains(c, bn, resp);
     if (strncmp(path, "/console/domains/", 17) == 0) {
         rest = path + 17;
         slash = strchr(rest, '/');
         if (!slash) {
-            if (!pg__name_ok(rest, strlen(rest)))
+            if (!pg_name_ok(rest, strlen(rest)))
                 return 0;
-            return pg__domain(c, rest, bn, resp);
+            return pg_domain(c, rest, bn, resp);
         }
-        if (!pg__name_ok(rest, (size_t)(slash - rest)) || strncmp(slash, "/users/", 7) != 0 ||
-            !pg__name_ok(slash + 7, strlen(slash + 7)))
+        if (!pg_name_ok(rest, (size_t)(slash - rest)) || strncmp(slash, "/users/", 7) != 0 ||
+            !pg_name_ok(slash + 7, strlen(slash + 7)))
             return 0;
         snprintf(a, sizeof(a), "%.*s", (int)(slash - rest), rest);
         snprintf(u, sizeof(u), "%s", slash + 7);
-        return pg__profile(c, a, u, bn, resp);
+        return pg_profile(c, a, u, bn, resp);
     }
     if (strcmp(path, "/console/iam/users") == 0)
-        return pg__users(c, bn, resp);
+        return pg_users(c, bn, resp);
     if (strncmp(path, "/console/iam/users/", 19) == 0) {
         rest = path + 19;
         if (strcmp(rest, "me") == 0)
             rest = c->sess->user;
-        if (!pg__name_ok(rest, strlen(rest)))
+        if (!pg_name_ok(rest, strlen(rest)))
             return 0;
-        return pg__user(c, rest, bn, resp);
+        return pg_user(c, rest, bn, resp);
     }
     if (strcmp(path, "/console/iam/roles") == 0)
-        return pg__roles(c, bn, resp);
+        return pg_roles(c, bn, resp);
     if (strcmp(path, "/console/jobs") == 0)
-        return pg__jobs(c, query, bn, resp);
+        return pg_jobs(c, query, bn, resp);
     if (strcmp(path, "/console/system") == 0)
-        return pg__system(c, bn, resp);
+        return pg_system(c, bn, resp);
     if (strcmp(path, "/console/password") == 0)
         return pg_password(c, bn, resp);
     return 0;

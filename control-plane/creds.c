@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 /* Reads aws_access_key_id / aws_secret_access_key of the [default] profile. */
-static int creds__read(const char *path, char *akid, size_t an, char *secret, size_t sn)
+static int creds_read(const char *path, char *akid, size_t an, char *secret, size_t sn)
 {
     char line[512];
     int in_default = 0, got = 0;
@@ -50,7 +50,7 @@ static int creds__read(const char *path, char *akid, size_t an, char *secret, si
     return got == 3 ? 0 : -1;
 }
 
-static int creds__write(const char *path, const char *akid, const char *secret, struct ty_err *err)
+static int creds_write(const char *path, const char *akid, const char *secret, struct ty_err *err)
 {
     char tmp[4200];
     int fd;
@@ -90,7 +90,7 @@ int creds_bootstrap(struct store *s, const char *data_dir, const char *account_i
                               "admin keys are too long");
         snprintf(akid, sizeof(akid), "%s", env_id);
         snprintf(secret, sizeof(secret), "%s", env_secret);
-    } else if (creds__read(path, akid, sizeof(akid), secret, sizeof(secret)) != 0) {
+    } else if (creds_read(path, akid, sizeof(akid), secret, sizeof(secret)) != 0) {
         memcpy(akid, "AKIA", 4);
         if (ty_rand_string(akid + 4, 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != 0 ||
             ty_rand_string(secret, 40,
@@ -110,7 +110,7 @@ int creds_bootstrap(struct store *s, const char *data_dir, const char *account_i
     rc = store_iam_bootstrap_role(s, account_id, (double)time(NULL), err);
     if (rc)
         return rc;
-    rc = creds__write(path, akid, secret, err);
+    rc = creds_write(path, akid, secret, err);
     if (rc)
         return rc;
     if (fresh) {

@@ -57,7 +57,7 @@ struct http_server {
     pthread_t reaper;
 };
 
-static double http__now(void)
+static double http_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -65,7 +65,7 @@ static double http__now(void)
 }
 
 /* Sets the deadline of conn's current phase: secs from now, none when secs <= 0. */
-static void http__deadline(struct http_server *srv, struct MHD_Connection *conn, int secs)
+static void http_deadline(struct http_server *srv, struct MHD_Connection *conn, int secs)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -73,12 +73,12 @@ static void http__deadline(struct http_server *srv, struct MHD_Connection *conn,
     if (!c)
         return;
     pthread_mutex_lock(&srv->mu);
-    c->deadline = secs > 0 ? http__now() + secs : 0;
+    c->deadline = secs > 0 ? http_now() + secs : 0;
     pthread_mutex_unlock(&srv->mu);
 }
 
-static void http__notify_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
-                              enum MHD_ConnectionNotificationCode toe)
+static void http_notify_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
+                             enum MHD_ConnectionNotificationCode toe)
 {
     struct http_server *srv = cls;
     struct http__conn *c;
@@ -94,7 +94,7 @@ static void http__notify_conn(void *cls, struct MHD_Connection *conn, void **soc
         }
         c->fd = ci->connect_fd;
         pthread_mutex_lock(&srv->mu);
-        c->deadline = srv->lim.header_timeout_s > 0 ? http__now() + srv->lim.header_timeout_s : 0;
+        c->deadline = srv->lim.header_timeout_s > 0 ? http_now() + srv->lim.header_timeout_s : 0;
         c->next = srv->conns;
         if (srv->conns)
             srv->conns->prev = c;
@@ -119,13 +119,13 @@ static void http__notify_conn(void *cls, struct MHD_Connection *conn, void **soc
 }
 
 /* The reaper: every 200 ms, shuts down the sockets of connections past their deadline. */
-static void *http__reaper(void *arg)
+static void *http_reaper(void *arg)
 {
     struct http_server *srv = arg;
     pthread_mutex_lock(&srv->mu);
     while (!srv->stopping) {
         struct timespec ts;
-        double now = http__now();
+        double now = http_now();
         int cut = 0;
         for (struct http__conn *c = srv->conns; c; c = c->next) {
             if (c->deadline > 0 && now >= c->deadline) {
@@ -181,7 +181,7 @@ const char *http_header(const struct http_request *req, const char *name)
     return NULL;
 }
 
-static void *http__uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
+static void *http_uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     struct http_request *req;
     const char *q;
@@ -210,7 +210,7 @@ static void *http__uri_log(void *cls, const char *uri, struct MHD_Connection *co
     return req;
 }
 
-static void http__request_free(struct http_request *req)
+static void http_request_free(struct http_request *req)
 {
     if (!req)
         return;
@@ -222,19 +222,19 @@ static void http__request_free(struct http_request *req)
     free(req);
 }
 
-static void http__completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                            enum MHD_RequestTerminationCode toe)
+static void http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                           enum MHD_RequestTerminationCode toe)
 {
     struct http_server *srv = cls;
     (void)toe;
-    http__request_free(*con_cls);
+    http_request_free(*con_cls);
     *con_cls = NULL;
     /* the next request on this connection has the header deadline from now */
-    http__deadline(srv, conn, srv->lim.header_timeout_s);
+    http_deadline(srv, conn, srv->lim.header_timeout_s);
 }
 
-static enum MHD_Result http__collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                            const char *value)
+static enum MHD_Result http_collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                           const char *value)
 {
     struct http_request *req = cls;
     (void)kind;
@@ -253,7 +253,7 @@ struct http__stream {
     unsigned long long len, done;
 };
 
-static ssize_t http__stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+static ssize_t http_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct http__stream *st = cls;
     long n;
@@ -272,7 +272,7 @@ static ssize_t http__stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     return (ssize_t)n;
 }
 
-static void http__stream_free(void *cls)
+static void http_stream_free(void *cls)
 {
     struct http__stream *st = cls;
     if (st->free)
@@ -280,7 +280,7 @@ static void http__stream_free(void *cls)
     free(st);
 }
 
-static enum MHD_Result http__send(struct MHD_Connection *conn, struct http_response *resp)
+static enum MHD_Result http_send(struct MHD_Connection *conn, struct http_response *resp)
 {
     struct MHD_Response *r;
     enum MHD_Result ret;
@@ -293,8 +293,8 @@ static enum MHD_Result http__send(struct MHD_Connection *conn, struct http_respo
             st->free = resp->stream_free;
             st->ctx = resp->stream_ctx;
             st->len = resp->stream_len;
-            r = MHD_create_response_from_callback(resp->stream_len, 64 * 1024, http__stream_read,
-                                                  st, http__stream_free);
+            r = MHD_create_response_from_callback(resp->stream_len, 64 * 1024, http_stream_read, st,
+                                                  http_stream_free);
             if (!r)
                 free(st);
         }
@@ -332,10 +332,9 @@ static enum MHD_Result http__send(struct MHD_Connection *conn, struct http_respo
     return ret;
 }
 
-static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, const char *url,
-                                    const char *method, const char *version,
-                                    const char *upload_data, size_t *upload_data_size,
-                                    void **con_cls)
+static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                   const char *method, const char *version, const char *upload_data,
+                                   size_t *upload_data_size, void **con_cls)
 {
     struct http_server *srv = cls;
     struct http_request *req = *con_cls;
@@ -347,9 +346,9 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
         return MHD_NO;
     if (!req->method) {
         /* first call: headers only; the body has its own deadline from here */
-        http__deadline(srv, conn, srv->lim.body_timeout_s);
+        http_deadline(srv, conn, srv->lim.body_timeout_s);
         req->method = method;
-        MHD_get_connection_values(conn, MHD_HEADER_KIND, http__collect_header, req);
+        MHD_get_connection_values(conn, MHD_HEADER_KIND, http_collect_header, req);
         {
             http_prepare prep = atomic_load(&srv->prepare);
             if (prep)
@@ -369,7 +368,7 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
         *upload_data_size = 0;
         return MHD_YES;
     }
-    http__deadline(srv, conn, 0); /* read whole: only the idle timeout from here */
+    http_deadline(srv, conn, 0); /* read whole: only the idle timeout from here */
     memset(&resp, 0, sizeof(resp));
     resp.status = 500;
     if (!req->body.data)
@@ -382,10 +381,10 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
         metrics_observe(req->metric_service, req->metric_op, resp.status,
                         (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     }
-    return http__send(conn, &resp);
+    return http_send(conn, &resp);
 }
 
-static int http__bind(const char *listen_addr, int *port_out, struct ty_err *err)
+static int http_bind(const char *listen_addr, int *port_out, struct ty_err *err)
 {
     char host[256];
     const char *colon, *port;
@@ -442,7 +441,7 @@ fail:
 }
 
 /* Raises RLIMIT_NOFILE's soft limit to the hard one; returns the soft limit now in force. */
-static long http__raise_nofile(void)
+static long http_raise_nofile(void)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
@@ -472,7 +471,7 @@ struct http_server *http_start(const char *listen_addr, int threads,
     }
     srv->lim = limits ? *limits : defaults;
     /* every connection is a descriptor: keep 512 for redis, the engine, files and agents */
-    nofile = http__raise_nofile();
+    nofile = http_raise_nofile();
     if (nofile > 0 && srv->lim.max_connections > nofile - 512) {
         int fit = nofile > 512 + 16 ? (int)(nofile - 512) : 16;
         ty_log(TY_LOG_WARN, "http.limits",
@@ -483,7 +482,7 @@ struct http_server *http_start(const char *listen_addr, int threads,
     /* MHD splits the total cap between its pool threads */
     if ((unsigned)srv->lim.max_connections < nthreads)
         srv->lim.max_connections = (int)nthreads;
-    fd = http__bind(listen_addr, &srv->port, err);
+    fd = http_bind(listen_addr, &srv->port, err);
     if (fd < 0) {
         free(srv);
         return NULL;
@@ -495,9 +494,9 @@ struct http_server *http_start(const char *listen_addr, int threads,
     pthread_cond_init(&srv->cv, NULL);
     srv->mhd = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-        http__access, srv, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, nthreads,
-        MHD_OPTION_URI_LOG_CALLBACK, http__uri_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-        http__completed, srv, MHD_OPTION_NOTIFY_CONNECTION, http__notify_conn, srv,
+        http_access, srv, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, nthreads,
+        MHD_OPTION_URI_LOG_CALLBACK, http_uri_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+        http_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, http_notify_conn, srv,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->lim.idle_timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->lim.max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)srv->lim.max_per_client, MHD_OPTION_END);
@@ -505,7 +504,7 @@ struct http_server *http_start(const char *listen_addr, int threads,
         ty_err_set(err, TY_EIO, "listen", "cannot start the http server on %s", listen_addr);
         goto fail;
     }
-    if (pthread_create(&srv->reaper, NULL, http__reaper, srv) != 0) {
+    if (pthread_create(&srv->reaper, NULL, http_reaper, srv) != 0) {
         ty_err_set(err, TY_EIO, "listen", "cannot start the http deadline thread");
         MHD_stop_daemon(srv->mhd);
         goto fail;

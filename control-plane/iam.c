@@ -121,7 +121,7 @@ struct iam__opdef {
     int negated;
 };
 
-static const struct iam__opdef iam__ops[] = {
+static const struct iam__opdef iam_op_table[] = {
     {"StringEquals", K_STR_EQ, 0},
     {"StringNotEquals", K_STR_EQ, 1},
     {"StringEqualsIgnoreCase", K_STR_EQ_CI, 0},
@@ -1085,9 +1085,9 @@ static const struct iam__opdef *op_lookup(const char *name, enum iam__set *set, 
         *if_exists = 1;
         n -= 8;
     }
-    for (size_t i = 0; i < sizeof(iam__ops) / sizeof(iam__ops[0]); i++) {
-        if (strlen(iam__ops[i].name) == n && strncmp(iam__ops[i].name, name, n) == 0)
-            return &iam__ops[i];
+    for (size_t i = 0; i < sizeof(iam_op_table) / sizeof(iam_op_table[0]); i++) {
+        if (strlen(iam_op_table[i].name) == n && strncmp(iam_op_table[i].name, name, n) == 0)
+            return &iam_op_table[i];
     }
     return NULL;
 }

@@ -107,7 +107,7 @@ extern const size_t model__embedded_n;
 
 /* ---------------------------------------------------------------- loading */
 
-static char *model__strdup(const char *s)
+static char *model_strdup(const char *s)
 {
     size_t n = strlen(s) + 1;
     char *p = malloc(n);
@@ -116,7 +116,7 @@ static char *model__strdup(const char *s)
     return p;
 }
 
-static void model__service_cleanup(struct model__service *s)
+static void model_service_cleanup(struct model__service *s)
 {
     free(s->name);
     for (size_t i = 0; s->shapes && i < s->nshapes; i++) {
@@ -145,13 +145,13 @@ void model_free(struct model *m)
     if (!m)
         return;
     for (size_t i = 0; i < m->nsvcs; i++)
-        model__service_cleanup(&m->svcs[i]);
+        model_service_cleanup(&m->svcs[i]);
     free(m->svcs);
     pcre2_match_context_free(m->mctx);
     free(m);
 }
 
-static enum model__type model__type_of(const char *t)
+static enum model__type model_type_of(const char *t)
 {
     static const struct {
         const char *name;
@@ -172,7 +172,7 @@ static enum model__type model__type_of(const char *t)
 }
 
 /* The shape named by ref ({"shape": "Name"}) through index (name → position), or NULL. */
-static struct model__shape *model__resolve(struct model__service *s, json_t *index, json_t *ref)
+static struct model__shape *model_resolve(struct model__service *s, json_t *index, json_t *ref)
 {
     json_t *pos = json_object_get(index, json_string_value(json_object_get(ref, "shape")));
     if (!json_is_integer(pos))
@@ -181,7 +181,7 @@ static struct model__shape *model__resolve(struct model__service *s, json_t *ind
 }
 
 /* 1 and *cp set when p starts with \uXXXX. */
-static int model__java_u(const char *p, unsigned *cp)
+static int model_java_u(const char *p, unsigned *cp)
 {
     unsigned v = 0;
     if (p[0] != '\\' || p[1] != 'u')
@@ -202,7 +202,7 @@ static int model__java_u(const char *p, unsigned *cp)
  * (ASCII-only in both engines), and \uXXXX becomes \x{XXXX}. Everything else is passed through.
  * Returns 0, or -1 when out (max bytes) is too small. out is NUL-terminated.
  */
-static int model__java_to_pcre2(const char *in, char *out, size_t max)
+static int model_java_to_pcre2(const char *in, char *out, size_t max)
 {
     static const char *const posix[][2] = {
         {"Lower", "lower"}, {"Upper", "upper"}, {"ASCII", "ascii"}, {"Alpha", "alpha"},
@@ -242,10 +242,10 @@ static int model__java_to_pcre2(const char *in, char *out, size_t max)
         }
         if (o + 3 >= max)
             return -1;
-        if (model__java_u(in + i, &cp)) { /* Java's \uXXXX is PCRE2's \x{...} */
+        if (model_java_u(in + i, &cp)) { /* Java's \uXXXX is PCRE2's \x{...} */
             unsigned lo;
             i += 5;
-            if (cp >= 0xD800 && cp <= 0xDBFF && model__java_u(in + i + 1, &lo) && lo >= 0xDC00 &&
+            if (cp >= 0xD800 && cp <= 0xDBFF && model_java_u(in + i + 1, &lo) && lo >= 0xDC00 &&
                 lo <= 0xDFFF) { /* a UTF-16 surrogate pair is one code point */
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                 i += 6;
@@ -281,15 +281,15 @@ static int model__java_to_pcre2(const char *in, char *out, size_t max)
     return 0;
 }
 
-static int model__load_shape(struct model *m, struct model__service *s, json_t *index,
-                             struct model__shape *sh, json_t *js, const char *svc,
-                             struct ty_err *err)
+static int model_load_shape(struct model *m, struct model__service *s, json_t *index,
+                            struct model__shape *sh, json_t *js, const char *svc,
+                            struct ty_err *err)
 {
     json_t *v;
     const char *key;
     size_t i;
 
-    sh->type = model__type_of(json_string_value(json_object_get(js, "type")));
+    sh->type = model_type_of(json_string_value(json_object_get(js, "type")));
     if ((v = json_object_get(js, "min")) && json_is_number(v)) {
         sh->has_min = 1;
         sh->min = json_number_value(v);
@@ -307,7 +307,7 @@ static int model__load_shape(struct model *m, struct model__service *s, json_t *
             const char *e = json_string_value(json_array_get(v, i));
             if (!e)
                 continue;
-            if (!(sh->enums[sh->nenums] = model__strdup(e)))
+            if (!(sh->enums[sh->nenums] = model_strdup(e)))
                 return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
             sh->nenums++;
         }
@@ -319,12 +319,12 @@ static int model__load_shape(struct model *m, struct model__service *s, json_t *
         uint32_t ncap = 0;
         size_t cap;
         char *src;
-        if (!(sh->pattern = model__strdup(json_string_value(v))))
+        if (!(sh->pattern = model_strdup(json_string_value(v))))
             return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
         cap = strlen(sh->pattern) * 4 + 16;
         if (!(src = malloc(cap)))
             return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-        if (model__java_to_pcre2(sh->pattern, src, cap) != 0) {
+        if (model_java_to_pcre2(sh->pattern, src, cap) != 0) {
             free(src);
             return ty_err_set(err, TY_EINTERNAL, sh->name, "%s: pattern of shape %s is too long",
                               svc, sh->name);
@@ -352,11 +352,11 @@ static int model__load_shape(struct model *m, struct model__service *s, json_t *
         json_object_foreach(members, key, ref)
         {
             struct model__member *mb = &sh->members[sh->nmembers];
-            if (!(mb->shape = model__resolve(s, index, ref)))
+            if (!(mb->shape = model_resolve(s, index, ref)))
                 return ty_err_set(err, TY_EINTERNAL, sh->name,
                                   "%s: member %s.%s refers to an unknown shape", svc, sh->name,
                                   key);
-            if (!(mb->name = model__strdup(key)) || !(mb->path = model__strdup(key)))
+            if (!(mb->name = model_strdup(key)) || !(mb->path = model_strdup(key)))
                 return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
             if (mb->path[0] >= 'A' && mb->path[0] <= 'Z')
                 mb->path[0] = (char)(mb->path[0] - 'A' + 'a');
@@ -369,19 +369,19 @@ static int model__load_shape(struct model *m, struct model__service *s, json_t *
         }
     }
     if (sh->type == MT_LIST &&
-        !(sh->member = model__resolve(s, index, json_object_get(js, "member"))))
+        !(sh->member = model_resolve(s, index, json_object_get(js, "member"))))
         return ty_err_set(err, TY_EINTERNAL, sh->name, "%s: list %s has no member shape", svc,
                           sh->name);
     if (sh->type == MT_MAP &&
-        (!(sh->key = model__resolve(s, index, json_object_get(js, "key"))) ||
-         !(sh->value = model__resolve(s, index, json_object_get(js, "value")))))
+        (!(sh->key = model_resolve(s, index, json_object_get(js, "key"))) ||
+         !(sh->value = model_resolve(s, index, json_object_get(js, "value")))))
         return ty_err_set(err, TY_EINTERNAL, sh->name, "%s: map %s lacks its key or value shape",
                           svc, sh->name);
     return 0;
 }
 
 /* Adds the service described by doc (borrowed) to m. source names it in messages. */
-static int model__add_service(struct model *m, json_t *doc, const char *source, struct ty_err *err)
+static int model_add_service(struct model *m, json_t *doc, const char *source, struct ty_err *err)
 {
     struct model__service s, *grown;
     json_t *shapes, *ops, *index = NULL, *js;
@@ -402,7 +402,7 @@ static int model__add_service(struct model *m, json_t *doc, const char *source, 
             return ty_err_set(err, TY_EINTERNAL, NULL, "%s: service %s loaded twice", source, name);
     }
     rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    if (!(s.name = model__strdup(name)) || !(index = json_object()))
+    if (!(s.name = model_strdup(name)) || !(index = json_object()))
         goto fail;
     s.shapes = calloc(json_object_size(shapes) + 1, sizeof(*s.shapes));
     s.ops = calloc(json_object_size(ops) + 1, sizeof(*s.ops));
@@ -410,7 +410,7 @@ static int model__add_service(struct model *m, json_t *doc, const char *source, 
         goto fail;
     json_object_foreach(shapes, key, js)
     {
-        if (!(s.shapes[s.nshapes].name = model__strdup(key)) ||
+        if (!(s.shapes[s.nshapes].name = model_strdup(key)) ||
             json_object_set_new(index, key, json_integer((json_int_t)s.nshapes)))
             goto fail;
         s.nshapes++;
@@ -418,7 +418,7 @@ static int model__add_service(struct model *m, json_t *doc, const char *source, 
     i = 0;
     json_object_foreach(shapes, key, js)
     {
-        if ((rc = model__load_shape(m, &s, index, &s.shapes[i++], js, source, err)))
+        if ((rc = model_load_shape(m, &s, index, &s.shapes[i++], js, source, err)))
             goto fail;
     }
     json_object_foreach(ops, key, js)
@@ -426,10 +426,10 @@ static int model__add_service(struct model *m, json_t *doc, const char *source, 
         struct model__op *op = &s.ops[s.nops];
         json_t *in = json_object_get(js, "input");
         rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-        if (!(op->name = model__strdup(key)))
+        if (!(op->name = model_strdup(key)))
             goto fail;
         s.nops++;
-        if (in && !(op->input = model__resolve(&s, index, in))) {
+        if (in && !(op->input = model_resolve(&s, index, in))) {
             rc = ty_err_set(err, TY_EINTERNAL, key, "%s: operation %s has an unknown input shape",
                             source, key);
             goto fail;
@@ -446,11 +446,11 @@ static int model__add_service(struct model *m, json_t *doc, const char *source, 
     return 0;
 fail:
     json_decref(index);
-    model__service_cleanup(&s);
+    model_service_cleanup(&s);
     return rc;
 }
 
-static struct model *model__new(struct ty_err *err)
+static struct model *model_new(struct ty_err *err)
 {
     struct model *m = calloc(1, sizeof(*m));
     if (!m || !(m->mctx = pcre2_match_context_create(NULL))) {
@@ -462,20 +462,20 @@ static struct model *model__new(struct ty_err *err)
     return m;
 }
 
-static int model__add_buffer(struct model *m, const char *data, size_t len, const char *source,
-                             struct ty_err *err)
+static int model_add_buffer(struct model *m, const char *data, size_t len, const char *source,
+                            struct ty_err *err)
 {
     json_error_t jerr;
     json_t *doc = json_loadb(data, len, 0, &jerr);
     int rc;
     if (!doc)
         return ty_err_set(err, TY_EINTERNAL, NULL, "%s:%d: %s", source, jerr.line, jerr.text);
-    rc = model__add_service(m, doc, source, err);
+    rc = model_add_service(m, doc, source, err);
     json_decref(doc);
     return rc;
 }
 
-static int model__cmp_names(const void *a, const void *b)
+static int model_cmp_names(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -506,7 +506,7 @@ struct model *model_load(const char *dir, struct ty_err *err)
                 goto nomem;
             names = grown;
         }
-        if (!(names[n] = model__strdup(de->d_name)))
+        if (!(names[n] = model_strdup(de->d_name)))
             goto nomem;
         n++;
     }
@@ -516,8 +516,8 @@ struct model *model_load(const char *dir, struct ty_err *err)
         ty_err_set(err, TY_EIO, NULL, "no service model (*.json) in '%s'", dir);
         goto out;
     }
-    qsort(names, n, sizeof(*names), model__cmp_names);
-    if (!(m = model__new(err)))
+    qsort(names, n, sizeof(*names), model_cmp_names);
+    if (!(m = model_new(err)))
         goto out;
     for (i = 0; i < n && rc == 0; i++) {
         FILE *f;
@@ -542,7 +542,7 @@ struct model *model_load(const char *dir, struct ty_err *err)
         if (rc)
             ty_err_set(err, -rc, NULL, "cannot read '%s'", path);
         else
-            rc = model__add_buffer(m, b.data ? b.data : "", b.len, path, err);
+            rc = model_add_buffer(m, b.data ? b.data : "", b.len, path, err);
         ty_buf_cleanup(&b);
     }
     if (rc) {
@@ -563,12 +563,12 @@ out:
 
 struct model *model_load_embedded(struct ty_err *err)
 {
-    struct model *m = model__new(err);
+    struct model *m = model_new(err);
     if (!m)
         return NULL;
     for (size_t i = 0; i < model__embedded_n; i++) {
-        if (model__add_buffer(m, (const char *)model__embedded[i].data, model__embedded[i].len,
-                              model__embedded[i].name, err)) {
+        if (model_add_buffer(m, (const char *)model__embedded[i].data, model__embedded[i].len,
+                             model__embedded[i].name, err)) {
             model_free(m);
             return NULL;
         }
@@ -576,8 +576,8 @@ struct model *model_load_embedded(struct ty_err *err)
     return m;
 }
 
-static const struct model__op *model__find_op(const struct model *m, const char *service,
-                                              const char *op)
+static const struct model__op *model_find_op(const struct model *m, const char *service,
+                                             const char *op)
 {
     if (!m || !service || !op)
         return NULL;
@@ -594,7 +594,7 @@ static const struct model__op *model__find_op(const struct model *m, const char 
 
 int model_has_op(const struct model *m, const char *service, const char *op)
 {
-    return model__find_op(m, service, op) != NULL;
+    return model_find_op(m, service, op) != NULL;
 }
 
 /* ---------------------------------------------------------------- validation */
@@ -611,7 +611,7 @@ struct model__vctx {
 };
 
 /* Appends a path segment (with a '.' unless the path is empty); returns the old length. */
-static size_t model__push(struct model__vctx *c, const char *seg)
+static size_t model_push(struct model__vctx *c, const char *seg)
 {
     size_t old = c->plen;
     int n = snprintf(c->path + c->plen, sizeof(c->path) - c->plen, "%s%s", old ? "." : "", seg);
@@ -621,14 +621,14 @@ static size_t model__push(struct model__vctx *c, const char *seg)
     return old;
 }
 
-static void model__pop(struct model__vctx *c, size_t old)
+static void model_pop(struct model__vctx *c, size_t old)
 {
     c->plen = old;
     c->path[old] = '\0';
 }
 
 /* Length of the longest prefix of s[0..n) that fits in max bytes and ends on a UTF-8 boundary. */
-static size_t model__utf8_cut(const char *s, size_t n, size_t max)
+static size_t model_utf8_cut(const char *s, size_t n, size_t max)
 {
     if (n <= max)
         return n;
@@ -638,15 +638,15 @@ static size_t model__utf8_cut(const char *s, size_t n, size_t max)
 }
 
 /* Appends as much of s[0..n) as fits in b (cut on a UTF-8 boundary); 1 when it was cut. */
-static int model__put_bounded(struct ty_buf *b, const char *s, size_t n)
+static int model_put_bounded(struct ty_buf *b, const char *s, size_t n)
 {
-    size_t room = b->max > b->len ? b->max - b->len : 0, k = model__utf8_cut(s, n, room);
+    size_t room = b->max > b->len ? b->max - b->len : 0, k = model_utf8_cut(s, n, room);
     ty_buf_append(b, s, k);
     return k < n;
 }
 
 /* Java's Double.toString for the values models use: 1 → "1.0", 0.5 → "0.5". */
-static void model__put_double(struct ty_buf *b, double d)
+static void model_put_double(struct ty_buf *b, double d)
 {
     char tmp[64];
     if (!isfinite(d)) {
@@ -666,7 +666,7 @@ static void model__put_double(struct ty_buf *b, double d)
 }
 
 /* Appends the Java-style rendering AWS prints: strings raw, [a, b] lists, {k=v} maps. */
-static void model__render(struct ty_buf *b, const json_t *v, int depth)
+static void model_render(struct ty_buf *b, const json_t *v, int depth)
 {
     const char *k;
     json_t *x;
@@ -683,7 +683,7 @@ static void model__render(struct ty_buf *b, const json_t *v, int depth)
         size_t n = json_string_length(v), start = 0;
         for (i = 0; i <= n; i++) { /* a NUL inside the value would end the message */
             if (i == n || s[i] == '\0') {
-                model__put_bounded(b, s + start, i - start);
+                model_put_bounded(b, s + start, i - start);
                 if (i < n)
                     ty_buf_puts(b, "\\u0000");
                 start = i + 1;
@@ -695,7 +695,7 @@ static void model__render(struct ty_buf *b, const json_t *v, int depth)
         ty_buf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         break;
     case JSON_REAL:
-        model__put_double(b, json_real_value(v));
+        model_put_double(b, json_real_value(v));
         break;
     case JSON_TRUE:
         ty_buf_puts(b, "true");
@@ -713,7 +713,7 @@ static void model__render(struct ty_buf *b, const json_t *v, int depth)
             if (b->len >= b->max)
                 break;
             ty_buf_puts(b, i ? ", " : "");
-            model__render(b, x, depth + 1);
+            model_render(b, x, depth + 1);
         }
         ty_buf_puts(b, "]");
         break;
@@ -724,9 +724,9 @@ static void model__render(struct ty_buf *b, const json_t *v, int depth)
             if (b->len >= b->max)
                 break;
             ty_buf_puts(b, first ? "" : ", ");
-            model__put_bounded(b, k, strlen(k));
+            model_put_bounded(b, k, strlen(k));
             ty_buf_puts(b, "=");
-            model__render(b, x, depth + 1);
+            model_render(b, x, depth + 1);
             first = 0;
         }
         ty_buf_puts(b, "}");
@@ -738,7 +738,7 @@ static void model__render(struct ty_buf *b, const json_t *v, int depth)
  * Records one error at the current path: "Value 'v' at 'path' failed to satisfy constraint: "
  * followed by what (a constraint text). v NULL prints "Value null".
  */
-static void model__error(struct model__vctx *c, const json_t *v, const char *what)
+static void model_error(struct model__vctx *c, const json_t *v, const char *what)
 {
     struct ty_buf val;
     int rc = 0;
@@ -753,9 +753,9 @@ static void model__error(struct model__vctx *c, const json_t *v, const char *wha
     ty_buf_init(&val, MODEL_MAX_VALUE);
     if (v && !json_is_null(v)) {
         ty_buf_puts(&val, "'");
-        model__render(&val, v, 0);
+        model_render(&val, v, 0);
         if (ty_buf_puts(&val, "'") == -TY_ETOOBIG) {
-            val.len = model__utf8_cut(val.data, val.len, val.len - 4);
+            val.len = model_utf8_cut(val.data, val.len, val.len - 4);
             ty_buf_puts(&val, "...'");
         }
     } else {
@@ -772,15 +772,15 @@ static void model__error(struct model__vctx *c, const json_t *v, const char *wha
     ty_buf_cleanup(&val);
 }
 
-static int model__is_int_type(enum model__type t)
+static int model_is_int_type(enum model__type t)
 {
     return t == MT_INTEGER || t == MT_LONG;
 }
 
-static void model__put_bound(struct ty_buf *b, const struct model__shape *sh, double x)
+static void model_put_bound(struct ty_buf *b, const struct model__shape *sh, double x)
 {
     if (sh->type == MT_FLOAT || sh->type == MT_DOUBLE)
-        model__put_double(b, x);
+        model_put_double(b, x);
     else
         ty_buf_printf(b, "%.0f", x);
 }
@@ -788,24 +788,24 @@ static void model__put_bound(struct ty_buf *b, const struct model__shape *sh, do
 /* Kinds of constraint text (AWS's wording). */
 enum model__cons { MC_LEN_MAX, MC_LEN_MIN, MC_VAL_MAX, MC_VAL_MIN, MC_PATTERN, MC_ENUM };
 
-static void model__cons_text(struct ty_buf *b, const struct model__shape *sh, enum model__cons k)
+static void model_cons_text(struct ty_buf *b, const struct model__shape *sh, enum model__cons k)
 {
     switch (k) {
     case MC_LEN_MAX:
         ty_buf_puts(b, "Member must have length less than or equal to ");
-        model__put_bound(b, sh, sh->max);
+        model_put_bound(b, sh, sh->max);
         break;
     case MC_LEN_MIN:
         ty_buf_puts(b, "Member must have length greater than or equal to ");
-        model__put_bound(b, sh, sh->min);
+        model_put_bound(b, sh, sh->min);
         break;
     case MC_VAL_MAX:
         ty_buf_puts(b, "Member must have value less than or equal to ");
-        model__put_bound(b, sh, sh->max);
+        model_put_bound(b, sh, sh->max);
         break;
     case MC_VAL_MIN:
         ty_buf_puts(b, "Member must have value greater than or equal to ");
-        model__put_bound(b, sh, sh->min);
+        model_put_bound(b, sh, sh->min);
         break;
     case MC_PATTERN:
         ty_buf_printf(b, "Member must satisfy regular expression pattern: %s", sh->pattern);
@@ -819,16 +819,16 @@ static void model__cons_text(struct ty_buf *b, const struct model__shape *sh, en
     }
 }
 
-static void model__error_cons(struct model__vctx *c, const json_t *v, const struct model__shape *sh,
-                              enum model__cons k)
+static void model_error_cons(struct model__vctx *c, const json_t *v, const struct model__shape *sh,
+                             enum model__cons k)
 {
     struct ty_buf t;
     ty_buf_init(&t, MODEL_MAX_MSG);
-    model__cons_text(&t, sh, k);
+    model_cons_text(&t, sh, k);
     if (!t.data)
         c->nomem = 1;
     else
-        model__error(c, v, t.data);
+        model_error(c, v, t.data);
     ty_buf_cleanup(&t);
 }
 
@@ -836,8 +836,8 @@ static void model__error_cons(struct model__vctx *c, const json_t *v, const stru
  * "prefix[every constraint of sh]", the form AWS uses for list elements ("Member must satisfy
  * constraint: [...]") and map keys and values ("Map value must satisfy constraint: [...]").
  */
-static void model__error_all(struct model__vctx *c, const json_t *v, const char *prefix,
-                             const struct model__shape *sh)
+static void model_error_all(struct model__vctx *c, const json_t *v, const char *prefix,
+                            const struct model__shape *sh)
 {
     struct ty_buf t;
     int n = 0;
@@ -847,7 +847,7 @@ static void model__error_all(struct model__vctx *c, const json_t *v, const char 
     do {                                                                                           \
         if (cond) {                                                                                \
             ty_buf_puts(&t, n++ ? ", " : "");                                                      \
-            model__cons_text(&t, sh, kind);                                                        \
+            model_cons_text(&t, sh, kind);                                                         \
         }                                                                                          \
     } while (0)
     if (sh->type == MT_STRING || sh->type == MT_BLOB || sh->type == MT_LIST || sh->type == MT_MAP) {
@@ -865,17 +865,17 @@ static void model__error_all(struct model__vctx *c, const json_t *v, const char 
     if (!t.data)
         c->nomem = 1;
     else
-        model__error(c, v, t.data);
+        model_error(c, v, t.data);
     ty_buf_cleanup(&t);
 }
 
-static int model__is_scalar(const struct model__shape *sh)
+static int model_is_scalar(const struct model__shape *sh)
 {
     return sh->type != MT_STRUCTURE && sh->type != MT_LIST && sh->type != MT_MAP;
 }
 
 /* Number of UTF-8 code points in s[0..n). */
-static size_t model__utf8_len(const char *s, size_t n)
+static size_t model_utf8_len(const char *s, size_t n)
 {
     size_t count = 0;
     for (size_t i = 0; i < n; i++) {
@@ -885,7 +885,7 @@ static size_t model__utf8_len(const char *s, size_t n)
     return count;
 }
 
-static int model__digits(const char **p, int n, int *out)
+static int model_digits(const char **p, int n, int *out)
 {
     int v = 0;
     for (int i = 0; i < n; i++) {
@@ -899,11 +899,11 @@ static int model__digits(const char **p, int n, int *out)
 }
 
 /* 1 when s is an ISO-8601 date-time: YYYY-MM-DD[THH:MM[:SS[.f+]]][Z|±HH[:]MM]. */
-static int model__is_iso8601(const char *s)
+static int model_is_iso8601(const char *s)
 {
     int y, mo, d, h = 0, mi = 0, sec = 0, tzh, tzm;
-    if (model__digits(&s, 4, &y) || *s++ != '-' || model__digits(&s, 2, &mo) || *s++ != '-' ||
-        model__digits(&s, 2, &d))
+    if (model_digits(&s, 4, &y) || *s++ != '-' || model_digits(&s, 2, &mo) || *s++ != '-' ||
+        model_digits(&s, 2, &d))
         return 0;
     if (mo < 1 || mo > 12 || d < 1 || d > 31)
         return 0;
@@ -912,11 +912,11 @@ static int model__is_iso8601(const char *s)
     if (*s != 'T' && *s != 't' && *s != ' ')
         return 0;
     s++;
-    if (model__digits(&s, 2, &h) || *s++ != ':' || model__digits(&s, 2, &mi))
+    if (model_digits(&s, 2, &h) || *s++ != ':' || model_digits(&s, 2, &mi))
         return 0;
     if (*s == ':') {
         s++;
-        if (model__digits(&s, 2, &sec))
+        if (model_digits(&s, 2, &sec))
             return 0;
         if (*s == '.' || *s == ',') {
             s++;
@@ -935,16 +935,16 @@ static int model__is_iso8601(const char *s)
     if (*s != '+' && *s != '-')
         return 0;
     s++;
-    if (model__digits(&s, 2, &tzh))
+    if (model_digits(&s, 2, &tzh))
         return 0;
     if (*s == ':')
         s++;
-    if (model__digits(&s, 2, &tzm))
+    if (model_digits(&s, 2, &tzm))
         return 0;
     return *s == '\0' && tzh <= 23 && tzm <= 59;
 }
 
-static const char *model__type_need(enum model__type t)
+static const char *model_type_need(enum model__type t)
 {
     switch (t) {
     case MT_STRUCTURE:
@@ -975,7 +975,7 @@ static const char *model__type_need(enum model__type t)
 }
 
 /* 1 when v has sh's JSON type. */
-static int model__type_ok(const struct model__shape *sh, const json_t *v)
+static int model_type_ok(const struct model__shape *sh, const json_t *v)
 {
     switch (sh->type) {
     case MT_STRUCTURE:
@@ -995,7 +995,7 @@ static int model__type_ok(const struct model__shape *sh, const json_t *v)
     case MT_BOOLEAN:
         return json_is_boolean(v);
     case MT_TIMESTAMP:
-        return json_is_number(v) || (json_is_string(v) && model__is_iso8601(json_string_value(v)));
+        return json_is_number(v) || (json_is_string(v) && model_is_iso8601(json_string_value(v)));
     case MT_LIST:
         return json_is_array(v);
     case MT_OTHER:
@@ -1005,13 +1005,13 @@ static int model__type_ok(const struct model__shape *sh, const json_t *v)
 }
 
 /* Bitmask of the scalar constraints v (of the right type) breaks, 1 << enum model__cons. */
-static unsigned model__scalar_fails(struct model__vctx *c, const struct model__shape *sh,
-                                    const json_t *v)
+static unsigned model_scalar_fails(struct model__vctx *c, const struct model__shape *sh,
+                                   const json_t *v)
 {
     unsigned bad = 0;
     if (sh->type == MT_STRING) {
         const char *s = json_string_value(v);
-        size_t n = json_string_length(v), len = model__utf8_len(s, n);
+        size_t n = json_string_length(v), len = model_utf8_len(s, n);
         if (sh->has_max && (double)len > sh->max)
             bad |= 1u << MC_LEN_MAX;
         if (sh->has_min && (double)len < sh->min)
@@ -1031,7 +1031,7 @@ static unsigned model__scalar_fails(struct model__vctx *c, const struct model__s
             if (i == sh->nenums)
                 bad |= 1u << MC_ENUM;
         }
-    } else if (model__is_int_type(sh->type)) {
+    } else if (model_is_int_type(sh->type)) {
         json_int_t x = json_integer_value(v);
         if (sh->has_max && (double)x > sh->max)
             bad |= 1u << MC_VAL_MAX;
@@ -1047,37 +1047,37 @@ static unsigned model__scalar_fails(struct model__vctx *c, const struct model__s
     return bad;
 }
 
-static void model__check(struct model__vctx *c, const struct model__shape *sh, const json_t *v,
-                         int depth);
+static void model_check(struct model__vctx *c, const struct model__shape *sh, const json_t *v,
+                        int depth);
 
-static void model__check_struct(struct model__vctx *c, const struct model__shape *sh,
-                                const json_t *v, int depth)
+static void model_check_struct(struct model__vctx *c, const struct model__shape *sh,
+                               const json_t *v, int depth)
 {
     for (size_t i = 0; i < sh->nmembers; i++) {
         const struct model__member *mb = &sh->members[i];
         json_t *x = json_object_get(v, mb->name);
-        size_t old = model__push(c, mb->path);
+        size_t old = model_push(c, mb->path);
         if (!x || json_is_null(x)) {
             if (mb->required)
-                model__error(c, NULL, "Member must not be null");
+                model_error(c, NULL, "Member must not be null");
         } else {
-            model__check(c, mb->shape, x, depth + 1);
+            model_check(c, mb->shape, x, depth + 1);
         }
-        model__pop(c, old);
+        model_pop(c, old);
     }
 }
 
-static void model__check_count(struct model__vctx *c, const struct model__shape *sh,
-                               const json_t *v, size_t count)
+static void model_check_count(struct model__vctx *c, const struct model__shape *sh, const json_t *v,
+                              size_t count)
 {
     if (sh->has_max && (double)count > sh->max)
-        model__error_cons(c, v, sh, MC_LEN_MAX);
+        model_error_cons(c, v, sh, MC_LEN_MAX);
     if (sh->has_min && (double)count < sh->min)
-        model__error_cons(c, v, sh, MC_LEN_MIN);
+        model_error_cons(c, v, sh, MC_LEN_MIN);
 }
 
-static void model__check_list(struct model__vctx *c, const struct model__shape *sh, const json_t *v,
-                              int depth)
+static void model_check_list(struct model__vctx *c, const struct model__shape *sh, const json_t *v,
+                             int depth)
 {
     const struct model__shape *el = sh->member;
     json_t *x;
@@ -1085,87 +1085,87 @@ static void model__check_list(struct model__vctx *c, const struct model__shape *
     int elements_bad = 0;
     char seg[32];
 
-    model__check_count(c, sh, v, json_array_size(v));
+    model_check_count(c, sh, v, json_array_size(v));
     json_array_foreach(v, i, x)
     {
-        if (model__is_scalar(el) && !json_is_null(x) && model__type_ok(el, x)) {
-            if (model__scalar_fails(c, el, x))
+        if (model_is_scalar(el) && !json_is_null(x) && model_type_ok(el, x)) {
+            if (model_scalar_fails(c, el, x))
                 elements_bad = 1;
             continue;
         }
         snprintf(seg, sizeof(seg), "%zu.member", i + 1);
-        size_t old = model__push(c, seg);
+        size_t old = model_push(c, seg);
         if (json_is_null(x))
-            model__error(c, NULL, "Member must not be null");
+            model_error(c, NULL, "Member must not be null");
         else
-            model__check(c, el, x, depth + 1);
-        model__pop(c, old);
+            model_check(c, el, x, depth + 1);
+        model_pop(c, old);
     }
     if (elements_bad)
-        model__error_all(c, v, "Member must satisfy constraint: ", el);
+        model_error_all(c, v, "Member must satisfy constraint: ", el);
 }
 
-static void model__check_map(struct model__vctx *c, const struct model__shape *sh, const json_t *v,
-                             int depth)
+static void model_check_map(struct model__vctx *c, const struct model__shape *sh, const json_t *v,
+                            int depth)
 {
     const char *k;
     json_t *x, *key;
     int keys_bad = 0, values_bad = 0;
 
-    model__check_count(c, sh, v, json_object_size(v));
+    model_check_count(c, sh, v, json_object_size(v));
     json_object_foreach((json_t *)v, k, x)
     {
-        if (model__is_scalar(sh->key) && sh->key->type == MT_STRING) {
+        if (model_is_scalar(sh->key) && sh->key->type == MT_STRING) {
             if (!(key = json_stringn_nocheck(k, strlen(k)))) {
                 c->nomem = 1;
                 return;
             }
-            if (model__scalar_fails(c, sh->key, key))
+            if (model_scalar_fails(c, sh->key, key))
                 keys_bad = 1;
             json_decref(key);
         }
-        if (model__is_scalar(sh->value) && !json_is_null(x) && model__type_ok(sh->value, x)) {
-            if (model__scalar_fails(c, sh->value, x))
+        if (model_is_scalar(sh->value) && !json_is_null(x) && model_type_ok(sh->value, x)) {
+            if (model_scalar_fails(c, sh->value, x))
                 values_bad = 1;
             continue;
         }
-        size_t old = model__push(c, k);
+        size_t old = model_push(c, k);
         if (json_is_null(x))
-            model__error(c, NULL, "Member must not be null");
+            model_error(c, NULL, "Member must not be null");
         else
-            model__check(c, sh->value, x, depth + 1);
-        model__pop(c, old);
+            model_check(c, sh->value, x, depth + 1);
+        model_pop(c, old);
     }
     if (keys_bad)
-        model__error_all(c, v, "Map keys must satisfy constraint: ", sh->key);
+        model_error_all(c, v, "Map keys must satisfy constraint: ", sh->key);
     if (values_bad)
-        model__error_all(c, v, "Map value must satisfy constraint: ", sh->value);
+        model_error_all(c, v, "Map value must satisfy constraint: ", sh->value);
 }
 
-static void model__check(struct model__vctx *c, const struct model__shape *sh, const json_t *v,
-                         int depth)
+static void model_check(struct model__vctx *c, const struct model__shape *sh, const json_t *v,
+                        int depth)
 {
     if (depth > MODEL_MAX_DEPTH || c->nomem)
         return;
-    if (!model__type_ok(sh, v)) {
-        model__error(c, v, model__type_need(sh->type));
+    if (!model_type_ok(sh, v)) {
+        model_error(c, v, model_type_need(sh->type));
         return;
     }
     switch (sh->type) {
     case MT_STRUCTURE:
-        model__check_struct(c, sh, v, depth);
+        model_check_struct(c, sh, v, depth);
         break;
     case MT_LIST:
-        model__check_list(c, sh, v, depth);
+        model_check_list(c, sh, v, depth);
         break;
     case MT_MAP:
-        model__check_map(c, sh, v, depth);
+        model_check_map(c, sh, v, depth);
         break;
     default: {
-        unsigned bad = model__scalar_fails(c, sh, v);
+        unsigned bad = model_scalar_fails(c, sh, v);
         for (int k = MC_LEN_MAX; k <= MC_ENUM; k++) {
             if (bad & (1u << k))
-                model__error_cons(c, v, sh, (enum model__cons)k);
+                model_error_cons(c, v, sh, (enum model__cons)k);
         }
         break;
     }
@@ -1175,7 +1175,7 @@ static void model__check(struct model__vctx *c, const struct model__shape *sh, c
 int model_validate(const struct model *m, const char *service, const char *op, json_t *input,
                    struct ty_err *err)
 {
-    const struct model__op *o = model__find_op(m, service, op);
+    const struct model__op *o = model_find_op(m, service, op);
     struct model__vctx c;
     int rc = 0;
 
@@ -1192,7 +1192,7 @@ int model_validate(const struct model *m, const char *service, const char *op, j
     ty_buf_init(&c.msg, MODEL_MAX_MSG);
     if (!(c.md = pcre2_match_data_create(m->max_captures + 1, NULL)))
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    model__check(&c, o->input, input, 0);
+    model_check(&c, o->input, input, 0);
     if (c.nomem)
         rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     else if (c.nerr) {
@@ -1202,7 +1202,7 @@ int model_validate(const struct model *m, const char *service, const char *op, j
         int hn = snprintf(head, sizeof(head), "%d validation error%s detected: ", c.nerr,
                           c.nerr == 1 ? "" : "s");
         size_t room = sizeof(err->msg) - 1 - (size_t)hn;
-        int keep = (int)model__utf8_cut(body, strlen(body), room);
+        int keep = (int)model_utf8_cut(body, strlen(body), room);
         rc = ty_err_set(err, TY_EINVAL, c.first, "%s%.*s", head, keep, body);
     }
     pcre2_match_data_free(c.md);

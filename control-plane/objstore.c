@@ -41,16 +41,16 @@ struct objstore {
     struct s3c *remote; /* the external store (--s3-endpoint), NULL for the local one */
 };
 
-static pthread_mutex_t objstore__locks[OBJSTORE_NLOCKS];
-static pthread_once_t objstore__once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t objstore_locks[OBJSTORE_NLOCKS];
+static pthread_once_t objstore_once = PTHREAD_ONCE_INIT;
 
-static void objstore__init_locks(void)
+static void objstore_init_locks(void)
 {
     for (int i = 0; i < OBJSTORE_NLOCKS; i++)
-        pthread_mutex_init(&objstore__locks[i], NULL);
+        pthread_mutex_init(&objstore_locks[i], NULL);
 }
 
-static pthread_mutex_t *objstore__lock_for(const char *bucket, const char *key)
+static pthread_mutex_t *objstore_lock_for(const char *bucket, const char *key)
 {
     uint32_t h = 2166136261u;
     for (const char *p = bucket; *p; p++)
@@ -58,17 +58,17 @@ static pthread_mutex_t *objstore__lock_for(const char *bucket, const char *key)
     h = (h ^ '/') * 16777619u;
     for (const char *p = key; *p; p++)
         h = (h ^ (unsigned char)*p) * 16777619u;
-    return &objstore__locks[h % OBJSTORE_NLOCKS];
+    return &objstore_locks[h % OBJSTORE_NLOCKS];
 }
 
-static int64_t objstore__now_ms(void)
+static int64_t objstore_now_ms(void)
 {
     struct timeval tv;
     gettimeofday(&tv, NULL);
     return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
-static void objstore__hex(const unsigned char *p, size_t n, char *out)
+static void objstore_hex(const unsigned char *p, size_t n, char *out)
 {
     static const char hx[] = "0123456789abcdef";
     for (size_t i = 0; i < n; i++) {
@@ -78,9 +78,9 @@ static void objstore__hex(const unsigned char *p, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-static int objstore__fmt(char *out, size_t n, const char *fmt, ...)
+static int objstore_fmt(char *out, size_t n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static int objstore__fmt(char *out, size_t n, const char *fmt, ...)
+static int objstore_fmt(char *out, size_t n, const char *fmt, ...)
 {
     va_list ap;
     int w;
@@ -90,7 +90,7 @@ static int objstore__fmt(char *out, size_t n, const char *fmt, ...)
     return (w < 0 || (size_t)w >= n) ? -1 : 0;
 }
 
-static int objstore__mkparent(const char *file)
+static int objstore_mkparent(const char *file)
 {
     char parent[PATH_MAX];
     char *slash;
@@ -106,7 +106,7 @@ static int objstore__mkparent(const char *file)
     return ty_mkdirs(parent, 0755);
 }
 
-static void objstore__fsync_parent(const char *file)
+static void objstore_fsync_parent(const char *file)
 {
     char parent[PATH_MAX];
     char *slash;
@@ -128,7 +128,7 @@ static void objstore__fsync_parent(const char *file)
 }
 
 /* Removes the empty directories above file, up to (not including) stop. */
-static void objstore__prune(const char *file, const char *stop)
+static void objstore_prune(const char *file, const char *stop)
 {
     char p[PATH_MAX];
     size_t sl = strlen(stop), len = strlen(file);
@@ -177,7 +177,7 @@ int objstore_bucket_name_ok(const char *name)
 }
 
 /* Bucket directories the store adopts (the agent's looser rule, minus a leading dot). */
-static int objstore__bucket_dir_ok(const char *name)
+static int objstore_bucket_dir_ok(const char *name)
 {
     size_t n = strlen(name);
     if (n == 0 || n > 63 || name[0] == '.')
@@ -231,7 +231,7 @@ int objstore_key_ok(const char *key)
 }
 
 /* 1 when key can be stored at <bucket>/<key> as a plain relative path. */
-static int objstore__key_is_path(const char *key)
+static int objstore_key_is_path(const char *key)
 {
     const char *seg = key;
 
@@ -249,14 +249,14 @@ static int objstore__key_is_path(const char *key)
     }
 }
 
-static int objstore__natural_rel(const char *bucket, const char *key, char *out, size_t n)
+static int objstore_natural_rel(const char *bucket, const char *key, char *out, size_t n)
 {
-    if (!objstore__key_is_path(key))
+    if (!objstore_key_is_path(key))
         return -1;
-    return objstore__fmt(out, n, "%s/%s", bucket, key);
+    return objstore_fmt(out, n, "%s/%s", bucket, key);
 }
 
-static int objstore__hashed_rel(const char *bucket, const char *key, char *out, size_t n)
+static int objstore_hashed_rel(const char *bucket, const char *key, char *out, size_t n)
 {
     unsigned char md[32];
     unsigned int mdlen = 0;
@@ -264,11 +264,11 @@ static int objstore__hashed_rel(const char *bucket, const char *key, char *out, 
 
     if (EVP_Digest(key, strlen(key), md, &mdlen, EVP_sha256(), NULL) != 1)
         return -1;
-    objstore__hex(md, 32, hex);
-    return objstore__fmt(out, n, ".ty/obj/%s/%.2s/%s", bucket, hex, hex);
+    objstore_hex(md, 32, hex);
+    return objstore_fmt(out, n, ".ty/obj/%s/%.2s/%s", bucket, hex, hex);
 }
 
-static char *objstore__rkey(const char *fmt_prefix, const char *bucket, const char *key)
+static char *objstore_rkey(const char *fmt_prefix, const char *bucket, const char *key)
 {
     size_t n = strlen(fmt_prefix) + strlen(bucket) + (key ? strlen(key) + 1 : 0) + 1;
     char *k = malloc(n);
@@ -289,7 +289,7 @@ struct objstore *objstore_open(const char *s3_dir, struct store *st, struct ty_e
     char p[PATH_MAX];
     static const char *const sub[] = {".ty/tmp", ".ty/mpu", ".ty/obj"};
 
-    pthread_once(&objstore__once, objstore__init_locks);
+    pthread_once(&objstore_once, objstore_init_locks);
     if (!s3_dir || !st || strlen(s3_dir) >= PATH_MAX - 1300) {
         ty_err_set(err, TY_EINVAL, NULL, "invalid s3 dir");
         return NULL;
@@ -319,13 +319,13 @@ int objstore_sweep_tmp(const char *s3_dir, int max_age_s)
     time_t now = time(NULL);
     int n = 0;
 
-    if (objstore__fmt(dir, sizeof(dir), "%s/.ty/tmp", s3_dir) != 0 || !(d = opendir(dir)))
+    if (objstore_fmt(dir, sizeof(dir), "%s/.ty/tmp", s3_dir) != 0 || !(d = opendir(dir)))
         return 0;
     while ((de = readdir(d)) != NULL) {
         char p[PATH_MAX];
         struct stat st;
         if (strncmp(de->d_name, "up.", 3) != 0 ||
-            objstore__fmt(p, sizeof(p), "%s/%s", dir, de->d_name) != 0 || lstat(p, &st) != 0 ||
+            objstore_fmt(p, sizeof(p), "%s/%s", dir, de->d_name) != 0 || lstat(p, &st) != 0 ||
             !S_ISREG(st.st_mode) || now - st.st_mtime < max_age_s)
             continue;
         if (unlink(p) == 0)
@@ -361,7 +361,7 @@ int objstore_is_remote(const struct objstore *os)
 
 /* The operations an external store does not get through this module: the S3 API forwards
    those requests whole (ops/s3_proxy.c). */
-static int objstore__local_only(const struct objstore *os, struct ty_err *err)
+static int objstore_local_only(const struct objstore *os, struct ty_err *err)
 {
     if (!os->remote)
         return 0;
@@ -384,7 +384,7 @@ void objstore_meta_cleanup(struct objstore_meta *meta)
     }
 }
 
-static int objstore__meta_from_reply(const redisReply *r, struct objstore_meta *m, int want_hdrs)
+static int objstore_meta_from_reply(const redisReply *r, struct objstore_meta *m, int want_hdrs)
 {
     memset(m, 0, sizeof(*m));
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements == 0)
@@ -411,10 +411,10 @@ static int objstore__meta_from_reply(const redisReply *r, struct objstore_meta *
     return m->path[0] ? 0 : -1;
 }
 
-static int objstore__meta_load(struct objstore *os, const char *bucket, const char *key,
-                               struct objstore_meta *m, int want_hdrs, struct ty_err *err)
+static int objstore_meta_load(struct objstore *os, const char *bucket, const char *key,
+                              struct objstore_meta *m, int want_hdrs, struct ty_err *err)
 {
-    char *rk = objstore__rkey("ty:s3:obj:", bucket, key);
+    char *rk = objstore_rkey("ty:s3:obj:", bucket, key);
     redisReply *r;
     int rc;
 
@@ -424,16 +424,16 @@ static int objstore__meta_load(struct objstore *os, const char *bucket, const ch
     free(rk);
     if (!r)
         return -TY_EREDIS;
-    rc = objstore__meta_from_reply(r, m, want_hdrs);
+    rc = objstore_meta_from_reply(r, m, want_hdrs);
     freeReplyObject(r);
     return rc == 0 ? 0 : -TY_ENOTFOUND;
 }
 
-static int objstore__index_put(struct objstore *os, const char *bucket, const char *key,
-                               const struct objstore_meta *m, json_t *hdrs, struct ty_err *err)
+static int objstore_index_put(struct objstore *os, const char *bucket, const char *key,
+                              const struct objstore_meta *m, json_t *hdrs, struct ty_err *err)
 {
-    char *rk = objstore__rkey("ty:s3:obj:", bucket, key);
-    char *zk = objstore__rkey("ty:s3:keys:", bucket, NULL);
+    char *rk = objstore_rkey("ty:s3:obj:", bucket, key);
+    char *zk = objstore_rkey("ty:s3:keys:", bucket, NULL);
     char size[32], mtime[32], parts[16], ino[32];
     char *hj = hdrs ? json_dumps(hdrs, JSON_COMPACT) : NULL;
     redisReply *rep[4] = {0};
@@ -472,11 +472,11 @@ out:
     return rc;
 }
 
-static int objstore__index_del(struct objstore *os, const char *bucket, const char *key,
-                               struct ty_err *err)
+static int objstore_index_del(struct objstore *os, const char *bucket, const char *key,
+                              struct ty_err *err)
 {
-    char *rk = objstore__rkey("ty:s3:obj:", bucket, key);
-    char *zk = objstore__rkey("ty:s3:keys:", bucket, NULL);
+    char *rk = objstore_rkey("ty:s3:obj:", bucket, key);
+    char *zk = objstore_rkey("ty:s3:keys:", bucket, NULL);
     redisReply *rep[2] = {0};
     int rc = 0;
 
@@ -499,7 +499,7 @@ static int objstore__index_del(struct objstore *os, const char *bucket, const ch
 
 /* ---- hashing files ------------------------------------------------------------------------- */
 
-static int objstore__md5_fd(int fd, char *hex, uint64_t *size)
+static int objstore_md5_fd(int fd, char *hex, uint64_t *size)
 {
     EVP_MD_CTX *c = EVP_MD_CTX_new();
     unsigned char md[16];
@@ -517,7 +517,7 @@ static int objstore__md5_fd(int fd, char *hex, uint64_t *size)
     }
     if (r < 0 || EVP_DigestFinal_ex(c, md, &mdlen) != 1)
         goto out;
-    objstore__hex(md, 16, hex);
+    objstore_hex(md, 16, hex);
     *size = total;
     rc = 0;
 out:
@@ -528,8 +528,8 @@ out:
 
 /* ---- buckets ------------------------------------------------------------------------------- */
 
-static int objstore__adopt_tree(struct objstore *os, const char *bucket, const char *abs,
-                                const char *rel, int depth, int *found, struct ty_err *err);
+static int objstore_adopt_tree(struct objstore *os, const char *bucket, const char *abs,
+                               const char *rel, int depth, int *found, struct ty_err *err);
 
 int objstore_bucket_create(struct objstore *os, const char *name, const char *region,
                            struct ty_err *err)
@@ -541,8 +541,8 @@ int objstore_bucket_create(struct objstore *os, const char *name, const char *re
     long long added;
 
     snprintf(val, sizeof(val), "{\"created\":%lld,\"region\":\"%.32s\"}",
-             (long long)objstore__now_ms(), region && *region ? region : "us-east-1");
-    if (objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 || ty_mkdirs(p, 0755) != 0)
+             (long long)objstore_now_ms(), region && *region ? region : "us-east-1");
+    if (objstore_fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 || ty_mkdirs(p, 0755) != 0)
         return ty_err_set(err, TY_EIO, NULL, "cannot create the bucket directory");
     r = store__cmdv(os->st, err, "HSETNX", "ty:s3:buckets", name, val, NULL);
     if (!r)
@@ -561,7 +561,7 @@ int objstore_bucket_create(struct objstore *os, const char *name, const char *re
     return 0;
 }
 
-static int objstore__parse_bucket(const char *name, const char *json, struct objstore_bucket *b)
+static int objstore_parse_bucket(const char *name, const char *json, struct objstore_bucket *b)
 {
     json_t *j = json_loads(json, 0, NULL);
     memset(b, 0, sizeof(*b));
@@ -594,15 +594,14 @@ int objstore_bucket_get(struct objstore *os, const char *name, struct objstore_b
         return -TY_EREDIS;
     if (r->type == REDIS_REPLY_STRING) {
         if (b)
-            objstore__parse_bucket(name, r->str, b);
+            objstore_parse_bucket(name, r->str, b);
         freeReplyObject(r);
         return 0;
     }
     freeReplyObject(r);
     /* a directory made outside the API (the agent, a test, a copy): adopt it and its files */
-    if (!objstore__bucket_dir_ok(name) ||
-        objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 || stat(p, &st) != 0 ||
-        !S_ISDIR(st.st_mode))
+    if (!objstore_bucket_dir_ok(name) || objstore_fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 ||
+        stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
         goto missing;
     {
         char val[96];
@@ -612,7 +611,7 @@ int objstore_bucket_get(struct objstore *os, const char *name, struct objstore_b
         /* index the files before the bucket is published: a concurrent lister that sees
            the bucket must see all of it (a second adopter racing this one indexes the same
            files again, which is harmless) */
-        rc = objstore__adopt_tree(os, name, p, "", 0, &found, err);
+        rc = objstore_adopt_tree(os, name, p, "", 0, &found, err);
         if (rc)
             return rc;
         r = store__cmdv(os->st, err, "HSETNX", "ty:s3:buckets", name, val, NULL);
@@ -621,14 +620,14 @@ int objstore_bucket_get(struct objstore *os, const char *name, struct objstore_b
         freeReplyObject(r);
         ty_log(TY_LOG_INFO, "s3.bucket.adopted", "bucket=%s objects=%d", name, found);
         if (b)
-            objstore__parse_bucket(name, val, b);
+            objstore_parse_bucket(name, val, b);
         return 0;
     }
 missing:
     return ty_err_set(err, TY_ENOTFOUND, "NoSuchBucket", "The specified bucket does not exist");
 }
 
-static int objstore__rmtree(const char *path, int depth)
+static int objstore_rmtree(const char *path, int depth)
 {
     DIR *d;
     struct dirent *de;
@@ -644,12 +643,12 @@ static int objstore__rmtree(const char *path, int depth)
         struct stat st;
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        if (objstore__fmt(p, sizeof(p), "%s/%s", path, de->d_name) != 0 || lstat(p, &st) != 0) {
+        if (objstore_fmt(p, sizeof(p), "%s/%s", path, de->d_name) != 0 || lstat(p, &st) != 0) {
             rc = -1;
             continue;
         }
         if (S_ISDIR(st.st_mode))
-            rc |= objstore__rmtree(p, depth + 1);
+            rc |= objstore_rmtree(p, depth + 1);
         else if (unlink(p) != 0)
             rc = -1;
     }
@@ -671,12 +670,12 @@ int objstore_bucket_delete(struct objstore *os, const char *name, struct ty_err 
 
     if ((rc = objstore_bucket_get(os, name, NULL, err)) != 0)
         return rc;
-    zk = objstore__rkey("ty:s3:keys:", name, NULL);
+    zk = objstore_rkey("ty:s3:keys:", name, NULL);
     if (!zk)
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     /* files written beside the API since the bucket was adopted count as objects */
-    if (objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) == 0 &&
-        (rc = objstore__adopt_tree(os, name, p, "", 0, &found, err)) != 0) {
+    if (objstore_fmt(p, sizeof(p), "%s/%s", os->dir, name) == 0 &&
+        (rc = objstore_adopt_tree(os, name, p, "", 0, &found, err)) != 0) {
         free(zk);
         return rc;
     }
@@ -697,13 +696,13 @@ int objstore_bucket_delete(struct objstore *os, const char *name, struct ty_err 
     r = store__cmdv(os->st, err, "DEL", zk, NULL);
     freeReplyObject(r);
     free(zk);
-    objstore__rmtree(p, 0);
-    if (objstore__fmt(p, sizeof(p), "%s/.ty/obj/%s", os->dir, name) == 0)
-        objstore__rmtree(p, 0);
+    objstore_rmtree(p, 0);
+    if (objstore_fmt(p, sizeof(p), "%s/.ty/obj/%s", os->dir, name) == 0)
+        objstore_rmtree(p, 0);
     return 0;
 }
 
-static int objstore__bucket_cmp(const void *a, const void *b)
+static int objstore_bucket_cmp(const void *a, const void *b)
 {
     return strcmp(((const struct objstore_bucket *)a)->name,
                   ((const struct objstore_bucket *)b)->name);
@@ -722,7 +721,7 @@ int objstore_bucket_list(struct objstore *os, struct objstore_bucket **out, size
 
     /* adopt bucket directories made outside the API first */
     while (d && (de = readdir(d)) != NULL) {
-        if (de->d_name[0] != '.' && objstore__bucket_dir_ok(de->d_name)) {
+        if (de->d_name[0] != '.' && objstore_bucket_dir_ok(de->d_name)) {
             struct ty_err e2;
             ty_err_clear(&e2);
             objstore_bucket_get(os, de->d_name, NULL, &e2);
@@ -745,10 +744,10 @@ int objstore_bucket_list(struct objstore *os, struct objstore_bucket **out, size
     }
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         if (r->element[i]->str && r->element[i + 1]->str)
-            objstore__parse_bucket(r->element[i]->str, r->element[i + 1]->str, &v[k++]);
+            objstore_parse_bucket(r->element[i]->str, r->element[i + 1]->str, &v[k++]);
     }
     freeReplyObject(r);
-    qsort(v, k, sizeof(*v), objstore__bucket_cmp);
+    qsort(v, k, sizeof(*v), objstore_bucket_cmp);
     *out = v;
     *n = k;
     return 0;
@@ -760,7 +759,7 @@ int objstore_tmp_create(struct objstore *os, char *path, size_t n, struct ty_err
 {
     int fd;
 
-    if (objstore__fmt(path, n, "%s/.ty/tmp/up.XXXXXX", os->dir) != 0)
+    if (objstore_fmt(path, n, "%s/.ty/tmp/up.XXXXXX", os->dir) != 0)
         return ty_err_set(err, TY_EIO, NULL, "temp path too long");
     fd = mkostemp(path, O_CLOEXEC);
     if (fd < 0)
@@ -769,16 +768,16 @@ int objstore_tmp_create(struct objstore *os, char *path, size_t n, struct ty_err
 }
 
 /* Renames tmp into place for bucket/key, natural path first. OUT: rel (relative path). */
-static int objstore__place(struct objstore *os, const char *bucket, const char *key,
-                           const char *tmp, char *rel, size_t reln)
+static int objstore_place(struct objstore *os, const char *bucket, const char *key, const char *tmp,
+                          char *rel, size_t reln)
 {
     char abs[PATH_MAX];
 
-    if (objstore__natural_rel(bucket, key, rel, reln) == 0 &&
-        objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) == 0) {
+    if (objstore_natural_rel(bucket, key, rel, reln) == 0 &&
+        objstore_fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) == 0) {
         for (int attempt = 0; attempt < 2; attempt++) {
-            if (objstore__mkparent(abs) == 0 && rename(tmp, abs) == 0) {
-                objstore__fsync_parent(abs);
+            if (objstore_mkparent(abs) == 0 && rename(tmp, abs) == 0) {
+                objstore_fsync_parent(abs);
                 return 0;
             }
             if (errno != ENOENT)
@@ -786,32 +785,32 @@ static int objstore__place(struct objstore *os, const char *bucket, const char *
         }
     }
     /* not a plain path, or it collides with another key's file or directory */
-    if (objstore__hashed_rel(bucket, key, rel, reln) != 0 ||
-        objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0 ||
-        objstore__mkparent(abs) != 0 || rename(tmp, abs) != 0)
+    if (objstore_hashed_rel(bucket, key, rel, reln) != 0 ||
+        objstore_fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0 || objstore_mkparent(abs) != 0 ||
+        rename(tmp, abs) != 0)
         return -1;
-    objstore__fsync_parent(abs);
+    objstore_fsync_parent(abs);
     return 0;
 }
 
-static void objstore__unlink_rel(struct objstore *os, const char *bucket, const char *rel)
+static void objstore_unlink_rel(struct objstore *os, const char *bucket, const char *rel)
 {
     char abs[PATH_MAX], stop[PATH_MAX];
 
-    if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0)
+    if (objstore_fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0)
         return;
     unlink(abs);
     if (strncmp(rel, ".ty/", 4) == 0)
         return;
-    if (objstore__fmt(stop, sizeof(stop), "%s/%s", os->dir, bucket) == 0)
-        objstore__prune(abs, stop);
+    if (objstore_fmt(stop, sizeof(stop), "%s/%s", os->dir, bucket) == 0)
+        objstore_prune(abs, stop);
 }
 
 int objstore_put_tmp(struct objstore *os, const char *bucket, const char *key, const char *tmp_path,
                      const char *etag, uint64_t size, int parts, json_t *hdrs,
                      struct objstore_meta *meta, struct ty_err *err)
 {
-    if (objstore__local_only(os, err))
+    if (objstore_local_only(os, err))
         return -err->code;
     struct objstore_meta m, old;
     pthread_mutex_t *lk;
@@ -823,24 +822,24 @@ int objstore_put_tmp(struct objstore *os, const char *bucket, const char *key, c
     snprintf(m.etag, sizeof(m.etag), "%s", etag);
     m.size = size;
     m.parts = parts;
-    m.mtime_ms = objstore__now_ms();
+    m.mtime_ms = objstore_now_ms();
     {
         struct stat st;
         if (stat(tmp_path, &st) == 0)
             m.ino = (uint64_t)st.st_ino; /* rename keeps the inode */
     }
-    lk = objstore__lock_for(bucket, key);
+    lk = objstore_lock_for(bucket, key);
     pthread_mutex_lock(lk);
-    had_old = objstore__meta_load(os, bucket, key, &old, 0, err) == 0;
+    had_old = objstore_meta_load(os, bucket, key, &old, 0, err) == 0;
     ty_err_clear(err);
-    if (objstore__place(os, bucket, key, tmp_path, m.path, sizeof(m.path)) != 0) {
+    if (objstore_place(os, bucket, key, tmp_path, m.path, sizeof(m.path)) != 0) {
         rc = ty_err_set(err, TY_EIO, NULL, "cannot store the object: %s", strerror(errno));
         goto out;
     }
-    if ((rc = objstore__index_put(os, bucket, key, &m, hdrs, err)) != 0)
+    if ((rc = objstore_index_put(os, bucket, key, &m, hdrs, err)) != 0)
         goto out;
     if (had_old && strcmp(old.path, m.path) != 0)
-        objstore__unlink_rel(os, bucket, old.path);
+        objstore_unlink_rel(os, bucket, old.path);
     if (meta)
         *meta = m;
 out:
@@ -850,17 +849,17 @@ out:
 
 /* Copies fd into a new temp file while hashing. OUT: tmp path, md5 hex, size. */
 /* Copies at most limit bytes of in (from its offset) into a new temp file. */
-static int objstore__copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, char *tmp,
-                                   size_t tn, char *md5, uint64_t *size, struct ty_err *err);
+static int objstore_copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, char *tmp, size_t tn,
+                                  char *md5, uint64_t *size, struct ty_err *err);
 
-static int objstore__copy_to_tmp(struct objstore *os, int in, char *tmp, size_t tn, char *md5,
-                                 uint64_t *size, struct ty_err *err)
+static int objstore_copy_to_tmp(struct objstore *os, int in, char *tmp, size_t tn, char *md5,
+                                uint64_t *size, struct ty_err *err)
 {
-    return objstore__copy_to_tmp_n(os, in, UINT64_MAX, tmp, tn, md5, size, err);
+    return objstore_copy_to_tmp_n(os, in, UINT64_MAX, tmp, tn, md5, size, err);
 }
 
-static int objstore__copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, char *tmp,
-                                   size_t tn, char *md5, uint64_t *size, struct ty_err *err)
+static int objstore_copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, char *tmp, size_t tn,
+                                  char *md5, uint64_t *size, struct ty_err *err)
 {
     EVP_MD_CTX *c = EVP_MD_CTX_new();
     unsigned char md[16];
@@ -900,7 +899,7 @@ static int objstore__copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, 
         unlink(tmp);
         goto done;
     }
-    objstore__hex(md, 16, md5);
+    objstore_hex(md, 16, md5);
     *size = total;
     rc = 0;
 done:
@@ -912,8 +911,8 @@ done:
 }
 
 /* Indexes the file at <s3>/<rel> as bucket/key (it already is at its natural path). */
-static int objstore__adopt_file(struct objstore *os, const char *bucket, const char *key,
-                                const char *rel, json_t *hdrs, struct ty_err *err)
+static int objstore_adopt_file(struct objstore *os, const char *bucket, const char *key,
+                               const char *rel, json_t *hdrs, struct ty_err *err)
 {
     struct objstore_meta m;
     char abs[PATH_MAX];
@@ -921,7 +920,7 @@ static int objstore__adopt_file(struct objstore *os, const char *bucket, const c
     int fd, rc;
 
     memset(&m, 0, sizeof(m));
-    if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0)
+    if (objstore_fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0)
         return ty_err_set(err, TY_ENOTFOUND, "NoSuchKey", "The specified key does not exist.");
     fd = open(abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -929,18 +928,18 @@ static int objstore__adopt_file(struct objstore *os, const char *bucket, const c
             close(fd);
         return ty_err_set(err, TY_ENOTFOUND, "NoSuchKey", "The specified key does not exist.");
     }
-    rc = objstore__md5_fd(fd, m.etag, &m.size);
+    rc = objstore_md5_fd(fd, m.etag, &m.size);
     close(fd);
     if (rc != 0)
         return ty_err_set(err, TY_EIO, NULL, "cannot read '%s'", abs);
     m.mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
     m.ino = (uint64_t)st.st_ino;
     snprintf(m.path, sizeof(m.path), "%s", rel);
-    return objstore__index_put(os, bucket, key, &m, hdrs, err);
+    return objstore_index_put(os, bucket, key, &m, hdrs, err);
 }
 
-static int objstore__adopt_tree(struct objstore *os, const char *bucket, const char *abs,
-                                const char *rel, int depth, int *found, struct ty_err *err)
+static int objstore_adopt_tree(struct objstore *os, const char *bucket, const char *abs,
+                               const char *rel, int depth, int *found, struct ty_err *err)
 {
     DIR *d;
     struct dirent *de;
@@ -956,22 +955,22 @@ static int objstore__adopt_tree(struct objstore *os, const char *bucket, const c
         struct stat st;
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        if (objstore__fmt(p, sizeof(p), "%s/%s", abs, de->d_name) != 0 || lstat(p, &st) != 0)
+        if (objstore_fmt(p, sizeof(p), "%s/%s", abs, de->d_name) != 0 || lstat(p, &st) != 0)
             continue;
-        if (rel[0] ? objstore__fmt(k, sizeof(k), "%s/%s", rel, de->d_name)
-                   : objstore__fmt(k, sizeof(k), "%s", de->d_name))
+        if (rel[0] ? objstore_fmt(k, sizeof(k), "%s/%s", rel, de->d_name)
+                   : objstore_fmt(k, sizeof(k), "%s", de->d_name))
             continue;
         if (S_ISDIR(st.st_mode)) {
-            rc = objstore__adopt_tree(os, bucket, p, k, depth + 1, found, err);
+            rc = objstore_adopt_tree(os, bucket, p, k, depth + 1, found, err);
         } else if (S_ISREG(st.st_mode) && objstore_key_ok(k)) {
             struct objstore_meta m;
-            if (objstore__meta_load(os, bucket, k, &m, 0, err) == 0)
+            if (objstore_meta_load(os, bucket, k, &m, 0, err) == 0)
                 continue;
             ty_err_clear(err);
-            if (objstore__fmt(r2, sizeof(r2), "%s/%s", bucket, k) != 0)
+            if (objstore_fmt(r2, sizeof(r2), "%s/%s", bucket, k) != 0)
                 continue;
             json_t *h = json_pack("{s:s}", "Content-Type", "binary/octet-stream");
-            rc = objstore__adopt_file(os, bucket, k, r2, h, err);
+            rc = objstore_adopt_file(os, bucket, k, r2, h, err);
             json_decref(h);
             if (rc == -TY_ENOTFOUND) {
                 rc = 0;
@@ -1000,12 +999,12 @@ int objstore_put_file(struct objstore *os, const char *bucket, const char *key, 
     if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
         return rc;
     hdrs = json_pack("{s:s}", "Content-Type", content_type ? content_type : "binary/octet-stream");
-    if (objstore__natural_rel(bucket, key, rel, sizeof(rel)) == 0 &&
-        objstore__fmt(natural, sizeof(natural), "%s/%s", os->dir, rel) == 0 &&
+    if (objstore_natural_rel(bucket, key, rel, sizeof(rel)) == 0 &&
+        objstore_fmt(natural, sizeof(natural), "%s/%s", os->dir, rel) == 0 &&
         strcmp(natural, src) == 0) {
-        pthread_mutex_t *lk = objstore__lock_for(bucket, key);
+        pthread_mutex_t *lk = objstore_lock_for(bucket, key);
         pthread_mutex_lock(lk);
-        rc = objstore__adopt_file(os, bucket, key, rel, hdrs, err);
+        rc = objstore_adopt_file(os, bucket, key, rel, hdrs, err);
         pthread_mutex_unlock(lk);
         json_decref(hdrs);
         return rc;
@@ -1015,7 +1014,7 @@ int objstore_put_file(struct objstore *os, const char *bucket, const char *key, 
         json_decref(hdrs);
         return ty_err_set(err, TY_EIO, NULL, "cannot open '%s': %s", src, strerror(errno));
     }
-    rc = objstore__copy_to_tmp(os, fd, tmp, sizeof(tmp), md5, &size, err);
+    rc = objstore_copy_to_tmp(os, fd, tmp, sizeof(tmp), md5, &size, err);
     close(fd);
     if (rc == 0) {
         rc = objstore_put_tmp(os, bucket, key, tmp, md5, size, 0, hdrs, NULL, err);
@@ -1029,7 +1028,7 @@ int objstore_put_file(struct objstore *os, const char *bucket, const char *key, 
 int objstore_copy(struct objstore *os, const char *sb, const char *sk, const char *db,
                   const char *dk, json_t *hdrs, struct objstore_meta *meta, struct ty_err *err)
 {
-    if (objstore__local_only(os, err))
+    if (objstore_local_only(os, err))
         return -err->code;
     struct objstore_meta src;
     char tmp[PATH_MAX], md5[33];
@@ -1039,7 +1038,7 @@ int objstore_copy(struct objstore *os, const char *sb, const char *sk, const cha
     fd = objstore_open_read(os, sb, sk, &src, err);
     if (fd < 0)
         return fd;
-    rc = objstore__copy_to_tmp(os, fd, tmp, sizeof(tmp), md5, &size, err);
+    rc = objstore_copy_to_tmp(os, fd, tmp, sizeof(tmp), md5, &size, err);
     close(fd);
     if (rc == 0) {
         rc = objstore_put_tmp(os, db, dk, tmp, md5, size, 0, hdrs ? hdrs : src.hdrs, meta, err);
@@ -1056,10 +1055,10 @@ int objstore_copy(struct objstore *os, const char *sb, const char *sk, const cha
  * index that missed a commit (a crash, or a Redis error, between the rename and the index
  * write): the file is indexed again as it is, keeping the headers the index had.
  */
-static void objstore__repair(struct objstore *os, const char *bucket, const char *key,
-                             const char *abs, const struct objstore_meta *meta)
+static void objstore_repair(struct objstore *os, const char *bucket, const char *key,
+                            const char *abs, const struct objstore_meta *meta)
 {
-    pthread_mutex_t *lk = objstore__lock_for(bucket, key);
+    pthread_mutex_t *lk = objstore_lock_for(bucket, key);
     struct objstore_meta now;
     struct ty_err err;
     struct stat st;
@@ -1067,10 +1066,10 @@ static void objstore__repair(struct objstore *os, const char *bucket, const char
     ty_err_clear(&err);
     memset(&now, 0, sizeof(now));
     pthread_mutex_lock(lk);
-    if (objstore__meta_load(os, bucket, key, &now, 1, &err) == 0 &&
+    if (objstore_meta_load(os, bucket, key, &now, 1, &err) == 0 &&
         strcmp(now.path, meta->path) == 0 && now.ino && stat(abs, &st) == 0 &&
         (uint64_t)st.st_ino != now.ino) {
-        if (objstore__adopt_file(os, bucket, key, now.path, now.hdrs, &err) == 0)
+        if (objstore_adopt_file(os, bucket, key, now.path, now.hdrs, &err) == 0)
             ty_log(TY_LOG_WARN, "s3.index.repaired",
                    "bucket=%s key_len=%zu note='the index missed a commit; reindexed the file'",
                    bucket, strlen(key));
@@ -1091,29 +1090,29 @@ int objstore_head(struct objstore *os, const char *bucket, const char *key,
 
     if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
         return rc;
-    rc = objstore__meta_load(os, bucket, key, meta, 1, err);
+    rc = objstore_meta_load(os, bucket, key, meta, 1, err);
     if (rc == 0 && meta->ino) { /* the indexed version is the file there (else: repair) */
         char abs[PATH_MAX];
         struct stat st;
-        if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, meta->path) == 0 &&
+        if (objstore_fmt(abs, sizeof(abs), "%s/%s", os->dir, meta->path) == 0 &&
             stat(abs, &st) == 0 && (uint64_t)st.st_ino != meta->ino) {
-            objstore__repair(os, bucket, key, abs, meta);
+            objstore_repair(os, bucket, key, abs, meta);
             objstore_meta_cleanup(meta);
-            rc = objstore__meta_load(os, bucket, key, meta, 1, err);
+            rc = objstore_meta_load(os, bucket, key, meta, 1, err);
         }
     }
     if (rc != -TY_ENOTFOUND)
         return rc;
     /* not indexed: a file the agent (or someone) put at the object's natural path */
-    if (objstore__natural_rel(bucket, key, rel, sizeof(rel)) == 0) {
-        pthread_mutex_t *lk = objstore__lock_for(bucket, key);
+    if (objstore_natural_rel(bucket, key, rel, sizeof(rel)) == 0) {
+        pthread_mutex_t *lk = objstore_lock_for(bucket, key);
         json_t *h = json_pack("{s:s}", "Content-Type", "binary/octet-stream");
         pthread_mutex_lock(lk);
-        rc = objstore__meta_load(os, bucket, key, meta, 1, err);
+        rc = objstore_meta_load(os, bucket, key, meta, 1, err);
         if (rc == -TY_ENOTFOUND) {
-            rc = objstore__adopt_file(os, bucket, key, rel, h, err);
+            rc = objstore_adopt_file(os, bucket, key, rel, h, err);
             if (rc == 0)
-                rc = objstore__meta_load(os, bucket, key, meta, 1, err);
+                rc = objstore_meta_load(os, bucket, key, meta, 1, err);
         }
         pthread_mutex_unlock(lk);
         json_decref(h);
@@ -1150,7 +1149,7 @@ int objstore_open_read(struct objstore *os, const char *bucket, const char *key,
         struct stat st;
         if ((rc = objstore_head(os, bucket, key, meta, err)) != 0)
             return rc;
-        if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, meta->path) != 0)
+        if (objstore_fmt(abs, sizeof(abs), "%s/%s", os->dir, meta->path) != 0)
             break;
         fd = open(abs, O_RDONLY | O_CLOEXEC);
         if (fd >= 0 && fstat(fd, &st) == 0 && (!meta->ino || (uint64_t)st.st_ino == meta->ino)) {
@@ -1159,7 +1158,7 @@ int objstore_open_read(struct objstore *os, const char *bucket, const char *key,
         }
         if (fd >= 0) {
             close(fd);
-            objstore__repair(os, bucket, key, abs, meta);
+            objstore_repair(os, bucket, key, abs, meta);
         }
         objstore_meta_cleanup(meta);
         if (attempt > 2)
@@ -1179,19 +1178,19 @@ int objstore_delete(struct objstore *os, const char *bucket, const char *key, st
 
     if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
         return rc;
-    lk = objstore__lock_for(bucket, key);
+    lk = objstore_lock_for(bucket, key);
     pthread_mutex_lock(lk);
-    had = objstore__meta_load(os, bucket, key, &m, 0, err) == 0;
+    had = objstore_meta_load(os, bucket, key, &m, 0, err) == 0;
     ty_err_clear(err);
-    rc = objstore__index_del(os, bucket, key, err);
+    rc = objstore_index_del(os, bucket, key, err);
     if (rc == 0 && had)
-        objstore__unlink_rel(os, bucket, m.path);
-    else if (rc == 0 && objstore__natural_rel(bucket, key, rel, sizeof(rel)) == 0) {
+        objstore_unlink_rel(os, bucket, m.path);
+    else if (rc == 0 && objstore_natural_rel(bucket, key, rel, sizeof(rel)) == 0) {
         char abs[PATH_MAX];
         struct stat st;
-        if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) == 0 && lstat(abs, &st) == 0 &&
+        if (objstore_fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) == 0 && lstat(abs, &st) == 0 &&
             S_ISREG(st.st_mode))
-            objstore__unlink_rel(os, bucket, rel);
+            objstore_unlink_rel(os, bucket, rel);
     }
     pthread_mutex_unlock(lk);
     return rc;
@@ -1210,7 +1209,7 @@ void objstore_listing_cleanup(struct objstore_listing *l)
     memset(l, 0, sizeof(*l));
 }
 
-static int objstore__b64(const unsigned char *in, size_t n, char **out)
+static int objstore_b64(const unsigned char *in, size_t n, char **out)
 {
     size_t cap = 4 * ((n + 2) / 3) + 1;
     char *o = malloc(cap);
@@ -1221,7 +1220,7 @@ static int objstore__b64(const unsigned char *in, size_t n, char **out)
     return 0;
 }
 
-static int objstore__unb64(const char *in, char *out, size_t outn, size_t *len)
+static int objstore_unb64(const char *in, char *out, size_t outn, size_t *len)
 {
     size_t n = strlen(in);
     int w;
@@ -1240,8 +1239,8 @@ static int objstore__unb64(const char *in, char *out, size_t outn, size_t *len)
     return 0;
 }
 
-static int objstore__push(struct objstore_listing *l, size_t *cap, const char *key, size_t klen,
-                          int is_prefix)
+static int objstore_push(struct objstore_listing *l, size_t *cap, const char *key, size_t klen,
+                         int is_prefix)
 {
     if (l->n == *cap) {
         size_t nc = *cap ? *cap * 2 : 64;
@@ -1270,7 +1269,7 @@ static int objstore_list_cursor(const char *prefix, const char *delim, const cha
     if (token && *token) {
         char dec[OBJSTORE_MAX_KEY + 8];
         size_t dl;
-        if (objstore__unb64(token, dec, sizeof(dec), &dl) != 0 || dl < 2 ||
+        if (objstore_unb64(token, dec, sizeof(dec), &dl) != 0 || dl < 2 ||
             dl > OBJSTORE_MAX_KEY + 1 || (dec[0] != 'k' && dec[0] != 'p') || strlen(dec) != dl)
             return ty_err_set(err, TY_EINVAL, "InvalidArgument",
                               "The continuation token provided is incorrect");
@@ -1341,7 +1340,7 @@ static int objstore_list_scan(struct objstore *os, const char *zk, const char *p
             d = dlen ? strstr(k + plen, delim) : NULL;
             if (d) {
                 size_t cl = (size_t)(d - k) + dlen;
-                if (objstore__push(l, cap, k, cl, 1) != 0) {
+                if (objstore_push(l, cap, k, cl, 1) != 0) {
                     freeReplyObject(r);
                     return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
                 }
@@ -1349,7 +1348,7 @@ static int objstore_list_scan(struct objstore *os, const char *zk, const char *p
                 snprintf(cursor, cn, "[%.*s\xff", (int)cl, k);
                 break; /* re-query from the new cursor */
             }
-            if (objstore__push(l, cap, k, kl, 0) != 0) {
+            if (objstore_push(l, cap, k, kl, 0) != 0) {
                 freeReplyObject(r);
                 return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
             }
@@ -1388,7 +1387,7 @@ static int objstore_list_meta(struct objstore *os, const char *bucket, struct ob
         for (size_t i = 0; i < l->n && rc == 0; i++) {
             if (l->e[i].is_prefix)
                 continue;
-            keys[j] = objstore__rkey("ty:s3:obj:", bucket, l->e[i].key);
+            keys[j] = objstore_rkey("ty:s3:obj:", bucket, l->e[i].key);
             if (!keys[j]) {
                 rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
                 break;
@@ -1406,7 +1405,7 @@ static int objstore_list_meta(struct objstore *os, const char *bucket, struct ob
         for (size_t i = 0; i < l->n && rc == 0; i++) {
             if (l->e[i].is_prefix)
                 continue;
-            objstore__meta_from_reply(rep[j], &l->e[i].meta, 0);
+            objstore_meta_from_reply(rep[j], &l->e[i].meta, 0);
             freeReplyObject(rep[j]);
             j++;
         }
@@ -1433,7 +1432,7 @@ static int objstore_list_next(struct objstore_listing *l, struct ty_err *err)
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     raw[0] = e->is_prefix ? 'p' : 'k';
     memcpy(raw + 1, e->key, kl);
-    rc = objstore__b64(raw, kl + 1, &l->next);
+    rc = objstore_b64(raw, kl + 1, &l->next);
     free(raw);
     return rc ? ty_err_set(err, TY_ENOMEM, NULL, "out of memory") : 0;
 }
@@ -1462,7 +1461,7 @@ int objstore_list(struct objstore *os, const char *bucket, const char *prefix, c
     if ((rc = objstore_list_cursor(prefix, delim, token, start_after, cursor, sizeof(cursor),
                                    err)) != 0)
         return rc;
-    zk = objstore__rkey("ty:s3:keys:", bucket, NULL);
+    zk = objstore_rkey("ty:s3:keys:", bucket, NULL);
     if (!zk)
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     if ((rc = objstore_list_scan(os, zk, prefix, delim, max, cursor, sizeof(cursor), &l, &cap,
@@ -1486,7 +1485,7 @@ fail:
 
 /* ---- multipart uploads --------------------------------------------------------------------- */
 
-static int objstore__id_ok(const char *id)
+static int objstore_id_ok(const char *id)
 {
     size_t n = id ? strlen(id) : 0;
     if (n != OBJSTORE_UPLOAD_ID_SZ - 1)
@@ -1498,7 +1497,7 @@ static int objstore__id_ok(const char *id)
     return 1;
 }
 
-static int objstore__no_upload(struct ty_err *err)
+static int objstore_no_upload(struct ty_err *err)
 {
     return ty_err_set(err, TY_ENOTFOUND, "NoSuchUpload",
                       "The specified upload does not exist. The upload ID may be invalid, or the "
@@ -1508,7 +1507,7 @@ static int objstore__no_upload(struct ty_err *err)
 int objstore_mpu_create(struct objstore *os, const char *bucket, const char *key, json_t *hdrs,
                         char *upload_id, struct ty_err *err)
 {
-    if (objstore__local_only(os, err))
+    if (objstore_local_only(os, err))
         return -err->code;
     unsigned char rnd[16];
     char id[OBJSTORE_UPLOAD_ID_SZ], rk[64], dir[PATH_MAX], init[32];
@@ -1520,12 +1519,12 @@ int objstore_mpu_create(struct objstore *os, const char *bucket, const char *key
         return rc;
     if (RAND_bytes(rnd, sizeof(rnd)) != 1)
         return ty_err_set(err, TY_EINTERNAL, NULL, "no randomness");
-    objstore__hex(rnd, 16, id);
+    objstore_hex(rnd, 16, id);
     snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
-    snprintf(init, sizeof(init), "%lld", (long long)objstore__now_ms());
-    if (objstore__fmt(dir, sizeof(dir), "%s/.ty/mpu/%s", os->dir, id) != 0 || mkdir(dir, 0755) != 0)
+    snprintf(init, sizeof(init), "%lld", (long long)objstore_now_ms());
+    if (objstore_fmt(dir, sizeof(dir), "%s/.ty/mpu/%s", os->dir, id) != 0 || mkdir(dir, 0755) != 0)
         return ty_err_set(err, TY_EIO, NULL, "cannot create the upload: %s", strerror(errno));
-    zk = objstore__rkey("ty:s3:mpus:", bucket, NULL);
+    zk = objstore_rkey("ty:s3:mpus:", bucket, NULL);
     member = malloc(strlen(key) + sizeof(id) + 2);
     hj = hdrs ? json_dumps(hdrs, JSON_COMPACT) : NULL;
     if (!zk || !member) {
@@ -1560,7 +1559,7 @@ out:
 int objstore_mpu_get(struct objstore *os, const char *bucket, const char *key, const char *id,
                      json_t **hdrs, struct ty_err *err)
 {
-    if (objstore__local_only(os, err))
+    if (objstore_local_only(os, err))
         return -err->code;
     char rk[64];
     redisReply *r;
@@ -1568,8 +1567,8 @@ int objstore_mpu_get(struct objstore *os, const char *bucket, const char *key, c
 
     if (hdrs)
         *hdrs = NULL;
-    if (!objstore__id_ok(id))
-        return objstore__no_upload(err);
+    if (!objstore_id_ok(id))
+        return objstore_no_upload(err);
     snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
     r = store__cmdv(os->st, err, "HMGET", rk, "bucket", "key", "hdrs", NULL);
     if (!r)
@@ -1580,14 +1579,14 @@ int objstore_mpu_get(struct objstore *os, const char *bucket, const char *key, c
     if (ok && hdrs && r->element[2]->str)
         *hdrs = json_loads(r->element[2]->str, 0, NULL);
     freeReplyObject(r);
-    return ok ? 0 : objstore__no_upload(err);
+    return ok ? 0 : objstore_no_upload(err);
 }
 
 int objstore_mpu_put_part(struct objstore *os, const char *bucket, const char *key, const char *id,
                           int number, const char *tmp_path, const char *etag, uint64_t size,
                           struct ty_err *err)
 {
-    if (objstore__local_only(os, err))
+    if (objstore_local_only(os, err))
         return -err->code;
     char dst[PATH_MAX], rk[64], num[16], val[96];
     redisReply *r;
@@ -1598,17 +1597,17 @@ int objstore_mpu_put_part(struct objstore *os, const char *bucket, const char *k
     if (number < 1 || number > OBJSTORE_MAX_PARTS)
         return ty_err_set(err, TY_EINVAL, "InvalidArgument",
                           "Part number must be an integer between 1 and 10000, inclusive");
-    if (objstore__fmt(dst, sizeof(dst), "%s/.ty/mpu/%s/%d", os->dir, id, number) != 0)
+    if (objstore_fmt(dst, sizeof(dst), "%s/.ty/mpu/%s/%d", os->dir, id, number) != 0)
         return ty_err_set(err, TY_EIO, NULL, "path too long");
     if (rename(tmp_path, dst) != 0)
         return errno == ENOENT
-                   ? objstore__no_upload(err)
+                   ? objstore_no_upload(err)
                    : ty_err_set(err, TY_EIO, NULL, "cannot store the part: %s", strerror(errno));
-    objstore__fsync_parent(dst);
+    objstore_fsync_parent(dst);
     snprintf(rk, sizeof(rk), "ty:s3:mpuparts:%s", id);
     snprintf(num, sizeof(num), "%d", number);
     snprintf(val, sizeof(val), "%s %llu %lld", etag, (unsigned long long)size,
-             (long long)objstore__now_ms());
+             (long long)objstore_now_ms());
     r = store__cmdv(os->st, err, "HSET", rk, num, val, NULL);
     if (!r)
         return -TY_EREDIS;
@@ -1625,7 +1624,7 @@ int objstore_mpu_copy_part(struct objstore *os, const char *bucket, const char *
     uint64_t size = 0;
     int fd, rc;
 
-    if (objstore__local_only(os, err))
+    if (objstore_local_only(os, err))
         return -err->code;
     if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
         return rc;
@@ -1648,21 +1647,21 @@ int objstore_mpu_copy_part(struct objstore *os, const char *bucket, const char *
         goto out;
     }
     memset(out, 0, sizeof(*out));
-    rc = objstore__copy_to_tmp_n(os, fd, src.size ? last - first + 1 : 0, tmp, sizeof(tmp),
-                                 out->etag, &size, err);
+    rc = objstore_copy_to_tmp_n(os, fd, src.size ? last - first + 1 : 0, tmp, sizeof(tmp),
+                                out->etag, &size, err);
     if (rc == 0 &&
         (rc = objstore_mpu_put_part(os, bucket, key, id, number, tmp, out->etag, size, err)) != 0)
         unlink(tmp);
     out->number = number;
     out->size = size;
-    out->mtime_ms = objstore__now_ms();
+    out->mtime_ms = objstore_now_ms();
 out:
     close(fd);
     objstore_meta_cleanup(&src);
     return rc;
 }
 
-static int objstore__part_cmp(const void *a, const void *b)
+static int objstore_part_cmp(const void *a, const void *b)
 {
     return ((const struct objstore_part *)a)->number - ((const struct objstore_part *)b)->number;
 }
@@ -1670,15 +1669,15 @@ static int objstore__part_cmp(const void *a, const void *b)
 int objstore_mpu_parts(struct objstore *os, const char *id, struct objstore_part **out, size_t *n,
                        struct ty_err *err)
 {
-    if (objstore__local_only(os, err))
+    if (objstore_local_only(os, err))
         return -err->code;
     char rk[64];
     redisReply *r;
     struct objstore_part *v;
     size_t k = 0;
 
-    if (!objstore__id_ok(id))
-        return objstore__no_upload(err);
+    if (!objstore_id_ok(id))
+        return objstore_no_upload(err);
     snprintf(rk, sizeof(rk), "ty:s3:mpuparts:%s", id);
     r = store__cmdv(os->st, err, "HGETALL", rk, NULL);
     if (!r)
@@ -1708,17 +1707,17 @@ int objstore_mpu_parts(struct objstore *os, const char *id, struct objstore_part
         k++;
     }
     freeReplyObject(r);
-    qsort(v, k, sizeof(*v), objstore__part_cmp);
+    qsort(v, k, sizeof(*v), objstore_part_cmp);
     *out = v;
     *n = k;
     return 0;
 }
 
-static void objstore__mpu_drop(struct objstore *os, const char *bucket, const char *key,
-                               const char *id)
+static void objstore_mpu_drop(struct objstore *os, const char *bucket, const char *key,
+                              const char *id)
 {
     char rk[64], pk[64], dir[PATH_MAX];
-    char *zk = objstore__rkey("ty:s3:mpus:", bucket, NULL);
+    char *zk = objstore_rkey("ty:s3:mpus:", bucket, NULL);
     char *member = malloc(strlen(key) + strlen(id) + 2);
     struct ty_err e;
     redisReply *r;
@@ -1735,23 +1734,23 @@ static void objstore__mpu_drop(struct objstore *os, const char *bucket, const ch
     }
     free(zk);
     free(member);
-    if (objstore__fmt(dir, sizeof(dir), "%s/.ty/mpu/%s", os->dir, id) == 0)
-        objstore__rmtree(dir, 0);
+    if (objstore_fmt(dir, sizeof(dir), "%s/.ty/mpu/%s", os->dir, id) == 0)
+        objstore_rmtree(dir, 0);
 }
 
 int objstore_mpu_abort(struct objstore *os, const char *bucket, const char *key, const char *id,
                        struct ty_err *err)
 {
-    if (objstore__local_only(os, err))
+    if (objstore_local_only(os, err))
         return -err->code;
     int rc;
     if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
         return rc;
-    objstore__mpu_drop(os, bucket, key, id);
+    objstore_mpu_drop(os, bucket, key, id);
     return 0;
 }
 
-static int objstore__unhex(const char *hex, unsigned char *out, size_t n)
+static int objstore_unhex(const char *hex, unsigned char *out, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         unsigned v = 0;
@@ -1773,7 +1772,7 @@ static int objstore__unhex(const char *hex, unsigned char *out, size_t n)
 }
 
 /* Copies the whole file src into fd out (kernel copy when possible). */
-static int objstore__append_file(int out, const char *src)
+static int objstore_append_file(int out, const char *src)
 {
     int in = open(src, O_RDONLY | O_CLOEXEC);
     ssize_t r;
@@ -1814,7 +1813,7 @@ static int objstore__append_file(int out, const char *src)
 }
 
 /* The SHA-256 of file path. OUT: md (32 bytes). 0 or -1 (errno). */
-static int objstore__sha256_file(const char *path, unsigned char *md)
+static int objstore_sha256_file(const char *path, unsigned char *md)
 {
     unsigned char buf[65536];
     unsigned int ml = 0;
@@ -1836,7 +1835,7 @@ out:
 }
 
 /* 1 when base64 b (with or without a "-N" suffix) is want (base64, "-N" suffixed). */
-static int objstore__same_ck(const char *b, const char *want)
+static int objstore_same_ck(const char *b, const char *want)
 {
     const char *dash = strrchr(want, '-');
     size_t wl = dash ? (size_t)(dash - want) : strlen(want);
@@ -1847,10 +1846,10 @@ static int objstore__same_ck(const char *b, const char *want)
  * The checksum checks of objstore_mpu_complete_ck over the already matched parts (got[i] is
  * parts[i]'s stored part). OUT: composite. 0 or InvalidPart / BadDigest / EIO.
  */
-static int objstore__mpu_checksums(struct objstore *os, const char *id,
-                                   const struct objstore_part *const *got, size_t n,
-                                   const char *const *part_sha256, const char *expect,
-                                   char *composite, struct ty_err *err)
+static int objstore_mpu_checksums(struct objstore *os, const char *id,
+                                  const struct objstore_part *const *got, size_t n,
+                                  const char *const *part_sha256, const char *expect,
+                                  char *composite, struct ty_err *err)
 {
     EVP_MD_CTX *c = EVP_MD_CTX_new();
     unsigned char md[32], all[32];
@@ -1863,8 +1862,8 @@ static int objstore__mpu_checksums(struct objstore *os, const char *id,
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     }
     for (size_t i = 0; i < n; i++) {
-        if (objstore__fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got[i]->number) != 0 ||
-            objstore__sha256_file(src, md) != 0) {
+        if (objstore_fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got[i]->number) != 0 ||
+            objstore_sha256_file(src, md) != 0) {
             rc = ty_err_set(err, TY_EIO, NULL, "cannot read part %d: %s", got[i]->number,
                             strerror(errno));
             goto out;
@@ -1885,7 +1884,7 @@ static int objstore__mpu_checksums(struct objstore *os, const char *id,
     EVP_EncodeBlock((unsigned char *)b64, all, 32); /* 44 characters */
     b64[44] = '\0';
     snprintf(composite, OBJSTORE_CK_SZ, "%.44s-%u", b64, (unsigned)(n % 100000));
-    if (expect && *expect && !objstore__same_ck(expect, composite))
+    if (expect && *expect && !objstore_same_ck(expect, composite))
         rc = ty_err_set(err, TY_EINVAL, "BadDigest",
                         "The sha256 you specified did not match the calculated checksum.");
 out:
@@ -1932,8 +1931,8 @@ int objstore_mpu_completed(struct objstore *os, const char *bucket, const char *
 }
 
 /* Records that upload id completed bucket/key (for a repeated CompleteMultipartUpload). */
-static void objstore__mpu_done(struct objstore *os, const char *bucket, const char *key,
-                               const char *id, const char *etag, const char *composite)
+static void objstore_mpu_done(struct objstore *os, const char *bucket, const char *key,
+                              const char *id, const char *etag, const char *composite)
 {
     char rk[96];
     struct ty_err e;
@@ -1957,7 +1956,7 @@ int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char
                              const char *const *part_sha256, const char *expect, char *composite,
                              struct objstore_meta *meta, struct ty_err *err)
 {
-    if (objstore__local_only(os, err))
+    if (objstore_local_only(os, err))
         return -err->code;
     struct objstore_part *have = NULL;
     size_t nh = 0;
@@ -2025,7 +2024,7 @@ int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char
             for (size_t j = 0; j < nh; j++)
                 if (have[j].number == parts[i].number)
                     got[i] = &have[j];
-        rc = objstore__mpu_checksums(os, id, got, n, part_sha256, expect, composite, err);
+        rc = objstore_mpu_checksums(os, id, got, n, part_sha256, expect, composite, err);
         free(got);
         if (rc != 0)
             goto out;
@@ -2049,9 +2048,9 @@ int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char
             if (have[j].number == parts[i].number)
                 got = &have[j];
         }
-        if (!got || objstore__unhex(got->etag, pmd, 16) != 0 ||
-            objstore__fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got->number) != 0 ||
-            objstore__append_file(fd, src) != 0) {
+        if (!got || objstore_unhex(got->etag, pmd, 16) != 0 ||
+            objstore_fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got->number) != 0 ||
+            objstore_append_file(fd, src) != 0) {
             rc = ty_err_set(err, TY_EIO, NULL, "cannot assemble the object: %s", strerror(errno));
             goto out;
         }
@@ -2064,13 +2063,13 @@ int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char
     }
     close(fd);
     fd = -1;
-    objstore__hex(md, 16, etag);
+    objstore_hex(md, 16, etag);
     snprintf(etag + 32, sizeof(etag) - 32, "-%u", (unsigned)(n % 100000));
     rc = objstore_put_tmp(os, bucket, key, tmp, etag, total, (int)n, hdrs, meta, err);
     if (rc == 0) {
         tmp[0] = '\0';
-        objstore__mpu_done(os, bucket, key, id, etag, composite);
-        objstore__mpu_drop(os, bucket, key, id);
+        objstore_mpu_done(os, bucket, key, id, etag, composite);
+        objstore_mpu_drop(os, bucket, key, id);
     }
 out:
     if (fd >= 0)
@@ -2086,7 +2085,7 @@ out:
 int objstore_mpu_list(struct objstore *os, const char *bucket, const char *prefix, int max,
                       struct objstore_upload **out, size_t *n, int *truncated, struct ty_err *err)
 {
-    if (objstore__local_only(os, err))
+    if (objstore_local_only(os, err))
         return -err->code;
     char *zk;
     char cursor[OBJSTORE_MAX_KEY + 8], lim[16];
@@ -2103,7 +2102,7 @@ int objstore_mpu_list(struct objstore *os, const char *bucket, const char *prefi
         return ty_err_set(err, TY_EINVAL, "InvalidArgument", "prefix too long");
     snprintf(cursor, sizeof(cursor), prefix && *prefix ? "[%s" : "-", prefix ? prefix : "");
     snprintf(lim, sizeof(lim), "%d", max + 1);
-    zk = objstore__rkey("ty:s3:mpus:", bucket, NULL);
+    zk = objstore_rkey("ty:s3:mpus:", bucket, NULL);
     if (!zk)
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     r = store__cmdv(os->st, err, "ZRANGEBYLEX", zk, cursor, "+", "LIMIT", "0", lim, NULL);

@@ -30,13 +30,13 @@
 /* ---- answers ----------------------------------------------------------------------------------
  */
 
-static int64_t objr__http_date_ms(const char *s)
+static int64_t objr_http_date_ms(const char *s)
 {
     time_t t = s ? curl_getdate(s, NULL) : -1;
     return t < 0 ? 0 : (int64_t)t * 1000;
 }
 
-static int64_t objr__iso_ms(const char *s)
+static int64_t objr_iso_ms(const char *s)
 {
     struct tm tm;
     int ms = 0;
@@ -52,7 +52,7 @@ static int64_t objr__iso_ms(const char *s)
 }
 
 /* Copies an ETag without its quotes into out (48 bytes) and returns its part count. */
-static int objr__etag(const char *v, char *out)
+static int objr_etag(const char *v, char *out)
 {
     size_t n;
     const char *dash;
@@ -70,7 +70,7 @@ static int objr__etag(const char *v, char *out)
 }
 
 /* The headers a GET/HEAD answer carries that objstore keeps with an object (objstore.h). */
-static json_t *objr__hdrs(const struct s3c_resp *rs)
+static json_t *objr_hdrs(const struct s3c_resp *rs)
 {
     static const char *const std[][2] = {
         {"content-type", "Content-Type"},         {"content-disposition", "Content-Disposition"},
@@ -95,19 +95,19 @@ static json_t *objr__hdrs(const struct s3c_resp *rs)
     return h;
 }
 
-static void objr__meta(const struct s3c_resp *rs, struct objstore_meta *meta)
+static void objr_meta(const struct s3c_resp *rs, struct objstore_meta *meta)
 {
     const char *cl = s3c_resp_header(rs, "content-length");
     memset(meta, 0, sizeof(*meta));
-    meta->parts = objr__etag(s3c_resp_header(rs, "etag"), meta->etag);
+    meta->parts = objr_etag(s3c_resp_header(rs, "etag"), meta->etag);
     meta->size = cl ? strtoull(cl, NULL, 10) : 0;
-    meta->mtime_ms = objr__http_date_ms(s3c_resp_header(rs, "last-modified"));
-    meta->hdrs = objr__hdrs(rs);
+    meta->mtime_ms = objr_http_date_ms(s3c_resp_header(rs, "last-modified"));
+    meta->hdrs = objr_hdrs(rs);
 }
 
 /* One request whose answer must be 2xx; the failure otherwise (s3c_fail). */
-static int objr__call(struct s3c *c, const struct s3c_req *rq, struct s3c_resp *rs,
-                      const char *missing, struct ty_err *err)
+static int objr_call(struct s3c *c, const struct s3c_req *rq, struct s3c_resp *rs,
+                     const char *missing, struct ty_err *err)
 {
     int rc = s3c_do(c, rq, rs, err);
     if (rc == 0 && (rs->status < 200 || rs->status >= 300))
@@ -134,7 +134,7 @@ int objstore_remote_bucket_create(struct s3c *c, const char *name, const char *r
         rq.body = body;
         rq.body_n = strlen(body);
     }
-    rc = objr__call(c, &rq, &rs, "NoSuchBucket", err);
+    rc = objr_call(c, &rq, &rs, "NoSuchBucket", err);
     s3c_resp_cleanup(&rs);
     return rc;
 }
@@ -144,7 +144,7 @@ int objstore_remote_bucket_get(struct s3c *c, const char *name, struct objstore_
 {
     struct s3c_req rq = {.method = "HEAD", .bucket = name, .body_fd = -1, .out_fd = -1};
     struct s3c_resp rs;
-    int rc = objr__call(c, &rq, &rs, "NoSuchBucket", err);
+    int rc = objr_call(c, &rq, &rs, "NoSuchBucket", err);
 
     if (rc == -TY_ENOTFOUND)
         ty_err_set(err, TY_ENOTFOUND, "NoSuchBucket", "The specified bucket does not exist");
@@ -162,7 +162,7 @@ int objstore_remote_bucket_delete(struct s3c *c, const char *name, struct ty_err
 {
     struct s3c_req rq = {.method = "DELETE", .bucket = name, .body_fd = -1, .out_fd = -1};
     struct s3c_resp rs;
-    int rc = objr__call(c, &rq, &rs, "NoSuchBucket", err);
+    int rc = objr_call(c, &rq, &rs, "NoSuchBucket", err);
     s3c_resp_cleanup(&rs);
     return rc;
 }
@@ -174,7 +174,7 @@ int objstore_remote_bucket_list(struct s3c *c, struct objstore_bucket **out, siz
     struct s3c_resp rs;
     const char *p, *end, *in, *ie;
     size_t cap = 0;
-    int rc = objr__call(c, &rq, &rs, NULL, err);
+    int rc = objr_call(c, &rq, &rs, NULL, err);
 
     *out = NULL;
     *n = 0;
@@ -204,7 +204,7 @@ int objstore_remote_bucket_list(struct s3c *c, struct objstore_bucket **out, siz
         }
         if (ty_xml_find(in, ie, "CreationDate", &a, &b)) {
             char *t = ty_xml_text(a, b);
-            bk->created_ms = objr__iso_ms(t);
+            bk->created_ms = objr_iso_ms(t);
             free(t);
         }
         snprintf(bk->region, sizeof(bk->region), "us-east-1");
@@ -224,13 +224,13 @@ int objstore_remote_head(struct s3c *c, const char *bucket, const char *key,
     struct s3c_req rq = {
         .method = "HEAD", .bucket = bucket, .key = key, .body_fd = -1, .out_fd = -1};
     struct s3c_resp rs;
-    int rc = objr__call(c, &rq, &rs, "NoSuchKey", err);
+    int rc = objr_call(c, &rq, &rs, "NoSuchKey", err);
 
     memset(meta, 0, sizeof(*meta));
     if (rc == -TY_ENOTFOUND)
         ty_err_set(err, TY_ENOTFOUND, "NoSuchKey", "The specified key does not exist.");
     if (rc == 0)
-        objr__meta(&rs, meta);
+        objr_meta(&rs, meta);
     s3c_resp_cleanup(&rs);
     return rc;
 }
@@ -241,11 +241,11 @@ int objstore_remote_get(struct s3c *c, const char *bucket, const char *key, int 
     struct s3c_req rq = {
         .method = "GET", .bucket = bucket, .key = key, .body_fd = -1, .out_fd = fd};
     struct s3c_resp rs;
-    int rc = objr__call(c, &rq, &rs, "NoSuchKey", err);
+    int rc = objr_call(c, &rq, &rs, "NoSuchKey", err);
 
     memset(meta, 0, sizeof(*meta));
     if (rc == 0) {
-        objr__meta(&rs, meta);
+        objr_meta(&rs, meta);
         if (rs.body_bytes != meta->size)
             rc = ty_err_set(err, TY_EIO, NULL,
                             "s3://%s/%s from %s: %llu bytes came, Content-Length said %llu", bucket,
@@ -259,7 +259,7 @@ int objstore_remote_get(struct s3c *c, const char *bucket, const char *key, int 
 }
 
 /* Content-MD5 (base64) of len bytes of fd from offset off. 0 or -errno. */
-static int objr__md5(int fd, uint64_t off, uint64_t len, char b64[32])
+static int objr_md5(int fd, uint64_t off, uint64_t len, char b64[32])
 {
     unsigned char md[EVP_MAX_MD_SIZE], buf[1 << 16];
     unsigned int ml = 0;
@@ -289,9 +289,9 @@ static int objr__md5(int fd, uint64_t off, uint64_t len, char b64[32])
 }
 
 /* PUT of len bytes of fd at off, as the object or as part number of upload id. OUT: etag. */
-static int objr__put_range(struct s3c *c, const char *bucket, const char *key, int fd, uint64_t off,
-                           uint64_t len, const char *content_type, const char *id, int number,
-                           char *etag, struct ty_err *err)
+static int objr_put_range(struct s3c *c, const char *bucket, const char *key, int fd, uint64_t off,
+                          uint64_t len, const char *content_type, const char *id, int number,
+                          char *etag, struct ty_err *err)
 {
     struct s3c_hdr h[2];
     struct s3c_req rq = {.method = "PUT",
@@ -305,7 +305,7 @@ static int objr__put_range(struct s3c *c, const char *bucket, const char *key, i
     char md5[32], num[16], *q = NULL;
     int rc;
 
-    if ((rc = objr__md5(fd, off, len, md5)) != 0 || lseek(fd, (off_t)off, SEEK_SET) < 0)
+    if ((rc = objr_md5(fd, off, len, md5)) != 0 || lseek(fd, (off_t)off, SEEK_SET) < 0)
         return ty_err_set(err, TY_EIO, NULL, "reading s3://%s/%s for upload: %s", bucket, key,
                           strerror(rc ? -rc : errno));
     h[rq.nhdr++] = (struct s3c_hdr){"Content-MD5", md5};
@@ -319,16 +319,16 @@ static int objr__put_range(struct s3c *c, const char *bucket, const char *key, i
         if (!q)
             return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     }
-    rc = objr__call(c, &rq, &rs, "NoSuchBucket", err);
+    rc = objr_call(c, &rq, &rs, "NoSuchBucket", err);
     if (rc == 0 && etag)
-        objr__etag(s3c_resp_header(&rs, "etag"), etag);
+        objr_etag(s3c_resp_header(&rs, "etag"), etag);
     s3c_resp_cleanup(&rs);
     free(q);
     return rc;
 }
 
 /* Text of the first <tag> in an answer's body. new (free()), or NULL. */
-static char *objr__body_text(const struct s3c_resp *rs, const char *tag)
+static char *objr_body_text(const struct s3c_resp *rs, const char *tag)
 {
     const char *in, *ie;
     if (!rs->body.data || !ty_xml_find(rs->body.data, rs->body.data + rs->body.len, tag, &in, &ie))
@@ -336,8 +336,8 @@ static char *objr__body_text(const struct s3c_resp *rs, const char *tag)
     return ty_xml_text(in, ie);
 }
 
-static int objr__multipart(struct s3c *c, const char *bucket, const char *key, int fd,
-                           uint64_t size, const char *content_type, struct ty_err *err)
+static int objr_multipart(struct s3c *c, const char *bucket, const char *key, int fd, uint64_t size,
+                          const char *content_type, struct ty_err *err)
 {
     struct s3c_hdr h[1] = {{"Content-Type", content_type ? content_type : "binary/octet-stream"}};
     const char *up[2] = {"uploads", ""};
@@ -357,9 +357,9 @@ static int objr__multipart(struct s3c *c, const char *bucket, const char *key, i
     if (size / part >= 10000) /* at most 10000 parts: grow them, whole MiB */
         part = ((size / 9999) / (1024 * 1024) + 1) * 1024 * 1024;
     rq.query = q;
-    rc = q ? objr__call(c, &rq, &rs, "NoSuchBucket", err)
+    rc = q ? objr_call(c, &rq, &rs, "NoSuchBucket", err)
            : ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    if (rc == 0 && !(id = objr__body_text(&rs, "UploadId")))
+    if (rc == 0 && !(id = objr_body_text(&rs, "UploadId")))
         rc = ty_err_set(err, TY_EIO, NULL, "%s gave no UploadId", s3c_endpoint(c));
     if (q)
         s3c_resp_cleanup(&rs);
@@ -370,7 +370,7 @@ static int objr__multipart(struct s3c *c, const char *bucket, const char *key, i
     ty_buf_puts(&doc, "<CompleteMultipartUpload>");
     while (rc == 0 && off < size) {
         uint64_t len = size - off < part ? size - off : part;
-        rc = objr__put_range(c, bucket, key, fd, off, len, NULL, id, ++number, etag, err);
+        rc = objr_put_range(c, bucket, key, fd, off, len, NULL, id, ++number, etag, err);
         if (rc == 0)
             ty_buf_printf(&doc, "<Part><PartNumber>%d</PartNumber><ETag>\"%s\"</ETag></Part>",
                           number, etag);
@@ -391,7 +391,7 @@ static int objr__multipart(struct s3c *c, const char *bucket, const char *key, i
                              .body_n = doc.len,
                              .body_fd = -1,
                              .out_fd = -1};
-        rc = objr__call(c, &cq, &rs, "NoSuchUpload", err);
+        rc = objr_call(c, &cq, &rs, "NoSuchUpload", err);
         /* S3 may answer 200 with an error document once the parts were joined */
         if (rc == 0 && rs.body.data && strstr(rs.body.data, "<Error>"))
             rc = s3c_fail(c, &(struct s3c_resp){.status = 500, .body = rs.body}, NULL, err);
@@ -430,10 +430,10 @@ int objstore_remote_put_file(struct s3c *c, const char *bucket, const char *key,
         return rc;
     }
     if ((uint64_t)st.st_size > OBJR_MPU_THRESHOLD)
-        rc = objr__multipart(c, bucket, key, fd, (uint64_t)st.st_size, content_type, err);
+        rc = objr_multipart(c, bucket, key, fd, (uint64_t)st.st_size, content_type, err);
     else
-        rc = objr__put_range(c, bucket, key, fd, 0, (uint64_t)st.st_size, content_type, NULL, 0,
-                             NULL, err);
+        rc = objr_put_range(c, bucket, key, fd, 0, (uint64_t)st.st_size, content_type, NULL, 0,
+                            NULL, err);
     close(fd);
     return rc;
 }
@@ -443,12 +443,12 @@ int objstore_remote_delete(struct s3c *c, const char *bucket, const char *key, s
     struct s3c_req rq = {
         .method = "DELETE", .bucket = bucket, .key = key, .body_fd = -1, .out_fd = -1};
     struct s3c_resp rs;
-    int rc = objr__call(c, &rq, &rs, "NoSuchBucket", err);
+    int rc = objr_call(c, &rq, &rs, "NoSuchBucket", err);
     s3c_resp_cleanup(&rs);
     return rc;
 }
 
-static int objr__push(struct objstore_listing *l, size_t *cap, char *key, int is_prefix)
+static int objr_push(struct objstore_listing *l, size_t *cap, char *key, int is_prefix)
 {
     if (!key)
         return -1;
@@ -467,7 +467,7 @@ static int objr__push(struct objstore_listing *l, size_t *cap, char *key, int is
     return 0;
 }
 
-static int objr__entry_cmp(const void *a, const void *b)
+static int objr_entry_cmp(const void *a, const void *b)
 {
     return strcmp(((const struct objstore_entry *)a)->key, ((const struct objstore_entry *)b)->key);
 }
@@ -513,7 +513,7 @@ int objstore_remote_list(struct s3c *c, const char *bucket, const char *prefix, 
     if (!(q = s3c_query(pairs, np / 2)))
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     rq.query = q;
-    rc = objr__call(c, &rq, &rs, "NoSuchBucket", err);
+    rc = objr_call(c, &rq, &rs, "NoSuchBucket", err);
     free(q);
     if (rc != 0) {
         s3c_resp_cleanup(&rs);
@@ -524,14 +524,14 @@ int objstore_remote_list(struct s3c *c, const char *bucket, const char *prefix, 
     while (rc == 0 && (p = ty_xml_find(p, end, "Contents", &in, &ie)) != NULL) {
         const char *a, *b;
         struct objstore_meta *m;
-        if (!ty_xml_find(in, ie, "Key", &a, &b) || objr__push(out, &cap, ty_xml_text(a, b), 0)) {
+        if (!ty_xml_find(in, ie, "Key", &a, &b) || objr_push(out, &cap, ty_xml_text(a, b), 0)) {
             rc = ty_err_set(err, TY_EIO, NULL, "a listing from %s is not understood",
                             s3c_endpoint(c));
             break;
         }
         m = &out->e[out->n - 1].meta;
         if (ty_xml_find(in, ie, "ETag", &a, &b) && (t = ty_xml_text(a, b))) {
-            m->parts = objr__etag(t, m->etag);
+            m->parts = objr_etag(t, m->etag);
             free(t);
         }
         if (ty_xml_find(in, ie, "Size", &a, &b) && (t = ty_xml_text(a, b))) {
@@ -539,24 +539,24 @@ int objstore_remote_list(struct s3c *c, const char *bucket, const char *prefix, 
             free(t);
         }
         if (ty_xml_find(in, ie, "LastModified", &a, &b) && (t = ty_xml_text(a, b))) {
-            m->mtime_ms = objr__iso_ms(t);
+            m->mtime_ms = objr_iso_ms(t);
             free(t);
         }
     }
     p = rs.body.data;
     while (rc == 0 && (p = ty_xml_find(p, end, "CommonPrefixes", &in, &ie)) != NULL) {
         const char *a, *b;
-        if (ty_xml_find(in, ie, "Prefix", &a, &b) && objr__push(out, &cap, ty_xml_text(a, b), 1))
+        if (ty_xml_find(in, ie, "Prefix", &a, &b) && objr_push(out, &cap, ty_xml_text(a, b), 1))
             rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     }
     if (rc == 0 && out->n > 1) /* S3 orders objects and common prefixes together, by key */
-        qsort(out->e, out->n, sizeof(*out->e), objr__entry_cmp);
-    if (rc == 0 && (t = objr__body_text(&rs, "IsTruncated")) != NULL) {
+        qsort(out->e, out->n, sizeof(*out->e), objr_entry_cmp);
+    if (rc == 0 && (t = objr_body_text(&rs, "IsTruncated")) != NULL) {
         out->truncated = strcmp(t, "true") == 0;
         free(t);
     }
     if (rc == 0 && out->truncated)
-        out->next = objr__body_text(&rs, "NextContinuationToken");
+        out->next = objr_body_text(&rs, "NextContinuationToken");
     if (rc != 0)
         objstore_listing_cleanup(out);
     s3c_resp_cleanup(&rs);

@@ -36,20 +36,20 @@ struct redis_child {
     pthread_t thread;
 };
 
-static double redis_child__now(void)
+static double redis_child_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void redis_child__sleep(double s)
+static void redis_child_sleep(double s)
 {
     struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
     nanosleep(&ts, NULL);
 }
 
-static int redis_child__connectable(const char *path)
+static int redis_child_connectable(const char *path)
 {
     struct sockaddr_un sa;
     int fd, ok;
@@ -71,7 +71,7 @@ static int redis_child__connectable(const char *path)
 }
 
 /* Forks and execs redis-server on rc's files. The child's pid, or -1 (errno). */
-static pid_t redis_child__spawn(const struct redis_child *rc)
+static pid_t redis_child_spawn(const struct redis_child *rc)
 {
     pid_t child;
     unlink(rc->sock);
@@ -98,11 +98,11 @@ static pid_t redis_child__spawn(const struct redis_child *rc)
 
 /* Waits up to 10 s for pid to answer PING. 0: it answers; 1: it exited (*status, reaped);
    -1: it did not answer in time (still running); -2: stopping was asked for. */
-static int redis_child__wait_ready(struct redis_child *rc, pid_t pid, int *status)
+static int redis_child_wait_ready(struct redis_child *rc, pid_t pid, int *status)
 {
     for (int i = 0; i < 200; i++) {
         int stopping;
-        if (redis_child__connectable(rc->sock))
+        if (redis_child_connectable(rc->sock))
             return 0;
         if (waitpid(pid, status, WNOHANG) == pid)
             return 1;
@@ -111,12 +111,12 @@ static int redis_child__wait_ready(struct redis_child *rc, pid_t pid, int *statu
         pthread_mutex_unlock(&rc->mu);
         if (stopping)
             return -2;
-        redis_child__sleep(0.05);
+        redis_child_sleep(0.05);
     }
     return -1;
 }
 
-static void redis_child__describe(int status, char *buf, size_t n)
+static void redis_child_describe(int status, char *buf, size_t n)
 {
     if (WIFSIGNALED(status))
         snprintf(buf, n, "signal=%d", WTERMSIG(status));
@@ -127,7 +127,7 @@ static void redis_child__describe(int status, char *buf, size_t n)
 }
 
 /* Waits for the backoff or a stop request. 1 when stopping. */
-static int redis_child__backoff(struct redis_child *rc, double secs)
+static int redis_child_backoff(struct redis_child *rc, double secs)
 {
     struct timespec ts;
     int stopping;
@@ -146,10 +146,10 @@ static int redis_child__backoff(struct redis_child *rc, double secs)
     return stopping;
 }
 
-static void *redis_child__supervise(void *arg)
+static void *redis_child_supervise(void *arg)
 {
     struct redis_child *rc = arg;
-    double backoff = REDIS_CHILD_BACKOFF_MIN, started = redis_child__now();
+    double backoff = REDIS_CHILD_BACKOFF_MIN, started = redis_child_now();
     int attempt = 0;
 
     for (;;) {
@@ -170,15 +170,15 @@ static void *redis_child__supervise(void *arg)
                 break;
             }
             pthread_mutex_unlock(&rc->mu);
-            redis_child__describe(status, why, sizeof(why));
-            if (redis_child__now() - started >= REDIS_CHILD_HEALTHY_S) {
+            redis_child_describe(status, why, sizeof(why));
+            if (redis_child_now() - started >= REDIS_CHILD_HEALTHY_S) {
                 backoff = REDIS_CHILD_BACKOFF_MIN;
                 attempt = 0;
             }
             ty_log(TY_LOG_WARN, "redis.died", "pid=%d %s ran_s=%.1f restart_in_s=%.1f log=%s",
-                   (int)pid, why, redis_child__now() - started, backoff, rc->logf);
+                   (int)pid, why, redis_child_now() - started, backoff, rc->logf);
         }
-        if (redis_child__backoff(rc, backoff))
+        if (redis_child_backoff(rc, backoff))
             break;
         backoff = backoff * 2 > REDIS_CHILD_BACKOFF_MAX ? REDIS_CHILD_BACKOFF_MAX : backoff * 2;
         attempt++;
@@ -187,7 +187,7 @@ static void *redis_child__supervise(void *arg)
             pthread_mutex_unlock(&rc->mu);
             break;
         }
-        pid = redis_child__spawn(rc);
+        pid = redis_child_spawn(rc);
         rc->pid = pid > 0 ? pid : 0;
         pthread_mutex_unlock(&rc->mu);
         if (pid < 0) {
@@ -195,8 +195,8 @@ static void *redis_child__supervise(void *arg)
                    strerror(errno));
             continue;
         }
-        started = redis_child__now();
-        ready = redis_child__wait_ready(rc, pid, &status);
+        started = redis_child_now();
+        ready = redis_child_wait_ready(rc, pid, &status);
         if (ready == 0) {
             pthread_mutex_lock(&rc->mu);
             rc->restarts++;
@@ -207,7 +207,7 @@ static void *redis_child__supervise(void *arg)
             pthread_mutex_lock(&rc->mu);
             rc->pid = 0;
             pthread_mutex_unlock(&rc->mu);
-            redis_child__describe(status, why, sizeof(why));
+            redis_child_describe(status, why, sizeof(why));
             ty_log(TY_LOG_ERROR, "redis.restart_failed",
                    "attempt=%d %s error=\"redis-server exited at start; see %s\"", attempt, why,
                    rc->logf);
@@ -258,21 +258,21 @@ struct redis_child *redis_child_start(const char *data_dir, char *url, size_t ur
     }
     /* a redis-server of a server that was just killed may still be saving its AOF after its
        PDEATHSIG: give it time to go before calling the data dir busy */
-    for (int i = 0; i < 100 && redis_child__connectable(rc->sock); i++)
-        redis_child__sleep(0.1);
-    if (redis_child__connectable(rc->sock)) {
+    for (int i = 0; i < 100 && redis_child_connectable(rc->sock); i++)
+        redis_child_sleep(0.1);
+    if (redis_child_connectable(rc->sock)) {
         ty_err_set(err, TY_EREDIS, "data-dir",
                    "a redis-server is already running on %s (another trainyard-server on "
                    "this data dir?)",
                    rc->sock);
         goto fail;
     }
-    child = redis_child__spawn(rc);
+    child = redis_child_spawn(rc);
     if (child < 0) {
         ty_err_set(err, TY_EREDIS, NULL, "fork: %s", strerror(errno));
         goto fail;
     }
-    ready = redis_child__wait_ready(rc, child, &status);
+    ready = redis_child_wait_ready(rc, child, &status);
     if (ready == 1) {
         if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
             ty_err_set(err, TY_EREDIS, "redis",
@@ -291,7 +291,7 @@ struct redis_child *redis_child_start(const char *data_dir, char *url, size_t ur
         goto fail;
     }
     rc->pid = child;
-    if (pthread_create(&rc->thread, NULL, redis_child__supervise, rc) != 0) {
+    if (pthread_create(&rc->thread, NULL, redis_child_supervise, rc) != 0) {
         kill(child, SIGTERM);
         waitpid(child, &status, 0);
         ty_err_set(err, TY_EREDIS, "redis", "cannot start the redis supervisor thread");

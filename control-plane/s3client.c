@@ -35,9 +35,9 @@ struct s3c {
     char sigv4[128];
 };
 
-static pthread_once_t s3c__once = PTHREAD_ONCE_INIT;
+static pthread_once_t s3c_once = PTHREAD_ONCE_INIT;
 
-static void s3c__global_init(void)
+static void s3c_global_init(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
 }
@@ -75,7 +75,7 @@ struct s3c *s3c_new(const struct s3c_config *cfg, struct ty_err *err)
         ty_err_set(err, TY_EINVAL, "s3-region", "--s3-region is not a region: '%.80s'", region);
         return NULL;
     }
-    pthread_once(&s3c__once, s3c__global_init);
+    pthread_once(&s3c_once, s3c_global_init);
     c = calloc(1, sizeof(*c));
     if (!c) {
         ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
@@ -116,19 +116,19 @@ const char *s3c_endpoint(const struct s3c *c)
 
 /* ---- encoding -------------------------------------------------------------------------------- */
 
-static int s3c__unreserved(unsigned char ch)
+static int s3c_unreserved(unsigned char ch)
 {
     return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
            ch == '-' || ch == '.' || ch == '_' || ch == '~';
 }
 
-static int s3c__enc(struct ty_buf *b, const char *s, int keep_slash)
+static int s3c_enc(struct ty_buf *b, const char *s, int keep_slash)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-        int rc = s3c__unreserved(*p) || (keep_slash && *p == '/') ? ty_buf_append(b, p, 1)
-                                                                  : ty_buf_append(b, e, 3);
+        int rc = s3c_unreserved(*p) || (keep_slash && *p == '/') ? ty_buf_append(b, p, 1)
+                                                                 : ty_buf_append(b, e, 3);
         if (rc != 0)
             return rc;
     }
@@ -140,7 +140,7 @@ struct s3c__pair {
     size_t name_len;
 };
 
-static int s3c__pair_cmp(const void *a, const void *b)
+static int s3c_pair_cmp(const void *a, const void *b)
 {
     const struct s3c__pair *x = a, *y = b;
     size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
@@ -164,10 +164,10 @@ char *s3c_query(const char *const *pairs, size_t n)
         struct ty_buf e;
         ty_buf_init(&e, S3C_URL_MAX);
         ty_buf_append(&e, "", 0);
-        if (s3c__enc(&e, pairs[2 * i] ? pairs[2 * i] : "", 0) != 0)
+        if (s3c_enc(&e, pairs[2 * i] ? pairs[2 * i] : "", 0) != 0)
             goto fail_one;
         p[i].name_len = e.len;
-        if (ty_buf_puts(&e, "=") != 0 || s3c__enc(&e, pairs[2 * i + 1] ? pairs[2 * i + 1] : "", 0))
+        if (ty_buf_puts(&e, "=") != 0 || s3c_enc(&e, pairs[2 * i + 1] ? pairs[2 * i + 1] : "", 0))
             goto fail_one;
         p[i].enc = ty_buf_steal(&e);
         continue;
@@ -175,7 +175,7 @@ fail_one:
         ty_buf_cleanup(&e);
         goto fail;
     }
-    qsort(p, n, sizeof(*p), s3c__pair_cmp);
+    qsort(p, n, sizeof(*p), s3c_pair_cmp);
     ty_buf_init(&b, S3C_URL_MAX);
     ty_buf_append(&b, "", 0);
     for (i = 0; i < n; i++)
@@ -205,7 +205,7 @@ struct s3c__io {
     int body_too_big;
 };
 
-static size_t s3c__read(char *buf, size_t size, size_t nitems, void *ud)
+static size_t s3c_read(char *buf, size_t size, size_t nitems, void *ud)
 {
     struct s3c__io *io = ud;
     size_t want = size * nitems;
@@ -233,7 +233,7 @@ static size_t s3c__read(char *buf, size_t size, size_t nitems, void *ud)
     return (size_t)got;
 }
 
-static size_t s3c__write(char *data, size_t size, size_t nmemb, void *ud)
+static size_t s3c_write(char *data, size_t size, size_t nmemb, void *ud)
 {
     struct s3c__io *io = ud;
     size_t n = size * nmemb, off = 0;
@@ -261,7 +261,7 @@ static size_t s3c__write(char *data, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-static size_t s3c__header(char *data, size_t size, size_t nitems, void *ud)
+static size_t s3c_header(char *data, size_t size, size_t nitems, void *ud)
 {
     struct s3c__io *io = ud;
     size_t n = size * nitems, nl;
@@ -298,7 +298,7 @@ static size_t s3c__header(char *data, size_t size, size_t nitems, void *ud)
     return n;
 }
 
-static void s3c__sha256_hex(const char *p, size_t n, char out[65])
+static void s3c_sha256_hex(const char *p, size_t n, char out[65])
 {
     unsigned char md[32];
     unsigned int ml = 0;
@@ -329,10 +329,10 @@ int s3c_do(struct s3c *c, const struct s3c_req *rq, struct s3c_resp *rs, struct 
     ty_buf_puts(&url, c->endpoint);
     ty_buf_puts(&url, "/");
     if (rq->bucket && *rq->bucket) {
-        s3c__enc(&url, rq->bucket, 0);
+        s3c_enc(&url, rq->bucket, 0);
         if (rq->key && *rq->key) {
             ty_buf_puts(&url, "/");
-            s3c__enc(&url, rq->key, 1);
+            s3c_enc(&url, rq->key, 1);
         }
     }
     if (rq->query && *rq->query) {
@@ -352,9 +352,9 @@ int s3c_do(struct s3c *c, const struct s3c_req *rq, struct s3c_resp *rs, struct 
     curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_LIMIT, 1L); /* stalled for a minute: give up */
     curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_TIME, 60L);
-    curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, s3c__header);
+    curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, s3c_header);
     curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, &io);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, s3c__write);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, s3c_write);
     curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &io);
     curl_easy_setopt(c->curl, CURLOPT_PATH_AS_IS, 1L);
 
@@ -362,7 +362,7 @@ int s3c_do(struct s3c *c, const struct s3c_req *rq, struct s3c_resp *rs, struct 
         curl_easy_setopt(c->curl, CURLOPT_NOBODY, 1L);
     } else if (strcmp(m, "PUT") == 0) {
         curl_easy_setopt(c->curl, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(c->curl, CURLOPT_READFUNCTION, s3c__read);
+        curl_easy_setopt(c->curl, CURLOPT_READFUNCTION, s3c_read);
         curl_easy_setopt(c->curl, CURLOPT_READDATA, &io);
         curl_easy_setopt(c->curl, CURLOPT_INFILESIZE_LARGE,
                          (curl_off_t)(rq->body_fd >= 0 ? rq->body_len : rq->body_n));
@@ -380,7 +380,7 @@ int s3c_do(struct s3c *c, const struct s3c_req *rq, struct s3c_resp *rs, struct 
     if (rq->body_fd >= 0)
         snprintf(sha, sizeof(sha), "UNSIGNED-PAYLOAD");
     else if (has_body)
-        s3c__sha256_hex(rq->body, rq->body_n, sha);
+        s3c_sha256_hex(rq->body, rq->body_n, sha);
     else
         snprintf(sha, sizeof(sha), "%s", S3C_EMPTY_SHA);
     ty_buf_printf(&h, "x-amz-content-sha256: %s", sha);

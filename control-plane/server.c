@@ -120,7 +120,7 @@ static const struct ty_opts_prog server_prog = {
     "Admin keys: TRAINYARD_ADMIN_ACCESS_KEY_ID and TRAINYARD_ADMIN_SECRET_ACCESS_KEY set them;\n"
     "otherwise they are generated at first start and written to <data-dir>/credentials."};
 
-static int server__parse(int argc, char **argv, struct server_cfg *cfg)
+static int server_parse(int argc, char **argv, struct server_cfg *cfg)
 {
     const char *v[SERVER_NOPTS];
     size_t i = 0;
@@ -133,12 +133,12 @@ static int server__parse(int argc, char **argv, struct server_cfg *cfg)
     return 0;
 }
 
-static int server__int(const char *name, const char *v, int lo, int hi, int *out)
+static int server_int(const char *name, const char *v, int lo, int hi, int *out)
 {
     return ty_opts_int(&server_prog, name, v, lo, hi, out);
 }
 
-static int server__mkdirs(const char *path)
+static int server_mkdirs(const char *path)
 {
     char buf[4096];
     snprintf(buf, sizeof(buf), "%s", path);
@@ -198,7 +198,7 @@ static json_t *server_engine_agents(void *ud)
     return a;
 }
 
-static void server__die(const struct ty_err *err)
+static void server_die(const struct ty_err *err)
 {
     fprintf(stderr, "trainyard-server: %s\n", err->msg[0] ? err->msg : ty_strerror(err->code));
 }
@@ -227,7 +227,7 @@ int main(int argc, char **argv)
     sigset_t sigs;
 
     ty_err_clear(&err);
-    if (server__parse(argc, argv, &cfg) != 0)
+    if (server_parse(argc, argv, &cfg) != 0)
         return 1;
     if (ty_log_set_level(cfg.log_level) != 0) {
         fprintf(stderr, "trainyard-server: --log-level must be debug, info, warn or error\n");
@@ -235,24 +235,24 @@ int main(int argc, char **argv)
     }
     /* before any thread starts: the HTTP workers share malloc's arenas (ty_mem.h) */
     ty_mem_init(TY_MEM_ARENAS);
-    if (server__int("agents", cfg.agents, 0, 64, &nagents) ||
-        server__int("threads", cfg.threads, 1, 256, &threads) ||
-        server__int("stop-grace", cfg.stop_grace, 0, 86400, &grace) ||
-        server__int("orphan-timeout", cfg.orphan_timeout, 0, 30 * 86400, &orphan_s) ||
-        server__int("slots", cfg.slots, 1, 1024, &slots) ||
-        server__int("max-connections", cfg.max_conns, 1, 1000000, &limits.max_connections) ||
-        server__int("max-connections-per-client", cfg.max_conns_client, 1, 1000000,
-                    &limits.max_per_client) ||
-        server__int("idle-timeout", cfg.idle_timeout, 1, 86400, &limits.idle_timeout_s) ||
-        server__int("header-timeout", cfg.header_timeout, 1, 86400, &limits.header_timeout_s) ||
-        server__int("body-timeout", cfg.body_timeout, 0, 7 * 86400, &limits.body_timeout_s))
+    if (server_int("agents", cfg.agents, 0, 64, &nagents) ||
+        server_int("threads", cfg.threads, 1, 256, &threads) ||
+        server_int("stop-grace", cfg.stop_grace, 0, 86400, &grace) ||
+        server_int("orphan-timeout", cfg.orphan_timeout, 0, 30 * 86400, &orphan_s) ||
+        server_int("slots", cfg.slots, 1, 1024, &slots) ||
+        server_int("max-connections", cfg.max_conns, 1, 1000000, &limits.max_connections) ||
+        server_int("max-connections-per-client", cfg.max_conns_client, 1, 1000000,
+                   &limits.max_per_client) ||
+        server_int("idle-timeout", cfg.idle_timeout, 1, 86400, &limits.idle_timeout_s) ||
+        server_int("header-timeout", cfg.header_timeout, 1, 86400, &limits.header_timeout_s) ||
+        server_int("body-timeout", cfg.body_timeout, 0, 7 * 86400, &limits.body_timeout_s))
         return 1;
     {
         struct quota_limits ql;
         int qt, qp, qa;
-        if (server__int("max-training-jobs-per-instance-type", cfg.max_training, 0, 1000000, &qt) ||
-            server__int("max-user-profiles-per-domain", cfg.max_profiles, 0, 1000000, &qp) ||
-            server__int("max-apps-per-user", cfg.max_apps, 0, 1000000, &qa))
+        if (server_int("max-training-jobs-per-instance-type", cfg.max_training, 0, 1000000, &qt) ||
+            server_int("max-user-profiles-per-domain", cfg.max_profiles, 0, 1000000, &qp) ||
+            server_int("max-apps-per-user", cfg.max_apps, 0, 1000000, &qa))
             return 1;
         ql.training_instances_per_type = qt;
         ql.profiles_per_domain = qp;
@@ -269,7 +269,7 @@ int main(int argc, char **argv)
         s3_remote.secret_key = sk;
         s3_remote.region = cfg.s3_region[0] ? cfg.s3_region : cfg.region;
         if (!(probe = s3c_new(&s3_remote, &err))) {
-            server__die(&err);
+            server_die(&err);
             return 1;
         }
         s3c_free(probe);
@@ -282,13 +282,13 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (server__mkdirs(cfg.data_dir) != 0 || !realpath(cfg.data_dir, data_dir)) {
+    if (server_mkdirs(cfg.data_dir) != 0 || !realpath(cfg.data_dir, data_dir)) {
         fprintf(stderr, "trainyard-server: cannot create --data-dir '%s': %s\n", cfg.data_dir,
                 strerror(errno));
         return 1;
     }
     snprintf(s3_dir, sizeof(s3_dir), "%s/s3", data_dir);
-    server__mkdirs(s3_dir);
+    server_mkdirs(s3_dir);
 
     model = model_load_embedded(&err);
     if (!model)
@@ -396,7 +396,7 @@ int main(int argc, char **argv)
     status = 0;
     goto out;
 fail:
-    server__die(&err);
+    server_die(&err);
 out:
     http_stop(http);
     docker_close(seng.d);

@@ -24,7 +24,7 @@
 #define SESSION_KEY_MAX 1024
 
 /* KEYS: token key, job set. ARGV: job, role_arn, expires, key ttl, set member. */
-static const char session__lua_grant[] =
+static const char session_lua_grant[] =
     "redis.call('HSET', KEYS[1], 'job', ARGV[1], 'role_arn', ARGV[2], 'expires', ARGV[3])\n"
     "redis.call('EXPIRE', KEYS[1], ARGV[4])\n"
     "redis.call('SADD', KEYS[2], ARGV[5])\n"
@@ -35,20 +35,20 @@ static const char session__lua_grant[] =
 
 /* KEYS: token key, job set, session key. ARGV: token member, key member, key ttl, then the
    session hash's field/value pairs. Returns 0 (and writes nothing) when the token is gone. */
-static const char session__lua_mint[] = "if redis.call('EXISTS', KEYS[1]) == 0 or\n"
-                                        "   redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then\n"
-                                        "  return 0\n"
-                                        "end\n"
-                                        "redis.call('HSET', KEYS[3], unpack(ARGV, 4))\n"
-                                        "redis.call('EXPIRE', KEYS[3], ARGV[3])\n"
-                                        "redis.call('SADD', KEYS[2], ARGV[2])\n"
-                                        "if redis.call('TTL', KEYS[2]) < tonumber(ARGV[3]) then\n"
-                                        "  redis.call('EXPIRE', KEYS[2], ARGV[3])\n"
-                                        "end\n"
-                                        "return 1\n";
+static const char session_lua_mint[] = "if redis.call('EXISTS', KEYS[1]) == 0 or\n"
+                                       "   redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then\n"
+                                       "  return 0\n"
+                                       "end\n"
+                                       "redis.call('HSET', KEYS[3], unpack(ARGV, 4))\n"
+                                       "redis.call('EXPIRE', KEYS[3], ARGV[3])\n"
+                                       "redis.call('SADD', KEYS[2], ARGV[2])\n"
+                                       "if redis.call('TTL', KEYS[2]) < tonumber(ARGV[3]) then\n"
+                                       "  redis.call('EXPIRE', KEYS[2], ARGV[3])\n"
+                                       "end\n"
+                                       "return 1\n";
 
 /* KEYS: job set. Deletes every token and session key the set names, then the set. */
-static const char session__lua_revoke[] =
+static const char session_lua_revoke[] =
     "local n = 0\n"
     "for _, m in ipairs(redis.call('SMEMBERS', KEYS[1])) do\n"
     "  local k\n"
@@ -98,7 +98,7 @@ int session_is_temporary_key(const char *k)
 }
 
 /* n characters drawn uniformly from alphabet (length al <= 256) into OUT: out (n+1 bytes). */
-static int session__random_chars(char *out, size_t n, const char *alphabet, size_t al)
+static int session_random_chars(char *out, size_t n, const char *alphabet, size_t al)
 {
     unsigned char b[64];
     size_t k = 0;
@@ -117,7 +117,7 @@ static int session__random_chars(char *out, size_t n, const char *alphabet, size
 }
 
 /* A job name as a key component: 1..255 printable characters (job names are [a-zA-Z0-9-]). */
-static int session__job_ok(const char *job)
+static int session_job_ok(const char *job)
 {
     size_t n = job ? strlen(job) : 0;
     if (n == 0 || n > 255)
@@ -129,7 +129,7 @@ static int session__job_ok(const char *job)
 }
 
 /* arn:aws:iam::<12 digits>:role/[path/]name. OUT: acct (13 bytes), name (the last segment). */
-static int session__role_parts(const char *arn, char *acct, char *name, size_t nn)
+static int session_role_parts(const char *arn, char *acct, char *name, size_t nn)
 {
     const char *a, *r, *last;
     if (!arn || strncmp(arn, "arn:aws:iam::", 13) != 0 || strlen(arn) >= SESSION_ARN_MAX)
@@ -151,8 +151,8 @@ static int session__role_parts(const char *arn, char *acct, char *name, size_t n
     return 0;
 }
 
-static int session__eval(struct store *s, const char *script, int nkeys, int nargs,
-                         const char **args, long long *out, struct ty_err *err)
+static int session_eval(struct store *s, const char *script, int nkeys, int nargs,
+                        const char **args, long long *out, struct ty_err *err)
 {
     const char *argv[32];
     char nk[16];
@@ -187,9 +187,9 @@ int session_job_grant(struct store *s, const char *job, const char *role_arn, in
     long long one = 0;
     int rc;
 
-    if (!session__job_ok(job))
+    if (!session_job_ok(job))
         return ty_err_set(err, TY_EINVAL, "job", "session: bad job name");
-    if (session__role_parts(role_arn, acct, name, sizeof(name)) != 0)
+    if (session_role_parts(role_arn, acct, name, sizeof(name)) != 0)
         return ty_err_set(err, TY_EINVAL, "RoleArn", "session: '%.200s' is not a role ARN",
                           role_arn ? role_arn : "");
     if (ttl_s < 1 || ttl_s > SESSION_MAX_TTL_S)
@@ -197,7 +197,7 @@ int session_job_grant(struct store *s, const char *job, const char *role_arn, in
                           SESSION_MAX_TTL_S);
     if (!token || n < SESSION_TOKEN_LEN)
         return ty_err_set(err, TY_EINVAL, "token", "session: token buffer too small");
-    if (session__random_chars(tok, 64, "0123456789abcdef", 16) != 0)
+    if (session_random_chars(tok, 64, "0123456789abcdef", 16) != 0)
         return ty_err_set(err, TY_EINTERNAL, NULL, "session: no randomness");
     session_sha256_hex(tok, sha);
     snprintf(tkey, sizeof(tkey), "ty:jobtoken:%s", sha);
@@ -212,7 +212,7 @@ int session_job_grant(struct store *s, const char *job, const char *role_arn, in
     args[4] = expires;
     args[5] = kttl;
     args[6] = member;
-    rc = session__eval(s, session__lua_grant, 2, 5, args, &one, err);
+    rc = session_eval(s, session_lua_grant, 2, 5, args, &one, err);
     if (rc == 0) {
         memcpy(token, tok, SESSION_TOKEN_LEN);
         ty_log(TY_LOG_INFO, "session.grant", "job=%s role=%s ttl=%d", job, role_arn, ttl_s);
@@ -228,11 +228,11 @@ int session_job_revoke(struct store *s, const char *job, struct ty_err *err)
     long long n = 0;
     int rc;
 
-    if (!session__job_ok(job))
+    if (!session_job_ok(job))
         return ty_err_set(err, TY_EINVAL, "job", "session: bad job name");
     snprintf(jkey, sizeof(jkey), "ty:jobsess:%s", job);
     args[0] = jkey;
-    rc = session__eval(s, session__lua_revoke, 1, 0, args, &n, err);
+    rc = session_eval(s, session_lua_revoke, 1, 0, args, &n, err);
     if (rc == 0 && n > 0)
         authgen_changed(s); /* cached credentials of the job stop working everywhere */
     if (rc == 0)
@@ -241,7 +241,7 @@ int session_job_revoke(struct store *s, const char *job, struct ty_err *err)
 }
 
 /* A container token as sent: exactly 64 lower-case hex digits. */
-static int session__token_ok(const char *t)
+static int session_token_ok(const char *t)
 {
     if (!t || strlen(t) != 64)
         return 0;
@@ -252,7 +252,7 @@ static int session__token_ok(const char *t)
 }
 
 /* Fields of a hash reply to HMGET as strings ("" when absent). */
-static const char *session__field(const redisReply *r, size_t i)
+static const char *session_field(const redisReply *r, size_t i)
 {
     if (i < r->elements && r->element[i]->type == REDIS_REPLY_STRING)
         return r->element[i]->str;
@@ -273,7 +273,7 @@ int session_mint(struct store *s, const char *token, int lifetime_s, time_t now,
     int rc = 0, na = 0;
 
     memset(&c, 0, sizeof(c));
-    if (!session__token_ok(token))
+    if (!session_token_ok(token))
         return ty_err_set(err, TY_EDENIED, NULL, "The container authorization token is invalid.");
     session_sha256_hex(token, sha);
     snprintf(tkey, sizeof(tkey), "ty:jobtoken:%s", sha);
@@ -289,13 +289,13 @@ int session_mint(struct store *s, const char *token, int lifetime_s, time_t now,
         freeReplyObject(r);
         return ty_err_set(err, TY_EDENIED, NULL, "The container authorization token is invalid.");
     }
-    snprintf(c.job, sizeof(c.job), "%s", session__field(r, 0));
-    snprintf(c.role_arn, sizeof(c.role_arn), "%s", session__field(r, 1));
-    token_expires = atoll(session__field(r, 2));
+    snprintf(c.job, sizeof(c.job), "%s", session_field(r, 0));
+    snprintf(c.role_arn, sizeof(c.role_arn), "%s", session_field(r, 1));
+    token_expires = atoll(session_field(r, 2));
     freeReplyObject(r);
     if (token_expires <= (long long)now)
         return ty_err_set(err, TY_EDENIED, NULL, "The container authorization token has expired.");
-    if (session__role_parts(c.role_arn, acct, role, sizeof(role)) != 0)
+    if (session_role_parts(c.role_arn, acct, role, sizeof(role)) != 0)
         return ty_err_set(err, TY_EINTERNAL, NULL, "session: stored role ARN is malformed");
     life = lifetime_s > 0 ? lifetime_s : SESSION_CRED_TTL_S;
     if (token_expires - (long long)now < life)
@@ -307,9 +307,9 @@ int session_mint(struct store *s, const char *token, int lifetime_s, time_t now,
         return ty_err_set(err, TY_EINTERNAL, NULL, "session: assumed-role ARN too long");
     memcpy(c.access_key, "ASIA", 4);
     memcpy(c.token, "IQoJ", 4);
-    if (session__random_chars(c.access_key + 4, SESSION_AKID_LEN - 5, upper, 36) != 0 ||
-        session__random_chars(c.secret, SESSION_SECRET_LEN - 1, b64, 64) != 0 ||
-        session__random_chars(c.token + 4, SESSION_STOKEN_LEN - 5, b64, 64) != 0) {
+    if (session_random_chars(c.access_key + 4, SESSION_AKID_LEN - 5, upper, 36) != 0 ||
+        session_random_chars(c.secret, SESSION_SECRET_LEN - 1, b64, 64) != 0 ||
+        session_random_chars(c.token + 4, SESSION_STOKEN_LEN - 5, b64, 64) != 0) {
         OPENSSL_cleanse(&c, sizeof(c));
         return ty_err_set(err, TY_EINTERNAL, NULL, "session: no randomness");
     }
@@ -340,7 +340,7 @@ int session_mint(struct store *s, const char *token, int lifetime_s, time_t now,
     args[na++] = c.job;
     args[na++] = "expires";
     args[na++] = exp;
-    rc = session__eval(s, session__lua_mint, 3, na - 3, args, &ok, err);
+    rc = session_eval(s, session_lua_mint, 3, na - 3, args, &ok, err);
     if (rc == 0 && ok != 1)
         rc = ty_err_set(err, TY_EDENIED, NULL, "The container authorization token is invalid.");
     if (rc == 0) {
@@ -374,13 +374,13 @@ int session_get(struct store *s, const char *access_key, struct session_creds *o
     } else {
         memset(&c, 0, sizeof(c));
         snprintf(c.access_key, sizeof(c.access_key), "%s", access_key);
-        snprintf(c.secret, sizeof(c.secret), "%s", session__field(r, 0));
-        snprintf(c.token_sha, sizeof(c.token_sha), "%s", session__field(r, 1));
-        snprintf(c.arn, sizeof(c.arn), "%s", session__field(r, 2));
-        snprintf(c.role_arn, sizeof(c.role_arn), "%s", session__field(r, 3));
-        snprintf(c.session_name, sizeof(c.session_name), "%s", session__field(r, 4));
-        snprintf(c.job, sizeof(c.job), "%s", session__field(r, 5));
-        c.expires = atoll(session__field(r, 6));
+        snprintf(c.secret, sizeof(c.secret), "%s", session_field(r, 0));
+        snprintf(c.token_sha, sizeof(c.token_sha), "%s", session_field(r, 1));
+        snprintf(c.arn, sizeof(c.arn), "%s", session_field(r, 2));
+        snprintf(c.role_arn, sizeof(c.role_arn), "%s", session_field(r, 3));
+        snprintf(c.session_name, sizeof(c.session_name), "%s", session_field(r, 4));
+        snprintf(c.job, sizeof(c.job), "%s", session_field(r, 5));
+        c.expires = atoll(session_field(r, 6));
         *out = c;
         OPENSSL_cleanse(&c, sizeof(c));
     }

@@ -29,7 +29,7 @@ extern const char store__lua_quota_count[];
 #define IAM_MAX_ARGV 128
 
 /* [0] iam.lua (this file), [1] quota_count.lua (store_iam_quota_eval) */
-static struct store_script iam__scripts[2] = {
+static struct store_script iam_scripts[2] = {
     STORE_SCRIPT_INIT(store__lua_iam, "iam.lua"),
     STORE_SCRIPT_INIT(store__lua_quota_count, "quota_count.lua"),
 };
@@ -37,12 +37,12 @@ static struct store_script iam__scripts[2] = {
 struct redisReply *store_iam_quota_eval(struct store *s, int nkeys, int nargs,
                                         const char *const *argv, struct ty_err *err)
 {
-    return store_script_eval(s, &iam__scripts[1], nkeys, nargs, argv, NULL, err);
+    return store_script_eval(s, &iam_scripts[1], nkeys, nargs, argv, NULL, err);
 }
 
 /* ---- keys ---- */
 
-static int iam__name_ok(const char *name)
+static int iam_name_ok(const char *name)
 {
     size_t n = 0;
     if (!name)
@@ -61,10 +61,10 @@ struct iam__kind {
     const char *field, *what;                          /* "UserName", "user" */
 };
 
-static const struct iam__kind iam__user_kind = {
+static const struct iam__kind iam_user_kind = {
     "ty:iam:user:",   "ty:iam:users",  "ty:iam:utags:", "ty:iam:upol:",
     "ty:iam:upolsz:", "ty:iam:ukeys:", "UserName",      "user"};
-static const struct iam__kind iam__role_kind = {
+static const struct iam__kind iam_role_kind = {
     "ty:iam:role:",   "ty:iam:roles",  "ty:iam:rtags:", "ty:iam:rpol:",
     "ty:iam:rpolsz:", "ty:iam:rkeys:", "RoleName",      "role"};
 
@@ -76,12 +76,12 @@ struct iam__keys {
     const struct iam__kind *kd;
 };
 
-static int iam__keys_init_kind(struct iam__keys *k, const struct iam__kind *kd, const char *name,
-                               struct ty_err *err)
+static int iam_keys_init_kind(struct iam__keys *k, const struct iam__kind *kd, const char *name,
+                              struct ty_err *err)
 {
     char lname[STORE_IAM_NAME_MAX + 1];
     size_t i;
-    if (!iam__name_ok(name))
+    if (!iam_name_ok(name))
         return ty_err_set(err, TY_EINVAL, kd->field, "bad %s name", kd->what);
     for (i = 0; name[i]; i++)
         lname[i] = (char)tolower((unsigned char)name[i]);
@@ -105,7 +105,7 @@ static int iam__keys_init_kind(struct iam__keys *k, const struct iam__kind *kd, 
 }
 
 /* Maps iam.lua's error replies. */
-static int iam__script_err(const redisReply *r, const struct iam__kind *kd, struct ty_err *err)
+static int iam_script_err(const redisReply *r, const struct iam__kind *kd, struct ty_err *err)
 {
     if (r && r->type == REDIS_REPLY_ERROR) {
         /* Redis prefixes "ERR " to an error reply whose text is one word */
@@ -130,9 +130,9 @@ static int iam__script_err(const redisReply *r, const struct iam__kind *kd, stru
  * Runs iam.lua verb for user name with extra args (n of them, lens may be NULL), with the
  * principal key of akid when akid is not NULL. OUT: *ret (may be NULL) the integer reply.
  */
-static int iam__run_kind(struct store *s, const struct iam__kind *kd, const char *name,
-                         const char *verb, const char *akid, size_t n, const char *const *args,
-                         const size_t *alens, long long *ret, struct ty_err *err)
+static int iam_run_kind(struct store *s, const struct iam__kind *kd, const char *name,
+                        const char *verb, const char *akid, size_t n, const char *const *args,
+                        const size_t *alens, long long *ret, struct ty_err *err)
 {
     struct iam__keys k;
     const char *argv[IAM_MAX_ARGV];
@@ -140,7 +140,7 @@ static int iam__run_kind(struct store *s, const struct iam__kind *kd, const char
     int argc = 0, rc = 0;
     redisReply *r;
 
-    if (iam__keys_init_kind(&k, kd, name, err) < 0)
+    if (iam_keys_init_kind(&k, kd, name, err) < 0)
         return -TY_EINVAL;
     if (n + 9 > IAM_MAX_ARGV)
         return ty_err_set(err, TY_EINVAL, NULL, "too many arguments");
@@ -156,7 +156,7 @@ static int iam__run_kind(struct store *s, const struct iam__kind *kd, const char
         argv[argc] = args[i];
         lens[argc++] = alens ? alens[i] : strlen(args[i]);
     }
-    r = store_script_eval(s, &iam__scripts[0], 8, argc, argv, lens, err);
+    r = store_script_eval(s, &iam_scripts[0], 8, argc, argv, lens, err);
     if (!r)
         return -err->code;
     if (r->type == REDIS_REPLY_INTEGER) {
@@ -164,21 +164,20 @@ static int iam__run_kind(struct store *s, const struct iam__kind *kd, const char
             *ret = r->integer;
         authgen_changed(s); /* every verb is a write: cached principals and policies go */
     } else {
-        rc = iam__script_err(r, kd, err);
+        rc = iam_script_err(r, kd, err);
     }
     freeReplyObject(r);
     return rc;
 }
 
-static int iam__run(struct store *s, const char *name, const char *verb, const char *akid, size_t n,
-                    const char *const *args, const size_t *alens, long long *ret,
-                    struct ty_err *err)
+static int iam_run(struct store *s, const char *name, const char *verb, const char *akid, size_t n,
+                   const char *const *args, const size_t *alens, long long *ret, struct ty_err *err)
 {
-    return iam__run_kind(s, &iam__user_kind, name, verb, akid, n, args, alens, ret, err);
+    return iam_run_kind(s, &iam_user_kind, name, verb, akid, n, args, alens, ret, err);
 }
 
 /* Appends tags (array of {"Key","Value"}) to args as pairs; 0 or -TY_EINVAL. */
-static int iam__tag_args(json_t *tags, const char **args, size_t *n, size_t max, struct ty_err *err)
+static int iam_tag_args(json_t *tags, const char **args, size_t *n, size_t max, struct ty_err *err)
 {
     size_t i;
     json_t *t;
@@ -212,13 +211,13 @@ int store_iam_user_create(struct store *s, const struct store_iam_user *u, json_
     args[n++] = u->arn;
     args[n++] = created;
     args[n++] = maxtags;
-    rc = iam__tag_args(tags, args, &n, sizeof(args) / sizeof(args[0]), err);
+    rc = iam_tag_args(tags, args, &n, sizeof(args) / sizeof(args[0]), err);
     if (rc)
         return rc;
-    return iam__run(s, u->name, "create", NULL, n, args, NULL, NULL, err);
+    return iam_run(s, u->name, "create", NULL, n, args, NULL, NULL, err);
 }
 
-static const char *iam__el(const redisReply *r, size_t i)
+static const char *iam_el(const redisReply *r, size_t i)
 {
     if (r && r->type == REDIS_REPLY_ARRAY && i < r->elements &&
         r->element[i]->type == REDIS_REPLY_STRING)
@@ -227,23 +226,23 @@ static const char *iam__el(const redisReply *r, size_t i)
 }
 
 /* Fills u from an HMGET name id path arn created ver reply; 0 or -TY_ENOTFOUND. */
-static int iam__user_from(const redisReply *r, struct store_iam_user *u, struct ty_err *err)
+static int iam_user_from(const redisReply *r, struct store_iam_user *u, struct ty_err *err)
 {
-    const char *name = iam__el(r, 0), *id = iam__el(r, 1);
+    const char *name = iam_el(r, 0), *id = iam_el(r, 1);
     if (!name || !id)
         return ty_err_set(err, TY_ENOTFOUND, "UserName", "user");
     memset(u, 0, sizeof(*u));
     snprintf(u->name, sizeof(u->name), "%s", name);
     snprintf(u->id, sizeof(u->id), "%s", id);
-    snprintf(u->path, sizeof(u->path), "%s", iam__el(r, 2) ? iam__el(r, 2) : "/");
-    snprintf(u->arn, sizeof(u->arn), "%s", iam__el(r, 3) ? iam__el(r, 3) : "");
-    u->created = iam__el(r, 4) ? strtod(iam__el(r, 4), NULL) : 0;
-    u->ver = iam__el(r, 5) ? strtoll(iam__el(r, 5), NULL, 10) : 0;
+    snprintf(u->path, sizeof(u->path), "%s", iam_el(r, 2) ? iam_el(r, 2) : "/");
+    snprintf(u->arn, sizeof(u->arn), "%s", iam_el(r, 3) ? iam_el(r, 3) : "");
+    u->created = iam_el(r, 4) ? strtod(iam_el(r, 4), NULL) : 0;
+    u->ver = iam_el(r, 5) ? strtoll(iam_el(r, 5), NULL, 10) : 0;
     return 0;
 }
 
 /* A new object from an HGETALL reply. */
-static json_t *iam__hash_obj(const redisReply *r)
+static json_t *iam_hash_obj(const redisReply *r)
 {
     json_t *o = json_object();
     if (!o || !r || r->type != REDIS_REPLY_ARRAY)
@@ -257,7 +256,7 @@ static json_t *iam__hash_obj(const redisReply *r)
     return o;
 }
 
-static int iam__cmp_key(const void *a, const void *b)
+static int iam_cmp_key(const void *a, const void *b)
 {
     const char *ka = json_string_value(json_object_get(*(json_t *const *)a, "Key"));
     const char *kb = json_string_value(json_object_get(*(json_t *const *)b, "Key"));
@@ -265,7 +264,7 @@ static int iam__cmp_key(const void *a, const void *b)
 }
 
 /* A new array of {"Key","Value"} sorted by key from an object key -> value. */
-static json_t *iam__tag_array(json_t *obj)
+static json_t *iam_tag_array(json_t *obj)
 {
     size_t n = json_object_size(obj), i = 0;
     json_t **v = n ? calloc(n, sizeof(*v)) : NULL, *arr = json_array(), *val;
@@ -278,7 +277,7 @@ static json_t *iam__tag_array(json_t *obj)
             v[i++] = json_pack("{s:s,s:O}", "Key", key, "Value", val);
     }
     if (i > 1)
-        qsort(v, i, sizeof(*v), iam__cmp_key);
+        qsort(v, i, sizeof(*v), iam_cmp_key);
     for (size_t j = 0; j < i; j++)
         json_array_append_new(arr, v[j]);
     free(v);
@@ -286,16 +285,16 @@ static json_t *iam__tag_array(json_t *obj)
 }
 
 /* Runs the pipeline HMGET user fields + extra commands (HGETALL of keys); replies new. */
-static int iam__read_kind(struct store *s, const struct iam__kind *kd, const char *name,
-                          size_t nextra, const char *const *extra, redisReply **rep,
-                          struct ty_err *err)
+static int iam_read_kind(struct store *s, const struct iam__kind *kd, const char *name,
+                         size_t nextra, const char *const *extra, redisReply **rep,
+                         struct ty_err *err)
 {
     struct iam__keys k;
     const char *hm[] = {"HMGET", NULL, "name", "id", "path", "arn", "created", "ver"};
     const char *hg[4][2];
     const char *const *cmds[5];
     int argc[5];
-    if (iam__keys_init_kind(&k, kd, name, err) < 0)
+    if (iam_keys_init_kind(&k, kd, name, err) < 0)
         return -TY_ENOTFOUND;
     hm[1] = k.user;
     cmds[0] = hm;
@@ -312,13 +311,13 @@ static int iam__read_kind(struct store *s, const struct iam__kind *kd, const cha
     return store__pipeline(s, nextra + 1, argc, cmds, rep, err);
 }
 
-static int iam__read(struct store *s, const char *name, size_t nextra, const char *const *extra,
-                     redisReply **rep, struct ty_err *err)
+static int iam_read(struct store *s, const char *name, size_t nextra, const char *const *extra,
+                    redisReply **rep, struct ty_err *err)
 {
-    return iam__read_kind(s, &iam__user_kind, name, nextra, extra, rep, err);
+    return iam_read_kind(s, &iam_user_kind, name, nextra, extra, rep, err);
 }
 
-static void iam__free_replies(redisReply **rep, size_t n)
+static void iam_free_replies(redisReply **rep, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (rep[i])
@@ -331,78 +330,78 @@ int store_iam_user_get(struct store *s, const char *name, struct store_iam_user 
     const char *extra[] = {"tags"};
     redisReply *rep[2] = {NULL, NULL};
     struct store_iam_user tmp;
-    int rc = iam__read(s, name, 1, extra, rep, err);
+    int rc = iam_read(s, name, 1, extra, rep, err);
     if (rc)
         return rc;
-    rc = iam__user_from(rep[0], &tmp, err);
+    rc = iam_user_from(rep[0], &tmp, err);
     if (rc == 0) {
         *u = tmp;
         if (tags) {
-            json_t *o = iam__hash_obj(rep[1]);
-            *tags = iam__tag_array(o);
+            json_t *o = iam_hash_obj(rep[1]);
+            *tags = iam_tag_array(o);
             json_decref(o);
         }
     }
-    iam__free_replies(rep, 2);
+    iam_free_replies(rep, 2);
     return rc;
 }
 
-static int iam__head_kind(struct store *s, const struct iam__kind *kd, const char *name,
-                          struct store_iam_user *u, struct ty_err *err)
+static int iam_head_kind(struct store *s, const struct iam__kind *kd, const char *name,
+                         struct store_iam_user *u, struct ty_err *err)
 {
     redisReply *rep[1] = {NULL};
     struct store_iam_user tmp;
-    int rc = iam__read_kind(s, kd, name, 0, NULL, rep, err);
+    int rc = iam_read_kind(s, kd, name, 0, NULL, rep, err);
     if (rc)
         return rc;
-    rc = iam__user_from(rep[0], &tmp, err);
+    rc = iam_user_from(rep[0], &tmp, err);
     if (rc == 0)
         *u = tmp;
-    iam__free_replies(rep, 1);
+    iam_free_replies(rep, 1);
     return rc;
 }
 
-static int iam__load_kind(struct store *s, const struct iam__kind *kd, const char *name,
-                          struct store_iam_user *u, json_t **policies, json_t **tags,
-                          struct ty_err *err)
+static int iam_load_kind(struct store *s, const struct iam__kind *kd, const char *name,
+                         struct store_iam_user *u, json_t **policies, json_t **tags,
+                         struct ty_err *err)
 {
     const char *extra[] = {"pol", "tags"};
     redisReply *rep[3] = {NULL, NULL, NULL};
     struct store_iam_user tmp;
-    int rc = iam__read_kind(s, kd, name, 2, extra, rep, err);
+    int rc = iam_read_kind(s, kd, name, 2, extra, rep, err);
     if (rc)
         return rc;
-    rc = iam__user_from(rep[0], &tmp, err);
+    rc = iam_user_from(rep[0], &tmp, err);
     if (rc == 0) {
         *u = tmp;
-        *policies = iam__hash_obj(rep[1]);
-        *tags = iam__hash_obj(rep[2]);
+        *policies = iam_hash_obj(rep[1]);
+        *tags = iam_hash_obj(rep[2]);
     }
-    iam__free_replies(rep, 3);
+    iam_free_replies(rep, 3);
     return rc;
 }
 
 int store_iam_head(struct store *s, const char *name, struct store_iam_user *u, struct ty_err *err)
 {
-    return iam__head_kind(s, &iam__user_kind, name, u, err);
+    return iam_head_kind(s, &iam_user_kind, name, u, err);
 }
 
 int store_iam_load(struct store *s, const char *name, struct store_iam_user *u, json_t **policies,
                    json_t **tags, struct ty_err *err)
 {
-    return iam__load_kind(s, &iam__user_kind, name, u, policies, tags, err);
+    return iam_load_kind(s, &iam_user_kind, name, u, policies, tags, err);
 }
 
 int store_iam_role_head(struct store *s, const char *name, struct store_iam_user *u,
                         struct ty_err *err)
 {
-    return iam__head_kind(s, &iam__role_kind, name, u, err);
+    return iam_head_kind(s, &iam_role_kind, name, u, err);
 }
 
 int store_iam_role_load(struct store *s, const char *name, struct store_iam_user *u,
                         json_t **policies, json_t **tags, struct ty_err *err)
 {
-    return iam__load_kind(s, &iam__role_kind, name, u, policies, tags, err);
+    return iam_load_kind(s, &iam_role_kind, name, u, policies, tags, err);
 }
 
 json_t *store_iam_user_list(struct store *s, struct ty_err *err)
@@ -463,7 +462,7 @@ json_t *store_iam_user_list(struct store *s, struct ty_err *err)
     for (size_t i = 0; i < n; i++) {
         struct store_iam_user u;
         struct ty_err ignored;
-        if (iam__user_from(rep[i], &u, &ignored) == 0)
+        if (iam_user_from(rep[i], &u, &ignored) == 0)
             json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:s,s:f}", "UserName", u.name,
                                                  "UserId", u.id, "Path", u.path, "Arn", u.arn,
                                                  "CreateDate", u.created));
@@ -481,7 +480,7 @@ done:
 
 int store_iam_user_delete(struct store *s, const char *name, struct ty_err *err)
 {
-    return iam__run(s, name, "delete", NULL, 0, NULL, NULL, NULL, err);
+    return iam_run(s, name, "delete", NULL, 0, NULL, NULL, NULL, err);
 }
 
 int store_iam_user_tag(struct store *s, const char *name, json_t *tags, struct ty_err *err)
@@ -492,10 +491,10 @@ int store_iam_user_tag(struct store *s, const char *name, json_t *tags, struct t
     int rc;
     snprintf(maxtags, sizeof(maxtags), "%d", STORE_IAM_MAX_TAGS);
     args[n++] = maxtags;
-    rc = iam__tag_args(tags, args, &n, sizeof(args) / sizeof(args[0]), err);
+    rc = iam_tag_args(tags, args, &n, sizeof(args) / sizeof(args[0]), err);
     if (rc)
         return rc;
-    return iam__run(s, name, "tag", NULL, n, args, NULL, NULL, err);
+    return iam_run(s, name, "tag", NULL, n, args, NULL, NULL, err);
 }
 
 int store_iam_user_untag(struct store *s, const char *name, json_t *keys, struct ty_err *err)
@@ -509,12 +508,12 @@ int store_iam_user_untag(struct store *s, const char *name, json_t *keys, struct
             return ty_err_set(err, TY_EINVAL, "TagKeys", "bad tag keys");
         args[n++] = json_string_value(k);
     }
-    return iam__run(s, name, "untag", NULL, n, args, NULL, NULL, err);
+    return iam_run(s, name, "untag", NULL, n, args, NULL, NULL, err);
 }
 
-static int iam__policy_put(struct store *s, const struct iam__kind *kd, const char *name,
-                           const char *polname, const char *doc, size_t len, size_t size,
-                           size_t limit, struct ty_err *err)
+static int iam_policy_put(struct store *s, const struct iam__kind *kd, const char *name,
+                          const char *polname, const char *doc, size_t len, size_t size,
+                          size_t limit, struct ty_err *err)
 {
     char ssize[32], slimit[32];
     const char *args[4];
@@ -529,24 +528,24 @@ static int iam__policy_put(struct store *s, const struct iam__kind *kd, const ch
     lens[1] = len;
     lens[2] = strlen(ssize);
     lens[3] = strlen(slimit);
-    return iam__run_kind(s, kd, name, "put_policy", NULL, 4, args, lens, NULL, err);
+    return iam_run_kind(s, kd, name, "put_policy", NULL, 4, args, lens, NULL, err);
 }
 
 int store_iam_policy_put(struct store *s, const char *name, const char *polname, const char *doc,
                          size_t len, size_t size, size_t limit, struct ty_err *err)
 {
-    return iam__policy_put(s, &iam__user_kind, name, polname, doc, len, size, limit, err);
+    return iam_policy_put(s, &iam_user_kind, name, polname, doc, len, size, limit, err);
 }
 
 int store_iam_role_policy_put(struct store *s, const char *name, const char *polname,
                               const char *doc, size_t len, size_t size, size_t limit,
                               struct ty_err *err)
 {
-    return iam__policy_put(s, &iam__role_kind, name, polname, doc, len, size, limit, err);
+    return iam_policy_put(s, &iam_role_kind, name, polname, doc, len, size, limit, err);
 }
 
-static char *iam__policy_get(struct store *s, const struct iam__kind *kd, const char *name,
-                             const char *polname, struct ty_err *err)
+static char *iam_policy_get(struct store *s, const struct iam__kind *kd, const char *name,
+                            const char *polname, struct ty_err *err)
 {
     struct iam__keys k;
     const char *a1[] = {"EXISTS", NULL};
@@ -555,7 +554,7 @@ static char *iam__policy_get(struct store *s, const struct iam__kind *kd, const 
     int argc[] = {2, 3};
     redisReply *rep[2] = {NULL, NULL};
     char *doc = NULL;
-    if (iam__keys_init_kind(&k, kd, name, err) < 0) {
+    if (iam_keys_init_kind(&k, kd, name, err) < 0) {
         ty_err_set(err, TY_ENOTFOUND, kd->field, "%s", kd->what);
         return NULL;
     }
@@ -569,30 +568,30 @@ static char *iam__policy_get(struct store *s, const struct iam__kind *kd, const 
         ty_err_set(err, TY_ENOTFOUND, "PolicyName", "policy");
     else if (!(doc = strndup(rep[1]->str, rep[1]->len)))
         ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    iam__free_replies(rep, 2);
+    iam_free_replies(rep, 2);
     return doc;
 }
 
 char *store_iam_policy_get(struct store *s, const char *name, const char *polname,
                            struct ty_err *err)
 {
-    return iam__policy_get(s, &iam__user_kind, name, polname, err);
+    return iam_policy_get(s, &iam_user_kind, name, polname, err);
 }
 
 char *store_iam_role_policy_get(struct store *s, const char *name, const char *polname,
                                 struct ty_err *err)
 {
-    return iam__policy_get(s, &iam__role_kind, name, polname, err);
+    return iam_policy_get(s, &iam_role_kind, name, polname, err);
 }
 
-static int iam__cmp_str(const void *a, const void *b)
+static int iam_cmp_str(const void *a, const void *b)
 {
     return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
 }
 
 /* EXISTS user + HKEYS/HGETALL of one of its hashes. */
-static redisReply *iam__hash_kind(struct store *s, const struct iam__kind *kd, const char *name,
-                                  const char *which, struct ty_err *err)
+static redisReply *iam_hash_kind(struct store *s, const struct iam__kind *kd, const char *name,
+                                 const char *which, struct ty_err *err)
 {
     struct iam__keys k;
     const char *a1[] = {"EXISTS", NULL};
@@ -600,7 +599,7 @@ static redisReply *iam__hash_kind(struct store *s, const struct iam__kind *kd, c
     const char *const *cmds[] = {a1, a2};
     int argc[] = {2, 2};
     redisReply *rep[2] = {NULL, NULL};
-    if (iam__keys_init_kind(&k, kd, name, err) < 0) {
+    if (iam_keys_init_kind(&k, kd, name, err) < 0) {
         ty_err_set(err, TY_ENOTFOUND, kd->field, "%s", kd->what);
         return NULL;
     }
@@ -611,21 +610,21 @@ static redisReply *iam__hash_kind(struct store *s, const struct iam__kind *kd, c
     if (rep[0]->type != REDIS_REPLY_INTEGER || rep[0]->integer == 0 ||
         rep[1]->type != REDIS_REPLY_ARRAY) {
         ty_err_set(err, TY_ENOTFOUND, kd->field, "%s", kd->what);
-        iam__free_replies(rep, 2);
+        iam_free_replies(rep, 2);
         return NULL;
     }
     freeReplyObject(rep[0]);
     return rep[1];
 }
 
-static redisReply *iam__user_hash(struct store *s, const char *name, const char *which,
-                                  struct ty_err *err)
+static redisReply *iam_user_hash(struct store *s, const char *name, const char *which,
+                                 struct ty_err *err)
 {
-    return iam__hash_kind(s, &iam__user_kind, name, which, err);
+    return iam_hash_kind(s, &iam_user_kind, name, which, err);
 }
 
 /* Sorts a JSON array in place with cmp. */
-static void iam__sort(json_t *arr, int (*cmp)(const void *, const void *))
+static void iam_sort(json_t *arr, int (*cmp)(const void *, const void *))
 {
     size_t n = json_array_size(arr);
     json_t **v;
@@ -640,10 +639,10 @@ static void iam__sort(json_t *arr, int (*cmp)(const void *, const void *))
     free(v);
 }
 
-static json_t *iam__policy_list(struct store *s, const struct iam__kind *kd, const char *name,
-                                struct ty_err *err)
+static json_t *iam_policy_list(struct store *s, const struct iam__kind *kd, const char *name,
+                               struct ty_err *err)
 {
-    redisReply *r = iam__hash_kind(s, kd, name, "pol", err);
+    redisReply *r = iam_hash_kind(s, kd, name, "pol", err);
     json_t *out;
     if (!r)
         return NULL;
@@ -652,32 +651,32 @@ static json_t *iam__policy_list(struct store *s, const struct iam__kind *kd, con
         if (r->element[i]->type == REDIS_REPLY_STRING)
             json_array_append_new(out, json_string(r->element[i]->str));
     freeReplyObject(r);
-    iam__sort(out, iam__cmp_str);
+    iam_sort(out, iam_cmp_str);
     return out;
 }
 
 json_t *store_iam_policy_list(struct store *s, const char *name, struct ty_err *err)
 {
-    return iam__policy_list(s, &iam__user_kind, name, err);
+    return iam_policy_list(s, &iam_user_kind, name, err);
 }
 
 json_t *store_iam_role_policy_list(struct store *s, const char *name, struct ty_err *err)
 {
-    return iam__policy_list(s, &iam__role_kind, name, err);
+    return iam_policy_list(s, &iam_role_kind, name, err);
 }
 
 int store_iam_policy_delete(struct store *s, const char *name, const char *polname,
                             struct ty_err *err)
 {
     const char *args[] = {polname};
-    return iam__run(s, name, "delete_policy", NULL, 1, args, NULL, NULL, err);
+    return iam_run(s, name, "delete_policy", NULL, 1, args, NULL, NULL, err);
 }
 
 int store_iam_role_policy_delete(struct store *s, const char *name, const char *polname,
                                  struct ty_err *err)
 {
     const char *args[] = {polname};
-    return iam__run_kind(s, &iam__role_kind, name, "delete_policy", NULL, 1, args, NULL, NULL, err);
+    return iam_run_kind(s, &iam_role_kind, name, "delete_policy", NULL, 1, args, NULL, NULL, err);
 }
 
 int store_iam_key_create(struct store *s, const char *name, const char *akid, double created,
@@ -690,10 +689,10 @@ int store_iam_key_create(struct store *s, const char *name, const char *akid, do
     args[0] = akid;
     args[1] = screated;
     args[2] = smax;
-    return iam__run(s, name, "create_key", NULL, 3, args, NULL, NULL, err);
+    return iam_run(s, name, "create_key", NULL, 3, args, NULL, NULL, err);
 }
 
-static int iam__cmp_akid(const void *a, const void *b)
+static int iam_cmp_akid(const void *a, const void *b)
 {
     const char *ka = json_string_value(json_object_get(*(json_t *const *)a, "AccessKeyId"));
     const char *kb = json_string_value(json_object_get(*(json_t *const *)b, "AccessKeyId"));
@@ -702,7 +701,7 @@ static int iam__cmp_akid(const void *a, const void *b)
 
 json_t *store_iam_key_list(struct store *s, const char *name, struct ty_err *err)
 {
-    redisReply *r = iam__user_hash(s, name, "keys", err);
+    redisReply *r = iam_user_hash(s, name, "keys", err);
     json_t *out;
     if (!r)
         return NULL;
@@ -721,14 +720,14 @@ json_t *store_iam_key_list(struct store *s, const char *name, struct ty_err *err
                                              "Status", status, "CreateDate", created));
     }
     freeReplyObject(r);
-    iam__sort(out, iam__cmp_akid);
+    iam_sort(out, iam_cmp_akid);
     return out;
 }
 
 int store_iam_key_delete(struct store *s, const char *name, const char *akid, struct ty_err *err)
 {
     const char *args[] = {akid};
-    return iam__run(s, name, "delete_key", akid, 1, args, NULL, NULL, err);
+    return iam_run(s, name, "delete_key", akid, 1, args, NULL, NULL, err);
 }
 
 int store_iam_userid(struct store *s, const char *principal_arn, char *id, size_t n,
@@ -786,7 +785,7 @@ int store_iam_key_update(struct store *s, const char *name, const char *akid, co
     const char *args[] = {akid, status};
     if (!status || (strcmp(status, "Active") != 0 && strcmp(status, "Inactive") != 0))
         return ty_err_set(err, TY_EINVAL, "Status", "bad status");
-    return iam__run(s, name, "update_key", akid, 2, args, NULL, NULL, err);
+    return iam_run(s, name, "update_key", akid, 2, args, NULL, NULL, err);
 }
 
 int store_iam_role_create(struct store *s, const struct store_iam_role *r, const char *trust,
@@ -811,11 +810,10 @@ int store_iam_role_create(struct store *s, const struct store_iam_role *r, const
     args[n++] = trust;
     args[n++] = r->desc;
     args[n++] = maxsess;
-    rc = iam__tag_args(tags, args, &n, sizeof(args) / sizeof(args[0]), err);
+    rc = iam_tag_args(tags, args, &n, sizeof(args) / sizeof(args[0]), err);
     if (rc)
         return rc;
-    return iam__run_kind(s, &iam__role_kind, r->name, "create_role", NULL, n, args, NULL, NULL,
-                         err);
+    return iam_run_kind(s, &iam_role_kind, r->name, "create_role", NULL, n, args, NULL, NULL, err);
 }
 
 int store_iam_role_get(struct store *s, const char *name, struct store_iam_role *r, char **trust,
@@ -831,13 +829,13 @@ int store_iam_role_get(struct store *s, const char *name, struct store_iam_role 
     struct store_iam_user u;
     int rc;
 
-    if (iam__keys_init_kind(&k, &iam__role_kind, name, err) < 0)
+    if (iam_keys_init_kind(&k, &iam_role_kind, name, err) < 0)
         return ty_err_set(err, TY_ENOTFOUND, "RoleName", "role");
     hm[1] = k.user;
     hg[1] = k.tags;
     if ((rc = store__pipeline(s, 2, argc, cmds, rep, err)) != 0)
         return rc;
-    rc = iam__user_from(rep[0], &u, err);
+    rc = iam_user_from(rep[0], &u, err);
     if (rc) {
         rc = ty_err_set(err, TY_ENOTFOUND, "RoleName", "role");
         goto done;
@@ -849,10 +847,10 @@ int store_iam_role_get(struct store *s, const char *name, struct store_iam_role 
     snprintf(r->arn, sizeof(r->arn), "%s", u.arn);
     r->created = u.created;
     r->ver = u.ver;
-    snprintf(r->desc, sizeof(r->desc), "%s", iam__el(rep[0], 6) ? iam__el(rep[0], 6) : "");
-    r->max_session = iam__el(rep[0], 7) ? (int)strtol(iam__el(rep[0], 7), NULL, 10) : 3600;
+    snprintf(r->desc, sizeof(r->desc), "%s", iam_el(rep[0], 6) ? iam_el(rep[0], 6) : "");
+    r->max_session = iam_el(rep[0], 7) ? (int)strtol(iam_el(rep[0], 7), NULL, 10) : 3600;
     if (trust) {
-        const char *t = iam__el(rep[0], 8);
+        const char *t = iam_el(rep[0], 8);
         *trust = strdup(t ? t : "");
         if (!*trust) {
             rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
@@ -860,12 +858,12 @@ int store_iam_role_get(struct store *s, const char *name, struct store_iam_role 
         }
     }
     if (tags) {
-        json_t *o = iam__hash_obj(rep[1]);
-        *tags = iam__tag_array(o);
+        json_t *o = iam_hash_obj(rep[1]);
+        *tags = iam_tag_array(o);
         json_decref(o);
     }
 done:
-    iam__free_replies(rep, 2);
+    iam_free_replies(rep, 2);
     return rc;
 }
 
@@ -915,7 +913,7 @@ json_t *store_iam_role_list(struct store *s, struct ty_err *err)
 
 int store_iam_role_delete(struct store *s, const char *name, struct ty_err *err)
 {
-    return iam__run_kind(s, &iam__role_kind, name, "delete", NULL, 0, NULL, NULL, NULL, err);
+    return iam_run_kind(s, &iam_role_kind, name, "delete", NULL, 0, NULL, NULL, NULL, err);
 }
 
 int store_iam_bootstrap_role(struct store *s, const char *account, double now, struct ty_err *err)

@@ -9,7 +9,7 @@
 #include <hiredis/hiredis.h>
 #include <stdio.h>
 
-static const char store_lease__lua[] =
+static const char store_lease_lua[] =
     "local v = redis.call('GET', KEYS[1]) "
     "if v == false or v == ARGV[1] then "
     "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end "
@@ -25,7 +25,7 @@ int store_lease(struct store *s, const char *name, const char *holder, long ttl_
     if (snprintf(key, sizeof(key), "ty:lease:%s", name) >= (int)sizeof(key))
         return ty_err_set(err, TY_EINVAL, NULL, "lease name too long");
     snprintf(ttl, sizeof(ttl), "%ld", ttl_ms);
-    r = store__cmdv(s, err, "EVAL", store_lease__lua, "1", key, holder, ttl, NULL);
+    r = store__cmdv(s, err, "EVAL", store_lease_lua, "1", key, holder, ttl, NULL);
     if (!r)
         return -TY_EREDIS;
     rc = r->type == REDIS_REPLY_INTEGER ? (int)r->integer : store__reply_err(r, "EVAL", err);

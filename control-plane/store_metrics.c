@@ -16,18 +16,18 @@
 #define SM_BATCH   256 /* points per ZADD */
 #define SM_KEY_MAX 4096
 
-static long store_metrics__retention_s = STORE_METRICS_RETENTION_S;
-static long store_metrics__max_points = STORE_METRICS_MAX_POINTS;
+static long store_metrics_retention_s = STORE_METRICS_RETENTION_S;
+static long store_metrics_max_points = STORE_METRICS_MAX_POINTS;
 
 void store_metrics_limits(long retention_s, long max_points)
 {
     if (retention_s >= 60)
-        store_metrics__retention_s = retention_s;
+        store_metrics_retention_s = retention_s;
     if (max_points >= 10)
-        store_metrics__max_points = max_points;
+        store_metrics_max_points = max_points;
 }
 
-static int store_metrics__cmp_dim(const void *a, const void *b)
+static int store_metrics_cmp_dim(const void *a, const void *b)
 {
     const char *x = json_string_value(json_object_get(*(json_t *const *)a, "Name"));
     const char *y = json_string_value(json_object_get(*(json_t *const *)b, "Name"));
@@ -35,7 +35,7 @@ static int store_metrics__cmp_dim(const void *a, const void *b)
 }
 
 /* new: dims as canonical {"Name","Value"} objects sorted by Name (only those two members). */
-static json_t *store_metrics__dims(json_t *dims)
+static json_t *store_metrics_dims(json_t *dims)
 {
     json_t *tmp[32], *out = json_array(), *d;
     size_t i, n = 0;
@@ -44,7 +44,7 @@ static json_t *store_metrics__dims(json_t *dims)
         if (n < 32 && json_is_string(json_object_get(d, "Name")))
             tmp[n++] = d;
     }
-    qsort(tmp, n, sizeof(tmp[0]), store_metrics__cmp_dim);
+    qsort(tmp, n, sizeof(tmp[0]), store_metrics_cmp_dim);
     for (i = 0; out && i < n; i++) {
         json_t *o = json_object();
         json_object_set(o, "Name", json_object_get(tmp[i], "Name"));
@@ -58,7 +58,7 @@ static json_t *store_metrics__dims(json_t *dims)
 char *store_metrics_id(const char *ns, const char *metric, json_t *dims)
 {
     json_t *o = json_pack("{s:s,s:s,s:o}", "Namespace", ns ? ns : "", "MetricName",
-                          metric ? metric : "", "Dimensions", store_metrics__dims(dims));
+                          metric ? metric : "", "Dimensions", store_metrics_dims(dims));
     char *id;
     if (!o)
         return NULL;
@@ -126,9 +126,9 @@ int store_metrics_put(struct store *s, const char *ns, const char *metric, json_
         const char *const *cmds[] = {c1, c2, c3, c4, c5};
         const int argc[] = {4, 4, 3, 5, 4};
         redisReply *rep[5];
-        snprintf(cut, sizeof(cut), "(%" PRId64, now_ms - store_metrics__retention_s * 1000);
-        snprintf(cap, sizeof(cap), "%ld", -(store_metrics__max_points + 1));
-        snprintf(ttl, sizeof(ttl), "%ld", store_metrics__retention_s * 1000);
+        snprintf(cut, sizeof(cut), "(%" PRId64, now_ms - store_metrics_retention_s * 1000);
+        snprintf(cap, sizeof(cap), "%ld", -(store_metrics_max_points + 1));
+        snprintf(ttl, sizeof(ttl), "%ld", store_metrics_retention_s * 1000);
         snprintf(last, sizeof(last), "%" PRId64, newest);
         rc = store__pipeline(s, 5, argc, cmds, rep, err);
         if (rc == 0) {
@@ -195,7 +195,7 @@ int store_metrics_range(struct store *s, const char *id, int64_t t0_ms, int64_t 
 }
 
 /* 1 when metric m (an object) carries every dimension of want (Name and, when given, Value). */
-static int store_metrics__has_dims(json_t *m, json_t *want)
+static int store_metrics_has_dims(json_t *m, json_t *want)
 {
     json_t *w, *d;
     size_t i, j;
@@ -239,7 +239,7 @@ json_t *store_metrics_list(struct store *s, const char *ns, const char *metric, 
         const char *mns = json_string_value(json_object_get(m, "Namespace"));
         const char *mn = json_string_value(json_object_get(m, "MetricName"));
         if (m && mns && mn && (!ns || strcmp(ns, mns) == 0) &&
-            (!metric || strcmp(metric, mn) == 0) && store_metrics__has_dims(m, dims))
+            (!metric || strcmp(metric, mn) == 0) && store_metrics_has_dims(m, dims))
             json_array_append(out, m);
         json_decref(m);
     }

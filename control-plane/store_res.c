@@ -24,10 +24,10 @@ extern const char store__lua_res[];
 
 #define RES_KEY_MAX 512
 
-static struct store_script res__script = STORE_SCRIPT_INIT(store__lua_res, "res.lua");
+static struct store_script res_script = STORE_SCRIPT_INIT(store__lua_res, "res.lua");
 
-static int res__key(char *out, size_t n, const char *prefix, const char *kind, const char *id,
-                    struct ty_err *err)
+static int res_key(char *out, size_t n, const char *prefix, const char *kind, const char *id,
+                   struct ty_err *err)
 {
     int w;
     if (!kind || !id || !*id || strchr(id, ':'))
@@ -42,9 +42,9 @@ static int res__key(char *out, size_t n, const char *prefix, const char *kind, c
  * Runs res.lua: EVALSHA sha nkeys keys... verb now pending deleting args...
  * new: the reply (possibly an error reply), or NULL with err.
  */
-static redisReply *res__eval(struct store *s, const char *verb, int nkeys, const char **keys,
-                             int nargs, const char **args, const size_t *arg_lens, double now,
-                             const struct store_res_timing *t, struct ty_err *err)
+static redisReply *res_eval(struct store *s, const char *verb, int nkeys, const char **keys,
+                            int nargs, const char **args, const size_t *arg_lens, double now,
+                            const struct store_res_timing *t, struct ty_err *err)
 {
     const char *argv[32];
     size_t lens[32];
@@ -69,11 +69,11 @@ static redisReply *res__eval(struct store *s, const char *verb, int nkeys, const
         lens[argc] = arg_lens ? arg_lens[i] : strlen(args[i]);
         argc++;
     }
-    return store_script_eval(s, &res__script, nkeys, argc, argv, lens, err);
+    return store_script_eval(s, &res_script, nkeys, argc, argv, lens, err);
 }
 
 /* Maps res.lua's error replies; other errors are Redis's. */
-static int res__script_err(const redisReply *r, const char *what, struct ty_err *err)
+static int res_script_err(const redisReply *r, const char *what, struct ty_err *err)
 {
     static const struct {
         const char *word;
@@ -97,7 +97,7 @@ static int res__script_err(const redisReply *r, const char *what, struct ty_err 
     return store__reply_err(r, what, err);
 }
 
-static const redisReply *res__field(const redisReply *h, const char *name)
+static const redisReply *res_field(const redisReply *h, const char *name)
 {
     for (size_t i = 0; i + 1 < h->elements; i += 2) {
         const redisReply *k = h->element[i];
@@ -107,14 +107,14 @@ static const redisReply *res__field(const redisReply *h, const char *name)
     return NULL;
 }
 
-static double res__num(const redisReply *h, const char *name)
+static double res_num(const redisReply *h, const char *name)
 {
-    const redisReply *v = res__field(h, name);
+    const redisReply *v = res_field(h, name);
     return v ? strtod(v->str, NULL) : 0.0;
 }
 
 /* new: the record from an HGETALL-shaped reply, or NULL with err. */
-static json_t *res__record(const redisReply *h, struct ty_err *err)
+static json_t *res_record(const redisReply *h, struct ty_err *err)
 {
     const redisReply *doc, *st, *id;
     json_error_t je;
@@ -124,9 +124,9 @@ static json_t *res__record(const redisReply *h, struct ty_err *err)
         store__reply_err(h, "res record", err);
         return NULL;
     }
-    doc = res__field(h, "doc");
-    st = res__field(h, "status");
-    id = res__field(h, "id");
+    doc = res_field(h, "doc");
+    st = res_field(h, "status");
+    id = res_field(h, "id");
     if (!doc || !st || !id) {
         ty_err_set(err, TY_EREDIS, NULL, "redis: res record: missing fields");
         return NULL;
@@ -138,23 +138,23 @@ static json_t *res__record(const redisReply *h, struct ty_err *err)
         return NULL;
     }
     json_object_set_new(rec, "Status", json_string(st->str));
-    json_object_set_new(rec, "LastModifiedTime", json_real(res__num(h, "modified")));
+    json_object_set_new(rec, "LastModifiedTime", json_real(res_num(h, "modified")));
     json_object_set_new(rec, "_id", json_string(id->str));
-    json_object_set_new(rec, "_ver", json_integer((json_int_t)res__num(h, "ver")));
-    json_object_set_new(rec, "_since", json_real(res__num(h, "since")));
+    json_object_set_new(rec, "_ver", json_integer((json_int_t)res_num(h, "ver")));
+    json_object_set_new(rec, "_since", json_real(res_num(h, "since")));
     return rec;
 }
 
 /* The record of a reply that should be one, or NULL with the script's error mapped. */
-static json_t *res__record_or_err(redisReply *r, const char *what, struct ty_err *err)
+static json_t *res_record_or_err(redisReply *r, const char *what, struct ty_err *err)
 {
     json_t *rec = NULL;
     if (!r)
         return NULL;
     if (r->type == REDIS_REPLY_ARRAY)
-        rec = res__record(r, err);
+        rec = res_record(r, err);
     else
-        res__script_err(r, what, err);
+        res_script_err(r, what, err);
     freeReplyObject(r);
     return rec;
 }
@@ -171,14 +171,14 @@ json_t *store_res_create(struct store *s, const struct store_res_new *n, double 
 
     if (!n || !json_is_object(n->doc) || !n->status)
         return ty_err_set(err, TY_EINVAL, NULL, "store_res_create: bad arguments"), NULL;
-    if (res__key(key, sizeof(key), "ty:res:", n->kind, n->id, err) < 0 ||
-        res__key(kids, sizeof(kids), "ty:kids:", n->kind, n->id, err) < 0)
+    if (res_key(key, sizeof(key), "ty:res:", n->kind, n->id, err) < 0 ||
+        res_key(kids, sizeof(kids), "ty:kids:", n->kind, n->id, err) < 0)
         return NULL;
     snprintf(idx, sizeof(idx), "ty:idx:res:%s", n->kind);
     parent[0] = pkids[0] = '\0';
     if (n->parent_kind && n->parent_id) {
-        if (res__key(parent, sizeof(parent), "ty:res:", n->parent_kind, n->parent_id, err) < 0 ||
-            res__key(pkids, sizeof(pkids), "ty:kids:", n->parent_kind, n->parent_id, err) < 0)
+        if (res_key(parent, sizeof(parent), "ty:res:", n->parent_kind, n->parent_id, err) < 0 ||
+            res_key(pkids, sizeof(pkids), "ty:kids:", n->parent_kind, n->parent_id, err) < 0)
             return NULL;
     }
     doc = json_dumps(n->doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
@@ -205,9 +205,9 @@ json_t *store_res_create(struct store *s, const struct store_res_new *n, double 
     args[6] = tags;
     for (int i = 0; i < 7; i++)
         lens[i] = strlen(args[i]);
-    r = res__eval(s, "create", 5, keys, 7, args, lens, now, t, err);
+    r = res_eval(s, "create", 5, keys, 7, args, lens, now, t, err);
     free(doc);
-    return res__record_or_err(r, "res create", err);
+    return res_record_or_err(r, "res create", err);
 }
 
 json_t *store_res_get(struct store *s, const char *kind, const char *id, double now,
@@ -215,13 +215,13 @@ json_t *store_res_get(struct store *s, const char *kind, const char *id, double 
 {
     char key[RES_KEY_MAX];
     const char *keys[1] = {key};
-    if (res__key(key, sizeof(key), "ty:res:", kind, id, err) < 0) {
+    if (res_key(key, sizeof(key), "ty:res:", kind, id, err) < 0) {
         if (err && err->code == TY_EINVAL)
             ty_err_set(err, TY_ENOTFOUND, NULL, "not found");
         return NULL;
     }
-    return res__record_or_err(res__eval(s, "get", 1, keys, 0, NULL, NULL, now, t, err), "res get",
-                              err);
+    return res_record_or_err(res_eval(s, "get", 1, keys, 0, NULL, NULL, now, t, err), "res get",
+                             err);
 }
 
 json_t *store_res_list(struct store *s, const char *kind, const char *parent_kind,
@@ -234,18 +234,18 @@ json_t *store_res_list(struct store *s, const char *kind, const char *parent_kin
     json_t *out;
 
     if (parent_kind && parent_id) {
-        if (res__key(key, sizeof(key), "ty:kids:", parent_kind, parent_id, err) < 0)
+        if (res_key(key, sizeof(key), "ty:kids:", parent_kind, parent_id, err) < 0)
             return json_array(); /* an impossible parent has no children */
         args[0] = "set";
     } else {
         snprintf(key, sizeof(key), "ty:idx:res:%s", kind);
         args[0] = "index";
     }
-    r = res__eval(s, "list", 1, keys, 1, args, NULL, now, t, err);
+    r = res_eval(s, "list", 1, keys, 1, args, NULL, now, t, err);
     if (!r)
         return NULL;
     if (r->type != REDIS_REPLY_ARRAY) {
-        res__script_err(r, "res list", err);
+        res_script_err(r, "res list", err);
         freeReplyObject(r);
         return NULL;
     }
@@ -257,11 +257,11 @@ json_t *store_res_list(struct store *s, const char *kind, const char *parent_kin
         char prefix[128];
         ty_err_clear(&e2);
         /* children sets may hold other kinds in future: keep only this kind */
-        id = r->element[i]->type == REDIS_REPLY_ARRAY ? res__field(r->element[i], "idx") : NULL;
+        id = r->element[i]->type == REDIS_REPLY_ARRAY ? res_field(r->element[i], "idx") : NULL;
         snprintf(prefix, sizeof(prefix), "ty:idx:res:%s", kind);
         if (!id || strcmp(id->str, prefix) != 0)
             continue;
-        rec = res__record(r->element[i], &e2);
+        rec = res_record(r->element[i], &e2);
         if (rec)
             json_array_append_new(out, rec);
     }
@@ -280,7 +280,7 @@ json_t *store_res_update(struct store *s, const char *kind, const char *id,
     char *doc = NULL;
     redisReply *r;
 
-    if (res__key(key, sizeof(key), "ty:res:", kind, id, err) < 0)
+    if (res_key(key, sizeof(key), "ty:res:", kind, id, err) < 0)
         return NULL;
     if (u->doc) {
         doc = json_dumps(u->doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
@@ -295,9 +295,9 @@ json_t *store_res_update(struct store *s, const char *kind, const char *id,
     args[1] = u->status ? u->status : "";
     args[2] = doc ? doc : "";
     args[3] = ver;
-    r = res__eval(s, "update", 1, keys, 4, args, NULL, now, t, err);
+    r = res_eval(s, "update", 1, keys, 4, args, NULL, now, t, err);
     free(doc);
-    return res__record_or_err(r, "res update", err);
+    return res_record_or_err(r, "res update", err);
 }
 
 int store_res_delete(struct store *s, const char *kind, const char *id, const char *expect,
@@ -309,16 +309,16 @@ int store_res_delete(struct store *s, const char *kind, const char *id, const ch
     redisReply *r;
     int rc = 0;
 
-    if (res__key(key, sizeof(key), "ty:res:", kind, id, err) < 0)
+    if (res_key(key, sizeof(key), "ty:res:", kind, id, err) < 0)
         return -TY_EINVAL;
     args[0] = expect ? expect : "";
     args[1] = kids_ignore ? kids_ignore : "";
     args[2] = status ? status : "";
-    r = res__eval(s, "delete", 1, keys, 3, args, NULL, now, t, err);
+    r = res_eval(s, "delete", 1, keys, 3, args, NULL, now, t, err);
     if (!r)
         return -err->code;
     if (r->type == REDIS_REPLY_ERROR)
-        rc = res__script_err(r, "res delete", err);
+        rc = res_script_err(r, "res delete", err);
     else if (r->type != REDIS_REPLY_ARRAY && r->type != REDIS_REPLY_STATUS)
         rc = store__reply_err(r, "res delete", err);
     freeReplyObject(r);
@@ -346,8 +346,8 @@ int store_res_counter(struct store *s, const char *name, long long *out, struct 
 /* ---- console tokens and sessions ---- */
 
 /* OUT: key = prefix + hex SHA-256 of secret. */
-static int res__secret_key(char *out, size_t n, const char *prefix, const char *secret,
-                           struct ty_err *err)
+static int res_secret_key(char *out, size_t n, const char *prefix, const char *secret,
+                          struct ty_err *err)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
@@ -364,8 +364,8 @@ static int res__secret_key(char *out, size_t n, const char *prefix, const char *
     return 0;
 }
 
-static int res__set_ex(struct store *s, const char *key, json_t *value, int ttl_s,
-                       struct ty_err *err)
+static int res_set_ex(struct store *s, const char *key, json_t *value, int ttl_s,
+                      struct ty_err *err)
 {
     char ttl[16], *text;
     redisReply *r;
@@ -386,7 +386,7 @@ static int res__set_ex(struct store *s, const char *key, json_t *value, int ttl_
     return rc;
 }
 
-static json_t *res__json_reply(redisReply *r, const char *what, struct ty_err *err)
+static json_t *res_json_reply(redisReply *r, const char *what, struct ty_err *err)
 {
     json_t *v = NULL;
     if (!r)
@@ -411,17 +411,17 @@ int store_res_token_put(struct store *s, const char *token, json_t *value, int t
                         struct ty_err *err)
 {
     char key[RES_KEY_MAX];
-    if (res__secret_key(key, sizeof(key), "ty:console:token:", token, err) < 0)
+    if (res_secret_key(key, sizeof(key), "ty:console:token:", token, err) < 0)
         return -err->code;
-    return res__set_ex(s, key, value, ttl_s, err);
+    return res_set_ex(s, key, value, ttl_s, err);
 }
 
 json_t *store_res_token_take(struct store *s, const char *token, struct ty_err *err)
 {
     char key[RES_KEY_MAX];
-    if (res__secret_key(key, sizeof(key), "ty:console:token:", token, err) < 0)
+    if (res_secret_key(key, sizeof(key), "ty:console:token:", token, err) < 0)
         return NULL;
-    return res__json_reply(store__cmdv(s, err, "GETDEL", key, NULL), "GETDEL", err);
+    return res_json_reply(store__cmdv(s, err, "GETDEL", key, NULL), "GETDEL", err);
 }
 
 int store_res_session_put(struct store *s, const char *sid, const char *scope, json_t *value,
@@ -430,7 +430,7 @@ int store_res_session_put(struct store *s, const char *sid, const char *scope, j
     char key[RES_KEY_MAX], set[RES_KEY_MAX], ttl[16];
     redisReply *r;
     int rc;
-    if (res__secret_key(key, sizeof(key), "ty:console:session:", sid, err) < 0)
+    if (res_secret_key(key, sizeof(key), "ty:console:session:", sid, err) < 0)
         return -err->code;
     if (snprintf(set, sizeof(set), "ty:console:sessions:%s", scope) >= (int)sizeof(set))
         return ty_err_set(err, TY_EINVAL, NULL, "scope too long");
@@ -444,23 +444,23 @@ int store_res_session_put(struct store *s, const char *sid, const char *scope, j
     if (!r)
         return -TY_EREDIS;
     freeReplyObject(r);
-    rc = res__set_ex(s, key, value, ttl_s, err);
+    rc = res_set_ex(s, key, value, ttl_s, err);
     return rc;
 }
 
 json_t *store_res_session_get(struct store *s, const char *sid, struct ty_err *err)
 {
     char key[RES_KEY_MAX];
-    if (res__secret_key(key, sizeof(key), "ty:console:session:", sid, err) < 0)
+    if (res_secret_key(key, sizeof(key), "ty:console:session:", sid, err) < 0)
         return NULL;
-    return res__json_reply(store__cmdv(s, err, "GET", key, NULL), "GET", err);
+    return res_json_reply(store__cmdv(s, err, "GET", key, NULL), "GET", err);
 }
 
 int store_res_session_end(struct store *s, const char *sid, struct ty_err *err)
 {
     char key[RES_KEY_MAX];
     redisReply *r;
-    if (res__secret_key(key, sizeof(key), "ty:console:session:", sid, err) < 0)
+    if (res_secret_key(key, sizeof(key), "ty:console:session:", sid, err) < 0)
         return 0;
     r = store__cmdv(s, err, "DEL", key, NULL);
     if (!r)
@@ -477,14 +477,14 @@ int store_res_session_revoke(struct store *s, const char *scope, long long *n, s
     int rc = 0;
     if (snprintf(set, sizeof(set), "ty:console:sessions:%s", scope) >= (int)sizeof(set))
         return ty_err_set(err, TY_EINVAL, NULL, "scope too long");
-    r = res__eval(s, "revoke", 1, keys, 0, NULL, NULL, 0, NULL, err);
+    r = res_eval(s, "revoke", 1, keys, 0, NULL, NULL, 0, NULL, err);
     if (!r)
         return -err->code;
     if (r->type == REDIS_REPLY_INTEGER) {
         if (n)
             *n = r->integer;
     } else {
-        rc = res__script_err(r, "res revoke", err);
+        rc = res_script_err(r, "res revoke", err);
     }
     freeReplyObject(r);
     return rc;

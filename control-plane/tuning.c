@@ -23,15 +23,15 @@
 #define TUNING_MAX_SERIES 2000 /* points of one objective series read for early stopping */
 #define TUNING_MAX_JOBS   1000 /* training jobs of one tuning job the driver looks at */
 
-static const struct store_res_timing tuning__timing = {0, 0};
-static const struct model *tuning__model;
+static const struct store_res_timing tuning_timing = {0, 0};
+static const struct model *tuning_model_cur;
 
 const struct model *tuning_model(void)
 {
-    return tuning__model;
+    return tuning_model_cur;
 }
 
-static json_t *tuning__definition(json_t *doc)
+static json_t *tuning_definition(json_t *doc)
 {
     json_t *d = json_object_get(doc, "TrainingJobDefinition");
     return d ? d : json_array_get(json_object_get(doc, "TrainingJobDefinitions"), 0);
@@ -52,7 +52,7 @@ json_t *tuning_training_request(json_t *doc, const char *name, json_t *hp)
                                          "Environment",
                                          "ResourceConfig",
                                          NULL};
-    json_t *def = tuning__definition(doc), *req = json_object(), *alg, *h, *rc;
+    json_t *def = tuning_definition(doc), *req = json_object(), *alg, *h, *rc;
 
     if (!req)
         return NULL;
@@ -121,7 +121,7 @@ struct tuning__pass {
     struct op_ctx ctx;
 };
 
-static void tuning__stop_job(struct tuning__pass *p, const char *job)
+static void tuning_stop_job(struct tuning__pass *p, const char *job)
 {
     struct ty_err err;
     json_t *in = json_pack("{s:s}", "TrainingJobName", job), *out = NULL;
@@ -135,8 +135,8 @@ static void tuning__stop_job(struct tuning__pass *p, const char *job)
 
 /* Creates training job name with hp (borrowed); links it to the tuning job. 0 or -1 with
    reason (the tuning job fails). */
-static int tuning__create_job(struct tuning__pass *p, const char *name, json_t *hp, char *reason,
-                              size_t rn)
+static int tuning_create_job(struct tuning__pass *p, const char *name, json_t *hp, char *reason,
+                             size_t rn)
 {
     json_t *req = tuning_training_request(p->doc, name, hp), *out = NULL, *set;
     struct store_transition t;
@@ -169,7 +169,7 @@ static int tuning__create_job(struct tuning__pass *p, const char *name, json_t *
 }
 
 /* Reads the objective series of ch (lower is better). */
-static void tuning__series(struct tuning__pass *p, struct tuning__child *ch)
+static void tuning_series(struct tuning__pass *p, struct tuning__child *ch)
 {
     json_t *dims = json_pack("[{s:s,s:s}]", "Name", "TrainingJobName", "Value", ch->name);
     char *id = store_metrics_id(STORE_METRICS_NS_SAGEMAKER, p->metric, dims);
@@ -189,7 +189,7 @@ static void tuning__series(struct tuning__pass *p, struct tuning__child *ch)
 }
 
 /* Early stopping of the running children (Auto: median rule; Hyperband: successive halving). */
-static void tuning__early_stop(struct tuning__pass *p, int hyperband)
+static void tuning_early_stop(struct tuning__pass *p, int hyperband)
 {
     const double **others = calloc(p->nch ? p->nch : 1, sizeof(*others));
     size_t *lens = calloc(p->nch ? p->nch : 1, sizeof(*lens));
@@ -197,7 +197,7 @@ static void tuning__early_stop(struct tuning__pass *p, int hyperband)
 
     for (size_t i = 0; others && lens && i < p->nch; i++)
         if (p->ch[i].job)
-            tuning__series(p, &p->ch[i]);
+            tuning_series(p, &p->ch[i]);
     for (size_t i = 0; others && lens && i < p->nch; i++) {
         struct tuning__child *me = &p->ch[i];
         size_t n = 0;
@@ -218,7 +218,7 @@ static void tuning__early_stop(struct tuning__pass *p, int hyperband)
         if (stop) {
             ty_log(TY_LOG_INFO, "tuning.early_stop", "tuning=%s job=%s points=%zu rule=%s", p->name,
                    me->name, me->nseries, hyperband ? "hyperband" : "median");
-            tuning__stop_job(p, me->name);
+            tuning_stop_job(p, me->name);
             json_array_append_new(early, json_string(me->name));
             me->status = "Stopping";
         }
@@ -227,13 +227,13 @@ static void tuning__early_stop(struct tuning__pass *p, int hyperband)
     free(lens);
 }
 
-static json_t *tuning__summary(struct tuning__pass *p, struct tuning__child *ch, json_t *obj)
+static json_t *tuning_summary(struct tuning__pass *p, struct tuning__child *ch, json_t *obj)
 {
     static const char *const keys[] = {
         "TrainingJobName", "TrainingJobArn",    "CreationTime",  "TrainingStartTime",
         "TrainingEndTime", "TrainingJobStatus", "FailureReason", NULL};
     json_t *s = json_object(), *tuned = json_object(), *v;
-    json_t *stat = json_object_get(tuning__definition(p->doc), "StaticHyperParameters");
+    json_t *stat = json_object_get(tuning_definition(p->doc), "StaticHyperParameters");
     const char *k;
 
     for (int i = 0; keys[i]; i++)
@@ -253,8 +253,8 @@ static json_t *tuning__summary(struct tuning__pass *p, struct tuning__child *ch,
 }
 
 /* Observations of the warm-start parents' training jobs, appended to obs. */
-static size_t tuning__parents(struct tuning__pass *p, struct tuning_obs *obs, size_t nobs,
-                              size_t max)
+static size_t tuning_parents(struct tuning__pass *p, struct tuning_obs *obs, size_t nobs,
+                             size_t max)
 {
     json_t *par, *jn;
     size_t i, k;
@@ -266,7 +266,7 @@ static size_t tuning__parents(struct tuning__pass *p, struct tuning_obs *obs, si
         json_t *rec =
             store_res_get(p->s, TUNING_KIND,
                           json_string_value(json_object_get(par, "HyperParameterTuningJobName")),
-                          p->now, &tuning__timing, &err);
+                          p->now, &tuning_timing, &err);
         json_array_foreach(json_object_get(rec, "_jobs"), k, jn)
         {
             json_t *job;
@@ -288,7 +288,7 @@ static size_t tuning__parents(struct tuning__pass *p, struct tuning_obs *obs, si
     return nobs;
 }
 
-static enum tuning_strategy_kind tuning__kind(const char *s)
+static enum tuning_strategy_kind tuning_kind_of(const char *s)
 {
     if (s && strcmp(s, "Random") == 0)
         return TUNING_RANDOM;
@@ -300,7 +300,7 @@ static enum tuning_strategy_kind tuning__kind(const char *s)
 }
 
 /* Frees what a pass holds. */
-static void tuning__pass_cleanup(struct tuning__pass *p)
+static void tuning_pass_cleanup(struct tuning__pass *p)
 {
     for (size_t i = 0; i < p->nch; i++) {
         json_decref(p->ch[i].job);
@@ -311,14 +311,14 @@ static void tuning__pass_cleanup(struct tuning__pass *p)
     json_decref(p->doc);
 }
 
-static int tuning__better(const struct tuning__child *a, double best_y)
+static int tuning_better(const struct tuning__child *a, double best_y)
 {
     return a->has_y && a->y < best_y;
 }
 
 /* Advances one tuning job (rec: its record, borrowed). */
-static int tuning__advance(struct store *s, const struct tuning_config *c, json_t *rec, double now,
-                           struct ty_err *err)
+static int tuning_advance(struct store *s, const struct tuning_config *c, json_t *rec, double now,
+                          struct ty_err *err)
 {
     static const char *const book[] = {"_id", "_ver", "_since", "Status", NULL};
     struct tuning__pass p;
@@ -374,7 +374,7 @@ static int tuning__advance(struct store *s, const struct tuning_config *c, json_
     if (!p.metric || !p.ctx.region || !p.ctx.account_id || !p.ctx.principal_arn ||
         tuning_space_parse(json_object_get(cfg, "ParameterRanges")
                                ? json_object_get(cfg, "ParameterRanges")
-                               : json_object_get(tuning__definition(p.doc), "HyperParameterRanges"),
+                               : json_object_get(tuning_definition(p.doc), "HyperParameterRanges"),
                            &p.sp, err) != 0) {
         snprintf(reason, sizeof(reason), "The tuning job's configuration cannot be read.");
         new_status = "Failed";
@@ -401,8 +401,8 @@ static int tuning__advance(struct store *s, const struct tuning_config *c, json_
         }
         if (!ch->job && strcmp(status, "InProgress") == 0) {
             /* recorded by a pass that died before creating it: create it now */
-            int r = tuning__create_job(&p, ch->name, json_object_get(hpmap, ch->name), reason,
-                                       sizeof(reason));
+            int r = tuning_create_job(&p, ch->name, json_object_get(hpmap, ch->name), reason,
+                                      sizeof(reason));
             if (r == -2) {
                 rc = ty_err_set(err, TY_EREDIS, NULL, "%s", reason);
                 goto out;
@@ -428,16 +428,16 @@ static int tuning__advance(struct store *s, const struct tuning_config *c, json_
         new_status = "Failed";
         goto count;
     }
-    nobs = tuning__parents(&p, obs, nobs, nlaunched + (size_t)maxpar + TUNING_MAX_OBS);
+    nobs = tuning_parents(&p, obs, nobs, nlaunched + (size_t)maxpar + TUNING_MAX_OBS);
     new_status = status;
 
     if (strcmp(status, "InProgress") == 0) {
         if (strcmp(strategy ? strategy : "", "Hyperband") == 0)
-            tuning__early_stop(&p, 1);
+            tuning_early_stop(&p, 1);
         else if (es && strcmp(es, "Auto") == 0)
-            tuning__early_stop(&p, 0);
+            tuning_early_stop(&p, 0);
         for (i = 0; i < p.nch; i++)
-            if (tuning__better(&p.ch[i], best_y))
+            if (tuning_better(&p.ch[i], best_y))
                 best_y = p.ch[i].y;
         if (json_is_number(json_object_get(json_object_get(cfg, "TuningJobCompletionCriteria"),
                                            "TargetObjectiveMetricValue")) &&
@@ -457,7 +457,7 @@ static int tuning__advance(struct store *s, const struct tuning_config *c, json_
         if (target_hit)
             for (i = 0; i < p.nch; i++)
                 if (strcmp(p.ch[i].status, "InProgress") == 0)
-                    tuning__stop_job(&p, p.ch[i].name);
+                    tuning_stop_job(&p, p.ch[i].name);
         for (i = 0; i < p.nch; i++)
             running += strcmp(p.ch[i].status, "InProgress") == 0 ||
                        strcmp(p.ch[i].status, "Stopping") == 0;
@@ -475,10 +475,10 @@ static int tuning__advance(struct store *s, const struct tuning_config *c, json_
 
             snprintf(jname, sizeof(jname), "%s-%03lld-%08x", p.name, idx + 1,
                      (unsigned)(tuning_rand_seed(p.name, idx + 1000000) & 0xffffffffu));
-            if (tuning__kind(strategy) == TUNING_GRID)
+            if (tuning_kind_of(strategy) == TUNING_GRID)
                 tuning_grid_point(&p.sp, idx, u);
             else
-                tuning_suggest(tuning__kind(strategy), &p.sp, tuning_rand_seed(p.name, idx), obs,
+                tuning_suggest(tuning_kind_of(strategy), &p.sp, tuning_rand_seed(p.name, idx), obs,
                                nobs, u);
             hp = tuning_point_params(&p.sp, u);
             /* record it first (compare-and-set), then create it */
@@ -488,7 +488,7 @@ static int tuning__advance(struct store *s, const struct tuning_config *c, json_
             upd.expect = "InProgress";
             upd.doc = p.doc;
             upd.ver = ver;
-            rec2 = store_res_update(s, TUNING_KIND, p.name, &upd, now, &tuning__timing, err);
+            rec2 = store_res_update(s, TUNING_KIND, p.name, &upd, now, &tuning_timing, err);
             if (!rec2) {
                 if (err->code == TY_ECONFLICT || err->code == TY_ENOTFOUND) {
                     ty_err_clear(err); /* stopped or changed meanwhile: the next pass sees it */
@@ -501,7 +501,7 @@ static int tuning__advance(struct store *s, const struct tuning_config *c, json_
             json_decref(rec2);
             ch->name = json_string_value(json_array_get(jobs, json_array_size(jobs) - 1));
             p.nch++;
-            r = tuning__create_job(&p, jname, hp, reason, sizeof(reason));
+            r = tuning_create_job(&p, jname, hp, reason, sizeof(reason));
             if (r == -2) {
                 rc = ty_err_set(err, TY_EREDIS, NULL, "%s", reason);
                 goto out;
@@ -519,12 +519,12 @@ static int tuning__advance(struct store *s, const struct tuning_config *c, json_
         if (strcmp(new_status, "Failed") == 0)
             for (i = 0; i < p.nch; i++)
                 if (strcmp(p.ch[i].status, "InProgress") == 0)
-                    tuning__stop_job(&p, p.ch[i].name);
+                    tuning_stop_job(&p, p.ch[i].name);
     }
     if (strcmp(new_status, "Stopping") == 0)
         for (i = 0; i < p.nch; i++)
             if (strcmp(p.ch[i].status, "InProgress") == 0)
-                tuning__stop_job(&p, p.ch[i].name);
+                tuning_stop_job(&p, p.ch[i].name);
 
 count:
     /* counters, the best training job, the end */
@@ -593,7 +593,7 @@ count:
                         json_pack("{s:i,s:i,s:i}", "Succeeded", ocounts[0], "Pending", ocounts[1],
                                   "Failed", ocounts[2]));
     if (bestc) {
-        bestj = tuning__summary(&p, bestc, obj);
+        bestj = tuning_summary(&p, bestc, obj);
         json_object_set(p.doc, "BestTrainingJob", bestj);
         json_object_set_new(
             p.doc, "TuningJobCompletionDetails",
@@ -611,7 +611,7 @@ count:
             json_t *prec = store_res_get(
                 s, TUNING_KIND,
                 json_string_value(json_object_get(par, "HyperParameterTuningJobName")), now,
-                &tuning__timing, &e2);
+                &tuning_timing, &e2);
             json_t *pb = json_object_get(prec, "OverallBestTrainingJob");
             json_t *v;
             if (!pb)
@@ -650,7 +650,7 @@ write:
         upd.status = strcmp(new_status, status) != 0 ? new_status : NULL;
         upd.doc = p.doc;
         upd.ver = ver;
-        rec2 = store_res_update(s, TUNING_KIND, p.name, &upd, now, &tuning__timing, err);
+        rec2 = store_res_update(s, TUNING_KIND, p.name, &upd, now, &tuning_timing, err);
         if (!rec2 && err->code != TY_ECONFLICT && err->code != TY_ENOTFOUND)
             rc = -err->code;
         else
@@ -663,7 +663,7 @@ write:
 out:
     free(obs);
     json_decref(before);
-    tuning__pass_cleanup(&p);
+    tuning_pass_cleanup(&p);
     return rc;
 }
 
@@ -671,7 +671,7 @@ int tuning_driver_pass(struct store *s, const struct tuning_config *c, double no
                        struct ty_err *err)
 {
     char holder[64];
-    json_t *all = store_res_list(s, TUNING_KIND, NULL, NULL, now, &tuning__timing, err), *rec;
+    json_t *all = store_res_list(s, TUNING_KIND, NULL, NULL, now, &tuning_timing, err), *rec;
     size_t i;
     int rc = 0;
 
@@ -694,7 +694,7 @@ int tuning_driver_pass(struct store *s, const struct tuning_config *c, double no
         }
         if (got == 0)
             continue; /* another replica drives it */
-        if ((rc = tuning__advance(s, c, rec, now, err)) != 0) {
+        if ((rc = tuning_advance(s, c, rec, now, err)) != 0) {
             ty_log(TY_LOG_WARN, "tuning.pass_failed", "tuning=%s error='%s'", name, err->msg);
             if (rc == -TY_EREDIS)
                 break;
@@ -713,14 +713,14 @@ struct tuning_driver {
     atomic_int stop;
 };
 
-static double tuning__now(void)
+static double tuning_now(void)
 {
     struct timeval tv;
     gettimeofday(&tv, NULL);
     return (double)tv.tv_sec + (double)(tv.tv_usec / 1000) / 1000.0;
 }
 
-static void *tuning__thread(void *arg)
+static void *tuning_thread(void *arg)
 {
     struct tuning_driver *d = arg;
     struct store *s = NULL;
@@ -731,7 +731,7 @@ static void *tuning__thread(void *arg)
         ty_err_clear(&err);
         if (!s && !(s = store_open(d->c.redis_url, &err)))
             ty_log(TY_LOG_WARN, "tuning.store", "error='%s'", err.msg);
-        if (s && tuning_driver_pass(s, &d->c, tuning__now(), &err) == -TY_EREDIS) {
+        if (s && tuning_driver_pass(s, &d->c, tuning_now(), &err) == -TY_EREDIS) {
             store_close(s);
             s = NULL;
         }
@@ -752,9 +752,9 @@ struct tuning_driver *tuning_driver_start(const struct tuning_config *c, struct 
     d->c = *c;
     if (d->c.period_s <= 0)
         d->c.period_s = TUNING_PERIOD_S;
-    tuning__model = c->model;
+    tuning_model_cur = c->model;
     atomic_init(&d->stop, 0);
-    if (pthread_create(&d->thr, NULL, tuning__thread, d) != 0) {
+    if (pthread_create(&d->thr, NULL, tuning_thread, d) != 0) {
         free(d);
         ty_err_set(err, TY_EINTERNAL, NULL, "cannot start the tuning driver thread");
         return NULL;

@@ -16,13 +16,13 @@
 #define TUNING_NOISE      1e-3  /* observation noise (standardised units) */
 #define TUNING_AUTO_RATIO 100.0 /* Auto: logarithmic when Max/Min >= this and Min > 0 */
 
-static const char *tuning__str(json_t *o, const char *k)
+static const char *tuning_str(json_t *o, const char *k)
 {
     return json_string_value(json_object_get(o, k));
 }
 
 /* Parses a MinValue/MaxValue string ("1e-3", "10") strictly. 0 or -1. */
-static int tuning__num(const char *s, double *out)
+static int tuning_num(const char *s, double *out)
 {
     char *end;
     double v;
@@ -35,11 +35,11 @@ static int tuning__num(const char *s, double *out)
     return 0;
 }
 
-static int tuning__add_numeric(struct tuning_space *sp, json_t *r, enum tuning_kind kind,
-                               const char *field, struct ty_err *err)
+static int tuning_add_numeric(struct tuning_space *sp, json_t *r, enum tuning_kind kind,
+                              const char *field, struct ty_err *err)
 {
     struct tuning_param *p;
-    const char *name = tuning__str(r, "Name"), *scale = tuning__str(r, "ScalingType");
+    const char *name = tuning_str(r, "Name"), *scale = tuning_str(r, "ScalingType");
 
     if (sp->n >= TUNING_MAX_PARAMS)
         return ty_err_set(err, TY_EINVAL, field, "The total number of ranges must not exceed %d.",
@@ -48,8 +48,8 @@ static int tuning__add_numeric(struct tuning_space *sp, json_t *r, enum tuning_k
     memset(p, 0, sizeof(*p));
     snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
     p->kind = kind;
-    if (tuning__num(tuning__str(r, "MinValue"), &p->lo) ||
-        tuning__num(tuning__str(r, "MaxValue"), &p->hi))
+    if (tuning_num(tuning_str(r, "MinValue"), &p->lo) ||
+        tuning_num(tuning_str(r, "MaxValue"), &p->hi))
         return ty_err_set(err, TY_EINVAL, field,
                           "The MinValue and MaxValue of hyperparameter '%s' must be numbers.",
                           p->name);
@@ -103,12 +103,12 @@ int tuning_space_parse(json_t *ranges, struct tuning_space *sp, struct ty_err *e
     memset(sp, 0, sizeof(*sp));
     json_array_foreach(json_object_get(ranges, "IntegerParameterRanges"), i, r)
     {
-        if ((rc = tuning__add_numeric(sp, r, TUNING_INTEGER, "IntegerParameterRanges", err)))
+        if ((rc = tuning_add_numeric(sp, r, TUNING_INTEGER, "IntegerParameterRanges", err)))
             return rc;
     }
     json_array_foreach(json_object_get(ranges, "ContinuousParameterRanges"), i, r)
     {
-        if ((rc = tuning__add_numeric(sp, r, TUNING_CONTINUOUS, "ContinuousParameterRanges", err)))
+        if ((rc = tuning_add_numeric(sp, r, TUNING_CONTINUOUS, "ContinuousParameterRanges", err)))
             return rc;
     }
     json_array_foreach(json_object_get(ranges, "CategoricalParameterRanges"), i, r)
@@ -122,7 +122,7 @@ int tuning_space_parse(json_t *ranges, struct tuning_space *sp, struct ty_err *e
         p = &sp->p[sp->n];
         memset(p, 0, sizeof(*p));
         snprintf(p->name, sizeof(p->name), "%s",
-                 tuning__str(r, "Name") ? tuning__str(r, "Name") : "");
+                 tuning_str(r, "Name") ? tuning_str(r, "Name") : "");
         p->kind = TUNING_CATEGORICAL;
         sp->n++;
         json_array_foreach(vals, k, v)
@@ -148,7 +148,7 @@ int tuning_space_parse(json_t *ranges, struct tuning_space *sp, struct ty_err *e
     return 0;
 }
 
-static double tuning__clamp(double u)
+static double tuning_clamp(double u)
 {
     return u < 0 ? 0 : u > 1 ? 1 : u;
 }
@@ -156,7 +156,7 @@ static double tuning__clamp(double u)
 double tuning_param_value(const struct tuning_param *p, double u)
 {
     double x;
-    u = tuning__clamp(u);
+    u = tuning_clamp(u);
     if (p->kind == TUNING_CATEGORICAL) {
         int k = (int)floor(u * p->nvalues);
         return k >= p->nvalues ? p->nvalues - 1 : k;
@@ -198,15 +198,15 @@ double tuning_param_unit(const struct tuning_param *p, double x, const char *s)
     if (x > p->hi)
         x = p->hi;
     if (p->kind == TUNING_INTEGER && p->scale == TUNING_LINEAR)
-        return tuning__clamp((x - p->lo + 0.5) / (p->hi - p->lo + 1));
+        return tuning_clamp((x - p->lo + 0.5) / (p->hi - p->lo + 1));
     switch (p->scale) {
     case TUNING_LOG:
-        return tuning__clamp((log(x) - log(p->lo)) / (log(p->hi) - log(p->lo)));
+        return tuning_clamp((log(x) - log(p->lo)) / (log(p->hi) - log(p->lo)));
     case TUNING_REVLOG:
-        return tuning__clamp((log(1.0 - x) - log(1.0 - p->lo)) /
-                             (log(1.0 - p->hi) - log(1.0 - p->lo)));
+        return tuning_clamp((log(1.0 - x) - log(1.0 - p->lo)) /
+                            (log(1.0 - p->hi) - log(1.0 - p->lo)));
     default:
-        return tuning__clamp((x - p->lo) / (p->hi - p->lo));
+        return tuning_clamp((x - p->lo) / (p->hi - p->lo));
     }
 }
 
@@ -242,7 +242,7 @@ int tuning_point_of(const struct tuning_space *sp, json_t *hp, double *u)
                 return -1;
             continue;
         }
-        if (!s || tuning__num(s, &x) != 0)
+        if (!s || tuning_num(s, &x) != 0)
             x = (p->lo + p->hi) / 2;
         u[i] = tuning_param_unit(p, x, NULL);
     }
@@ -250,7 +250,7 @@ int tuning_point_of(const struct tuning_space *sp, json_t *hp, double *u)
 }
 
 /* Number of distinct values of a grid dimension; 0 for continuous. */
-static long long tuning__levels(const struct tuning_param *p)
+static long long tuning_levels(const struct tuning_param *p)
 {
     if (p->kind == TUNING_CATEGORICAL)
         return p->nvalues;
@@ -263,7 +263,7 @@ long long tuning_grid_size(const struct tuning_space *sp)
 {
     long long n = 1;
     for (int i = 0; i < sp->n; i++) {
-        long long l = tuning__levels(&sp->p[i]);
+        long long l = tuning_levels(&sp->p[i]);
         if (l <= 0)
             return 0;
         if (n > 1000000000LL / l)
@@ -277,7 +277,7 @@ void tuning_grid_point(const struct tuning_space *sp, long long index, double *u
 {
     for (int i = 0; i < sp->n; i++) {
         const struct tuning_param *p = &sp->p[i];
-        long long l = tuning__levels(p), k;
+        long long l = tuning_levels(p), k;
         if (l <= 0)
             l = 1;
         k = index % l;
@@ -289,7 +289,7 @@ void tuning_grid_point(const struct tuning_space *sp, long long index, double *u
     }
 }
 
-static uint64_t tuning__splitmix(uint64_t *x)
+static uint64_t tuning_splitmix(uint64_t *x)
 {
     uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -303,7 +303,7 @@ uint64_t tuning_rand_seed(const char *name, long long index)
     for (const unsigned char *p = (const unsigned char *)(name ? name : ""); *p; p++)
         h = (h ^ *p) * 1099511628211ULL;
     h ^= (uint64_t)index * 0xD1B54A32D192ED03ULL;
-    h = tuning__splitmix(&h);
+    h = tuning_splitmix(&h);
     return h ? h : 1;
 }
 
@@ -327,7 +327,7 @@ struct tuning_gp {
     double ls;
 };
 
-static double tuning__kernel(const double *a, const double *b, int d, double ls)
+static double tuning_kernel(const double *a, const double *b, int d, double ls)
 {
     double r2 = 0, r;
     for (int i = 0; i < d; i++)
@@ -337,7 +337,7 @@ static double tuning__kernel(const double *a, const double *b, int d, double ls)
 }
 
 /* In-place Cholesky of the m x m matrix a (lower). 0, or -1 when not positive definite. */
-static int tuning__cholesky(double *a, int m)
+static int tuning_cholesky(double *a, int m)
 {
     for (int j = 0; j < m; j++) {
         double s = a[j * m + j];
@@ -359,7 +359,7 @@ static int tuning__cholesky(double *a, int m)
 }
 
 /* Solves L z = b (forward) into z. */
-static void tuning__fwd(const double *L, int m, const double *b, double *z)
+static void tuning_fwd(const double *L, int m, const double *b, double *z)
 {
     for (int i = 0; i < m; i++) {
         double s = b[i];
@@ -370,7 +370,7 @@ static void tuning__fwd(const double *L, int m, const double *b, double *z)
 }
 
 /* Solves L^T z = b (backward) into z. */
-static void tuning__bwd(const double *L, int m, const double *b, double *z)
+static void tuning_bwd(const double *L, int m, const double *b, double *z)
 {
     for (int i = m - 1; i >= 0; i--) {
         double s = b[i];
@@ -381,7 +381,7 @@ static void tuning__bwd(const double *L, int m, const double *b, double *z)
 }
 
 /* Fits the GP with length scale ls; returns the log marginal likelihood (-inf on failure). */
-static double tuning__gp_fit(struct tuning_gp *g, const double *y, double ls)
+static double tuning_gp_fit(struct tuning_gp *g, const double *y, double ls)
 {
     int m = g->m;
     double *tmp = malloc(sizeof(double) * (size_t)m), lml = 0;
@@ -390,36 +390,36 @@ static double tuning__gp_fit(struct tuning_gp *g, const double *y, double ls)
     g->ls = ls;
     for (int i = 0; i < m; i++)
         for (int j = 0; j < m; j++)
-            g->L[i * m + j] = tuning__kernel(&g->x[i * g->d], &g->x[j * g->d], g->d, ls) +
+            g->L[i * m + j] = tuning_kernel(&g->x[i * g->d], &g->x[j * g->d], g->d, ls) +
                               (i == j ? TUNING_NOISE : 0);
-    if (tuning__cholesky(g->L, m) != 0) {
+    if (tuning_cholesky(g->L, m) != 0) {
         free(tmp);
         return -INFINITY;
     }
-    tuning__fwd(g->L, m, y, tmp);
-    tuning__bwd(g->L, m, tmp, g->alpha);
+    tuning_fwd(g->L, m, y, tmp);
+    tuning_bwd(g->L, m, tmp, g->alpha);
     for (int i = 0; i < m; i++)
         lml -= 0.5 * y[i] * g->alpha[i] + log(g->L[i * m + i]);
     free(tmp);
     return lml;
 }
 
-static void tuning__gp_predict(const struct tuning_gp *g, const double *u, double *kv, double *z,
-                               double *mu, double *sd)
+static void tuning_gp_predict(const struct tuning_gp *g, const double *u, double *kv, double *z,
+                              double *mu, double *sd)
 {
     double v = 1.0 + TUNING_NOISE, mean = 0;
     for (int i = 0; i < g->m; i++) {
-        kv[i] = tuning__kernel(u, &g->x[i * g->d], g->d, g->ls);
+        kv[i] = tuning_kernel(u, &g->x[i * g->d], g->d, g->ls);
         mean += kv[i] * g->alpha[i];
     }
-    tuning__fwd(g->L, g->m, kv, z);
+    tuning_fwd(g->L, g->m, kv, z);
     for (int i = 0; i < g->m; i++)
         v -= z[i] * z[i];
     *mu = mean;
     *sd = v > 1e-12 ? sqrt(v) : 1e-6;
 }
 
-static double tuning__ei(double mu, double sd, double best)
+static double tuning_ei(double mu, double sd, double best)
 {
     double imp = best - mu - TUNING_XI, zz = imp / sd;
     double cdf = 0.5 * erfc(-zz / sqrt(2.0)), pdf = exp(-0.5 * zz * zz) / sqrt(2.0 * M_PI);
@@ -427,8 +427,8 @@ static double tuning__ei(double mu, double sd, double best)
 }
 
 /* Bayesian suggestion; returns -1 when it cannot fit (the caller falls back to random). */
-static int tuning__bayes(const struct tuning_space *sp, uint64_t *rng, const struct tuning_obs *obs,
-                         size_t nobs, double *u)
+static int tuning_bayes(const struct tuning_space *sp, uint64_t *rng, const struct tuning_obs *obs,
+                        size_t nobs, double *u)
 {
     static const double scales[] = {0.1, 0.2, 0.35, 0.6, 1.0};
     int d = sp->n, m = 0, rc = -1, best_i = 0;
@@ -477,13 +477,13 @@ static int tuning__bayes(const struct tuning_space *sp, uint64_t *rng, const str
     g.d = d;
     g.x = x;
     for (size_t s = 0; s < sizeof(scales) / sizeof(scales[0]); s++) {
-        double lml = tuning__gp_fit(&g, y, scales[s]);
+        double lml = tuning_gp_fit(&g, y, scales[s]);
         if (lml > best_lml) {
             best_lml = lml;
             best_ls = scales[s];
         }
     }
-    if (!isfinite(best_lml) || !isfinite(tuning__gp_fit(&g, y, best_ls)))
+    if (!isfinite(best_lml) || !isfinite(tuning_gp_fit(&g, y, best_ls)))
         goto out;
     for (int c = 0; c < TUNING_CANDIDATES + TUNING_LOCAL; c++) {
         double mu, sd, ei;
@@ -493,11 +493,11 @@ static int tuning__bayes(const struct tuning_space *sp, uint64_t *rng, const str
             } else { /* a Gaussian step (Box-Muller) around the best point */
                 double r1 = tuning_rand_unit(rng), r2 = tuning_rand_unit(rng);
                 double step = sqrt(-2.0 * log(r1 > 1e-300 ? r1 : 1e-300)) * cos(2 * M_PI * r2);
-                cand[i] = tuning__clamp(x[best_i * d + i] + 0.08 * step);
+                cand[i] = tuning_clamp(x[best_i * d + i] + 0.08 * step);
             }
         }
-        tuning__gp_predict(&g, cand, kv, z, &mu, &sd);
-        ei = tuning__ei(mu, sd, best_y);
+        tuning_gp_predict(&g, cand, kv, z, &mu, &sd);
+        ei = tuning_ei(mu, sd, best_y);
         if (ei > best_ei) {
             best_ei = ei;
             memcpy(u, cand, sizeof(double) * (size_t)d);
@@ -521,10 +521,10 @@ void tuning_suggest(enum tuning_strategy_kind k, const struct tuning_space *sp, 
     for (int i = 0; i < sp->n; i++)
         u[i] = tuning_rand_unit(&rng);
     if (k == TUNING_BAYESIAN)
-        tuning__bayes(sp, &rng, obs, nobs, u); /* keeps the random point when it cannot fit */
+        tuning_bayes(sp, &rng, obs, nobs, u); /* keeps the random point when it cannot fit */
 }
 
-static int tuning__cmp(const void *a, const void *b)
+static int tuning_cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -551,7 +551,7 @@ int tuning_median_stop(const double *mine, size_t t, const double *const *series
     }
     if (nm < 3)
         return 0;
-    qsort(means, nm, sizeof(double), tuning__cmp);
+    qsort(means, nm, sizeof(double), tuning_cmp);
     med = nm % 2 ? means[nm / 2] : (means[nm / 2 - 1] + means[nm / 2]) / 2;
     return best > med;
 }

@@ -16,8 +16,8 @@
 #include "s3uri.h"
 
 /* s3:PutObject on "<uri's key without trailing '/'>/<job>/<sub>" (uri: an S3 URI). */
-static int access__put_under(struct store *s, const struct spec *sp, const char *uri,
-                             const char *sub, struct ty_err *err)
+static int access_put_under(struct store *s, const struct spec *sp, const char *uri,
+                            const char *sub, struct ty_err *err)
 {
     char bucket[256], prefix[1100], key[1400];
     size_t pl;
@@ -41,7 +41,7 @@ int access_job_outputs(struct store *s, const struct spec *sp, struct ty_err *er
         const char *files[2] = {sp->output_uncompressed ? "output/model/" : "output/model.tar.gz",
                                 sp->output_uncompressed ? "output/data/" : "output/output.tar.gz"};
         for (int i = 0; i < 2; i++)
-            if ((rc = access__put_under(s, sp, sp->output_path, files[i], err)) != 0)
+            if ((rc = access_put_under(s, sp, sp->output_path, files[i], err)) != 0)
                 return rc;
     }
     if (sp->checkpoint_uri[0]) {
@@ -49,11 +49,11 @@ int access_job_outputs(struct store *s, const struct spec *sp, struct ty_err *er
         if (s3uri_parse(sp->checkpoint_uri, bucket, sizeof(bucket), prefix, sizeof(prefix)) == 0 &&
             (rc = authz_s3_check(s, sp->role_arn, "s3:ListBucket", bucket, prefix, err)) != 0)
             return rc;
-        if ((rc = access__put_under(s, sp, sp->checkpoint_uri, NULL, err)) != 0)
+        if ((rc = access_put_under(s, sp, sp->checkpoint_uri, NULL, err)) != 0)
             return rc;
     }
     if (sp->profiler_uri[0] &&
-        (rc = access__put_under(s, sp, sp->profiler_uri, "profiler-output/", err)) != 0)
+        (rc = access_put_under(s, sp, sp->profiler_uri, "profiler-output/", err)) != 0)
         return rc;
     return 0;
 }

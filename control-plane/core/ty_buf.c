@@ -33,7 +33,7 @@ void ty_buf_reset(struct ty_buf *b)
         b->data[0] = '\0';
 }
 
-static int ty__buf_reserve(struct ty_buf *b, size_t extra)
+static int ty_buf_reserve(struct ty_buf *b, size_t extra)
 {
     size_t need, cap;
     char *p;
@@ -56,7 +56,7 @@ static int ty__buf_reserve(struct ty_buf *b, size_t extra)
 
 int ty_buf_append(struct ty_buf *b, const void *p, size_t n)
 {
-    int rc = ty__buf_reserve(b, n);
+    int rc = ty_buf_reserve(b, n);
     if (rc)
         return rc;
     if (n)
@@ -81,7 +81,7 @@ int ty_buf_printf(struct ty_buf *b, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return -TY_EINVAL;
-    rc = ty__buf_reserve(b, (size_t)n);
+    rc = ty_buf_reserve(b, (size_t)n);
     if (rc)
         return rc;
     va_start(ap, fmt);
@@ -94,7 +94,7 @@ int ty_buf_printf(struct ty_buf *b, const char *fmt, ...)
 /* XML text (html 0): characters XML 1.0 cannot carry are dropped, '\r' kept as "&#13;".
    HTML text (html 1): "&#39;" for the apostrophe, control characters but '\t' and '\n' as
    U+FFFD (what a browser would show for them). */
-static int ty_buf__escape(struct ty_buf *b, const char *s, int html)
+static int ty_buf_escape(struct ty_buf *b, const char *s, int html)
 {
     int rc = 0;
     for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && !rc; p++) {
@@ -128,12 +128,12 @@ static int ty_buf__escape(struct ty_buf *b, const char *s, int html)
 
 int ty_buf_put_xml(struct ty_buf *b, const char *s)
 {
-    return ty_buf__escape(b, s, 0);
+    return ty_buf_escape(b, s, 0);
 }
 
 int ty_buf_put_html(struct ty_buf *b, const char *s)
 {
-    return ty_buf__escape(b, s, 1);
+    return ty_buf_escape(b, s, 1);
 }
 
 char *ty_buf_steal(struct ty_buf *b)

@@ -14,19 +14,19 @@ struct ty__err_row {
     int http;
 };
 
-static const struct ty__err_row ty__err_rows[] = {
+static const struct ty__err_row ty_err_rows[] = {
 #define TY__ERR_ROW(name, num, desc, aws, http) {num, desc, aws, http},
     TY_ERR_MAP(TY__ERR_ROW)
 #undef TY__ERR_ROW
 };
 
-static const struct ty__err_row *ty__err_find(int code)
+static const struct ty__err_row *ty_err_find(int code)
 {
     if (code < 0)
         code = -code;
-    for (size_t i = 0; i < sizeof(ty__err_rows) / sizeof(ty__err_rows[0]); i++) {
-        if (ty__err_rows[i].code == code)
-            return &ty__err_rows[i];
+    for (size_t i = 0; i < sizeof(ty_err_rows) / sizeof(ty_err_rows[0]); i++) {
+        if (ty_err_rows[i].code == code)
+            return &ty_err_rows[i];
     }
     return NULL;
 }
@@ -57,18 +57,18 @@ int ty_err_set(struct ty_err *err, int code, const char *field, const char *fmt,
 
 const char *ty_strerror(int code)
 {
-    const struct ty__err_row *r = ty__err_find(code);
+    const struct ty__err_row *r = ty_err_find(code);
     return r ? r->desc : "unknown error";
 }
 
 const char *ty_err_aws_name(int code)
 {
-    const struct ty__err_row *r = ty__err_find(code);
+    const struct ty__err_row *r = ty_err_find(code);
     return r ? r->aws : "InternalFailure";
 }
 
 int ty_err_http_status(int code)
 {
-    const struct ty__err_row *r = ty__err_find(code);
+    const struct ty__err_row *r = ty_err_find(code);
     return r ? r->http : 500;
 }

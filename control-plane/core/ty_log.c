@@ -12,12 +12,12 @@
 
 int ty_log_level = TY_LOG_INFO;
 
-static const char *const ty__log_names[] = {"debug", "info", "warn", "error"};
+static const char *const ty_log_names[] = {"debug", "info", "warn", "error"};
 
 int ty_log_set_level(const char *name)
 {
     for (int i = 0; i < 4; i++) {
-        if (strcmp(name, ty__log_names[i]) == 0) {
+        if (strcmp(name, ty_log_names[i]) == 0) {
             ty_log_level = i;
             return 0;
         }
@@ -40,7 +40,7 @@ void ty_log_write(int level, const char *event, const char *fmt, ...)
     gmtime_r(&tv.tv_sec, &tm);
     n = strftime(line, sizeof(line), "ts=%Y-%m-%dT%H:%M:%S", &tm);
     w = snprintf(line + n, sizeof(line) - n, ".%03dZ level=%s event=%s ", (int)(tv.tv_usec / 1000),
-                 ty__log_names[level], event);
+                 ty_log_names[level], event);
     if (w > 0)
         n += (size_t)w < sizeof(line) - n ? (size_t)w : sizeof(line) - n - 1;
     va_start(ap, fmt);

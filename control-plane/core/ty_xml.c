@@ -46,7 +46,7 @@ const char *ty_xml_find(const char *p, const char *end, const char *tag, const c
     return NULL;
 }
 
-static void ty_xml__utf8(struct ty_buf *b, unsigned long cp)
+static void ty_xml_utf8(struct ty_buf *b, unsigned long cp)
 {
     unsigned char o[4];
     if (cp < 0x80) {
@@ -106,7 +106,7 @@ char *ty_xml_text(const char *p, const char *end)
                 cp = strtoul(num, &e, hex ? 16 : 10);
                 if (*e || cp == 0 || cp > 0x10ffff)
                     goto bad;
-                ty_xml__utf8(&b, cp);
+                ty_xml_utf8(&b, cp);
             } else {
                 goto bad;
             }

@@ -42,9 +42,9 @@
 #define CW_OUT_MAX  (16u * 1024 * 1024)
 
 /* err with the CloudWatch code in field (cloudwatch.h). */
-static int cw__fail(struct ty_err *err, const char *code, const char *fmt, ...)
+static int cw_fail(struct ty_err *err, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static int cw__fail(struct ty_err *err, const char *code, const char *fmt, ...)
+static int cw_fail(struct ty_err *err, const char *code, const char *fmt, ...)
 {
     va_list ap;
     err->code = TY_EINVAL;
@@ -57,7 +57,7 @@ static int cw__fail(struct ty_err *err, const char *code, const char *fmt, ...)
 
 /* ---- the query form ---- */
 
-static int cw__hex(int c)
+static int cw_hex(int c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -66,7 +66,7 @@ static int cw__hex(int c)
 }
 
 /* new: s[0..n) percent- and '+'-decoded. */
-static char *cw__decode(const char *s, size_t n)
+static char *cw_decode(const char *s, size_t n)
 {
     char *o = malloc(n + 1), *p = o;
     if (!o)
@@ -74,8 +74,8 @@ static char *cw__decode(const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '+') {
             *p++ = ' ';
-        } else if (s[i] == '%' && i + 2 < n && cw__hex(s[i + 1]) >= 0 && cw__hex(s[i + 2]) >= 0) {
-            *p++ = (char)(cw__hex(s[i + 1]) * 16 + cw__hex(s[i + 2]));
+        } else if (s[i] == '%' && i + 2 < n && cw_hex(s[i + 1]) >= 0 && cw_hex(s[i + 2]) >= 0) {
+            *p++ = (char)(cw_hex(s[i + 1]) * 16 + cw_hex(s[i + 2]));
             i += 2;
         } else {
             *p++ = s[i];
@@ -86,7 +86,7 @@ static char *cw__decode(const char *s, size_t n)
 }
 
 /* Sets key path k (dotted, decoded) to string v in root. */
-static void cw__set_path(json_t *root, char *k, const char *v)
+static void cw_set_path(json_t *root, char *k, const char *v)
 {
     char *segs[32];
     int n = 0;
@@ -137,21 +137,21 @@ static void cw__set_path(json_t *root, char *k, const char *v)
 }
 
 /* Drops the null holes left by sparse member indexes. */
-static void cw__compact(json_t *v)
+static void cw_compact(json_t *v)
 {
     const char *k;
     json_t *c;
     if (json_is_object(v)) {
         json_object_foreach(v, k, c)
         {
-            cw__compact(c);
+            cw_compact(c);
         }
     } else if (json_is_array(v)) {
         for (size_t i = json_array_size(v); i > 0; i--) {
             if (json_is_null(json_array_get(v, i - 1)))
                 json_array_remove(v, i - 1);
             else
-                cw__compact(json_array_get(v, i - 1));
+                cw_compact(json_array_get(v, i - 1));
         }
     }
 }
@@ -168,15 +168,15 @@ json_t *cloudwatch_form_to_json(const char *s, size_t n)
             j++;
         for (eq = i; eq < j && s[eq] != '='; eq++)
             ;
-        k = cw__decode(s + i, eq - i);
-        v = cw__decode(eq < j ? s + eq + 1 : "", eq < j ? j - eq - 1 : 0);
+        k = cw_decode(s + i, eq - i);
+        v = cw_decode(eq < j ? s + eq + 1 : "", eq < j ? j - eq - 1 : 0);
         if (k && v && *k && strcmp(k, "Action") != 0 && strcmp(k, "Version") != 0)
-            cw__set_path(root, k, v);
+            cw_set_path(root, k, v);
         free(k);
         free(v);
         i = j + 1;
     }
-    cw__compact(root);
+    cw_compact(root);
     return root;
 }
 
@@ -226,7 +226,7 @@ int cloudwatch_time(json_t *v, double *out)
 }
 
 /* A number member (JSON number or numeric string). 0 or -1 (absent or not a number). */
-static int cw__num(json_t *in, const char *k, double *out)
+static int cw_num(json_t *in, const char *k, double *out)
 {
     json_t *v = json_object_get(in, k);
     const char *s = json_string_value(v);
@@ -241,13 +241,13 @@ static int cw__num(json_t *in, const char *k, double *out)
     return *end == '\0' && isfinite(*out) ? 0 : -1;
 }
 
-static const char *cw__str(json_t *in, const char *k)
+static const char *cw_str(json_t *in, const char *k)
 {
     return json_string_value(json_object_get(in, k));
 }
 
 /* The percentile of an ExtendedStatistics/Stat name "p90", "p99.9"; -1 when not one. */
-static double cw__pct(const char *st)
+static double cw_pct(const char *st)
 {
     char *end;
     double p;
@@ -257,7 +257,7 @@ static double cw__pct(const char *st)
     return *end == '\0' && p >= 0 && p <= 100 ? p : -1;
 }
 
-static int cw__is_stat(const char *st)
+static int cw_is_stat(const char *st)
 {
     static const char *const names[] = {"SampleCount", "Average", "Sum", "Minimum", "Maximum"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -266,19 +266,19 @@ static int cw__is_stat(const char *st)
     return 0;
 }
 
-static int cw__cmpd(const void *a, const void *b)
+static int cw_cmpd(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
 /* The statistic st of v[0..n) (n > 0; v is sorted in place for percentiles). */
-static double cw__stat(const char *st, double *v, size_t n)
+static double cw_stat(const char *st, double *v, size_t n)
 {
-    double s = 0, mn = INFINITY, mx = -INFINITY, p = cw__pct(st);
+    double s = 0, mn = INFINITY, mx = -INFINITY, p = cw_pct(st);
     if (p >= 0) {
         double rank;
-        qsort(v, n, sizeof(double), cw__cmpd);
+        qsort(v, n, sizeof(double), cw_cmpd);
         rank = p / 100.0 * (double)(n - 1);
         return v[(size_t)floor(rank)] +
                (rank - floor(rank)) * (v[(size_t)ceil(rank)] - v[(size_t)floor(rank)]);
@@ -300,44 +300,44 @@ static double cw__stat(const char *st, double *v, size_t n)
 }
 
 /* Period: >= 1; below 60 one of 1, 5, 10, 30; otherwise a multiple of 60 (AWS's rule). */
-static int cw__period(json_t *in, const char *field, long *out, struct ty_err *err)
+static int cw_period(json_t *in, const char *field, long *out, struct ty_err *err)
 {
     double p;
-    if (cw__num(in, field, &p) != 0)
+    if (cw_num(in, field, &p) != 0)
         return json_object_get(in, field)
-                   ? cw__fail(err, "InvalidParameterValue", "The parameter %s must be an integer.",
-                              field)
-                   : cw__fail(err, "MissingParameter", "The parameter %s is required.", field);
+                   ? cw_fail(err, "InvalidParameterValue", "The parameter %s must be an integer.",
+                             field)
+                   : cw_fail(err, "MissingParameter", "The parameter %s is required.", field);
     if (p < 1 || p != floor(p) || (p < 60 && p != 1 && p != 5 && p != 10 && p != 30) ||
         (p >= 60 && fmod(p, 60) != 0))
-        return cw__fail(err, "InvalidParameterValue",
-                        "The parameter %s must be 1, 5, 10, 30 or a multiple of 60.", field);
+        return cw_fail(err, "InvalidParameterValue",
+                       "The parameter %s must be 1, 5, 10, 30 or a multiple of 60.", field);
     *out = (long)p;
     return 0;
 }
 
-static int cw__times(json_t *in, double *t0, double *t1, struct ty_err *err)
+static int cw_times(json_t *in, double *t0, double *t1, struct ty_err *err)
 {
     if (!json_object_get(in, "StartTime"))
-        return cw__fail(err, "MissingParameter", "The parameter %s is required.", "StartTime");
+        return cw_fail(err, "MissingParameter", "The parameter %s is required.", "StartTime");
     if (!json_object_get(in, "EndTime"))
-        return cw__fail(err, "MissingParameter", "The parameter %s is required.", "EndTime");
+        return cw_fail(err, "MissingParameter", "The parameter %s is required.", "EndTime");
     if (cloudwatch_time(json_object_get(in, "StartTime"), t0) != 0)
-        return cw__fail(err, "InvalidParameterValue", "The parameter %s must be a timestamp.",
-                        "StartTime");
+        return cw_fail(err, "InvalidParameterValue", "The parameter %s must be a timestamp.",
+                       "StartTime");
     if (cloudwatch_time(json_object_get(in, "EndTime"), t1) != 0)
-        return cw__fail(err, "InvalidParameterValue", "The parameter %s must be a timestamp.",
-                        "EndTime");
+        return cw_fail(err, "InvalidParameterValue", "The parameter %s must be a timestamp.",
+                       "EndTime");
     *t0 = floor(*t0 * 1000.0) / 1000.0; /* the series keep milliseconds */
     if (*t0 >= *t1)
-        return cw__fail(err, "InvalidParameterValue",
-                        "The parameter StartTime must be less than the parameter EndTime.");
+        return cw_fail(err, "InvalidParameterValue",
+                       "The parameter StartTime must be less than the parameter EndTime.");
     return 0;
 }
 
 /* The metric's points in [t0, t1). new: *pts. */
-static int cw__points(struct store *s, const char *ns, const char *metric, json_t *dims, double t0,
-                      double t1, struct store_metric_point **pts, size_t *n, struct ty_err *err)
+static int cw_points(struct store *s, const char *ns, const char *metric, json_t *dims, double t0,
+                     double t1, struct store_metric_point **pts, size_t *n, struct ty_err *err)
 {
     char *id = store_metrics_id(ns, metric, dims);
     int rc;
@@ -374,18 +374,18 @@ static char *cw_token_decode(const char *kind, const char *t, struct ty_err *err
 
     if (strncmp(t, kind, k) != 0 || t[k] != '.' || (n = strlen(t + k + 1)) % 2 != 0 || n == 0 ||
         !(s = malloc(n / 2 + 1))) {
-        cw__fail(err, "InvalidNextToken",
-                 "The service couldn't process your request because "
-                 "the NextToken is invalid.");
+        cw_fail(err, "InvalidNextToken",
+                "The service couldn't process your request because "
+                "the NextToken is invalid.");
         return NULL;
     }
     for (size_t i = 0; i < n / 2; i++) {
-        int hi = cw__hex(t[k + 1 + 2 * i]), lo = cw__hex(t[k + 2 + 2 * i]);
+        int hi = cw_hex(t[k + 1 + 2 * i]), lo = cw_hex(t[k + 2 + 2 * i]);
         if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
             free(s);
-            cw__fail(err, "InvalidNextToken",
-                     "The service couldn't process your request "
-                     "because the NextToken is invalid.");
+            cw_fail(err, "InvalidNextToken",
+                    "The service couldn't process your request "
+                    "because the NextToken is invalid.");
             return NULL;
         }
         s[i] = (char)(hi * 16 + lo);
@@ -407,7 +407,7 @@ static int cw_listed_cmp(const void *a, const void *b)
 int cloudwatch_list_metrics(struct store *s, json_t *in, double now, json_t **out,
                             struct ty_err *err)
 {
-    const char *recent = cw__str(in, "RecentlyActive"), *tok = cw__str(in, "NextToken");
+    const char *recent = cw_str(in, "RecentlyActive"), *tok = cw_str(in, "NextToken");
     struct cw_listed *l = NULL;
     char *after = NULL;
     json_t *all, *m, *page;
@@ -416,13 +416,13 @@ int cloudwatch_list_metrics(struct store *s, json_t *in, double now, json_t **ou
 
     if (recent) {
         if (strcmp(recent, "PT3H") != 0)
-            return cw__fail(err, "InvalidParameterValue",
-                            "The parameter RecentlyActive must be PT3H.");
+            return cw_fail(err, "InvalidParameterValue",
+                           "The parameter RecentlyActive must be PT3H.");
         since = (int64_t)((now - CW_RECENT_S) * 1000);
     }
     if (tok && *tok && !(after = cw_token_decode("lm", tok, err)))
         return -TY_EINVAL;
-    all = store_metrics_list(s, cw__str(in, "Namespace"), cw__str(in, "MetricName"),
+    all = store_metrics_list(s, cw_str(in, "Namespace"), cw_str(in, "MetricName"),
                              json_object_get(in, "Dimensions"), since, (size_t)-1, err);
     if (!all) {
         free(after);
@@ -472,7 +472,7 @@ oom:
 
 int cloudwatch_get_metric_statistics(struct store *s, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *ns = cw__str(in, "Namespace"), *metric = cw__str(in, "MetricName");
+    const char *ns = cw_str(in, "Namespace"), *metric = cw_str(in, "MetricName");
     json_t *stats = json_object_get(in, "Statistics"),
            *ext = json_object_get(in, "ExtendedStatistics");
     json_t *v, *dps;
@@ -483,42 +483,42 @@ int cloudwatch_get_metric_statistics(struct store *s, json_t *in, json_t **out, 
     int rc;
 
     if (!ns)
-        return cw__fail(err, "MissingParameter", "The parameter %s is required.", "Namespace");
+        return cw_fail(err, "MissingParameter", "The parameter %s is required.", "Namespace");
     if (!metric)
-        return cw__fail(err, "MissingParameter", "The parameter %s is required.", "MetricName");
-    if ((rc = cw__times(in, &t0, &t1, err)) || (rc = cw__period(in, "Period", &period, err)))
+        return cw_fail(err, "MissingParameter", "The parameter %s is required.", "MetricName");
+    if ((rc = cw_times(in, &t0, &t1, err)) || (rc = cw_period(in, "Period", &period, err)))
         return rc;
     if (json_array_size(stats) + json_array_size(ext) == 0)
-        return cw__fail(err, "MissingParameter",
-                        "Must specify either Statistics or ExtendedStatistics, but not both.");
+        return cw_fail(err, "MissingParameter",
+                       "Must specify either Statistics or ExtendedStatistics, but not both.");
     if (json_array_size(stats) > 0 && json_array_size(ext) > 0)
-        return cw__fail(err, "InvalidParameterCombination",
-                        "Must specify either Statistics or ExtendedStatistics, but not both.");
+        return cw_fail(err, "InvalidParameterCombination",
+                       "Must specify either Statistics or ExtendedStatistics, but not both.");
     json_array_foreach(stats, i, v)
     {
-        if (!cw__is_stat(json_string_value(v)))
-            return cw__fail(err, "InvalidParameterValue",
-                            "The parameter Statistics contains the invalid value '%s'.",
-                            json_string_value(v));
+        if (!cw_is_stat(json_string_value(v)))
+            return cw_fail(err, "InvalidParameterValue",
+                           "The parameter Statistics contains the invalid value '%s'.",
+                           json_string_value(v));
     }
     json_array_foreach(ext, i, v)
     {
-        if (cw__pct(json_string_value(v)) < 0)
-            return cw__fail(err, "InvalidParameterValue",
-                            "The parameter ExtendedStatistics contains the invalid value '%s'.",
-                            json_string_value(v));
+        if (cw_pct(json_string_value(v)) < 0)
+            return cw_fail(err, "InvalidParameterValue",
+                           "The parameter ExtendedStatistics contains the invalid value '%s'.",
+                           json_string_value(v));
     }
     nb = (size_t)ceil((t1 - t0) / (double)period);
     if (nb > CW_MAX_POINTS) {
         char msg[32];
         snprintf(msg, sizeof(msg), "%zu", nb);
-        return cw__fail(err, "InvalidParameterCombination",
-                        "You have requested up to %s datapoints, which exceeds the limit of 1440. "
-                        "You may reduce the datapoints requested by increasing Period, or "
-                        "decreasing the time range.",
-                        msg);
+        return cw_fail(err, "InvalidParameterCombination",
+                       "You have requested up to %s datapoints, which exceeds the limit of 1440. "
+                       "You may reduce the datapoints requested by increasing Period, or "
+                       "decreasing the time range.",
+                       msg);
     }
-    if ((rc = cw__points(s, ns, metric, json_object_get(in, "Dimensions"), t0, t1, &pts, &n, err)))
+    if ((rc = cw_points(s, ns, metric, json_object_get(in, "Dimensions"), t0, t1, &pts, &n, err)))
         return rc;
     vals = malloc(sizeof(double) * (n ? n : 1));
     dps = json_array();
@@ -541,14 +541,14 @@ int cloudwatch_get_metric_statistics(struct store *s, json_t *in, json_t **out, 
         json_array_foreach(stats, i, v)
         {
             json_object_set_new(dp, json_string_value(v),
-                                json_real(cw__stat(json_string_value(v), vals, k)));
+                                json_real(cw_stat(json_string_value(v), vals, k)));
         }
         if (json_array_size(ext) > 0) {
             json_t *es = json_object();
             json_array_foreach(ext, i, v)
             {
                 json_object_set_new(es, json_string_value(v),
-                                    json_real(cw__stat(json_string_value(v), vals, k)));
+                                    json_real(cw_stat(json_string_value(v), vals, k)));
             }
             json_object_set_new(dp, "ExtendedStatistics", es);
         }
@@ -563,24 +563,24 @@ int cloudwatch_get_metric_statistics(struct store *s, json_t *in, json_t **out, 
 int cloudwatch_get_metric_data(struct store *s, json_t *in, json_t **out, struct ty_err *err)
 {
     json_t *qs = json_object_get(in, "MetricDataQueries"), *q, *results;
-    const char *scan = cw__str(in, "ScanBy"), *tok = cw__str(in, "NextToken");
+    const char *scan = cw_str(in, "ScanBy"), *tok = cw_str(in, "NextToken");
     double t0, t1, maxdp = CW_MAX_DATA;
     size_t i, total = 0, skip = 0, seen = 0;
     int rc, desc = !scan || strcmp(scan, "TimestampAscending") != 0, more = 0;
 
     if (json_array_size(qs) == 0)
-        return cw__fail(err, "MissingParameter", "The parameter %s is required.",
-                        "MetricDataQueries");
+        return cw_fail(err, "MissingParameter", "The parameter %s is required.",
+                       "MetricDataQueries");
     if (json_array_size(qs) > CW_MAX_QUERIES)
-        return cw__fail(err, "InvalidParameterValue",
-                        "The collection MetricDataQueries must not have a size greater than 500.");
-    if ((rc = cw__times(in, &t0, &t1, err)))
+        return cw_fail(err, "InvalidParameterValue",
+                       "The collection MetricDataQueries must not have a size greater than 500.");
+    if ((rc = cw_times(in, &t0, &t1, err)))
         return rc;
-    if (cw__num(in, "MaxDatapoints", &maxdp) != 0)
+    if (cw_num(in, "MaxDatapoints", &maxdp) != 0)
         maxdp = CW_MAX_DATA;
     if (maxdp < 1)
-        return cw__fail(err, "InvalidParameterValue",
-                        "The parameter MaxDatapoints must be greater than 0.");
+        return cw_fail(err, "InvalidParameterValue",
+                       "The parameter MaxDatapoints must be greater than 0.");
     if (tok && *tok) {
         /* the data points already returned, in the order of the queries and of ScanBy: a
            page resumes after them (the same request with the NextToken, as CloudWatch asks) */
@@ -591,9 +591,9 @@ int cloudwatch_get_metric_data(struct store *s, json_t *in, json_t **out, struct
         v = strtoull(sk, &end, 10);
         if (*end || end == sk) {
             free(sk);
-            return cw__fail(err, "InvalidNextToken",
-                            "The service couldn't process your request "
-                            "because the NextToken is invalid.");
+            return cw_fail(err, "InvalidNextToken",
+                           "The service couldn't process your request "
+                           "because the NextToken is invalid.");
         }
         free(sk);
         skip = (size_t)v;
@@ -603,41 +603,40 @@ int cloudwatch_get_metric_data(struct store *s, json_t *in, json_t **out, struct
     {
         json_t *ms = json_object_get(q, "MetricStat"), *metric = json_object_get(ms, "Metric");
         json_t *ts = json_array(), *vs = json_array(), *r;
-        const char *id = cw__str(q, "Id"), *stat = cw__str(ms, "Stat"),
-                   *label = cw__str(q, "Label");
+        const char *id = cw_str(q, "Id"), *stat = cw_str(ms, "Stat"), *label = cw_str(q, "Label");
         struct store_metric_point *pts = NULL;
         double *vals;
         size_t n = 0, start;
         long period;
-        const char *rd = cw__str(q, "ReturnData");
+        const char *rd = cw_str(q, "ReturnData");
         json_t *rdv = json_object_get(q, "ReturnData");
 
         if (!id) {
-            rc = cw__fail(err, "MissingParameter", "The parameter %s is required.",
-                          "MetricDataQueries.member.Id");
+            rc = cw_fail(err, "MissingParameter", "The parameter %s is required.",
+                         "MetricDataQueries.member.Id");
             goto bad;
         }
         if (!ms) {
-            rc = cw__fail(err, "InvalidParameterValue",
-                          "Metric math expressions are not supported here (query '%s' needs a "
-                          "MetricStat).",
-                          id);
+            rc = cw_fail(err, "InvalidParameterValue",
+                         "Metric math expressions are not supported here (query '%s' needs a "
+                         "MetricStat).",
+                         id);
             goto bad;
         }
-        if (!stat || (!cw__is_stat(stat) && cw__pct(stat) < 0)) {
-            rc = cw__fail(err, "InvalidParameterValue",
-                          "The value of Stat of query '%s' is not a valid statistic.", id);
+        if (!stat || (!cw_is_stat(stat) && cw_pct(stat) < 0)) {
+            rc = cw_fail(err, "InvalidParameterValue",
+                         "The value of Stat of query '%s' is not a valid statistic.", id);
             goto bad;
         }
-        if ((rc = cw__period(ms, "Period", &period, err)))
+        if ((rc = cw_period(ms, "Period", &period, err)))
             goto bad;
         if ((rdv && json_is_false(rdv)) || (rd && strcmp(rd, "false") == 0)) {
             json_decref(ts);
             json_decref(vs);
             continue;
         }
-        rc = cw__points(s, cw__str(metric, "Namespace"), cw__str(metric, "MetricName"),
-                        json_object_get(metric, "Dimensions"), t0, t1, &pts, &n, err);
+        rc = cw_points(s, cw_str(metric, "Namespace"), cw_str(metric, "MetricName"),
+                       json_object_get(metric, "Dimensions"), t0, t1, &pts, &n, err);
         if (rc)
             goto bad;
         vals = malloc(sizeof(double) * (n ? n : 1));
@@ -650,7 +649,7 @@ int cloudwatch_get_metric_data(struct store *s, json_t *in, json_t **out, struct
                 vals[k++] = pts[j++].value;
             start = j;
             json_array_append_new(ts, json_real(bstart));
-            json_array_append_new(vs, json_real(cw__stat(stat, vals, k)));
+            json_array_append_new(vs, json_real(cw_stat(stat, vals, k)));
         }
         free(vals);
         free(pts);
@@ -679,8 +678,7 @@ int cloudwatch_get_metric_data(struct store *s, json_t *in, json_t **out, struct
             vs = pts_v;
             r = json_pack(
                 "{s:s,s:s,s:o,s:o,s:s}", "Id", id, "Label",
-                label ? label
-                      : (cw__str(metric, "MetricName") ? cw__str(metric, "MetricName") : id),
+                label ? label : (cw_str(metric, "MetricName") ? cw_str(metric, "MetricName") : id),
                 "Timestamps", ts, "Values", vs, "StatusCode", partial ? "PartialData" : "Complete");
         }
         json_array_append_new(results, r);
@@ -716,75 +714,75 @@ static int cw_put_points(json_t *d, size_t i, double now, struct store_metric_po
     size_t cap = 0, k = 0, j;
     json_t *x;
 
-    if (!cw__str(d, "MetricName") || !*cw__str(d, "MetricName"))
-        return cw__fail(err, "MissingParameter",
-                        "The parameter MetricData.member.%zu.MetricName is required.", i);
+    if (!cw_str(d, "MetricName") || !*cw_str(d, "MetricName"))
+        return cw_fail(err, "MissingParameter",
+                       "The parameter MetricData.member.%zu.MetricName is required.", i);
     if (json_array_size(dims) > CW_MAX_DIMS)
-        return cw__fail(err, "InvalidParameterValue",
-                        "The collection MetricData.member.%zu.Dimensions must not have a size "
-                        "greater than 30.",
-                        i);
+        return cw_fail(err, "InvalidParameterValue",
+                       "The collection MetricData.member.%zu.Dimensions must not have a size "
+                       "greater than 30.",
+                       i);
     json_array_foreach(dims, j, x)
     {
-        if (!cw__str(x, "Name") || !cw__str(x, "Value"))
-            return cw__fail(err, "MissingParameter",
-                            "The parameter MetricData.member.%zu.Dimensions.member.%zu.%s is "
-                            "required.",
-                            i, j + 1, cw__str(x, "Name") ? "Value" : "Name");
+        if (!cw_str(x, "Name") || !cw_str(x, "Value"))
+            return cw_fail(err, "MissingParameter",
+                           "The parameter MetricData.member.%zu.Dimensions.member.%zu.%s is "
+                           "required.",
+                           i, j + 1, cw_str(x, "Name") ? "Value" : "Name");
     }
     if (json_object_get(d, "Timestamp")) {
         if (cloudwatch_time(json_object_get(d, "Timestamp"), &ts) != 0)
-            return cw__fail(err, "InvalidParameterValue",
-                            "The parameter MetricData.member.%zu.Timestamp is not a valid "
-                            "timestamp.",
-                            i);
+            return cw_fail(err, "InvalidParameterValue",
+                           "The parameter MetricData.member.%zu.Timestamp is not a valid "
+                           "timestamp.",
+                           i);
         if (ts < now - CW_PAST_S)
-            return cw__fail(err, "InvalidParameterValue",
-                            "The parameter MetricData.member.%zu.Timestamp must specify a time "
-                            "no more than two weeks in the past.",
-                            i);
+            return cw_fail(err, "InvalidParameterValue",
+                           "The parameter MetricData.member.%zu.Timestamp must specify a time "
+                           "no more than two weeks in the past.",
+                           i);
         if (ts > now + CW_FUTURE_S)
-            return cw__fail(err, "InvalidParameterValue",
-                            "The parameter MetricData.member.%zu.Timestamp must specify a time "
-                            "no more than two hours in the future.",
-                            i);
+            return cw_fail(err, "InvalidParameterValue",
+                           "The parameter MetricData.member.%zu.Timestamp must specify a time "
+                           "no more than two hours in the future.",
+                           i);
     }
     if (has_v + (vals != NULL) + (sv != NULL) > 1)
-        return cw__fail(err, "InvalidParameterCombination",
-                        "The parameters MetricData.member.%zu.Value, Values and StatisticValues "
-                        "are mutually exclusive and you have specified more than one.",
-                        i);
+        return cw_fail(err, "InvalidParameterCombination",
+                       "The parameters MetricData.member.%zu.Value, Values and StatisticValues "
+                       "are mutually exclusive and you have specified more than one.",
+                       i);
     if (has_v) {
-        if (cw__num(d, "Value", &v) != 0)
-            return cw__fail(err, "InvalidParameterValue",
-                            "The value for parameter MetricData.member.%zu.Value is not a "
-                            "valid number.",
-                            i);
+        if (cw_num(d, "Value", &v) != 0)
+            return cw_fail(err, "InvalidParameterValue",
+                           "The value for parameter MetricData.member.%zu.Value is not a "
+                           "valid number.",
+                           i);
         cap = 1;
     } else if (vals) {
         if (json_array_size(vals) > CW_MAX_VALUES)
-            return cw__fail(err, "InvalidParameterValue",
-                            "The collection MetricData.member.%zu.Values must not have a size "
-                            "greater than 150.",
-                            i);
+            return cw_fail(err, "InvalidParameterValue",
+                           "The collection MetricData.member.%zu.Values must not have a size "
+                           "greater than 150.",
+                           i);
         if (counts && json_array_size(counts) != json_array_size(vals))
-            return cw__fail(err, "InvalidParameterValue",
-                            "The parameters MetricData.member.%zu.Values and "
-                            "MetricData.member.%zu.Counts must be of the same size.",
-                            i, i);
+            return cw_fail(err, "InvalidParameterValue",
+                           "The parameters MetricData.member.%zu.Values and "
+                           "MetricData.member.%zu.Counts must be of the same size.",
+                           i, i);
         cap = json_array_size(vals) * CW_MAX_COUNT;
     } else if (sv) {
-        if (cw__num(sv, "SampleCount", &sc) != 0 || cw__num(sv, "Sum", &sum) != 0 ||
-            cw__num(sv, "Minimum", &mn) != 0 || cw__num(sv, "Maximum", &mx) != 0 || sc <= 0 ||
+        if (cw_num(sv, "SampleCount", &sc) != 0 || cw_num(sv, "Sum", &sum) != 0 ||
+            cw_num(sv, "Minimum", &mn) != 0 || cw_num(sv, "Maximum", &mx) != 0 || sc <= 0 ||
             mn > mx)
-            return cw__fail(err, "InvalidParameterValue",
-                            "The parameter MetricData.member.%zu.StatisticValues needs "
-                            "SampleCount (> 0), Sum, Minimum and Maximum (Minimum <= Maximum).",
-                            i);
+            return cw_fail(err, "InvalidParameterValue",
+                           "The parameter MetricData.member.%zu.StatisticValues needs "
+                           "SampleCount (> 0), Sum, Minimum and Maximum (Minimum <= Maximum).",
+                           i);
         cap = sc < CW_MAX_COUNT ? (size_t)ceil(sc) : CW_MAX_COUNT;
     } else {
-        return cw__fail(err, "MissingParameter",
-                        "The parameter MetricData.member.%zu.Value is required.", i);
+        return cw_fail(err, "MissingParameter",
+                       "The parameter MetricData.member.%zu.Value is required.", i);
     }
     if (!(*pts = calloc(cap ? cap : 1, sizeof(**pts))))
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
@@ -802,16 +800,16 @@ static int cw_put_points(json_t *d, size_t i, double now, struct store_metric_po
         {
             double c = 1, val;
             json_t *one = json_pack("{s:O,s:O?}", "v", x, "c", json_array_get(counts, j));
-            int bad = !one || cw__num(one, "v", &val) != 0 ||
-                      (json_array_get(counts, j) && (cw__num(one, "c", &c) != 0 || c < 0));
+            int bad = !one || cw_num(one, "v", &val) != 0 ||
+                      (json_array_get(counts, j) && (cw_num(one, "c", &c) != 0 || c < 0));
             json_decref(one);
             if (bad) {
                 free(*pts);
                 *pts = NULL;
-                return cw__fail(err, "InvalidParameterValue",
-                                "The values for parameter MetricData.member.%zu.Values and Counts "
-                                "must be valid numbers.",
-                                i);
+                return cw_fail(err, "InvalidParameterValue",
+                               "The values for parameter MetricData.member.%zu.Values and Counts "
+                               "must be valid numbers.",
+                               i);
             }
             for (long r = 0; r < (long)llround(c) && r < CW_MAX_COUNT; r++)
                 CW_PUT(val);
@@ -831,22 +829,22 @@ static int cw_put_points(json_t *d, size_t i, double now, struct store_metric_po
 
 int cloudwatch_put_metric_data(struct store *s, json_t *in, double now, struct ty_err *err)
 {
-    const char *ns = cw__str(in, "Namespace");
+    const char *ns = cw_str(in, "Namespace");
     json_t *data = json_object_get(in, "MetricData"), *d;
     struct store_metric_point **pts;
     size_t *np, i, nd = json_array_size(data);
     int rc = 0;
 
     if (!ns || !*ns)
-        return cw__fail(err, "MissingParameter", "The parameter %s is required.", "Namespace");
+        return cw_fail(err, "MissingParameter", "The parameter %s is required.", "Namespace");
     if (strncmp(ns, "AWS/", 4) == 0)
-        return cw__fail(err, "InvalidParameterValue",
-                        "The value %s for parameter Namespace is invalid.", ns);
+        return cw_fail(err, "InvalidParameterValue",
+                       "The value %s for parameter Namespace is invalid.", ns);
     if (nd == 0)
-        return cw__fail(err, "MissingParameter", "The parameter %s is required.", "MetricData");
+        return cw_fail(err, "MissingParameter", "The parameter %s is required.", "MetricData");
     if (nd > CW_MAX_PUT)
-        return cw__fail(err, "InvalidParameterValue",
-                        "The collection MetricData must not have a size greater than 1000.");
+        return cw_fail(err, "InvalidParameterValue",
+                       "The collection MetricData must not have a size greater than 1000.");
     pts = calloc(nd, sizeof(*pts));
     np = calloc(nd, sizeof(*np));
     if (!pts || !np) {
@@ -861,7 +859,7 @@ int cloudwatch_put_metric_data(struct store *s, json_t *in, double now, struct t
     }
     json_array_foreach(data, i, d)
     {
-        rc = store_metrics_put(s, ns, cw__str(d, "MetricName"), json_object_get(d, "Dimensions"),
+        rc = store_metrics_put(s, ns, cw_str(d, "MetricName"), json_object_get(d, "Dimensions"),
                                pts[i], np[i], (int64_t)(now * 1000), err);
         if (rc)
             break;
@@ -876,7 +874,7 @@ done:
 
 /* ---- the wire ---- */
 
-static void cw__iso(double t, char *buf, size_t n)
+static void cw_iso(double t, char *buf, size_t n)
 {
     time_t s = (time_t)floor(t);
     struct tm tm;
@@ -892,7 +890,7 @@ static void cw__iso(double t, char *buf, size_t n)
 
 /* XML of v (member name key) as the query protocol writes it: arrays as <member>, the
    ExtendedStatistics map as <entry><key/><value/></entry>, Timestamp(s) in ISO 8601. */
-static void cw__xml(struct ty_buf *b, const char *key, json_t *v, int is_time)
+static void cw_xml(struct ty_buf *b, const char *key, json_t *v, int is_time)
 {
     char num[64];
     const char *k;
@@ -907,12 +905,12 @@ static void cw__xml(struct ty_buf *b, const char *key, json_t *v, int is_time)
                 ty_buf_puts(b, "<entry><key>");
                 ty_buf_put_xml(b, k);
                 ty_buf_puts(b, "</key><value>");
-                cw__xml(b, "value", c, 0);
+                cw_xml(b, "value", c, 0);
                 ty_buf_puts(b, "</value></entry>");
                 continue;
             }
             ty_buf_printf(b, "<%s>", k);
-            cw__xml(b, k, c, strcmp(k, "Timestamp") == 0 || strcmp(k, "Timestamps") == 0);
+            cw_xml(b, k, c, strcmp(k, "Timestamp") == 0 || strcmp(k, "Timestamps") == 0);
             ty_buf_printf(b, "</%s>", k);
         }
         return;
@@ -921,7 +919,7 @@ static void cw__xml(struct ty_buf *b, const char *key, json_t *v, int is_time)
         json_array_foreach(v, i, c)
         {
             ty_buf_puts(b, "<member>");
-            cw__xml(b, "member", c, is_time);
+            cw_xml(b, "member", c, is_time);
             ty_buf_puts(b, "</member>");
         }
         return;
@@ -930,7 +928,7 @@ static void cw__xml(struct ty_buf *b, const char *key, json_t *v, int is_time)
         ty_buf_put_xml(b, json_string_value(v));
     } else if (json_is_number(v)) {
         if (is_time)
-            cw__iso(json_number_value(v), num, sizeof(num));
+            cw_iso(json_number_value(v), num, sizeof(num));
         else if (key && strcmp(key, "value") != 0 && json_is_integer(v))
             snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
         else
@@ -941,8 +939,8 @@ static void cw__xml(struct ty_buf *b, const char *key, json_t *v, int is_time)
     }
 }
 
-static void cw__error(struct http_request *req, struct http_response *resp, int json, int status,
-                      const char *code, const char *msg)
+static void cw_error(struct http_request *req, struct http_response *resp, int json, int status,
+                     const char *code, const char *msg)
 {
     char hdr[128];
     if (json) {
@@ -973,7 +971,7 @@ static void cw__error(struct http_request *req, struct http_response *resp, int 
     http_response_header(resp, "x-amzn-RequestId", req->request_id);
 }
 
-static double cw__now(void)
+static double cw_now(void)
 {
     struct timeval tv;
     gettimeofday(&tv, NULL);
@@ -986,19 +984,19 @@ static void cw_auth_error(struct http_request *req, struct http_response *resp, 
 {
     if (stage == AUTH_STAGE_PARSE) {
         if (err->code == TY_ENOAUTH)
-            cw__error(req, resp, json, 403, "MissingAuthenticationToken",
-                      "Request is missing Authentication Token");
+            cw_error(req, resp, json, 403, "MissingAuthenticationToken",
+                     "Request is missing Authentication Token");
         else
-            cw__error(req, resp, json, 400, "IncompleteSignature", err->msg);
+            cw_error(req, resp, json, 400, "IncompleteSignature", err->msg);
     } else if (err->code == TY_EREDIS) {
-        cw__error(req, resp, json, 503, "ServiceUnavailable", err->msg);
+        cw_error(req, resp, json, 503, "ServiceUnavailable", err->msg);
     } else if (err->code == TY_ENOTFOUND || err->code == TY_EBADKEY) {
-        cw__error(req, resp, json, 403, "InvalidClientTokenId",
-                  "The security token included in the request is invalid.");
+        cw_error(req, resp, json, 403, "InvalidClientTokenId",
+                 "The security token included in the request is invalid.");
     } else if (err->code == TY_EEXPIREDTOKEN) {
-        cw__error(req, resp, json, 403, "ExpiredToken", err->msg);
+        cw_error(req, resp, json, 403, "ExpiredToken", err->msg);
     } else {
-        cw__error(req, resp, json, 403, "SignatureDoesNotMatch", err->msg);
+        cw_error(req, resp, json, 403, "SignatureDoesNotMatch", err->msg);
     }
 }
 
@@ -1018,7 +1016,7 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
 
     ty_err_clear(&err);
     if (req->too_big) {
-        cw__error(req, resp, json, 413, "RequestEntityTooLarge", "Request body too large");
+        cw_error(req, resp, json, 413, "RequestEntityTooLarge", "Request body too large");
         return;
     }
     if (auth_request(w, req, &ain, time(NULL), &ao, &err) != 0) {
@@ -1033,8 +1031,8 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
         in = req->body.len ? json_loadb(body, req->body.len, 0, NULL) : json_object();
         if (!json_is_object(in)) {
             json_decref(in);
-            cw__error(req, resp, json, 400, "SerializationException",
-                      "Start of structure or map found where not expected.");
+            cw_error(req, resp, json, 400, "SerializationException",
+                     "Start of structure or map found where not expected.");
             return;
         }
     } else {
@@ -1048,33 +1046,33 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
         char msg[160];
         snprintf(msg, sizeof(msg), "Could not find operation %.64s for version 2010-08-01", action);
         json_decref(in);
-        cw__error(req, resp, json, 400, json ? "UnknownOperationException" : "InvalidAction", msg);
+        cw_error(req, resp, json, 400, json ? "UnknownOperationException" : "InvalidAction", msg);
         return;
     }
     if (authz_request(s, "cloudwatch", action, in, ao.p.arn, ao.a.region, rc->account_id, &err) !=
         0) {
         json_decref(in);
         if (err.code == TY_EDENIED)
-            cw__error(req, resp, json, 403, "AccessDenied", err.msg);
+            cw_error(req, resp, json, 403, "AccessDenied", err.msg);
         else
-            cw__error(req, resp, json, ty_err_http_status(err.code), "InternalFailure", err.msg);
+            cw_error(req, resp, json, ty_err_http_status(err.code), "InternalFailure", err.msg);
         return;
     }
     if (strcmp(action, "ListMetrics") == 0)
-        r = cloudwatch_list_metrics(s, in, cw__now(), &out, &err);
+        r = cloudwatch_list_metrics(s, in, cw_now(), &out, &err);
     else if (strcmp(action, "GetMetricStatistics") == 0)
         r = cloudwatch_get_metric_statistics(s, in, &out, &err);
     else if (strcmp(action, "PutMetricData") == 0)
-        r = cloudwatch_put_metric_data(s, in, cw__now(), &err);
+        r = cloudwatch_put_metric_data(s, in, cw_now(), &err);
     else
         r = cloudwatch_get_metric_data(s, in, &out, &err);
     json_decref(in);
     if (r != 0) {
         if (err.code == TY_EINVAL)
-            cw__error(req, resp, json, 400, err.field[0] ? err.field : "InvalidParameterValue",
-                      err.msg);
+            cw_error(req, resp, json, 400, err.field[0] ? err.field : "InvalidParameterValue",
+                     err.msg);
         else
-            cw__error(req, resp, json, ty_err_http_status(err.code), "InternalFailure", err.msg);
+            cw_error(req, resp, json, ty_err_http_status(err.code), "InternalFailure", err.msg);
         worker_failed(w, err.code);
         return;
     }
@@ -1092,7 +1090,7 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
         ty_buf_printf(&b, "<%sResponse xmlns=\"" CW_NS "\">", action);
         if (out) {
             ty_buf_printf(&b, "<%sResult>", action);
-            cw__xml(&b, NULL, out, 0);
+            cw_xml(&b, NULL, out, 0);
             ty_buf_printf(&b, "</%sResult>", action);
         }
         ty_buf_printf(&b,

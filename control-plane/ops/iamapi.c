@@ -4,7 +4,7 @@
  * Flow of one call: decode the form (query string, then body) -> find the action -> validate
  * its parameters with IAM's messages -> authorise (authz_request) -> the handler, which
  * writes the <Result> members into an XML buffer -> the envelope. Every text that reaches the
- * XML is escaped (xml__esc); every buffer has a ceiling.
+ * XML is escaped (xml_esc); every buffer has a ceiling.
  */
 #include "iamapi.h"
 
@@ -42,7 +42,7 @@ struct iamapi__call {
 /* ---- form decoding ---- */
 
 /* Percent-decodes s[0..n) ('+' is a space) into a new string; NULL on a bad escape. */
-static char *iamapi__unescape(const char *s, size_t n, size_t *outlen)
+static char *iamapi_unescape(const char *s, size_t n, size_t *outlen)
 {
     char *o = malloc(n + 1);
     if (o && ty_pct_decode(s, n, TY_PCT_PLUS_SPACE, o, n + 1, outlen) != 0) {
@@ -53,7 +53,7 @@ static char *iamapi__unescape(const char *s, size_t n, size_t *outlen)
 }
 
 /* Sets list[idx-1][field] (field NULL: the element itself) in the array `name` of into. */
-static int iamapi__list_set(json_t *into, const char *name, long idx, const char *field, json_t *v)
+static int iamapi_list_set(json_t *into, const char *name, long idx, const char *field, json_t *v)
 {
     json_t *arr = json_object_get(into, name);
     if (!arr) {
@@ -84,7 +84,7 @@ static int iamapi__list_set(json_t *into, const char *name, long idx, const char
 }
 
 /* "Tags.member.3.Key" -> list "Tags", 3, field "Key"; returns 1 when name is such a member. */
-static int iamapi__member(const char *name, char *list, size_t ln, long *idx, const char **field)
+static int iamapi_member(const char *name, char *list, size_t ln, long *idx, const char **field)
 {
     const char *m = strstr(name, ".member.");
     char *end;
@@ -130,8 +130,8 @@ json_t *op_iamapi_form(json_t *into, const char *text, size_t len, struct ty_err
         }
         for (eq = start; eq < i && text[eq] != '='; eq++)
             ;
-        k = iamapi__unescape(text + start, eq - start, &klen);
-        v = eq < i ? iamapi__unescape(text + eq + 1, i - eq - 1, &vlen) : strdup("");
+        k = iamapi_unescape(text + start, eq - start, &klen);
+        v = eq < i ? iamapi_unescape(text + eq + 1, i - eq - 1, &vlen) : strdup("");
         if (eq >= i)
             vlen = 0;
         if (i < len)
@@ -142,7 +142,7 @@ json_t *op_iamapi_form(json_t *into, const char *text, size_t len, struct ty_err
             ty_err_set(err, TY_EINVAL, NULL, "Malformed query string parameter.");
             goto fail;
         }
-        m = iamapi__member(k, list, sizeof(list), &idx, &field);
+        m = iamapi_member(k, list, sizeof(list), &idx, &field);
         if (m < 0 || (m > 0 && (idx < 1 || idx > IAM_MAX_LIST))) {
             ty_err_set(err, TY_EINVAL, "Tags", "Invalid list index in parameter %.100s.", k);
             free(k);
@@ -150,7 +150,7 @@ json_t *op_iamapi_form(json_t *into, const char *text, size_t len, struct ty_err
             goto fail;
         }
         if (m > 0) {
-            if (iamapi__list_set(o, list, idx, field, json_stringn(v, vlen)) != 0) {
+            if (iamapi_list_set(o, list, idx, field, json_stringn(v, vlen)) != 0) {
                 ty_err_set(err, TY_EINVAL, NULL, "Malformed list parameter %.100s.", k);
                 free(k);
                 free(v);
@@ -179,20 +179,20 @@ fail:
 /* ---- XML ---- */
 
 /* Appends s XML-escaped (ty_buf_put_xml). */
-static void xml__esc(struct ty_buf *b, const char *s)
+static void xml_esc(struct ty_buf *b, const char *s)
 {
     ty_buf_put_xml(b, s);
 }
 
 /* <tag>escaped value</tag> */
-static void xml__el(struct ty_buf *b, const char *tag, const char *value)
+static void xml_el(struct ty_buf *b, const char *tag, const char *value)
 {
     ty_buf_printf(b, "<%s>", tag);
-    xml__esc(b, value);
+    xml_esc(b, value);
     ty_buf_printf(b, "</%s>", tag);
 }
 
-static void iamapi__iso(double t, char *buf, size_t n)
+static void iamapi_iso(double t, char *buf, size_t n)
 {
     time_t tt = (time_t)t;
     struct tm tm;
@@ -200,15 +200,15 @@ static void iamapi__iso(double t, char *buf, size_t n)
     strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static void xml__date(struct ty_buf *b, const char *tag, double t)
+static void xml_date(struct ty_buf *b, const char *tag, double t)
 {
     char when[40];
-    iamapi__iso(t, when, sizeof(when));
-    xml__el(b, tag, when);
+    iamapi_iso(t, when, sizeof(when));
+    xml_el(b, tag, when);
 }
 
 /* Percent-encodes everything but RFC 3986's unreserved characters (as IAM returns documents). */
-static void iamapi__urlencode(struct ty_buf *b, const char *s, size_t n)
+static void iamapi_urlencode(struct ty_buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (size_t i = 0; i < n; i++) {
@@ -231,7 +231,7 @@ struct iamapi__errmap {
     const char *type;
 };
 
-static const struct iamapi__errmap iamapi__errs[] = {
+static const struct iamapi__errmap iamapi_errs[] = {
     {TY_ENOTFOUND, "NoSuchEntity", 404, "Sender"},
     {TY_EINUSE, "EntityAlreadyExists", 409, "Sender"},
     {TY_ECONFLICT, "DeleteConflict", 409, "Sender"},
@@ -251,20 +251,20 @@ static const struct iamapi__errmap iamapi__errs[] = {
     {TY_ENOAUTH, "MissingAuthenticationToken", 403, "Sender"},
 };
 
-static void iamapi__error(const struct iamapi__call *c, struct http_response *resp,
-                          const struct ty_err *err)
+static void iamapi_error(const struct iamapi__call *c, struct http_response *resp,
+                         const struct ty_err *err)
 {
     const struct iamapi__errmap *m = NULL;
     struct ty_buf b;
-    for (size_t i = 0; i < sizeof(iamapi__errs) / sizeof(iamapi__errs[0]); i++)
-        if (iamapi__errs[i].code == err->code)
-            m = &iamapi__errs[i];
+    for (size_t i = 0; i < sizeof(iamapi_errs) / sizeof(iamapi_errs[0]); i++)
+        if (iamapi_errs[i].code == err->code)
+            m = &iamapi_errs[i];
     ty_buf_init(&b, 16384);
     ty_buf_printf(&b, "<ErrorResponse xmlns=\"%s\"><Error><Type>%s</Type><Code>%s</Code>", IAM_NS,
                   m ? m->type : "Receiver", m ? m->name : "ServiceFailure");
-    xml__el(&b, "Message", err->msg[0] ? err->msg : ty_strerror(err->code));
+    xml_el(&b, "Message", err->msg[0] ? err->msg : ty_strerror(err->code));
     ty_buf_puts(&b, "</Error>");
-    xml__el(&b, "RequestId", c->req->request_id);
+    xml_el(&b, "RequestId", c->req->request_id);
     ty_buf_puts(&b, "</ErrorResponse>");
     resp->status = m ? m->status : 500;
     resp->content_type = "text/xml";
@@ -287,7 +287,7 @@ struct iamapi__param {
     enum iamapi__pat pat;
 };
 
-static size_t iamapi__utf8len(const char *s)
+static size_t iamapi_utf8len(const char *s)
 {
     size_t n = 0;
     for (; *s; s++)
@@ -296,7 +296,7 @@ static size_t iamapi__utf8len(const char *s)
     return n;
 }
 
-static int iamapi__pat_ok(const char *v, enum iamapi__pat pat)
+static int iamapi_pat_ok(const char *v, enum iamapi__pat pat)
 {
     size_t n = strlen(v);
     switch (pat) {
@@ -337,7 +337,7 @@ static int iamapi__pat_ok(const char *v, enum iamapi__pat pat)
     return 0;
 }
 
-static const char *iamapi__pat_text(enum iamapi__pat pat)
+static const char *iamapi_pat_text(enum iamapi__pat pat)
 {
     switch (pat) {
     case PAT_NAME:
@@ -357,8 +357,8 @@ static const char *iamapi__pat_text(enum iamapi__pat pat)
 }
 
 /* IAM's "1 validation error detected: Value 'x' at 'member' failed to satisfy constraint:". */
-static int iamapi__invalid(struct ty_err *err, const char *member, const char *value,
-                           const char *what)
+static int iamapi_invalid(struct ty_err *err, const char *member, const char *value,
+                          const char *what)
 {
     if (!value)
         return ty_err_set(err, TY_EINVAL, member,
@@ -371,7 +371,7 @@ static int iamapi__invalid(struct ty_err *err, const char *member, const char *v
                       value, member, what);
 }
 
-static int iamapi__check(json_t *in, const struct iamapi__param *p, struct ty_err *err)
+static int iamapi_check(json_t *in, const struct iamapi__param *p, struct ty_err *err)
 {
     char what[160];
     json_t *j = json_object_get(in, p->name);
@@ -379,7 +379,7 @@ static int iamapi__check(json_t *in, const struct iamapi__param *p, struct ty_er
     size_t n;
     if (!j) {
         if (p->required)
-            return iamapi__invalid(err, p->member, NULL, NULL);
+            return iamapi_invalid(err, p->member, NULL, NULL);
         return 0;
     }
     if (!v) /* given as a list (Name.member.N) */
@@ -387,31 +387,31 @@ static int iamapi__check(json_t *in, const struct iamapi__param *p, struct ty_er
                           "1 validation error detected: Value at '%s' failed to satisfy "
                           "constraint: Member must be a string",
                           p->member);
-    n = iamapi__utf8len(v);
+    n = iamapi_utf8len(v);
     if (n < p->min) {
         snprintf(what, sizeof(what), "have length greater than or equal to %zu", p->min);
-        return iamapi__invalid(err, p->member, v, what);
+        return iamapi_invalid(err, p->member, v, what);
     }
     if (n > p->max) {
         snprintf(what, sizeof(what), "have length less than or equal to %zu", p->max);
-        return iamapi__invalid(err, p->member, p->max > 1024 ? "(too long)" : v, what);
+        return iamapi_invalid(err, p->member, p->max > 1024 ? "(too long)" : v, what);
     }
-    if (!iamapi__pat_ok(v, p->pat)) {
+    if (!iamapi_pat_ok(v, p->pat)) {
         snprintf(what, sizeof(what), "satisfy regular expression pattern: %s",
-                 iamapi__pat_text(p->pat));
-        return iamapi__invalid(err, p->member, v, what);
+                 iamapi_pat_text(p->pat));
+        return iamapi_invalid(err, p->member, v, what);
     }
     return 0;
 }
 
 /* Tags: at most 50, Key 1..128, Value 0..256, no missing halves. */
-static int iamapi__check_tags(json_t *in, int required, struct ty_err *err)
+static int iamapi_check_tags(json_t *in, int required, struct ty_err *err)
 {
     json_t *tags = json_object_get(in, "Tags"), *t;
     size_t i;
     if (!tags) {
         if (required)
-            return iamapi__invalid(err, "tags", NULL, NULL);
+            return iamapi_invalid(err, "tags", NULL, NULL);
         return 0;
     }
     if (!json_is_array(tags))
@@ -429,26 +429,26 @@ static int iamapi__check_tags(json_t *in, int required, struct ty_err *err)
         char member[64];
         snprintf(member, sizeof(member), "tags.%zu.member.key", i + 1);
         if (!k)
-            return iamapi__invalid(err, member, NULL, NULL);
-        if (iamapi__utf8len(k) < 1 || iamapi__utf8len(k) > 128)
-            return iamapi__invalid(err, member, k,
-                                   "have length less than or equal to 128 and greater than or "
-                                   "equal to 1");
+            return iamapi_invalid(err, member, NULL, NULL);
+        if (iamapi_utf8len(k) < 1 || iamapi_utf8len(k) > 128)
+            return iamapi_invalid(err, member, k,
+                                  "have length less than or equal to 128 and greater than or "
+                                  "equal to 1");
         snprintf(member, sizeof(member), "tags.%zu.member.value", i + 1);
         if (!v)
-            return iamapi__invalid(err, member, NULL, NULL);
-        if (iamapi__utf8len(v) > 256)
-            return iamapi__invalid(err, member, v, "have length less than or equal to 256");
+            return iamapi_invalid(err, member, NULL, NULL);
+        if (iamapi_utf8len(v) > 256)
+            return iamapi_invalid(err, member, v, "have length less than or equal to 256");
     }
     return 0;
 }
 
-static int iamapi__check_tagkeys(json_t *in, struct ty_err *err)
+static int iamapi_check_tagkeys(json_t *in, struct ty_err *err)
 {
     json_t *keys = json_object_get(in, "TagKeys"), *k;
     size_t i;
     if (!keys)
-        return iamapi__invalid(err, "tagKeys", NULL, NULL);
+        return iamapi_invalid(err, "tagKeys", NULL, NULL);
     if (!json_is_array(keys))
         return ty_err_set(err, TY_EINVAL, "TagKeys",
                           "1 validation error detected: Value at 'tagKeys' failed to satisfy "
@@ -462,11 +462,11 @@ static int iamapi__check_tagkeys(json_t *in, struct ty_err *err)
         char member[64];
         snprintf(member, sizeof(member), "tagKeys.%zu.member", i + 1);
         if (!json_is_string(k))
-            return iamapi__invalid(err, member, NULL, NULL);
-        if (json_string_length(k) < 1 || iamapi__utf8len(json_string_value(k)) > 128)
-            return iamapi__invalid(err, member, json_string_value(k),
-                                   "have length less than or equal to 128 and greater than or "
-                                   "equal to 1");
+            return iamapi_invalid(err, member, NULL, NULL);
+        if (json_string_length(k) < 1 || iamapi_utf8len(json_string_value(k)) > 128)
+            return iamapi_invalid(err, member, json_string_value(k),
+                                  "have length less than or equal to 128 and greater than or "
+                                  "equal to 1");
     }
     return 0;
 }
@@ -481,15 +481,15 @@ struct iamapi__ctx {
 
 typedef int (*iamapi__fn)(struct iamapi__ctx *x, struct ty_err *err);
 
-static const char *iamapi__s(json_t *in, const char *k)
+static const char *iamapi_s(json_t *in, const char *k)
 {
     return json_string_value(json_object_get(in, k));
 }
 
 /* The user an action without UserName acts on: the caller's name. */
-static const char *iamapi__target(struct iamapi__ctx *x)
+static const char *iamapi_target(struct iamapi__ctx *x)
 {
-    const char *u = iamapi__s(x->in, "UserName");
+    const char *u = iamapi_s(x->in, "UserName");
     const char *slash;
     if (u)
         return u;
@@ -497,13 +497,13 @@ static const char *iamapi__target(struct iamapi__ctx *x)
     return slash ? slash + 1 : "";
 }
 
-static int iamapi__no_user(struct ty_err *err, const char *name)
+static int iamapi_no_user(struct ty_err *err, const char *name)
 {
     return ty_err_set(err, TY_ENOTFOUND, "UserName", "The user with name %.64s cannot be found.",
                       name);
 }
 
-static void iamapi__tags_xml(struct ty_buf *b, json_t *tags)
+static void iamapi_tags_xml(struct ty_buf *b, json_t *tags)
 {
     size_t i;
     json_t *t;
@@ -511,31 +511,31 @@ static void iamapi__tags_xml(struct ty_buf *b, json_t *tags)
     json_array_foreach(tags, i, t)
     {
         ty_buf_puts(b, "<member>");
-        xml__el(b, "Key", json_string_value(json_object_get(t, "Key")));
-        xml__el(b, "Value", json_string_value(json_object_get(t, "Value")));
+        xml_el(b, "Key", json_string_value(json_object_get(t, "Key")));
+        xml_el(b, "Value", json_string_value(json_object_get(t, "Value")));
         ty_buf_puts(b, "</member>");
     }
     ty_buf_puts(b, "</Tags>");
 }
 
-static void iamapi__user_xml(struct ty_buf *b, const struct store_iam_user *u, json_t *tags)
+static void iamapi_user_xml(struct ty_buf *b, const struct store_iam_user *u, json_t *tags)
 {
     ty_buf_puts(b, "<User>");
-    xml__el(b, "Path", u->path);
-    xml__el(b, "UserName", u->name);
-    xml__el(b, "UserId", u->id);
-    xml__el(b, "Arn", u->arn);
-    xml__date(b, "CreateDate", u->created);
+    xml_el(b, "Path", u->path);
+    xml_el(b, "UserName", u->name);
+    xml_el(b, "UserId", u->id);
+    xml_el(b, "Arn", u->arn);
+    xml_date(b, "CreateDate", u->created);
     if (json_array_size(tags) > 0)
-        iamapi__tags_xml(b, tags);
+        iamapi_tags_xml(b, tags);
     ty_buf_puts(b, "</User>");
 }
 
 static int iamapi_create_user(struct iamapi__ctx *x, struct ty_err *err)
 {
     struct store_iam_user u;
-    const char *name = iamapi__s(x->in, "UserName");
-    const char *path = iamapi__s(x->in, "Path");
+    const char *name = iamapi_s(x->in, "UserName");
+    const char *path = iamapi_s(x->in, "Path");
     json_t *tags = json_object_get(x->in, "Tags");
     int rc;
 
@@ -558,7 +558,7 @@ static int iamapi_create_user(struct iamapi__ctx *x, struct ty_err *err)
                           "limit.");
     if (rc)
         return rc;
-    iamapi__user_xml(x->out, &u, tags);
+    iamapi_user_xml(x->out, &u, tags);
     return 0;
 }
 
@@ -566,36 +566,36 @@ static int iamapi_get_user(struct iamapi__ctx *x, struct ty_err *err)
 {
     struct store_iam_user u;
     json_t *tags = NULL;
-    const char *name = iamapi__target(x);
+    const char *name = iamapi_target(x);
     int rc = store_iam_user_get(x->c->store, name, &u, &tags, err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
+        return iamapi_no_user(err, name);
     if (rc)
         return rc;
-    iamapi__user_xml(x->out, &u, tags);
+    iamapi_user_xml(x->out, &u, tags);
     json_decref(tags);
     return 0;
 }
 
 /* MaxItems (default 100) and Marker (a decimal offset or a name to resume at). */
-static long iamapi__max_items(json_t *in)
+static long iamapi_max_items(json_t *in)
 {
-    const char *m = iamapi__s(in, "MaxItems");
+    const char *m = iamapi_s(in, "MaxItems");
     return m ? strtol(m, NULL, 10) : 100;
 }
 
-static void iamapi__page_end(struct ty_buf *b, int truncated, const char *marker)
+static void iamapi_page_end(struct ty_buf *b, int truncated, const char *marker)
 {
     ty_buf_printf(b, "<IsTruncated>%s</IsTruncated>", truncated ? "true" : "false");
     if (truncated)
-        xml__el(b, "Marker", marker);
+        xml_el(b, "Marker", marker);
 }
 
 static int iamapi_list_users(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *prefix = iamapi__s(x->in, "PathPrefix");
-    const char *marker = iamapi__s(x->in, "Marker");
-    long max = iamapi__max_items(x->in), n = 0;
+    const char *prefix = iamapi_s(x->in, "PathPrefix");
+    const char *marker = iamapi_s(x->in, "Marker");
+    long max = iamapi_max_items(x->in), n = 0;
     json_t *users = store_iam_user_list(x->c->store, err), *u;
     char next[STORE_IAM_NAME_MAX + 1] = "";
     size_t i;
@@ -629,23 +629,23 @@ static int iamapi_list_users(struct iamapi__ctx *x, struct ty_err *err)
         snprintf(su.arn, sizeof(su.arn), "%s", json_string_value(json_object_get(u, "Arn")));
         su.created = json_number_value(json_object_get(u, "CreateDate"));
         ty_buf_puts(x->out, "<member>");
-        xml__el(x->out, "Path", su.path);
-        xml__el(x->out, "UserName", su.name);
-        xml__el(x->out, "UserId", su.id);
-        xml__el(x->out, "Arn", su.arn);
-        xml__date(x->out, "CreateDate", su.created);
+        xml_el(x->out, "Path", su.path);
+        xml_el(x->out, "UserName", su.name);
+        xml_el(x->out, "UserId", su.id);
+        xml_el(x->out, "Arn", su.arn);
+        xml_date(x->out, "CreateDate", su.created);
         ty_buf_puts(x->out, "</member>");
         n++;
     }
     ty_buf_puts(x->out, "</Users>");
-    iamapi__page_end(x->out, next[0] != '\0', next);
+    iamapi_page_end(x->out, next[0] != '\0', next);
     json_decref(users);
     return 0;
 }
 
 static int iamapi_delete_user(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "UserName");
+    const char *name = iamapi_s(x->in, "UserName");
     struct store_iam_user u;
     double created;
     int reset, rc;
@@ -657,7 +657,7 @@ static int iamapi_delete_user(struct iamapi__ctx *x, struct ty_err *err)
     ty_err_clear(err);
     rc = store_iam_user_delete(x->c->store, name, err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
+        return iamapi_no_user(err, name);
     if (rc == -TY_ECONFLICT)
         return ty_err_set(err, TY_ECONFLICT, "UserName",
                           "Cannot delete entity, must delete %s first.",
@@ -667,10 +667,10 @@ static int iamapi_delete_user(struct iamapi__ctx *x, struct ty_err *err)
 
 static int iamapi_tag_user(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "UserName");
+    const char *name = iamapi_s(x->in, "UserName");
     int rc = store_iam_user_tag(x->c->store, name, json_object_get(x->in, "Tags"), err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
+        return iamapi_no_user(err, name);
     if (rc == -TY_ELIMIT)
         return ty_err_set(err, TY_ELIMIT, "Tags",
                           "The number of tags has reached the maximum "
@@ -680,10 +680,10 @@ static int iamapi_tag_user(struct iamapi__ctx *x, struct ty_err *err)
 
 static int iamapi_untag_user(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "UserName");
+    const char *name = iamapi_s(x->in, "UserName");
     int rc = store_iam_user_untag(x->c->store, name, json_object_get(x->in, "TagKeys"), err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
+        return iamapi_no_user(err, name);
     return rc;
 }
 
@@ -691,38 +691,38 @@ static int iamapi_list_user_tags(struct iamapi__ctx *x, struct ty_err *err)
 {
     struct store_iam_user u;
     json_t *tags = NULL;
-    const char *name = iamapi__s(x->in, "UserName");
+    const char *name = iamapi_s(x->in, "UserName");
     int rc = store_iam_user_get(x->c->store, name, &u, &tags, err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
+        return iamapi_no_user(err, name);
     if (rc)
         return rc;
-    iamapi__tags_xml(x->out, tags);
-    iamapi__page_end(x->out, 0, NULL);
+    iamapi_tags_xml(x->out, tags);
+    iamapi_page_end(x->out, 0, NULL);
     json_decref(tags);
     return 0;
 }
 
-static void iamapi__key_xml(struct ty_buf *b, const char *user, const char *akid,
-                            const char *status, const char *secret, double created)
+static void iamapi_key_xml(struct ty_buf *b, const char *user, const char *akid, const char *status,
+                           const char *secret, double created)
 {
-    xml__el(b, "UserName", user);
-    xml__el(b, "AccessKeyId", akid);
-    xml__el(b, "Status", status);
+    xml_el(b, "UserName", user);
+    xml_el(b, "AccessKeyId", akid);
+    xml_el(b, "Status", status);
     if (secret)
-        xml__el(b, "SecretAccessKey", secret);
-    xml__date(b, "CreateDate", created);
+        xml_el(b, "SecretAccessKey", secret);
+    xml_date(b, "CreateDate", created);
 }
 
 static int iamapi_create_access_key(struct iamapi__ctx *x, struct ty_err *err)
 {
     struct store_iam_user u;
-    const char *name = iamapi__target(x);
+    const char *name = iamapi_target(x);
     char akid[24], secret[48];
     double now = (double)time(NULL);
     int rc = store_iam_user_get(x->c->store, name, &u, NULL, err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
+        return iamapi_no_user(err, name);
     if (rc)
         return rc;
     memcpy(akid, "AKIA", 4);
@@ -732,7 +732,7 @@ static int iamapi_create_access_key(struct iamapi__ctx *x, struct ty_err *err)
         return ty_err_set(err, TY_EINTERNAL, NULL, "cannot generate keys");
     rc = store_iam_key_create(x->c->store, u.name, akid, now, STORE_IAM_MAX_KEYS, err);
     if (rc == -TY_ENOTFOUND)
-        return iamapi__no_user(err, name);
+        return iamapi_no_user(err, name);
     if (rc == -TY_ELIMIT)
         return ty_err_set(err, TY_ELIMIT, "UserName",
                           "Cannot exceed quota for AccessKeysPerUser: %d", STORE_IAM_MAX_KEYS);
@@ -745,7 +745,7 @@ static int iamapi_create_access_key(struct iamapi__ctx *x, struct ty_err *err)
         return rc;
     }
     ty_buf_puts(x->out, "<AccessKey>");
-    iamapi__key_xml(x->out, u.name, akid, "Active", secret, now);
+    iamapi_key_xml(x->out, u.name, akid, "Active", secret, now);
     ty_buf_puts(x->out, "</AccessKey>");
     ty_log(TY_LOG_INFO, "iam.key_created", "user=%s access_key=%s", u.name, akid);
     return 0;
@@ -754,42 +754,42 @@ static int iamapi_create_access_key(struct iamapi__ctx *x, struct ty_err *err)
 static int iamapi_list_access_keys(struct iamapi__ctx *x, struct ty_err *err)
 {
     struct store_iam_user u;
-    const char *name = iamapi__target(x);
+    const char *name = iamapi_target(x);
     json_t *keys, *k;
     size_t i;
     int rc = store_iam_user_get(x->c->store, name, &u, NULL, err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
+        return iamapi_no_user(err, name);
     if (rc)
         return rc;
     keys = store_iam_key_list(x->c->store, u.name, err);
     if (!keys)
-        return err->code == TY_ENOTFOUND ? iamapi__no_user(err, name) : -err->code;
+        return err->code == TY_ENOTFOUND ? iamapi_no_user(err, name) : -err->code;
     ty_buf_puts(x->out, "<AccessKeyMetadata>");
     json_array_foreach(keys, i, k)
     {
         ty_buf_puts(x->out, "<member>");
-        iamapi__key_xml(x->out, u.name, json_string_value(json_object_get(k, "AccessKeyId")),
-                        json_string_value(json_object_get(k, "Status")), NULL,
-                        json_number_value(json_object_get(k, "CreateDate")));
+        iamapi_key_xml(x->out, u.name, json_string_value(json_object_get(k, "AccessKeyId")),
+                       json_string_value(json_object_get(k, "Status")), NULL,
+                       json_number_value(json_object_get(k, "CreateDate")));
         ty_buf_puts(x->out, "</member>");
     }
     ty_buf_puts(x->out, "</AccessKeyMetadata>");
-    iamapi__page_end(x->out, 0, NULL);
+    iamapi_page_end(x->out, 0, NULL);
     json_decref(keys);
     return 0;
 }
 
 static int iamapi_delete_access_key(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__target(x);
-    const char *akid = iamapi__s(x->in, "AccessKeyId");
+    const char *name = iamapi_target(x);
+    const char *akid = iamapi_s(x->in, "AccessKeyId");
     int rc = store_iam_key_delete(x->c->store, name, akid, err);
     if (rc == -TY_ENOTFOUND && strcmp(err->msg, "key") == 0)
         return ty_err_set(err, TY_ENOTFOUND, "AccessKeyId",
                           "The Access Key with id %s cannot be found.", akid);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
+        return iamapi_no_user(err, name);
     if (rc == 0)
         ty_log(TY_LOG_INFO, "iam.key_deleted", "user=%s access_key=%s", name, akid);
     return rc;
@@ -797,8 +797,8 @@ static int iamapi_delete_access_key(struct iamapi__ctx *x, struct ty_err *err)
 
 static int iamapi_put_user_policy(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "UserName");
-    const char *pname = iamapi__s(x->in, "PolicyName");
+    const char *name = iamapi_s(x->in, "UserName");
+    const char *pname = iamapi_s(x->in, "PolicyName");
     json_t *jdoc = json_object_get(x->in, "PolicyDocument");
     const char *doc = json_string_value(jdoc);
     size_t len = json_string_length(jdoc), size;
@@ -813,7 +813,7 @@ static int iamapi_put_user_policy(struct iamapi__ctx *x, struct ty_err *err)
     rc = store_iam_policy_put(x->c->store, name, pname, doc, len, size, IAM_MAX_CHARS_USER_INLINE,
                               err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
+        return iamapi_no_user(err, name);
     if (rc == -TY_ELIMIT)
         return ty_err_set(err, TY_ELIMIT, "PolicyDocument",
                           "Maximum policy size of %d bytes exceeded for user %s",
@@ -821,7 +821,7 @@ static int iamapi_put_user_policy(struct iamapi__ctx *x, struct ty_err *err)
     return rc;
 }
 
-static int iamapi__no_policy(struct ty_err *err, const char *pname)
+static int iamapi_no_policy(struct ty_err *err, const char *pname)
 {
     return ty_err_set(err, TY_ENOTFOUND, "PolicyName",
                       "The user policy with name %.128s cannot be found.", pname);
@@ -829,27 +829,27 @@ static int iamapi__no_policy(struct ty_err *err, const char *pname)
 
 static int iamapi_get_user_policy(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "UserName");
-    const char *pname = iamapi__s(x->in, "PolicyName");
+    const char *name = iamapi_s(x->in, "UserName");
+    const char *pname = iamapi_s(x->in, "PolicyName");
     struct store_iam_user u;
     char *doc;
     int rc = store_iam_user_get(x->c->store, name, &u, NULL, err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
+        return iamapi_no_user(err, name);
     if (rc)
         return rc;
     doc = store_iam_policy_get(x->c->store, name, pname, err);
     if (!doc) {
         if (err->code == TY_ENOTFOUND && strcmp(err->msg, "policy") == 0)
-            return iamapi__no_policy(err, pname);
+            return iamapi_no_policy(err, pname);
         if (err->code == TY_ENOTFOUND)
-            return iamapi__no_user(err, name);
+            return iamapi_no_user(err, name);
         return -err->code;
     }
-    xml__el(x->out, "UserName", u.name);
-    xml__el(x->out, "PolicyName", pname);
+    xml_el(x->out, "UserName", u.name);
+    xml_el(x->out, "PolicyName", pname);
     ty_buf_puts(x->out, "<PolicyDocument>");
-    iamapi__urlencode(x->out, doc, strlen(doc));
+    iamapi_urlencode(x->out, doc, strlen(doc));
     ty_buf_puts(x->out, "</PolicyDocument>");
     free(doc);
     return 0;
@@ -857,14 +857,14 @@ static int iamapi_get_user_policy(struct iamapi__ctx *x, struct ty_err *err)
 
 static int iamapi_list_user_policies(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "UserName");
-    const char *marker = iamapi__s(x->in, "Marker");
-    long max = iamapi__max_items(x->in), n = 0;
+    const char *name = iamapi_s(x->in, "UserName");
+    const char *marker = iamapi_s(x->in, "Marker");
+    long max = iamapi_max_items(x->in), n = 0;
     json_t *names = store_iam_policy_list(x->c->store, name, err), *p;
     const char *next = NULL;
     size_t i;
     if (!names)
-        return err->code == TY_ENOTFOUND ? iamapi__no_user(err, name) : -err->code;
+        return err->code == TY_ENOTFOUND ? iamapi_no_user(err, name) : -err->code;
     ty_buf_puts(x->out, "<PolicyNames>");
     json_array_foreach(names, i, p)
     {
@@ -874,38 +874,38 @@ static int iamapi_list_user_policies(struct iamapi__ctx *x, struct ty_err *err)
             next = json_string_value(p);
             break;
         }
-        xml__el(x->out, "member", json_string_value(p));
+        xml_el(x->out, "member", json_string_value(p));
         n++;
     }
     ty_buf_puts(x->out, "</PolicyNames>");
-    iamapi__page_end(x->out, next != NULL, next);
+    iamapi_page_end(x->out, next != NULL, next);
     json_decref(names);
     return 0;
 }
 
 static int iamapi_delete_user_policy(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "UserName");
-    const char *pname = iamapi__s(x->in, "PolicyName");
+    const char *name = iamapi_s(x->in, "UserName");
+    const char *pname = iamapi_s(x->in, "PolicyName");
     int rc = store_iam_policy_delete(x->c->store, name, pname, err);
     if (rc == -TY_ENOTFOUND && strcmp(err->msg, "policy") == 0)
-        return iamapi__no_policy(err, pname);
+        return iamapi_no_policy(err, pname);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
+        return iamapi_no_user(err, name);
     return rc;
 }
 
 static int iamapi_update_access_key(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__target(x);
-    const char *akid = iamapi__s(x->in, "AccessKeyId");
-    const char *status = iamapi__s(x->in, "Status");
+    const char *name = iamapi_target(x);
+    const char *akid = iamapi_s(x->in, "AccessKeyId");
+    const char *status = iamapi_s(x->in, "Status");
     int rc = store_iam_key_update(x->c->store, name, akid, status, err);
     if (rc == -TY_ENOTFOUND && strcmp(err->msg, "key") == 0)
         return ty_err_set(err, TY_ENOTFOUND, "AccessKeyId",
                           "The Access Key with id %s cannot be found.", akid);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
+        return iamapi_no_user(err, name);
     if (rc == 0)
         ty_log(TY_LOG_INFO, "iam.key_updated", "user=%s access_key=%s status=%s", name, akid,
                status);
@@ -916,39 +916,39 @@ static int iamapi_update_access_key(struct iamapi__ctx *x, struct ty_err *err)
 
 #define IAMAPI_ROLE_INLINE_MAX 10240 /* aggregate of one role's inline policies */
 
-static int iamapi__no_role(struct ty_err *err, const char *name)
+static int iamapi_no_role(struct ty_err *err, const char *name)
 {
     return ty_err_set(err, TY_ENOTFOUND, "RoleName", "The role with name %.64s cannot be found.",
                       name);
 }
 
-static void iamapi__role_xml(struct ty_buf *b, const char *tag, const struct store_iam_role *r,
-                             const char *trust, json_t *tags)
+static void iamapi_role_xml(struct ty_buf *b, const char *tag, const struct store_iam_role *r,
+                            const char *trust, json_t *tags)
 {
     ty_buf_printf(b, "<%s>", tag);
-    xml__el(b, "Path", r->path);
-    xml__el(b, "RoleName", r->name);
-    xml__el(b, "RoleId", r->id);
-    xml__el(b, "Arn", r->arn);
-    xml__date(b, "CreateDate", r->created);
+    xml_el(b, "Path", r->path);
+    xml_el(b, "RoleName", r->name);
+    xml_el(b, "RoleId", r->id);
+    xml_el(b, "Arn", r->arn);
+    xml_date(b, "CreateDate", r->created);
     ty_buf_puts(b, "<AssumeRolePolicyDocument>");
-    iamapi__urlencode(b, trust, strlen(trust));
+    iamapi_urlencode(b, trust, strlen(trust));
     ty_buf_puts(b, "</AssumeRolePolicyDocument>");
     if (r->desc[0])
-        xml__el(b, "Description", r->desc);
+        xml_el(b, "Description", r->desc);
     ty_buf_printf(b, "<MaxSessionDuration>%d</MaxSessionDuration>", r->max_session);
     if (json_array_size(tags) > 0)
-        iamapi__tags_xml(b, tags);
+        iamapi_tags_xml(b, tags);
     ty_buf_printf(b, "</%s>", tag);
 }
 
 static int iamapi_create_role(struct iamapi__ctx *x, struct ty_err *err)
 {
     struct store_iam_role r;
-    const char *name = iamapi__s(x->in, "RoleName");
-    const char *path = iamapi__s(x->in, "Path");
-    const char *desc = iamapi__s(x->in, "Description");
-    const char *msd = iamapi__s(x->in, "MaxSessionDuration");
+    const char *name = iamapi_s(x->in, "RoleName");
+    const char *path = iamapi_s(x->in, "Path");
+    const char *desc = iamapi_s(x->in, "Description");
+    const char *msd = iamapi_s(x->in, "MaxSessionDuration");
     json_t *jdoc = json_object_get(x->in, "AssumeRolePolicyDocument");
     const char *trust = json_string_value(jdoc);
     json_t *tags = json_object_get(x->in, "Tags");
@@ -979,22 +979,22 @@ static int iamapi_create_role(struct iamapi__ctx *x, struct ty_err *err)
     if (rc)
         return rc;
     ty_log(TY_LOG_INFO, "iam.role_created", "role=%s", r.arn);
-    iamapi__role_xml(x->out, "Role", &r, trust, tags);
+    iamapi_role_xml(x->out, "Role", &r, trust, tags);
     return 0;
 }
 
 static int iamapi_get_role(struct iamapi__ctx *x, struct ty_err *err)
 {
     struct store_iam_role r;
-    const char *name = iamapi__s(x->in, "RoleName");
+    const char *name = iamapi_s(x->in, "RoleName");
     json_t *tags = NULL;
     char *trust = NULL;
     int rc = store_iam_role_get(x->c->store, name, &r, &trust, &tags, err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_role(err, name);
+        return iamapi_no_role(err, name);
     if (rc)
         return rc;
-    iamapi__role_xml(x->out, "Role", &r, trust, tags);
+    iamapi_role_xml(x->out, "Role", &r, trust, tags);
     free(trust);
     json_decref(tags);
     return 0;
@@ -1002,9 +1002,9 @@ static int iamapi_get_role(struct iamapi__ctx *x, struct ty_err *err)
 
 static int iamapi_list_roles(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *prefix = iamapi__s(x->in, "PathPrefix");
-    const char *marker = iamapi__s(x->in, "Marker");
-    long max = iamapi__max_items(x->in), n = 0;
+    const char *prefix = iamapi_s(x->in, "PathPrefix");
+    const char *marker = iamapi_s(x->in, "Marker");
+    long max = iamapi_max_items(x->in), n = 0;
     json_t *roles = store_iam_role_list(x->c->store, err), *j;
     char next[STORE_IAM_NAME_MAX + 1] = "";
     size_t i;
@@ -1041,21 +1041,21 @@ static int iamapi_list_roles(struct iamapi__ctx *x, struct ty_err *err)
                  json_string_value(json_object_get(j, "Description")));
         r.created = json_number_value(json_object_get(j, "CreateDate"));
         r.max_session = (int)json_integer_value(json_object_get(j, "MaxSessionDuration"));
-        iamapi__role_xml(x->out, "member", &r, trust, NULL);
+        iamapi_role_xml(x->out, "member", &r, trust, NULL);
         n++;
     }
     ty_buf_puts(x->out, "</Roles>");
-    iamapi__page_end(x->out, next[0] != '\0', next);
+    iamapi_page_end(x->out, next[0] != '\0', next);
     json_decref(roles);
     return 0;
 }
 
 static int iamapi_delete_role(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "RoleName");
+    const char *name = iamapi_s(x->in, "RoleName");
     int rc = store_iam_role_delete(x->c->store, name, err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_role(err, name);
+        return iamapi_no_role(err, name);
     if (rc == -TY_ECONFLICT)
         return ty_err_set(err, TY_ECONFLICT, "RoleName",
                           "Cannot delete entity, must delete policies first.");
@@ -1064,7 +1064,7 @@ static int iamapi_delete_role(struct iamapi__ctx *x, struct ty_err *err)
     return rc;
 }
 
-static int iamapi__no_role_policy(struct ty_err *err, const char *pname)
+static int iamapi_no_role_policy(struct ty_err *err, const char *pname)
 {
     return ty_err_set(err, TY_ENOTFOUND, "PolicyName",
                       "The role policy with name %.128s cannot be found.", pname);
@@ -1072,8 +1072,8 @@ static int iamapi__no_role_policy(struct ty_err *err, const char *pname)
 
 static int iamapi_put_role_policy(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "RoleName");
-    const char *pname = iamapi__s(x->in, "PolicyName");
+    const char *name = iamapi_s(x->in, "RoleName");
+    const char *pname = iamapi_s(x->in, "PolicyName");
     json_t *jdoc = json_object_get(x->in, "PolicyDocument");
     const char *doc = json_string_value(jdoc);
     size_t len = json_string_length(jdoc), size;
@@ -1088,7 +1088,7 @@ static int iamapi_put_role_policy(struct iamapi__ctx *x, struct ty_err *err)
     rc = store_iam_role_policy_put(x->c->store, name, pname, doc, len, size, IAMAPI_ROLE_INLINE_MAX,
                                    err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_role(err, name);
+        return iamapi_no_role(err, name);
     if (rc == -TY_ELIMIT)
         return ty_err_set(err, TY_ELIMIT, "PolicyDocument",
                           "Maximum policy size of %d bytes exceeded for role %s",
@@ -1098,27 +1098,27 @@ static int iamapi_put_role_policy(struct iamapi__ctx *x, struct ty_err *err)
 
 static int iamapi_get_role_policy(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "RoleName");
-    const char *pname = iamapi__s(x->in, "PolicyName");
+    const char *name = iamapi_s(x->in, "RoleName");
+    const char *pname = iamapi_s(x->in, "PolicyName");
     struct store_iam_role r;
     char *doc;
     int rc = store_iam_role_get(x->c->store, name, &r, NULL, NULL, err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_role(err, name);
+        return iamapi_no_role(err, name);
     if (rc)
         return rc;
     doc = store_iam_role_policy_get(x->c->store, name, pname, err);
     if (!doc) {
         if (err->code == TY_ENOTFOUND && strcmp(err->msg, "policy") == 0)
-            return iamapi__no_role_policy(err, pname);
+            return iamapi_no_role_policy(err, pname);
         if (err->code == TY_ENOTFOUND)
-            return iamapi__no_role(err, name);
+            return iamapi_no_role(err, name);
         return -err->code;
     }
-    xml__el(x->out, "RoleName", r.name);
-    xml__el(x->out, "PolicyName", pname);
+    xml_el(x->out, "RoleName", r.name);
+    xml_el(x->out, "PolicyName", pname);
     ty_buf_puts(x->out, "<PolicyDocument>");
-    iamapi__urlencode(x->out, doc, strlen(doc));
+    iamapi_urlencode(x->out, doc, strlen(doc));
     ty_buf_puts(x->out, "</PolicyDocument>");
     free(doc);
     return 0;
@@ -1126,14 +1126,14 @@ static int iamapi_get_role_policy(struct iamapi__ctx *x, struct ty_err *err)
 
 static int iamapi_list_role_policies(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "RoleName");
-    const char *marker = iamapi__s(x->in, "Marker");
-    long max = iamapi__max_items(x->in), n = 0;
+    const char *name = iamapi_s(x->in, "RoleName");
+    const char *marker = iamapi_s(x->in, "Marker");
+    long max = iamapi_max_items(x->in), n = 0;
     json_t *names = store_iam_role_policy_list(x->c->store, name, err), *p;
     const char *next = NULL;
     size_t i;
     if (!names)
-        return err->code == TY_ENOTFOUND ? iamapi__no_role(err, name) : -err->code;
+        return err->code == TY_ENOTFOUND ? iamapi_no_role(err, name) : -err->code;
     ty_buf_puts(x->out, "<PolicyNames>");
     json_array_foreach(names, i, p)
     {
@@ -1143,69 +1143,69 @@ static int iamapi_list_role_policies(struct iamapi__ctx *x, struct ty_err *err)
             next = json_string_value(p);
             break;
         }
-        xml__el(x->out, "member", json_string_value(p));
+        xml_el(x->out, "member", json_string_value(p));
         n++;
     }
     ty_buf_puts(x->out, "</PolicyNames>");
-    iamapi__page_end(x->out, next != NULL, next);
+    iamapi_page_end(x->out, next != NULL, next);
     json_decref(names);
     return 0;
 }
 
 static int iamapi_delete_role_policy(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "RoleName");
-    const char *pname = iamapi__s(x->in, "PolicyName");
+    const char *name = iamapi_s(x->in, "RoleName");
+    const char *pname = iamapi_s(x->in, "PolicyName");
     int rc = store_iam_role_policy_delete(x->c->store, name, pname, err);
     if (rc == -TY_ENOTFOUND && strcmp(err->msg, "policy") == 0)
-        return iamapi__no_role_policy(err, pname);
+        return iamapi_no_role_policy(err, pname);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_role(err, name);
+        return iamapi_no_role(err, name);
     return rc;
 }
 
 /* ---- login profiles and the account password policy (console_login.c) ---- */
 
 /* The IAM user of a login-profile action. OUT: u. 0 or NoSuchEntity. */
-static int iamapi__login_user(struct iamapi__ctx *x, struct store_iam_user *u, struct ty_err *err)
+static int iamapi_login_user(struct iamapi__ctx *x, struct store_iam_user *u, struct ty_err *err)
 {
-    const char *name = iamapi__target(x);
+    const char *name = iamapi_target(x);
     int rc = store_iam_user_get(x->c->store, name, u, NULL, err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
+        return iamapi_no_user(err, name);
     return rc;
 }
 
 /* "true"/"false" of a boolean parameter: 1, 0, or dflt when absent. */
-static int iamapi__bool(json_t *in, const char *k, int dflt)
+static int iamapi_bool(json_t *in, const char *k, int dflt)
 {
-    const char *v = iamapi__s(in, k);
+    const char *v = iamapi_s(in, k);
     if (!v)
         return dflt;
     return strcmp(v, "true") == 0;
 }
 
-static void iamapi__login_xml(struct ty_buf *b, const char *name, double created, int reset)
+static void iamapi_login_xml(struct ty_buf *b, const char *name, double created, int reset)
 {
     ty_buf_puts(b, "<LoginProfile>");
-    xml__el(b, "UserName", name);
-    xml__date(b, "CreateDate", created);
-    xml__el(b, "PasswordResetRequired", reset ? "true" : "false");
+    xml_el(b, "UserName", name);
+    xml_date(b, "CreateDate", created);
+    xml_el(b, "PasswordResetRequired", reset ? "true" : "false");
     ty_buf_puts(b, "</LoginProfile>");
 }
 
 static int iamapi_create_login_profile(struct iamapi__ctx *x, struct ty_err *err)
 {
     struct store_iam_user u;
-    int reset = iamapi__bool(x->in, "PasswordResetRequired", 0), rc;
+    int reset = iamapi_bool(x->in, "PasswordResetRequired", 0), rc;
     double now = (double)time(NULL);
-    if ((rc = iamapi__login_user(x, &u, err)) != 0)
+    if ((rc = iamapi_login_user(x, &u, err)) != 0)
         return rc;
-    rc = console_login_put(x->c->store, u.name, u.id, iamapi__s(x->in, "Password"), 0, reset, now,
+    rc = console_login_put(x->c->store, u.name, u.id, iamapi_s(x->in, "Password"), 0, reset, now,
                            err);
     if (rc)
         return rc;
-    iamapi__login_xml(x->out, u.name, now, reset);
+    iamapi_login_xml(x->out, u.name, now, reset);
     return 0;
 }
 
@@ -1213,10 +1213,10 @@ static int iamapi_update_login_profile(struct iamapi__ctx *x, struct ty_err *err
 {
     struct store_iam_user u;
     int rc;
-    if ((rc = iamapi__login_user(x, &u, err)) != 0)
+    if ((rc = iamapi_login_user(x, &u, err)) != 0)
         return rc;
-    return console_login_put(x->c->store, u.name, u.id, iamapi__s(x->in, "Password"), 1,
-                             iamapi__bool(x->in, "PasswordResetRequired", -1), (double)time(NULL),
+    return console_login_put(x->c->store, u.name, u.id, iamapi_s(x->in, "Password"), 1,
+                             iamapi_bool(x->in, "PasswordResetRequired", -1), (double)time(NULL),
                              err);
 }
 
@@ -1225,11 +1225,11 @@ static int iamapi_get_login_profile(struct iamapi__ctx *x, struct ty_err *err)
     struct store_iam_user u;
     double created;
     int reset, rc;
-    if ((rc = iamapi__login_user(x, &u, err)) != 0)
+    if ((rc = iamapi_login_user(x, &u, err)) != 0)
         return rc;
     if ((rc = console_login_get(x->c->store, u.name, u.id, &created, &reset, err)) != 0)
         return rc;
-    iamapi__login_xml(x->out, u.name, created, reset);
+    iamapi_login_xml(x->out, u.name, created, reset);
     return 0;
 }
 
@@ -1238,7 +1238,7 @@ static int iamapi_delete_login_profile(struct iamapi__ctx *x, struct ty_err *err
     struct store_iam_user u;
     double created;
     int reset, rc;
-    if ((rc = iamapi__login_user(x, &u, err)) != 0)
+    if ((rc = iamapi_login_user(x, &u, err)) != 0)
         return rc;
     if ((rc = console_login_get(x->c->store, u.name, u.id, &created, &reset, err)) != 0)
         return rc;
@@ -1258,9 +1258,9 @@ static int iamapi_change_password(struct iamapi__ctx *x, struct ty_err *err)
                           "transaction was incorrect.");
     name = strrchr(arn, '/') + 1;
     if ((rc = store_iam_user_get(x->c->store, name, &u, NULL, err)) != 0)
-        return rc == -TY_EREDIS ? rc : iamapi__no_user(err, name);
-    rc = console_login_change(x->c->store, u.name, u.id, iamapi__s(x->in, "OldPassword"),
-                              iamapi__s(x->in, "NewPassword"), err);
+        return rc == -TY_EREDIS ? rc : iamapi_no_user(err, name);
+    rc = console_login_change(x->c->store, u.name, u.id, iamapi_s(x->in, "OldPassword"),
+                              iamapi_s(x->in, "NewPassword"), err);
     if (rc == -TY_ETHROTTLE)
         rc = ty_err_set(err, TY_ELIMIT, NULL, "%s", err->msg);
     return rc;
@@ -1327,21 +1327,21 @@ static int iamapi_get_password_policy(struct iamapi__ctx *x, struct ty_err *err)
 static int iamapi_update_password_policy(struct iamapi__ctx *x, struct ty_err *err)
 {
     struct console_login_policy p;
-    const char *ml = iamapi__s(x->in, "MinimumPasswordLength");
+    const char *ml = iamapi_s(x->in, "MinimumPasswordLength");
     console_login_policy_default(&p);
     p.custom = 1;
-    p.allow_change = iamapi__bool(x->in, "AllowUsersToChangePassword", 0);
-    p.req_symbols = iamapi__bool(x->in, "RequireSymbols", 0);
-    p.req_numbers = iamapi__bool(x->in, "RequireNumbers", 0);
-    p.req_upper = iamapi__bool(x->in, "RequireUppercaseCharacters", 0);
-    p.req_lower = iamapi__bool(x->in, "RequireLowercaseCharacters", 0);
+    p.allow_change = iamapi_bool(x->in, "AllowUsersToChangePassword", 0);
+    p.req_symbols = iamapi_bool(x->in, "RequireSymbols", 0);
+    p.req_numbers = iamapi_bool(x->in, "RequireNumbers", 0);
+    p.req_upper = iamapi_bool(x->in, "RequireUppercaseCharacters", 0);
+    p.req_lower = iamapi_bool(x->in, "RequireLowercaseCharacters", 0);
     if (ml) {
         char *end;
         long v = strtol(ml, &end, 10);
         if (*end || v < 6 || v > 128)
-            return iamapi__invalid(err, "minimumPasswordLength", ml,
-                                   v < 6 ? "have value greater than or equal to 6"
-                                         : "have value less than or equal to 128");
+            return iamapi_invalid(err, "minimumPasswordLength", ml,
+                                  v < 6 ? "have value greater than or equal to 6"
+                                        : "have value less than or equal to 128");
         p.min_length = (int)v;
     }
     return console_login_policy_put(x->c->store, &p, err);
@@ -1398,7 +1398,7 @@ struct iamapi__action {
     struct iamapi__param params[IAMAPI_NPARAMS];
 };
 
-static const struct iamapi__action iamapi__actions[] = {
+static const struct iamapi__action iamapi_actions[] = {
     {"CreateUser",
      iamapi_create_user,
      1,
@@ -1489,32 +1489,32 @@ static const struct iamapi__action iamapi__actions[] = {
     {"DeleteAccountPasswordPolicy", iamapi_delete_password_policy, 0, T_NONE, {{0}}},
 };
 
-static int iamapi__validate(const struct iamapi__action *a, json_t *in, struct ty_err *err)
+static int iamapi_validate(const struct iamapi__action *a, json_t *in, struct ty_err *err)
 {
     const char *mi;
     for (int i = 0; i < IAMAPI_NPARAMS && a->params[i].name; i++)
-        if (iamapi__check(in, &a->params[i], err) != 0)
+        if (iamapi_check(in, &a->params[i], err) != 0)
             return -TY_EINVAL;
-    mi = iamapi__s(in, "Status");
+    mi = iamapi_s(in, "Status");
     if (mi && strcmp(a->name, "UpdateAccessKey") == 0 && strcmp(mi, "Active") != 0 &&
         strcmp(mi, "Inactive") != 0)
-        return iamapi__invalid(err, "status", mi, "satisfy enum value set: [Active, Inactive]");
-    mi = iamapi__s(in, "MaxSessionDuration");
+        return iamapi_invalid(err, "status", mi, "satisfy enum value set: [Active, Inactive]");
+    mi = iamapi_s(in, "MaxSessionDuration");
     if (mi && strcmp(a->name, "CreateRole") == 0 &&
         (strtol(mi, NULL, 10) < 3600 || strtol(mi, NULL, 10) > 43200))
-        return iamapi__invalid(err, "maxSessionDuration", mi,
-                               strtol(mi, NULL, 10) < 3600
-                                   ? "have value greater than or equal to 3600"
-                                   : "have value less than or equal to 43200");
-    mi = iamapi__s(in, "MaxItems");
+        return iamapi_invalid(err, "maxSessionDuration", mi,
+                              strtol(mi, NULL, 10) < 3600
+                                  ? "have value greater than or equal to 3600"
+                                  : "have value less than or equal to 43200");
+    mi = iamapi_s(in, "MaxItems");
     if (mi && (strtol(mi, NULL, 10) < 1 || strtol(mi, NULL, 10) > 1000))
-        return iamapi__invalid(err, "maxItems", mi,
-                               "have value less than or equal to 1000 and greater than or equal "
-                               "to 1");
+        return iamapi_invalid(err, "maxItems", mi,
+                              "have value less than or equal to 1000 and greater than or equal "
+                              "to 1");
     if (a->tags == T_OPT || a->tags == T_REQ)
-        return iamapi__check_tags(in, a->tags == T_REQ, err);
+        return iamapi_check_tags(in, a->tags == T_REQ, err);
     if (a->tags == T_KEYS)
-        return iamapi__check_tagkeys(in, err);
+        return iamapi_check_tagkeys(in, err);
     return 0;
 }
 
@@ -1525,7 +1525,7 @@ int op_iamapi_is_service(const char *service)
     return service && strcmp(service, "iam") == 0;
 }
 
-static void iamapi__route(const struct iamapi__call *c, struct http_response *resp)
+static void iamapi_route(const struct iamapi__call *c, struct http_response *resp)
 {
     const struct iamapi__action *a = NULL;
     struct iamapi__ctx x;
@@ -1541,22 +1541,22 @@ static void iamapi__route(const struct iamapi__call *c, struct http_response *re
         goto fail;
     if (c->req->body.len > 0 && !op_iamapi_form(in, c->req->body.data, c->req->body.len, &err))
         goto fail;
-    action = iamapi__s(in, "Action");
-    version = iamapi__s(in, "Version");
+    action = iamapi_s(in, "Action");
+    version = iamapi_s(in, "Version");
     if (!action) {
         ty_err_set(&err, TY_EUNKNOWNOP, "Action", "Missing Action");
         goto fail;
     }
-    for (size_t i = 0; i < sizeof(iamapi__actions) / sizeof(iamapi__actions[0]); i++)
-        if (strcmp(iamapi__actions[i].name, action) == 0)
-            a = &iamapi__actions[i];
+    for (size_t i = 0; i < sizeof(iamapi_actions) / sizeof(iamapi_actions[0]); i++)
+        if (strcmp(iamapi_actions[i].name, action) == 0)
+            a = &iamapi_actions[i];
     if (!a) {
         ty_err_set(&err, TY_EUNKNOWNOP, "Action",
                    "Could not find operation %.64s for version %.32s", action,
                    version ? version : "NO_VERSION_SPECIFIED");
         goto fail;
     }
-    if (iamapi__validate(a, in, &err) != 0)
+    if (iamapi_validate(a, in, &err) != 0)
         goto fail;
     if (iamapi_authorize(c->store, a->name, in, c->principal_arn, c->region, c->account_id, &err) !=
         0)
@@ -1574,7 +1574,7 @@ static void iamapi__route(const struct iamapi__call *c, struct http_response *re
             ty_buf_printf(&b, "<%sResult>%s</%sResult>", a->name, out.data ? out.data : "",
                           a->name);
         ty_buf_puts(&b, "<ResponseMetadata>");
-        xml__el(&b, "RequestId", c->req->request_id);
+        xml_el(&b, "RequestId", c->req->request_id);
         ty_buf_printf(&b, "</ResponseMetadata></%sResponse>", a->name);
         resp->status = 200;
         resp->content_type = "text/xml";
@@ -1591,7 +1591,7 @@ fail:
         ty_err_set(&err, TY_EINTERNAL, NULL, "internal failure");
     json_decref(in);
     ty_buf_cleanup(&out);
-    iamapi__error(c, resp, &err);
+    iamapi_error(c, resp, &err);
 }
 
 void op_iamapi_route(const struct op_iamapi_call *oc, struct http_response *resp)
@@ -1611,28 +1611,28 @@ void op_iamapi_route(const struct op_iamapi_call *oc, struct http_response *resp
         if (err.code == TY_ENOTFOUND || err.code == TY_EBADKEY)
             ty_err_set(&err, TY_EBADKEY, NULL,
                        "The security token included in the request is invalid.");
-        iamapi__error(&c, resp, &err);
+        iamapi_error(&c, resp, &err);
         return;
     }
-    iamapi__route(&c, resp);
+    iamapi_route(&c, resp);
 }
 
 int op_iamapi_invoke(struct store *s, const char *account_id, const char *region,
                      const char *principal_arn, json_t *in, struct ty_buf *out, struct ty_err *err)
 {
     const struct iamapi__action *a = NULL;
-    const char *action = iamapi__s(in, "Action");
+    const char *action = iamapi_s(in, "Action");
     struct iamapi__call c;
     struct iamapi__ctx x;
     int rc;
 
-    for (size_t i = 0; action && i < sizeof(iamapi__actions) / sizeof(iamapi__actions[0]); i++)
-        if (strcmp(iamapi__actions[i].name, action) == 0)
-            a = &iamapi__actions[i];
+    for (size_t i = 0; action && i < sizeof(iamapi_actions) / sizeof(iamapi_actions[0]); i++)
+        if (strcmp(iamapi_actions[i].name, action) == 0)
+            a = &iamapi_actions[i];
     if (!a)
         return ty_err_set(err, TY_EUNKNOWNOP, "Action", "Could not find operation %.64s",
                           action ? action : "");
-    if (iamapi__validate(a, in, err) != 0)
+    if (iamapi_validate(a, in, err) != 0)
         return -TY_EINVAL;
     if ((rc = iamapi_authorize(s, a->name, in, principal_arn, region, account_id, err)) != 0)
         return rc;
@@ -1649,8 +1649,8 @@ int op_iamapi_invoke(struct store *s, const char *account_id, const char *region
 
 const char *op_iamapi_error_code(int code)
 {
-    for (size_t i = 0; i < sizeof(iamapi__errs) / sizeof(iamapi__errs[0]); i++)
-        if (iamapi__errs[i].code == code)
-            return iamapi__errs[i].name;
+    for (size_t i = 0; i < sizeof(iamapi_errs) / sizeof(iamapi_errs[0]); i++)
+        if (iamapi_errs[i].code == code)
+            return iamapi_errs[i].name;
     return "ServiceFailure";
 }

@@ -19,19 +19,19 @@
 #define TRAINING_GROUP "/aws/sagemaker/TrainingJobs"
 #define LOGS_BATCH     500
 
-static const char *lg__str(json_t *in, const char *key)
+static const char *lg_str(json_t *in, const char *key)
 {
     return json_string_value(json_object_get(in, key));
 }
 
-static int lg__group_missing(struct ty_err *err)
+static int lg_group_missing(struct ty_err *err)
 {
     return ty_err_set(err, TY_ELOGNOTFOUND, "logGroupName",
                       "The specified log group does not exist.");
 }
 
 /* 1 when group exists. */
-static int lg__group_exists(struct op_ctx *ctx, const char *group, struct ty_err *err)
+static int lg_group_exists(struct op_ctx *ctx, const char *group, struct ty_err *err)
 {
     json_t *streams;
     int exists;
@@ -49,7 +49,7 @@ static int lg__group_exists(struct op_ctx *ctx, const char *group, struct ty_err
  * The training-job group's creationTime (epoch ms): recorded the first time it is asked for,
  * as the earliest of now and its streams' creation times, then stable. -1 (err).
  */
-static long long lg__group_created(struct op_ctx *ctx, const char *group, struct ty_err *err)
+static long long lg_group_created(struct op_ctx *ctx, const char *group, struct ty_err *err)
 {
     long long have = store_log_group_created_get(ctx->store, group, err), first;
     json_t *streams, *st;
@@ -73,12 +73,12 @@ static long long lg__group_created(struct op_ctx *ctx, const char *group, struct
 
 int op_logs_describe_groups(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *prefix = lg__str(in, "logGroupNamePrefix");
+    const char *prefix = lg_str(in, "logGroupNamePrefix");
     json_t *groups = json_array();
     char arn[512];
 
     if (!prefix || strncmp(TRAINING_GROUP, prefix, strlen(prefix)) == 0) {
-        long long created = lg__group_created(ctx, TRAINING_GROUP, err);
+        long long created = lg_group_created(ctx, TRAINING_GROUP, err);
         if (created < 0) {
             json_decref(groups);
             return -err->code;
@@ -95,10 +95,10 @@ int op_logs_describe_groups(struct op_ctx *ctx, json_t *in, json_t **out, struct
 
 int op_logs_describe_streams(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *group = lg__str(in, "logGroupName");
-    const char *prefix = lg__str(in, "logStreamNamePrefix");
-    const char *order = lg__str(in, "orderBy");
-    const char *token = lg__str(in, "nextToken");
+    const char *group = lg_str(in, "logGroupName");
+    const char *prefix = lg_str(in, "logStreamNamePrefix");
+    const char *order = lg_str(in, "orderBy");
+    const char *token = lg_str(in, "nextToken");
     int by_last = order && strcmp(order, "LastEventTime") == 0;
     int desc = json_is_true(json_object_get(in, "descending"));
     json_t *lim = json_object_get(in, "limit");
@@ -119,11 +119,11 @@ int op_logs_describe_streams(struct op_ctx *ctx, json_t *in, json_t **out, struc
         if (*end || start < 0)
             return ty_err_set(err, TY_EINVAL, "nextToken", "The specified nextToken is invalid.");
     }
-    ex = lg__group_exists(ctx, group, err);
+    ex = lg_group_exists(ctx, group, err);
     if (ex < 0)
         return -err->code;
     if (!ex)
-        return lg__group_missing(err);
+        return lg_group_missing(err);
     all = store_log_streams(ctx->store, group, prefix, by_last, desc, err);
     if (!all)
         return -err->code;
@@ -146,14 +146,14 @@ struct lg_window {
     int64_t end;   /* exclusive, ms; INT64_MAX when unset */
 };
 
-static void lg__window(json_t *in, struct lg_window *w)
+static void lg_window_parse(json_t *in, struct lg_window *w)
 {
     json_t *s = json_object_get(in, "startTime"), *e = json_object_get(in, "endTime");
     w->start = json_is_integer(s) ? json_integer_value(s) : INT64_MIN;
     w->end = json_is_integer(e) ? json_integer_value(e) : INT64_MAX;
 }
 
-static int lg__in_window(const struct lg_window *w, json_t *ev)
+static int lg_in_window(const struct lg_window *w, json_t *ev)
 {
     int64_t ts = json_integer_value(json_object_get(ev, "timestamp"));
     return ts >= w->start && ts < w->end;
@@ -163,8 +163,8 @@ static int lg__in_window(const struct lg_window *w, json_t *ev)
  * Reads up to limit events of one stream in [window] after (forward) or before (backward)
  * position pos ("" = the stream's start or end). Returns a new array in ascending order.
  */
-static json_t *lg__read(struct op_ctx *ctx, const char *group, const char *stream, const char *pos,
-                        int forward, long limit, const struct lg_window *w, struct ty_err *err)
+static json_t *lg_read(struct op_ctx *ctx, const char *group, const char *stream, const char *pos,
+                       int forward, long limit, const struct lg_window *w, struct ty_err *err)
 {
     json_t *res = json_array();
     char cursor[80];
@@ -187,7 +187,7 @@ static json_t *lg__read(struct op_ctx *ctx, const char *group, const char *strea
         {
             if ((long)json_array_size(res) >= limit)
                 break;
-            if (lg__in_window(w, ev))
+            if (lg_in_window(w, ev))
                 json_array_append(res, ev);
         }
         if (n > 0)
@@ -210,9 +210,9 @@ static json_t *lg__read(struct op_ctx *ctx, const char *group, const char *strea
 
 int op_logs_get_events(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *group = lg__str(in, "logGroupName");
-    const char *stream = lg__str(in, "logStreamName");
-    const char *token = lg__str(in, "nextToken");
+    const char *group = lg_str(in, "logGroupName");
+    const char *stream = lg_str(in, "logStreamName");
+    const char *token = lg_str(in, "nextToken");
     json_t *lim = json_object_get(in, "limit");
     long limit = lim ? (long)json_integer_value(lim) : 10000;
     int forward = json_is_true(json_object_get(in, "startFromHead"));
@@ -234,13 +234,13 @@ int op_logs_get_events(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
         forward = token[0] == 'f';
         pos = token + 2;
     }
-    lg__window(in, &w);
-    evs = lg__read(ctx, group, stream, pos, forward, limit, &w, err);
+    lg_window_parse(in, &w);
+    evs = lg_read(ctx, group, stream, pos, forward, limit, &w, err);
     if (!evs) {
         if (err->code == TY_ELOGNOTFOUND) {
-            int ex = lg__group_exists(ctx, group, err);
+            int ex = lg_group_exists(ctx, group, err);
             if (ex == 0)
-                return lg__group_missing(err);
+                return lg_group_missing(err);
             return ty_err_set(err, TY_ELOGNOTFOUND, "logStreamName",
                               "The specified log stream does not exist.");
         }
@@ -272,7 +272,7 @@ int op_logs_get_events(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
 
 /* CloudWatch filter patterns on plain text: terms that must all appear, "quoted phrases",
    ?term (any of these), -term (none of these). An empty pattern matches everything. */
-static int lg__match(const char *pattern, const char *msg)
+static int lg_match(const char *pattern, const char *msg)
 {
     char term[512];
     const char *p = pattern;
@@ -314,7 +314,7 @@ static int lg__match(const char *pattern, const char *msg)
     return !any_or || or_hit;
 }
 
-static int lg__cmp_events(const void *a, const void *b)
+static int lg_cmp_events(const void *a, const void *b)
 {
     json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
     json_int_t tx = json_integer_value(json_object_get(x, "timestamp"));
@@ -334,10 +334,10 @@ static int lg__cmp_events(const void *a, const void *b)
 
 int op_logs_filter_events(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *group = lg__str(in, "logGroupName");
-    const char *prefix = lg__str(in, "logStreamNamePrefix");
-    const char *pattern = lg__str(in, "filterPattern");
-    const char *token = lg__str(in, "nextToken");
+    const char *group = lg_str(in, "logGroupName");
+    const char *prefix = lg_str(in, "logStreamNamePrefix");
+    const char *pattern = lg_str(in, "filterPattern");
+    const char *token = lg_str(in, "nextToken");
     json_t *names = json_object_get(in, "logStreamNames");
     json_t *lim = json_object_get(in, "limit");
     long limit = lim ? (long)json_integer_value(lim) : 10000;
@@ -362,12 +362,12 @@ int op_logs_filter_events(struct op_ctx *ctx, json_t *in, json_t **out, struct t
         if (*end || start < 0)
             return ty_err_set(err, TY_EINVAL, "nextToken", "The specified nextToken is invalid.");
     }
-    ex = lg__group_exists(ctx, group, err);
+    ex = lg_group_exists(ctx, group, err);
     if (ex < 0)
         return -err->code;
     if (!ex)
-        return lg__group_missing(err);
-    lg__window(in, &w);
+        return lg_group_missing(err);
+    lg_window_parse(in, &w);
     streams = store_log_streams(ctx->store, group, prefix, 0, 0, err);
     if (!streams)
         return -err->code;
@@ -385,14 +385,14 @@ int op_logs_filter_events(struct op_ctx *ctx, json_t *in, json_t **out, struct t
         }
         if (!wanted)
             continue;
-        evs = lg__read(ctx, group, sname, "", 1, 1000000, &w, err);
+        evs = lg_read(ctx, group, sname, "", 1, 1000000, &w, err);
         if (!evs)
             continue;
         json_array_foreach(evs, j, ev)
         {
             const char *msg = json_string_value(json_object_get(ev, "message"));
             char eid[200];
-            if (pattern && !lg__match(pattern, msg ? msg : ""))
+            if (pattern && !lg_match(pattern, msg ? msg : ""))
                 continue;
             if (nall == cap) {
                 json_t **grown;
@@ -416,7 +416,7 @@ int op_logs_filter_events(struct op_ctx *ctx, json_t *in, json_t **out, struct t
     }
     json_decref(streams);
     if (nall)
-        qsort(all, nall, sizeof(*all), lg__cmp_events);
+        qsort(all, nall, sizeof(*all), lg_cmp_events);
     page = json_array();
     for (i = 0; i < nall; i++) {
         if ((long)i >= start && (long)i < start + limit) {

@@ -55,7 +55,7 @@ struct s3_req {
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 
-static int s3__hexval(int c)
+static int s3_hexval(int c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -68,7 +68,7 @@ static int s3__hexval(int c)
 
 /* Percent-decodes n bytes of p into a new string; plus_space turns '+' into ' '. NULL when
    malformed or when the result holds a NUL. */
-static char *s3__pct_decode(const char *p, size_t n, int plus_space)
+static char *s3_pct_decode(const char *p, size_t n, int plus_space)
 {
     char *o = malloc(n + 1);
     size_t k = 0;
@@ -82,8 +82,8 @@ static char *s3__pct_decode(const char *p, size_t n, int plus_space)
                 free(o);
                 return NULL;
             }
-            a = s3__hexval((unsigned char)p[i + 1]);
-            b = s3__hexval((unsigned char)p[i + 2]);
+            a = s3_hexval((unsigned char)p[i + 1]);
+            b = s3_hexval((unsigned char)p[i + 2]);
             if (a < 0 || b < 0 || (a == 0 && b == 0)) {
                 free(o);
                 return NULL;
@@ -100,7 +100,7 @@ static char *s3__pct_decode(const char *p, size_t n, int plus_space)
     return o;
 }
 
-static const char *s3__qget(const struct s3_req *r, const char *name)
+static const char *s3_qget(const struct s3_req *r, const char *name)
 {
     for (int i = 0; i < r->nqp; i++) {
         if (strcmp(r->qp[i].name, name) == 0)
@@ -109,12 +109,12 @@ static const char *s3__qget(const struct s3_req *r, const char *name)
     return NULL;
 }
 
-static int s3__has(const struct s3_req *r, const char *name)
+static int s3_has(const struct s3_req *r, const char *name)
 {
-    return s3__qget(r, name) != NULL;
+    return s3_qget(r, name) != NULL;
 }
 
-static void s3__req_cleanup(struct s3_req *r)
+static void s3_req_cleanup(struct s3_req *r)
 {
     free(r->key);
     for (int i = 0; i < r->nqp; i++) {
@@ -125,7 +125,7 @@ static void s3__req_cleanup(struct s3_req *r)
 }
 
 /* The virtual-host bucket of a Host header: "<bucket>.localhost[:port]" or "<bucket>.s3.*". */
-static int s3__vhost_bucket(const char *host, char *out, size_t n)
+static int s3_vhost_bucket(const char *host, char *out, size_t n)
 {
     const char *dot;
     size_t bl;
@@ -148,23 +148,23 @@ static int s3__vhost_bucket(const char *host, char *out, size_t n)
     return 1;
 }
 
-static void s3__parse_target(const struct http_request *req, struct s3_req *r)
+static void s3_parse_target(const struct http_request *req, struct s3_req *r)
 {
     const char *path = req->path, *q = req->query;
     char vb[64];
     int vhost;
 
     memset(r, 0, sizeof(*r));
-    vhost = s3__vhost_bucket(http_header(req, "Host"), vb, sizeof(vb));
+    vhost = s3_vhost_bucket(http_header(req, "Host"), vb, sizeof(vb));
     if (*path == '/')
         path++;
     if (vhost) {
         snprintf(r->bucket, sizeof(r->bucket), "%s", vb);
-        r->key = s3__pct_decode(path, strlen(path), 0);
+        r->key = s3_pct_decode(path, strlen(path), 0);
     } else {
         const char *slash = strchr(path, '/');
         size_t bl = slash ? (size_t)(slash - path) : strlen(path);
-        char *b = s3__pct_decode(path, bl, 0);
+        char *b = s3_pct_decode(path, bl, 0);
         if (!b || strlen(b) >= sizeof(r->bucket)) {
             r->bad_target = 1;
             snprintf(r->bucket, sizeof(r->bucket), "%.*s", (int)(bl > 200 ? 200 : bl), path);
@@ -172,7 +172,7 @@ static void s3__parse_target(const struct http_request *req, struct s3_req *r)
             snprintf(r->bucket, sizeof(r->bucket), "%s", b);
         }
         free(b);
-        r->key = slash ? s3__pct_decode(slash + 1, strlen(slash + 1), 0) : strdup("");
+        r->key = slash ? s3_pct_decode(slash + 1, strlen(slash + 1), 0) : strdup("");
     }
     if (!r->key) {
         r->bad_target = 1;
@@ -185,8 +185,8 @@ static void s3__parse_target(const struct http_request *req, struct s3_req *r)
         size_t nl = eq ? (size_t)(eq - q) : len;
         if (len) {
             struct s3_qp *p = &r->qp[r->nqp];
-            p->name = s3__pct_decode(q, nl, 1);
-            p->value = eq ? s3__pct_decode(eq + 1, len - nl - 1, 1) : strdup("");
+            p->name = s3_pct_decode(q, nl, 1);
+            p->value = eq ? s3_pct_decode(eq + 1, len - nl - 1, 1) : strdup("");
             p->has_value = eq != NULL;
             if (!p->name || !p->value) {
                 free(p->name);
@@ -200,7 +200,7 @@ static void s3__parse_target(const struct http_request *req, struct s3_req *r)
     }
 }
 
-static void s3__xml_esc(struct ty_buf *b, const char *s)
+static void s3_xml_esc(struct ty_buf *b, const char *s)
 {
     for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
         switch (*p) {
@@ -229,7 +229,7 @@ static void s3__xml_esc(struct ty_buf *b, const char *s)
 }
 
 /* S3's encoding-type=url: everything but unreserved characters and '/' percent-encoded. */
-static void s3__url_esc(struct ty_buf *b, const char *s)
+static void s3_url_esc(struct ty_buf *b, const char *s)
 {
     static const char hx[] = "0123456789ABCDEF";
     for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
@@ -243,20 +243,20 @@ static void s3__url_esc(struct ty_buf *b, const char *s)
 }
 
 /* A key, prefix or delimiter in a listing: URL-encoded when asked, then XML-escaped. */
-static void s3__list_esc(struct ty_buf *b, const char *s, int url)
+static void s3_list_esc(struct ty_buf *b, const char *s, int url)
 {
     if (url) {
         struct ty_buf t;
         ty_buf_init(&t, 16384);
-        s3__url_esc(&t, s);
-        s3__xml_esc(b, t.data ? t.data : "");
+        s3_url_esc(&t, s);
+        s3_xml_esc(b, t.data ? t.data : "");
         ty_buf_cleanup(&t);
     } else {
-        s3__xml_esc(b, s);
+        s3_xml_esc(b, s);
     }
 }
 
-static void s3__iso8601(int64_t ms, char *out, size_t n)
+static void s3_iso8601(int64_t ms, char *out, size_t n)
 {
     time_t t = (time_t)(ms / 1000);
     struct tm tm;
@@ -267,7 +267,7 @@ static void s3__iso8601(int64_t ms, char *out, size_t n)
         snprintf(out + len, n - len, ".%03uZ", (unsigned)((ms % 1000 + 1000) % 1000));
 }
 
-static void s3__http_date(int64_t ms, char *out, size_t n)
+static void s3_http_date(int64_t ms, char *out, size_t n)
 {
     time_t t = (time_t)(ms / 1000);
     struct tm tm;
@@ -277,29 +277,29 @@ static void s3__http_date(int64_t ms, char *out, size_t n)
 
 /* ---- responses ----------------------------------------------------------------------------- */
 
-static void s3__common_headers(struct http_request *req, struct http_response *resp)
+static void s3_common_headers(struct http_request *req, struct http_response *resp)
 {
     http_response_header(resp, "x-amz-request-id", req->request_id);
     http_response_header(resp, "x-amz-id-2", req->request_id);
     http_response_header(resp, "Server", "trainyard");
 }
 
-static void s3__xml_resp(struct http_request *req, struct http_response *resp, int status,
-                         struct ty_buf *b)
+static void s3_xml_resp(struct http_request *req, struct http_response *resp, int status,
+                        struct ty_buf *b)
 {
     resp->status = status;
     resp->content_type = "application/xml";
     resp->len = b->len;
     resp->body = ty_buf_steal(b);
-    s3__common_headers(req, resp);
+    s3_common_headers(req, resp);
 }
 
-static void s3__empty(struct http_request *req, struct http_response *resp, int status)
+static void s3_empty(struct http_request *req, struct http_response *resp, int status)
 {
     resp->status = status;
     resp->body = NULL;
     resp->len = 0;
-    s3__common_headers(req, resp);
+    s3_common_headers(req, resp);
 }
 
 struct s3_code {
@@ -319,7 +319,7 @@ static const struct s3_code s3_codes[] = {
     {"MissingContentLength", 411},
 };
 
-static int s3__status_of(const char *code)
+static int s3_status_of(const char *code)
 {
     for (size_t i = 0; i < sizeof(s3_codes) / sizeof(s3_codes[0]); i++) {
         if (strcmp(s3_codes[i].code, code) == 0)
@@ -334,51 +334,51 @@ struct s3_errx {
     int n;
 };
 
-static void s3__error(struct http_request *req, struct http_response *resp, const char *code,
-                      const char *msg, const struct s3_req *r, const struct s3_errx *x)
+static void s3_error(struct http_request *req, struct http_response *resp, const char *code,
+                     const char *msg, const struct s3_req *r, const struct s3_errx *x)
 {
     struct ty_buf b;
-    int status = s3__status_of(code);
+    int status = s3_status_of(code);
 
     ty_log(TY_LOG_DEBUG, "s3.error", "req=%s code=%s msg=\"%s\"", req->request_id, code, msg);
     if (strcmp(req->method, "HEAD") == 0) {
-        s3__empty(req, resp, status);
+        s3_empty(req, resp, status);
         return;
     }
     ty_buf_init(&b, 1024 * 1024);
     ty_buf_puts(&b, S3_XML_HDR "<Error><Code>");
-    s3__xml_esc(&b, code);
+    s3_xml_esc(&b, code);
     ty_buf_puts(&b, "</Code><Message>");
-    s3__xml_esc(&b, msg);
+    s3_xml_esc(&b, msg);
     ty_buf_puts(&b, "</Message>");
     if (r && r->bucket[0] && strcmp(code, "NoSuchBucket") == 0) {
         ty_buf_puts(&b, "<BucketName>");
-        s3__xml_esc(&b, r->bucket);
+        s3_xml_esc(&b, r->bucket);
         ty_buf_puts(&b, "</BucketName>");
     }
     if (r && r->key && r->key[0] && strcmp(code, "NoSuchKey") == 0) {
         ty_buf_puts(&b, "<Key>");
-        s3__xml_esc(&b, r->key);
+        s3_xml_esc(&b, r->key);
         ty_buf_puts(&b, "</Key>");
     }
     for (int i = 0; x && i < x->n; i++) {
         ty_buf_printf(&b, "<%s>", x->name[i]);
-        s3__xml_esc(&b, x->value[i]);
+        s3_xml_esc(&b, x->value[i]);
         ty_buf_printf(&b, "</%s>", x->name[i]);
     }
     ty_buf_puts(&b, "<Resource>");
-    s3__xml_esc(&b, req->path);
+    s3_xml_esc(&b, req->path);
     ty_buf_puts(&b, "</Resource><RequestId>");
     ty_buf_puts(&b, req->request_id);
     ty_buf_puts(&b, "</RequestId><HostId>");
     ty_buf_puts(&b, req->request_id);
     ty_buf_puts(&b, "</HostId></Error>");
-    s3__xml_resp(req, resp, status, &b);
+    s3_xml_resp(req, resp, status, &b);
 }
 
 /* The wire form of a ty_err: err->field holds S3's code when the layer below chose one. */
-static void s3__error_from(struct http_request *req, struct http_response *resp,
-                           const struct ty_err *err, const struct s3_req *r)
+static void s3_error_from(struct http_request *req, struct http_response *resp,
+                          const struct ty_err *err, const struct s3_req *r)
 {
     const char *code = err->field;
 
@@ -399,19 +399,19 @@ static void s3__error_from(struct http_request *req, struct http_response *resp,
         }
     }
     worker_failed(worker_self(), err->code); /* reopened by the thread's next request */
-    s3__error(req, resp, code,
-              err->msg[0] ? err->msg : "We encountered an internal error. Please try again.", r,
-              NULL);
+    s3_error(req, resp, code,
+             err->msg[0] ? err->msg : "We encountered an internal error. Please try again.", r,
+             NULL);
 }
 
 /* ---- thread state and auth ----------------------------------------------------------------- */
 
-static const char *s3__sweep_dir;
-static pthread_once_t s3__sweep_once = PTHREAD_ONCE_INIT;
+static const char *s3_sweep_dir;
+static pthread_once_t s3_sweep_once = PTHREAD_ONCE_INIT;
 
-static void s3__sweep(void)
+static void s3_sweep(void)
 {
-    const char *dir = __atomic_load_n(&s3__sweep_dir, __ATOMIC_ACQUIRE);
+    const char *dir = __atomic_load_n(&s3_sweep_dir, __ATOMIC_ACQUIRE);
 
     /* once per process: temp files of uploads cut short by a crash (a day old at least, so
        that no upload in flight of another process on the same dir is touched) */
@@ -420,18 +420,18 @@ static void s3__sweep(void)
 }
 
 /* The worker's object store handle (worker.h), opened on first use. NULL with err. */
-static struct objstore *s3__thread_os(const struct route_ctx *rc, struct ty_err *err)
+static struct objstore *s3_thread_os(const struct route_ctx *rc, struct ty_err *err)
 {
     struct worker *w = worker_self();
 
     if (rc->s3_dir)
-        __atomic_store_n(&s3__sweep_dir, rc->s3_dir, __ATOMIC_RELEASE);
-    pthread_once(&s3__sweep_once, s3__sweep);
+        __atomic_store_n(&s3_sweep_dir, rc->s3_dir, __ATOMIC_RELEASE);
+    pthread_once(&s3_sweep_once, s3_sweep);
     worker_at_exit(w, s3_proxy_thread_end);
     return worker_objstore(w, rc->redis_url, rc->s3_dir, err);
 }
 
-static void s3__fill_sreq(const struct http_request *req, struct sigv4_request *sreq, int with_body)
+static void s3_fill_sreq(const struct http_request *req, struct sigv4_request *sreq, int with_body)
 {
     memset(sreq, 0, sizeof(*sreq));
     sreq->method = req->method;
@@ -445,7 +445,7 @@ static void s3__fill_sreq(const struct http_request *req, struct sigv4_request *
     }
 }
 
-static int s3__hmac(const unsigned char *key, size_t kl, const char *msg, unsigned char *out)
+static int s3_hmac(const unsigned char *key, size_t kl, const char *msg, unsigned char *out)
 {
     unsigned int ol = 0;
     return HMAC(EVP_sha256(), key, (int)kl, (const unsigned char *)msg, strlen(msg), out, &ol) ? 0
@@ -453,7 +453,7 @@ static int s3__hmac(const unsigned char *key, size_t kl, const char *msg, unsign
 }
 
 /* The SigV4 signing key for auth's scope. OUT: key (32 bytes). */
-static int s3__signing_key(const struct sigv4_auth *auth, const char *secret, unsigned char *key)
+static int s3_signing_key(const struct sigv4_auth *auth, const char *secret, unsigned char *key)
 {
     char k0[300];
     unsigned char a[32], b[32];
@@ -461,9 +461,8 @@ static int s3__signing_key(const struct sigv4_auth *auth, const char *secret, un
 
     if (w < 0 || (size_t)w >= sizeof(k0))
         return -1;
-    if (s3__hmac((unsigned char *)k0, (size_t)w, auth->date, a) ||
-        s3__hmac(a, 32, auth->region, b) || s3__hmac(b, 32, auth->service, a) ||
-        s3__hmac(a, 32, "aws4_request", key))
+    if (s3_hmac((unsigned char *)k0, (size_t)w, auth->date, a) || s3_hmac(a, 32, auth->region, b) ||
+        s3_hmac(b, 32, auth->service, a) || s3_hmac(a, 32, "aws4_request", key))
         return -1;
     OPENSSL_cleanse(k0, sizeof(k0));
     return 0;
@@ -471,9 +470,9 @@ static int s3__signing_key(const struct sigv4_auth *auth, const char *secret, un
 
 /* SignatureDoesNotMatch with what S3 adds to it: the string to sign (and, for SigV4, the
    canonical request) the server computed. */
-static void s3__sig_mismatch(struct http_request *req, struct http_response *resp,
-                             const struct s3_req *r, const struct sigv4_request *sreq,
-                             const struct sigv4_auth *auth)
+static void s3_sig_mismatch(struct http_request *req, struct http_response *resp,
+                            const struct s3_req *r, const struct sigv4_request *sreq,
+                            const struct sigv4_auth *auth)
 {
     struct ty_buf cr, sts;
     struct ty_err e2;
@@ -491,7 +490,7 @@ static void s3__sig_mismatch(struct http_request *req, struct http_response *res
         struct s3_errx x = {{"AWSAccessKeyId", "StringToSign", "SignatureProvided"},
                             {auth->access_key, sts.data ? sts.data : "", auth->signature},
                             3};
-        s3__error(req, resp, "SignatureDoesNotMatch", msg, r, &x);
+        s3_error(req, resp, "SignatureDoesNotMatch", msg, r, &x);
     } else {
         if (sigv4_canonical_request(sreq, auth, &cr, &e2) == 0 && cr.data &&
             EVP_Digest(cr.data, cr.len, md, &ml, EVP_sha256(), NULL) == 1) {
@@ -508,38 +507,38 @@ static void s3__sig_mismatch(struct http_request *req, struct http_response *res
             {"AWSAccessKeyId", "StringToSign", "SignatureProvided", "CanonicalRequest"},
             {auth->access_key, sts.data ? sts.data : "", auth->signature, cr.data ? cr.data : ""},
             4};
-        s3__error(req, resp, "SignatureDoesNotMatch", msg, r, &x);
+        s3_error(req, resp, "SignatureDoesNotMatch", msg, r, &x);
     }
     ty_buf_cleanup(&cr);
     ty_buf_cleanup(&sts);
 }
 
 /* S3's words for a signature that does not parse (auth_request at AUTH_STAGE_PARSE). */
-static void s3__parse_error(struct http_request *req, struct http_response *resp,
-                            const struct s3_req *r, const struct sigv4_request *sreq,
-                            const struct ty_err *err)
+static void s3_parse_error(struct http_request *req, struct http_response *resp,
+                           const struct s3_req *r, const struct sigv4_request *sreq,
+                           const struct ty_err *err)
 {
     if (err->code == TY_EINVAL && sigv2_detect(sreq))
         /* SigV2: a malformed header is 400 InvalidArgument, a query 403 AccessDenied */
-        s3__error(req, resp,
-                  strcmp(err->field, "Authorization") == 0 ? "InvalidArgument" : "AccessDenied",
-                  err->msg, r, NULL);
+        s3_error(req, resp,
+                 strcmp(err->field, "Authorization") == 0 ? "InvalidArgument" : "AccessDenied",
+                 err->msg, r, NULL);
     else if (err->code == TY_ENOAUTH)
-        s3__error(req, resp, "AccessDenied", "Access Denied", r, NULL);
+        s3_error(req, resp, "AccessDenied", "Access Denied", r, NULL);
     else if (err->code == TY_EBADKEY)
-        s3__error(req, resp, "InvalidAccessKeyId",
-                  "The AWS Access Key Id you provided does not exist in our records.", r, NULL);
+        s3_error(req, resp, "InvalidAccessKeyId",
+                 "The AWS Access Key Id you provided does not exist in our records.", r, NULL);
     else
-        s3__error(req, resp,
-                  http_header(req, "Authorization") ? "AuthorizationHeaderMalformed"
-                                                    : "AuthorizationQueryParametersError",
-                  err->msg, r, NULL);
+        s3_error(req, resp,
+                 http_header(req, "Authorization") ? "AuthorizationHeaderMalformed"
+                                                   : "AuthorizationQueryParametersError",
+                 err->msg, r, NULL);
 }
 
 /* S3's words for a signature that does not verify (auth_request at AUTH_STAGE_VERIFY). */
-static void s3__verify_error(struct http_request *req, struct http_response *resp,
-                             const struct s3_req *r, const struct auth_out *ao,
-                             const struct ty_err *err)
+static void s3_verify_error(struct http_request *req, struct http_response *resp,
+                            const struct s3_req *r, const struct auth_out *ao,
+                            const struct ty_err *err)
 {
     const struct sigv4_auth *auth = &ao->a;
 
@@ -551,55 +550,55 @@ static void s3__verify_error(struct http_request *req, struct http_response *res
                  hdr ? "The authorization header is malformed"
                      : "Error parsing the X-Amz-Credential parameter",
                  auth->service);
-        s3__error(req, resp,
-                  hdr ? "AuthorizationHeaderMalformed" : "AuthorizationQueryParametersError", msg,
-                  r, NULL);
+        s3_error(req, resp,
+                 hdr ? "AuthorizationHeaderMalformed" : "AuthorizationQueryParametersError", msg, r,
+                 NULL);
     } else if (err->code == TY_ENOTFOUND) {
         struct s3_errx x = {{"AWSAccessKeyId"}, {auth->access_key}, 1};
-        s3__error(req, resp, "InvalidAccessKeyId",
-                  "The AWS Access Key Id you provided does not exist in our records.", r, &x);
+        s3_error(req, resp, "InvalidAccessKeyId",
+                 "The AWS Access Key Id you provided does not exist in our records.", r, &x);
     } else if (err->code == TY_EBADKEY) {
-        s3__error(req, resp, "InvalidToken",
-                  "The provided token is malformed or otherwise invalid.", r, NULL);
+        s3_error(req, resp, "InvalidToken", "The provided token is malformed or otherwise invalid.",
+                 r, NULL);
     } else if (err->code == TY_EEXPIREDTOKEN) {
-        s3__error(req, resp, "ExpiredToken", "The provided token has expired.", r, NULL);
+        s3_error(req, resp, "ExpiredToken", "The provided token has expired.", r, NULL);
     } else if (err->code != TY_EBADSIG) {
-        s3__error_from(req, resp, err, r);
+        s3_error_from(req, resp, err, r);
     } else if (strncmp(err->msg, "Signature expired", 17) == 0 ||
                strncmp(err->msg, "Signature not yet", 17) == 0) {
-        s3__error(req, resp, "RequestTimeTooSkewed",
-                  "The difference between the request time and the current time is too large.", r,
-                  NULL);
+        s3_error(req, resp, "RequestTimeTooSkewed",
+                 "The difference between the request time and the current time is too large.", r,
+                 NULL);
     } else if (strcmp(err->msg, "Request has expired") == 0) {
-        s3__error(req, resp, "AccessDenied", "Request has expired", r, NULL);
+        s3_error(req, resp, "AccessDenied", "Request has expired", r, NULL);
     } else if (auth->sigv2 && strcmp(err->field, "Date") == 0 && !strstr(err->msg, "Signature")) {
-        s3__error(req, resp, "AccessDenied", err->msg, r, NULL);
+        s3_error(req, resp, "AccessDenied", err->msg, r, NULL);
     } else if (strcmp(err->field, "x-amz-content-sha256") == 0) {
-        s3__error(req, resp, "XAmzContentSHA256Mismatch",
-                  "The provided 'x-amz-content-sha256' header does not match what was computed.", r,
-                  NULL);
+        s3_error(req, resp, "XAmzContentSHA256Mismatch",
+                 "The provided 'x-amz-content-sha256' header does not match what was computed.", r,
+                 NULL);
     } else {
-        s3__sig_mismatch(req, resp, r, &ao->sreq, auth);
+        s3_sig_mismatch(req, resp, r, &ao->sreq, auth);
     }
 }
 
 /* What auth_request is asked for an S3 request (vb: room for the virtual-hosted bucket). */
-static struct auth_in s3__auth_in(const struct http_request *req, const struct route_ctx *rc,
-                                  int streamed, char vb[64])
+static struct auth_in s3_auth_in(const struct http_request *req, const struct route_ctx *rc,
+                                 int streamed, char vb[64])
 {
     struct auth_in in = {rc->redis_url, "s3", 1, !streamed, NULL};
-    if (s3__vhost_bucket(http_header(req, "Host"), vb, 64))
+    if (s3_vhost_bucket(http_header(req, "Host"), vb, 64))
         in.v2_bucket = vb;
     return in;
 }
 
 /* Checks the request's signature (auth_request, once). 0, or an S3 error already written into
    resp. On success the worker's principal is the caller's ARN. */
-static int s3__auth(struct http_request *req, struct http_response *resp, const struct s3_req *r,
-                    const struct route_ctx *rc, int streamed, struct sigv4_auth *auth)
+static int s3_auth(struct http_request *req, struct http_response *resp, const struct s3_req *r,
+                   const struct route_ctx *rc, int streamed, struct sigv4_auth *auth)
 {
     char vb[64];
-    struct auth_in in = s3__auth_in(req, rc, streamed, vb);
+    struct auth_in in = s3_auth_in(req, rc, streamed, vb);
     struct auth_out ao;
     struct ty_err err;
     int rc2;
@@ -610,15 +609,15 @@ static int s3__auth(struct http_request *req, struct http_response *resp, const 
     *auth = ao.a;
     if (rc2 != 0) {
         if (ao.stage == AUTH_STAGE_PARSE)
-            s3__parse_error(req, resp, r, &ao.sreq, &err);
+            s3_parse_error(req, resp, r, &ao.sreq, &err);
         else if (ao.stage == AUTH_STAGE_STORE)
-            s3__error_from(req, resp, &err, r);
+            s3_error_from(req, resp, &err, r);
         else
-            s3__verify_error(req, resp, r, &ao, &err);
+            s3_verify_error(req, resp, r, &ao, &err);
         return -1;
     }
-    if (!s3__thread_os(rc, &err)) {
-        s3__error_from(req, resp, &err, r);
+    if (!s3_thread_os(rc, &err)) {
+        s3_error_from(req, resp, &err, r);
         return -1;
     }
     return 0;
@@ -629,8 +628,8 @@ static int s3__auth(struct http_request *req, struct http_response *resp, const 
  * names them (bucket-level actions on arn:aws:s3:::bucket, object-level ones on
  * arn:aws:s3:::bucket/key). OUT: action, resource.
  */
-static void s3__iam_action(const char *m, const struct s3_req *r, char *action, size_t an,
-                           char *resource, size_t rn)
+static void s3_iam_action(const char *m, const struct s3_req *r, char *action, size_t an,
+                          char *resource, size_t rn)
 {
     const char *a;
     if (!r->bucket[0]) {
@@ -645,11 +644,11 @@ static void s3__iam_action(const char *m, const struct s3_req *r, char *action, 
             a = "s3:DeleteBucket";
         else if (strcmp(m, "POST") == 0)
             a = "s3:DeleteObject";
-        else if (s3__has(r, "location"))
+        else if (s3_has(r, "location"))
             a = "s3:GetBucketLocation";
-        else if (s3__has(r, "versioning"))
+        else if (s3_has(r, "versioning"))
             a = "s3:GetBucketVersioning";
-        else if (s3__has(r, "uploads"))
+        else if (s3_has(r, "uploads"))
             a = "s3:ListBucketMultipartUploads";
         else
             a = "s3:ListBucket";
@@ -661,10 +660,10 @@ static void s3__iam_action(const char *m, const struct s3_req *r, char *action, 
         return;
     }
     if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
-        a = s3__has(r, "uploadId") && strcmp(m, "GET") == 0 ? "s3:ListMultipartUploadParts"
-                                                            : "s3:GetObject";
+        a = s3_has(r, "uploadId") && strcmp(m, "GET") == 0 ? "s3:ListMultipartUploadParts"
+                                                           : "s3:GetObject";
     else if (strcmp(m, "DELETE") == 0)
-        a = s3__has(r, "uploadId") ? "s3:AbortMultipartUpload" : "s3:DeleteObject";
+        a = s3_has(r, "uploadId") ? "s3:AbortMultipartUpload" : "s3:DeleteObject";
     else
         a = "s3:PutObject";
     snprintf(action, an, "%s", a);
@@ -673,7 +672,7 @@ static void s3__iam_action(const char *m, const struct s3_req *r, char *action, 
 
 /* ---- recognising S3 requests ---------------------------------------------------------------- */
 
-static int s3__scope_is_s3(const char *cred)
+static int s3_scope_is_s3(const char *cred)
 {
     /* Credential=AKID/DATE/REGION/SERVICE/aws4_request: the 4th '/'-field */
     const char *p = cred;
@@ -692,15 +691,15 @@ int s3_is_request(const struct http_request *req)
 
     if (a) {
         c = strstr(a, "Credential=");
-        return c ? s3__scope_is_s3(c + 11) : 0;
+        return c ? s3_scope_is_s3(c + 11) : 0;
     }
     c = q ? strstr(q, "X-Amz-Credential=") : NULL;
     if (c) {
         const char *v = c + 17;
         const char *end = strchr(v, '&');
         size_t n = end ? (size_t)(end - v) : strlen(v);
-        char *d = s3__pct_decode(v, n, 0);
-        int yes = d && s3__scope_is_s3(d);
+        char *d = s3_pct_decode(v, n, 0);
+        int yes = d && s3_scope_is_s3(d);
         free(d);
         return yes;
     }
@@ -716,7 +715,7 @@ int s3_is_request(const struct http_request *req)
 }
 
 /* The sink of a body whose request already failed authentication: bytes are dropped. */
-static int s3__discard(void *ctx, const char *data, size_t n)
+static int s3_discard(void *ctx, const char *data, size_t n)
 {
     (void)ctx;
     (void)data;
@@ -726,10 +725,10 @@ static int s3__discard(void *ctx, const char *data, size_t n)
 
 /* 1 when the request's signature is known bad at header time (so that an unauthenticated
    client cannot make the store write its body to disk); 0 when good or not decidable yet. */
-static int s3__early_auth_fails(const struct http_request *req, const struct route_ctx *rc)
+static int s3_early_auth_fails(const struct http_request *req, const struct route_ctx *rc)
 {
     char vb[64];
-    struct auth_in in = s3__auth_in(req, rc, 1, vb);
+    struct auth_in in = s3_auth_in(req, rc, 1, vb);
     struct auth_out ao;
     struct ty_err err;
 
@@ -759,14 +758,14 @@ void s3_prepare(struct http_request *req, void *ud)
 
     if (strcmp(req->method, "PUT") != 0 || !s3_is_request(req))
         return;
-    s3__parse_target(req, &r);
+    s3_parse_target(req, &r);
     if (r.bad_target || !r.key[0] || !r.bucket[0]) {
-        s3__req_cleanup(&r);
+        s3_req_cleanup(&r);
         return;
     }
-    s3__req_cleanup(&r);
+    s3_req_cleanup(&r);
     ty_err_clear(&err);
-    os = s3__thread_os(rc, &err);
+    os = s3_thread_os(rc, &err);
     if (!os)
         return; /* buffered; the handler reports the error */
     sha = http_header(req, "x-amz-content-sha256");
@@ -774,18 +773,18 @@ void s3_prepare(struct http_request *req, void *ud)
     if (sha && strncmp(sha, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", 34) == 0) {
         struct sigv4_request sreq;
         struct auth_principal p;
-        s3__fill_sreq(req, &sreq, 0);
+        s3_fill_sreq(req, &sreq, 0);
         if (sigv4_parse(&sreq, &auth, &err) == 0 &&
             auth_lookup(worker_self()->store, &auth, time(NULL), &p, &err) == 0) {
-            have_key = s3__signing_key(&auth, p.secret, key) == 0;
+            have_key = s3_signing_key(&auth, p.secret, key) == 0;
             snprintf(scope, sizeof(scope), "%s/%s/%s/aws4_request", auth.date, auth.region,
                      auth.service);
             auth_principal_cleanse(&p);
         }
     }
-    if (s3__early_auth_fails(req, rc)) {
+    if (s3_early_auth_fails(req, rc)) {
         /* drained, never stored: the handler answers with the signature error */
-        req->sink.write = s3__discard;
+        req->sink.write = s3_discard;
         OPENSSL_cleanse(key, sizeof(key));
         return;
     }
@@ -803,7 +802,8 @@ void s3_prepare(struct http_request *req, void *ud)
 
 /* The body of a request as a struct s3_body: the streamed one, or the buffered bytes run
    through a new one. NULL with err on failure. borrowed (owned by req). */
-static struct s3_body *s3__body(struct http_request *req, struct objstore *os, struct ty_err *err)
+static struct s3_body *s3_body_open(struct http_request *req, struct objstore *os,
+                                    struct ty_err *err)
 {
     struct s3_body *b;
     char path[PATH_MAX];
@@ -854,7 +854,7 @@ static const char *const s3_kept_headers[] = {
 };
 
 /* new: the headers of req to keep with an object (standard ones, SSE, x-amz-meta-*). */
-static json_t *s3__object_headers(const struct http_request *req, int meta_too)
+static json_t *s3_object_headers(const struct http_request *req, int meta_too)
 {
     json_t *h = json_object();
     const char *ce;
@@ -905,8 +905,8 @@ static json_t *s3__object_headers(const struct http_request *req, int meta_too)
     return h;
 }
 
-static void s3__emit_object_headers(struct http_response *resp, const struct objstore_meta *m,
-                                    int with_checksum)
+static void s3_emit_object_headers(struct http_response *resp, const struct objstore_meta *m,
+                                   int with_checksum)
 {
     const char *k;
     json_t *v;
@@ -914,7 +914,7 @@ static void s3__emit_object_headers(struct http_response *resp, const struct obj
 
     snprintf(etag, sizeof(etag), "\"%s\"", m->etag);
     http_response_header(resp, "ETag", etag);
-    s3__http_date(m->mtime_ms, date, sizeof(date));
+    s3_http_date(m->mtime_ms, date, sizeof(date));
     http_response_header(resp, "Last-Modified", date);
     http_response_header(resp, "Accept-Ranges", "bytes");
     json_object_foreach(m->hdrs, k, v)
@@ -931,19 +931,19 @@ static void s3__emit_object_headers(struct http_response *resp, const struct obj
         http_response_header(resp, "Content-Type", "binary/octet-stream");
 }
 
-static void s3__malformed(struct http_request *req, struct http_response *resp,
-                          const struct s3_req *r)
+static void s3_malformed(struct http_request *req, struct http_response *resp,
+                         const struct s3_req *r)
 {
-    s3__error(req, resp, "MalformedXML",
-              "The XML you provided was not well-formed or did not validate against our "
-              "published schema",
-              r, NULL);
+    s3_error(req, resp, "MalformedXML",
+             "The XML you provided was not well-formed or did not validate against our "
+             "published schema",
+             r, NULL);
 }
 
 /* ---- operations: service and buckets -------------------------------------------------------- */
 
-static void s3__list_buckets(struct http_request *req, struct http_response *resp,
-                             struct objstore *os, const struct route_ctx *rc)
+static void s3_list_buckets(struct http_request *req, struct http_response *resp,
+                            struct objstore *os, const struct route_ctx *rc)
 {
     struct objstore_bucket *v = NULL;
     size_t n = 0;
@@ -952,7 +952,7 @@ static void s3__list_buckets(struct http_request *req, struct http_response *res
 
     ty_err_clear(&err);
     if (objstore_bucket_list(os, &v, &n, &err) != 0) {
-        s3__error_from(req, resp, &err, NULL);
+        s3_error_from(req, resp, &err, NULL);
         return;
     }
     ty_buf_init(&b, S3_XML_MAX);
@@ -962,19 +962,19 @@ static void s3__list_buckets(struct http_request *req, struct http_response *res
                   rc->account_id ? rc->account_id : "000000000000");
     for (size_t i = 0; i < n; i++) {
         char d[40];
-        s3__iso8601(v[i].created_ms, d, sizeof(d));
+        s3_iso8601(v[i].created_ms, d, sizeof(d));
         ty_buf_puts(&b, "<Bucket><Name>");
-        s3__xml_esc(&b, v[i].name);
+        s3_xml_esc(&b, v[i].name);
         ty_buf_printf(&b, "</Name><CreationDate>%s</CreationDate></Bucket>", d);
     }
     ty_buf_puts(&b, "</Buckets></ListAllMyBucketsResult>");
     free(v);
-    s3__xml_resp(req, resp, 200, &b);
+    s3_xml_resp(req, resp, 200, &b);
 }
 
-static void s3__create_bucket(struct http_request *req, struct http_response *resp,
-                              struct objstore *os, const struct s3_req *r,
-                              const struct sigv4_auth *auth)
+static void s3_create_bucket(struct http_request *req, struct http_response *resp,
+                             struct objstore *os, const struct s3_req *r,
+                             const struct sigv4_auth *auth)
 {
     struct ty_err err;
     char region[64];
@@ -984,13 +984,13 @@ static void s3__create_bucket(struct http_request *req, struct http_response *re
     snprintf(region, sizeof(region), "%s", auth->region[0] ? auth->region : "us-east-1");
     if (!objstore_bucket_name_ok(r->bucket)) {
         struct s3_errx x = {{"BucketName"}, {r->bucket}, 1};
-        s3__error(req, resp, "InvalidBucketName", "The specified bucket is not valid.", r, &x);
+        s3_error(req, resp, "InvalidBucketName", "The specified bucket is not valid.", r, &x);
         return;
     }
     if (req->body.len) {
         const char *in, *in_end, *end = req->body.data + req->body.len;
         if (!ty_xml_find(req->body.data, end, "CreateBucketConfiguration", &in, &in_end)) {
-            s3__malformed(req, resp, r);
+            s3_malformed(req, resp, r);
             return;
         }
         if (ty_xml_find(in, in_end, "LocationConstraint", &in, &in_end)) {
@@ -1010,24 +1010,24 @@ static void s3__create_bucket(struct http_request *req, struct http_response *re
               strcmp(region, "us-east-1") == 0 &&
               objstore_bucket_get(os, r->bucket, &bk, &e2) == 0 &&
               strcmp(bk.region, "us-east-1") == 0)) {
-            s3__error_from(req, resp, &err, r);
+            s3_error_from(req, resp, &err, r);
             return;
         }
     }
     snprintf(loc, sizeof(loc), "/%s", r->bucket);
-    s3__empty(req, resp, 200);
+    s3_empty(req, resp, 200);
     http_response_header(resp, "Location", loc);
 }
 
 /* ListObjects (v1) and ListObjectsV2. */
-static void s3__list_objects(struct http_request *req, struct http_response *resp,
-                             struct objstore *os, const struct s3_req *r, int v2)
+static void s3_list_objects(struct http_request *req, struct http_response *resp,
+                            struct objstore *os, const struct s3_req *r, int v2)
 {
-    const char *prefix = s3__qget(r, "prefix"), *delim = s3__qget(r, "delimiter");
-    const char *token = v2 ? s3__qget(r, "continuation-token") : NULL;
-    const char *after = v2 ? s3__qget(r, "start-after") : s3__qget(r, "marker");
-    const char *mk = s3__qget(r, "max-keys"), *enc = s3__qget(r, "encoding-type");
-    const char *fo = v2 ? s3__qget(r, "fetch-owner") : NULL;
+    const char *prefix = s3_qget(r, "prefix"), *delim = s3_qget(r, "delimiter");
+    const char *token = v2 ? s3_qget(r, "continuation-token") : NULL;
+    const char *after = v2 ? s3_qget(r, "start-after") : s3_qget(r, "marker");
+    const char *mk = s3_qget(r, "max-keys"), *enc = s3_qget(r, "encoding-type");
+    const char *fo = v2 ? s3_qget(r, "fetch-owner") : NULL;
     int url = enc && strcmp(enc, "url") == 0, max = 1000;
     /* v1 always names the owner; v2 when asked (fetch-owner=true) */
     int owner = !v2 || (fo && strcmp(fo, "true") == 0);
@@ -1038,16 +1038,16 @@ static void s3__list_objects(struct http_request *req, struct http_response *res
 
     ty_err_clear(&err);
     if (enc && !url) {
-        s3__error(req, resp, "InvalidArgument", "Invalid Encoding Method specified in Request", r,
-                  NULL);
+        s3_error(req, resp, "InvalidArgument", "Invalid Encoding Method specified in Request", r,
+                 NULL);
         return;
     }
     if (mk) {
         char *e;
         long v = strtol(mk, &e, 10);
         if (!*mk || *e || v < 0) {
-            s3__error(req, resp, "InvalidArgument",
-                      "Provided max-keys not an integer or within integer range", r, NULL);
+            s3_error(req, resp, "InvalidArgument",
+                     "Provided max-keys not an integer or within integer range", r, NULL);
             return;
         }
         max = v > 1000 ? 1000 : (int)v;
@@ -1055,43 +1055,43 @@ static void s3__list_objects(struct http_request *req, struct http_response *res
     if (delim && !*delim)
         delim = NULL;
     if (objstore_list(os, r->bucket, prefix, delim, token, after, max, &l, &err) != 0) {
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return;
     }
     ty_buf_init(&b, S3_XML_MAX);
     ty_buf_puts(&b, S3_XML_HDR "<ListBucketResult xmlns=\"" S3_NS "\"><Name>");
-    s3__xml_esc(&b, r->bucket);
+    s3_xml_esc(&b, r->bucket);
     ty_buf_puts(&b, "</Name><Prefix>");
     /* ListObjects (v1) answers Prefix as sent even with encoding-type=url (botocore decodes
        it only for v2) */
-    s3__list_esc(&b, prefix ? prefix : "", url && v2);
+    s3_list_esc(&b, prefix ? prefix : "", url && v2);
     ty_buf_puts(&b, "</Prefix>");
     if (v2) {
         if (token) {
             ty_buf_puts(&b, "<ContinuationToken>");
-            s3__xml_esc(&b, token);
+            s3_xml_esc(&b, token);
             ty_buf_puts(&b, "</ContinuationToken>");
         }
         if (after) {
             ty_buf_puts(&b, "<StartAfter>");
-            s3__list_esc(&b, after, url);
+            s3_list_esc(&b, after, url);
             ty_buf_puts(&b, "</StartAfter>");
         }
         ty_buf_printf(&b, "<KeyCount>%zu</KeyCount>", l.n);
     } else {
         ty_buf_puts(&b, "<Marker>");
-        s3__list_esc(&b, after ? after : "", url);
+        s3_list_esc(&b, after ? after : "", url);
         ty_buf_puts(&b, "</Marker>");
         if (l.truncated && delim && l.n) {
             ty_buf_puts(&b, "<NextMarker>");
-            s3__list_esc(&b, l.e[l.n - 1].key, url);
+            s3_list_esc(&b, l.e[l.n - 1].key, url);
             ty_buf_puts(&b, "</NextMarker>");
         }
     }
     ty_buf_printf(&b, "<MaxKeys>%d</MaxKeys>", max);
     if (delim) {
         ty_buf_puts(&b, "<Delimiter>");
-        s3__list_esc(&b, delim, url);
+        s3_list_esc(&b, delim, url);
         ty_buf_puts(&b, "</Delimiter>");
     }
     if (url)
@@ -1099,7 +1099,7 @@ static void s3__list_objects(struct http_request *req, struct http_response *res
     ty_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", l.truncated ? "true" : "false");
     if (v2 && l.truncated && l.next) {
         ty_buf_puts(&b, "<NextContinuationToken>");
-        s3__xml_esc(&b, l.next);
+        s3_xml_esc(&b, l.next);
         ty_buf_puts(&b, "</NextContinuationToken>");
     }
     for (size_t i = 0; i < l.n; i++) {
@@ -1107,9 +1107,9 @@ static void s3__list_objects(struct http_request *req, struct http_response *res
         if (l.e[i].is_prefix)
             continue;
         nkeys++;
-        s3__iso8601(l.e[i].meta.mtime_ms, d, sizeof(d));
+        s3_iso8601(l.e[i].meta.mtime_ms, d, sizeof(d));
         ty_buf_puts(&b, "<Contents><Key>");
-        s3__list_esc(&b, l.e[i].key, url);
+        s3_list_esc(&b, l.e[i].key, url);
         ty_buf_printf(&b,
                       "</Key><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
                       "<Size>%llu</Size><StorageClass>STANDARD</StorageClass>",
@@ -1123,7 +1123,7 @@ static void s3__list_objects(struct http_request *req, struct http_response *res
         if (!l.e[i].is_prefix)
             continue;
         ty_buf_puts(&b, "<CommonPrefixes><Prefix>");
-        s3__list_esc(&b, l.e[i].key, url);
+        s3_list_esc(&b, l.e[i].key, url);
         ty_buf_puts(&b, "</Prefix></CommonPrefixes>");
     }
     (void)nkeys;
@@ -1131,19 +1131,19 @@ static void s3__list_objects(struct http_request *req, struct http_response *res
     objstore_listing_cleanup(&l);
     if (b.len >= S3_XML_MAX - 1) {
         ty_buf_cleanup(&b);
-        s3__error(req, resp, "InternalError", "listing too large", r, NULL);
+        s3_error(req, resp, "InternalError", "listing too large", r, NULL);
         return;
     }
-    s3__xml_resp(req, resp, 200, &b);
+    s3_xml_resp(req, resp, 200, &b);
 }
 
-static void s3__list_uploads(struct http_request *req, struct http_response *resp,
-                             struct objstore *os, const struct s3_req *r)
+static void s3_list_uploads(struct http_request *req, struct http_response *resp,
+                            struct objstore *os, const struct s3_req *r)
 {
     struct objstore_upload *u = NULL;
     size_t n = 0;
     int trunc = 0, max = 1000;
-    const char *mu = s3__qget(r, "max-uploads"), *prefix = s3__qget(r, "prefix");
+    const char *mu = s3_qget(r, "max-uploads"), *prefix = s3_qget(r, "prefix");
     struct ty_err err;
     struct ty_buf b;
 
@@ -1151,21 +1151,21 @@ static void s3__list_uploads(struct http_request *req, struct http_response *res
     if (mu)
         max = atoi(mu);
     if (objstore_mpu_list(os, r->bucket, prefix, max, &u, &n, &trunc, &err) != 0) {
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return;
     }
     ty_buf_init(&b, S3_XML_MAX);
     ty_buf_puts(&b, S3_XML_HDR "<ListMultipartUploadsResult xmlns=\"" S3_NS "\"><Bucket>");
-    s3__xml_esc(&b, r->bucket);
+    s3_xml_esc(&b, r->bucket);
     ty_buf_puts(&b, "</Bucket><KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker><Prefix>");
-    s3__xml_esc(&b, prefix ? prefix : "");
+    s3_xml_esc(&b, prefix ? prefix : "");
     ty_buf_printf(&b, "</Prefix><MaxUploads>%d</MaxUploads><IsTruncated>%s</IsTruncated>",
                   max < 1 || max > 1000 ? 1000 : max, trunc ? "true" : "false");
     for (size_t i = 0; i < n; i++) {
         char d[40];
-        s3__iso8601(u[i].initiated_ms, d, sizeof(d));
+        s3_iso8601(u[i].initiated_ms, d, sizeof(d));
         ty_buf_puts(&b, "<Upload><Key>");
-        s3__xml_esc(&b, u[i].key);
+        s3_xml_esc(&b, u[i].key);
         ty_buf_printf(&b,
                       "</Key><UploadId>%s</UploadId><Initiator><ID>trainyard</ID></Initiator>"
                       "<Owner><ID>trainyard</ID></Owner><StorageClass>STANDARD</StorageClass>"
@@ -1175,11 +1175,11 @@ static void s3__list_uploads(struct http_request *req, struct http_response *res
     }
     free(u);
     ty_buf_puts(&b, "</ListMultipartUploadsResult>");
-    s3__xml_resp(req, resp, 200, &b);
+    s3_xml_resp(req, resp, 200, &b);
 }
 
-static void s3__delete_objects(struct http_request *req, struct http_response *resp,
-                               struct objstore *os, const struct s3_req *r)
+static void s3_delete_objects(struct http_request *req, struct http_response *resp,
+                              struct objstore *os, const struct s3_req *r)
 {
     const char *p, *end, *in, *in_end, *oin, *oend;
     struct ty_buf b;
@@ -1188,12 +1188,12 @@ static void s3__delete_objects(struct http_request *req, struct http_response *r
 
     ty_err_clear(&err);
     if (req->too_big || !req->body.len) {
-        s3__malformed(req, resp, r);
+        s3_malformed(req, resp, r);
         return;
     }
     end = req->body.data + req->body.len;
     if (!ty_xml_find(req->body.data, end, "Delete", &in, &in_end)) {
-        s3__malformed(req, resp, r);
+        s3_malformed(req, resp, r);
         return;
     }
     {
@@ -1204,11 +1204,11 @@ static void s3__delete_objects(struct http_request *req, struct http_response *r
     for (p = in; (p = ty_xml_find(p, in_end, "Object", &oin, &oend)) != NULL;)
         count++;
     if (count == 0 || count > S3_MAX_DELS) {
-        s3__malformed(req, resp, r);
+        s3_malformed(req, resp, r);
         return;
     }
     if (objstore_bucket_get(os, r->bucket, NULL, &err) != 0) {
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return;
     }
     ty_buf_init(&b, S3_XML_MAX);
@@ -1221,49 +1221,49 @@ static void s3__delete_objects(struct http_request *req, struct http_response *r
         ty_err_clear(&err);
         if (!key || !objstore_key_ok(key)) {
             ty_buf_puts(&b, "<Error><Key>");
-            s3__xml_esc(&b, key ? key : "");
+            s3_xml_esc(&b, key ? key : "");
             ty_buf_puts(&b, "</Key><Code>InvalidArgument</Code><Message>Invalid key</Message>"
                             "</Error>");
         } else if (objstore_delete(os, r->bucket, key, &err) != 0) {
             ty_buf_puts(&b, "<Error><Key>");
-            s3__xml_esc(&b, key);
+            s3_xml_esc(&b, key);
             ty_buf_puts(&b, "</Key><Code>InternalError</Code><Message>");
-            s3__xml_esc(&b, err.msg);
+            s3_xml_esc(&b, err.msg);
             ty_buf_puts(&b, "</Message></Error>");
         } else if (!quiet) {
             ty_buf_puts(&b, "<Deleted><Key>");
-            s3__xml_esc(&b, key);
+            s3_xml_esc(&b, key);
             ty_buf_puts(&b, "</Key></Deleted>");
         }
         free(key);
     }
     ty_buf_puts(&b, "</DeleteResult>");
-    s3__xml_resp(req, resp, 200, &b);
+    s3_xml_resp(req, resp, 200, &b);
 }
 
 /* ---- operations: objects ------------------------------------------------------------------ */
 
 /* Finishes the request body; on failure writes the error. Returns the body or NULL. */
-static struct s3_body *s3__finish_body(struct http_request *req, struct http_response *resp,
-                                       struct objstore *os, const struct s3_req *r)
+static struct s3_body *s3_finish_body(struct http_request *req, struct http_response *resp,
+                                      struct objstore *os, const struct s3_req *r)
 {
     struct ty_err err;
     struct s3_body *b;
 
     ty_err_clear(&err);
-    b = s3__body(req, os, &err);
+    b = s3_body_open(req, os, &err);
     if (!b || s3_body_finish(b, &err) != 0) {
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return NULL;
     }
     if (req->sink_failed) {
-        s3__error(req, resp, "InternalError", "the upload could not be stored", r, NULL);
+        s3_error(req, resp, "InternalError", "the upload could not be stored", r, NULL);
         return NULL;
     }
     return b;
 }
 
-static void s3__checksum_header(struct http_response *resp, struct s3_body *b, json_t *hdrs)
+static void s3_checksum_header(struct http_response *resp, struct s3_body *b, json_t *hdrs)
 {
     const char *v = NULL;
     enum s3_ck ck = s3_body_checksum(b, &v);
@@ -1279,7 +1279,7 @@ static void s3__checksum_header(struct http_response *resp, struct s3_body *b, j
         json_object_set_new(hdrs, low, json_string(v));
 }
 
-static void s3__echo_sse(struct http_request *req, struct http_response *resp, json_t *h)
+static void s3_echo_sse(struct http_request *req, struct http_response *resp, json_t *h)
 {
     for (size_t i = 0; i < sizeof(s3_kept_headers) / sizeof(s3_kept_headers[0]); i++) {
         const char *n = s3_kept_headers[i];
@@ -1293,8 +1293,8 @@ static void s3__echo_sse(struct http_request *req, struct http_response *resp, j
     (void)req;
 }
 
-static void s3__put_object(struct http_request *req, struct http_response *resp,
-                           struct objstore *os, const struct s3_req *r)
+static void s3_put_object(struct http_request *req, struct http_response *resp, struct objstore *os,
+                          const struct s3_req *r)
 {
     struct s3_body *b;
     struct objstore_meta m;
@@ -1304,14 +1304,14 @@ static void s3__put_object(struct http_request *req, struct http_response *resp,
 
     ty_err_clear(&err);
     if (objstore_bucket_get(os, r->bucket, NULL, &err) != 0) {
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return;
     }
-    if (!(b = s3__finish_body(req, resp, os, r)))
+    if (!(b = s3_finish_body(req, resp, os, r)))
         return;
-    hdrs = s3__object_headers(req, 1);
-    s3__empty(req, resp, 200);
-    s3__checksum_header(resp, b, hdrs);
+    hdrs = s3_object_headers(req, 1);
+    s3_empty(req, resp, 200);
+    s3_checksum_header(resp, b, hdrs);
     if (objstore_put_tmp(os, r->bucket, r->key, s3_body_path(b), s3_body_md5(b), s3_body_size(b), 0,
                          hdrs, &m, &err) != 0) {
         json_decref(hdrs);
@@ -1321,30 +1321,30 @@ static void s3__put_object(struct http_request *req, struct http_response *resp,
             resp->hdr_name_dyn[i] = NULL;
         }
         resp->nhdr = 0;
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return;
     }
     s3_body_release(b);
     snprintf(etag, sizeof(etag), "\"%s\"", m.etag);
     http_response_header(resp, "ETag", etag);
-    s3__echo_sse(req, resp, hdrs);
+    s3_echo_sse(req, resp, hdrs);
     json_decref(hdrs);
 }
 
 /* The answer of a copy: <elem> (CopyObjectResult, CopyPartResult) with LastModified, ETag. */
-static void s3__copy_result(struct http_request *req, struct http_response *resp, const char *elem,
-                            int64_t mtime_ms, const char *etag)
+static void s3_copy_result(struct http_request *req, struct http_response *resp, const char *elem,
+                           int64_t mtime_ms, const char *etag)
 {
     struct ty_buf b;
     char d[40];
 
-    s3__iso8601(mtime_ms, d, sizeof(d));
+    s3_iso8601(mtime_ms, d, sizeof(d));
     ty_buf_init(&b, 4096);
     ty_buf_printf(&b,
                   S3_XML_HDR "<%s xmlns=\"" S3_NS "\"><LastModified>%s</LastModified>"
                              "<ETag>&quot;%s&quot;</ETag></%s>",
                   elem, d, etag, elem);
-    s3__xml_resp(req, resp, 200, &b);
+    s3_xml_resp(req, resp, 200, &b);
 }
 
 #define S3_BAD_COPY_SOURCE                                                                         \
@@ -1353,11 +1353,11 @@ static void s3__copy_result(struct http_request *req, struct http_response *resp
 /* Splits x-amz-copy-source ("[/]bucket/key[?versionId=...]", percent-encoded) into the bucket
    sb (size sbn) and the decoded key. new (*dec, free()): the decoded copy *sk points into.
    0, or -1 when it names no bucket and key. */
-static int s3__copy_source(const char *src, char *sb, size_t sbn, char **dec, char **sk)
+static int s3_copy_source(const char *src, char *sb, size_t sbn, char **dec, char **sk)
 {
     char *q, *k, *slash;
 
-    *dec = s3__pct_decode(src, strlen(src), 0);
+    *dec = s3_pct_decode(src, strlen(src), 0);
     if (!*dec)
         return -1;
     if ((q = strstr(*dec, "?versionId=")) != NULL)
@@ -1376,16 +1376,16 @@ static int s3__copy_source(const char *src, char *sb, size_t sbn, char **dec, ch
 }
 
 /* The partNumber of an UploadPart(Copy): 1..10000, or -1 after answering InvalidArgument. */
-static int s3__part_number(struct http_request *req, struct http_response *resp,
-                           const struct s3_req *r)
+static int s3_part_number(struct http_request *req, struct http_response *resp,
+                          const struct s3_req *r)
 {
-    const char *pn = s3__qget(r, "partNumber");
+    const char *pn = s3_qget(r, "partNumber");
     char *e;
     long n = pn ? strtol(pn, &e, 10) : 0;
 
     if (!pn || !*pn || *e || n < 1 || n > OBJSTORE_MAX_PARTS) {
-        s3__error(req, resp, "InvalidArgument",
-                  "Part number must be an integer between 1 and 10000, inclusive", r, NULL);
+        s3_error(req, resp, "InvalidArgument",
+                 "Part number must be an integer between 1 and 10000, inclusive", r, NULL);
         return -1;
     }
     return (int)n;
@@ -1393,10 +1393,10 @@ static int s3__part_number(struct http_request *req, struct http_response *resp,
 
 /* UploadPartCopy: part partNumber of the upload is bytes of the source object (all of it, or
    x-amz-copy-source-range: bytes=first-last). */
-static void s3__upload_part_copy(struct http_request *req, struct http_response *resp,
-                                 struct objstore *os, const struct s3_req *r, const char *src)
+static void s3_upload_part_copy(struct http_request *req, struct http_response *resp,
+                                struct objstore *os, const struct s3_req *r, const char *src)
 {
-    const char *id = s3__qget(r, "uploadId");
+    const char *id = s3_qget(r, "uploadId");
     const char *range = http_header(req, "x-amz-copy-source-range");
     char sb[256], *dec = NULL, *sk;
     struct objstore_part part;
@@ -1405,10 +1405,10 @@ static void s3__upload_part_copy(struct http_request *req, struct http_response 
     int n;
 
     ty_err_clear(&err);
-    if ((n = s3__part_number(req, resp, r)) < 0)
+    if ((n = s3_part_number(req, resp, r)) < 0)
         return;
-    if (s3__copy_source(src, sb, sizeof(sb), &dec, &sk) != 0) {
-        s3__error(req, resp, "InvalidArgument", S3_BAD_COPY_SOURCE, r, NULL);
+    if (s3_copy_source(src, sb, sizeof(sb), &dec, &sk) != 0) {
+        s3_error(req, resp, "InvalidArgument", S3_BAD_COPY_SOURCE, r, NULL);
         return;
     }
     if (range) {
@@ -1416,11 +1416,11 @@ static void s3__upload_part_copy(struct http_request *req, struct http_response 
         char tail;
         if (sscanf(range, "bytes=%llu-%llu%c", &a, &z, &tail) != 2 || a > z) {
             free(dec);
-            s3__error(req, resp, "InvalidArgument",
-                      "The x-amz-copy-source-range value must be of the form bytes=first-last "
-                      "where first and last are the zero-based offsets of the first and last "
-                      "bytes to copy",
-                      r, NULL);
+            s3_error(req, resp, "InvalidArgument",
+                     "The x-amz-copy-source-range value must be of the form bytes=first-last "
+                     "where first and last are the zero-based offsets of the first and last "
+                     "bytes to copy",
+                     r, NULL);
             return;
         }
         first = a;
@@ -1429,45 +1429,45 @@ static void s3__upload_part_copy(struct http_request *req, struct http_response 
     if (objstore_mpu_copy_part(os, r->bucket, r->key, id, n, sb, sk, first, last, &part, &err) !=
         0) {
         free(dec);
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return;
     }
     free(dec);
-    s3__copy_result(req, resp, "CopyPartResult", part.mtime_ms, part.etag);
+    s3_copy_result(req, resp, "CopyPartResult", part.mtime_ms, part.etag);
 }
 
-static void s3__upload_part(struct http_request *req, struct http_response *resp,
-                            struct objstore *os, const struct s3_req *r)
+static void s3_upload_part(struct http_request *req, struct http_response *resp,
+                           struct objstore *os, const struct s3_req *r)
 {
-    const char *id = s3__qget(r, "uploadId");
+    const char *id = s3_qget(r, "uploadId");
     struct s3_body *b;
     struct ty_err err;
     char etag[64];
     int n;
 
     ty_err_clear(&err);
-    if ((n = s3__part_number(req, resp, r)) < 0)
+    if ((n = s3_part_number(req, resp, r)) < 0)
         return;
     if (objstore_mpu_get(os, r->bucket, r->key, id, NULL, &err) != 0) {
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return;
     }
-    if (!(b = s3__finish_body(req, resp, os, r)))
+    if (!(b = s3_finish_body(req, resp, os, r)))
         return;
     if (objstore_mpu_put_part(os, r->bucket, r->key, id, n, s3_body_path(b), s3_body_md5(b),
                               s3_body_size(b), &err) != 0) {
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return;
     }
     s3_body_release(b);
-    s3__empty(req, resp, 200);
+    s3_empty(req, resp, 200);
     snprintf(etag, sizeof(etag), "\"%s\"", s3_body_md5(b));
     http_response_header(resp, "ETag", etag);
-    s3__checksum_header(resp, b, NULL);
+    s3_checksum_header(resp, b, NULL);
 }
 
-static void s3__copy_object(struct http_request *req, struct http_response *resp,
-                            struct objstore *os, const struct s3_req *r, const char *src)
+static void s3_copy_object(struct http_request *req, struct http_response *resp,
+                           struct objstore *os, const struct s3_req *r, const char *src)
 {
     char sb[256];
     char *dec, *sk;
@@ -1478,34 +1478,34 @@ static void s3__copy_object(struct http_request *req, struct http_response *resp
     json_t *hdrs = NULL;
 
     ty_err_clear(&err);
-    if (s3__copy_source(src, sb, sizeof(sb), &dec, &sk) != 0) {
-        s3__error(req, resp, "InvalidArgument", S3_BAD_COPY_SOURCE, r, NULL);
+    if (s3_copy_source(src, sb, sizeof(sb), &dec, &sk) != 0) {
+        s3_error(req, resp, "InvalidArgument", S3_BAD_COPY_SOURCE, r, NULL);
         return;
     }
     if (!replace && strcmp(sb, r->bucket) == 0 && strcmp(sk, r->key) == 0) {
         free(dec);
-        s3__error(req, resp, "InvalidRequest",
-                  "This copy request is illegal because it is trying to copy an object to itself "
-                  "without changing the object's metadata, storage class, website redirect "
-                  "location or encryption attributes.",
-                  r, NULL);
+        s3_error(req, resp, "InvalidRequest",
+                 "This copy request is illegal because it is trying to copy an object to itself "
+                 "without changing the object's metadata, storage class, website redirect "
+                 "location or encryption attributes.",
+                 r, NULL);
         return;
     }
     if (replace)
-        hdrs = s3__object_headers(req, 1);
+        hdrs = s3_object_headers(req, 1);
     if (objstore_copy(os, sb, sk, r->bucket, r->key, hdrs, &m, &err) != 0) {
         free(dec);
         json_decref(hdrs);
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return;
     }
     free(dec);
     json_decref(hdrs);
-    s3__copy_result(req, resp, "CopyObjectResult", m.mtime_ms, m.etag);
+    s3_copy_result(req, resp, "CopyObjectResult", m.mtime_ms, m.etag);
 }
 
 /* Parses a Range header against size. 0: whole object; 1: [*a, *b]; -1: unsatisfiable. */
-static int s3__range(const char *h, uint64_t size, uint64_t *a, uint64_t *b)
+static int s3_range(const char *h, uint64_t size, uint64_t *a, uint64_t *b)
 {
     const char *p;
     char *e;
@@ -1552,7 +1552,7 @@ static int s3__range(const char *h, uint64_t size, uint64_t *a, uint64_t *b)
     return 1;
 }
 
-static int s3__etag_match(const char *list, const char *etag)
+static int s3_etag_match(const char *list, const char *etag)
 {
     const char *p = list;
     size_t el = strlen(etag);
@@ -1570,8 +1570,8 @@ static int s3__etag_match(const char *list, const char *etag)
     return 0;
 }
 
-static void s3__get_object(struct http_request *req, struct http_response *resp,
-                           struct objstore *os, const struct s3_req *r, int head)
+static void s3_get_object(struct http_request *req, struct http_response *resp, struct objstore *os,
+                          const struct s3_req *r, int head)
 {
     struct objstore_meta m;
     struct ty_err err;
@@ -1584,24 +1584,24 @@ static void s3__get_object(struct http_request *req, struct http_response *resp,
     memset(&m, 0, sizeof(m));
     fd = objstore_open_read(os, r->bucket, r->key, &m, &err);
     if (fd < 0) {
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return;
     }
-    if (im && !s3__etag_match(im, m.etag)) {
+    if (im && !s3_etag_match(im, m.etag)) {
         close(fd);
         objstore_meta_cleanup(&m);
-        s3__error(req, resp, "PreconditionFailed",
-                  "At least one of the pre-conditions you specified did not hold", r, NULL);
+        s3_error(req, resp, "PreconditionFailed",
+                 "At least one of the pre-conditions you specified did not hold", r, NULL);
         return;
     }
-    if (inm && s3__etag_match(inm, m.etag)) {
+    if (inm && s3_etag_match(inm, m.etag)) {
         close(fd);
-        s3__empty(req, resp, 304);
-        s3__emit_object_headers(resp, &m, 0);
+        s3_empty(req, resp, 304);
+        s3_emit_object_headers(resp, &m, 0);
         objstore_meta_cleanup(&m);
         return;
     }
-    rg = s3__range(http_header(req, "Range"), m.size, &a, &z);
+    rg = s3_range(http_header(req, "Range"), m.size, &a, &z);
     if (rg < 0) {
         char cr[64];
         close(fd);
@@ -1612,7 +1612,7 @@ static void s3__get_object(struct http_request *req, struct http_response *resp,
             snprintf(sz, sizeof(sz), "%llu", (unsigned long long)m.size);
             x.value[0] = http_header(req, "Range");
             x.value[1] = sz;
-            s3__error(req, resp, "InvalidRange", "The requested range is not satisfiable", r, &x);
+            s3_error(req, resp, "InvalidRange", "The requested range is not satisfiable", r, &x);
         }
         snprintf(cr, sizeof(cr), "bytes */%llu", (unsigned long long)m.size);
         http_response_header(resp, "Content-Range", cr);
@@ -1627,7 +1627,7 @@ static void s3__get_object(struct http_request *req, struct http_response *resp,
                                             {"response-cache-control", "Cache-Control"},
                                             {"response-expires", "Expires"}};
         for (size_t i = 0; i < sizeof(ov) / sizeof(ov[0]); i++) {
-            const char *v = s3__qget(r, ov[i][0]);
+            const char *v = s3_qget(r, ov[i][0]);
             if (!v)
                 continue;
             if (!m.hdrs)
@@ -1635,9 +1635,9 @@ static void s3__get_object(struct http_request *req, struct http_response *resp,
             json_object_set_new(m.hdrs, ov[i][1], json_string(v));
         }
     }
-    s3__common_headers(req, resp);
-    s3__emit_object_headers(resp, &m, cm && strcasecmp(cm, "ENABLED") == 0 && rg == 0);
-    if (m.parts && s3__qget(r, "partNumber")) {
+    s3_common_headers(req, resp);
+    s3_emit_object_headers(resp, &m, cm && strcasecmp(cm, "ENABLED") == 0 && rg == 0);
+    if (m.parts && s3_qget(r, "partNumber")) {
         char pc[16];
         snprintf(pc, sizeof(pc), "%d", m.parts);
         http_response_header(resp, "x-amz-mp-parts-count", pc);
@@ -1661,41 +1661,41 @@ static void s3__get_object(struct http_request *req, struct http_response *resp,
     objstore_meta_cleanup(&m);
 }
 
-static void s3__delete_object(struct http_request *req, struct http_response *resp,
-                              struct objstore *os, const struct s3_req *r)
+static void s3_delete_object(struct http_request *req, struct http_response *resp,
+                             struct objstore *os, const struct s3_req *r)
 {
     struct ty_err err;
     ty_err_clear(&err);
     if (objstore_delete(os, r->bucket, r->key, &err) != 0) {
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return;
     }
-    s3__empty(req, resp, 204);
+    s3_empty(req, resp, 204);
 }
 
-static void s3__create_upload(struct http_request *req, struct http_response *resp,
-                              struct objstore *os, const struct s3_req *r)
+static void s3_create_upload(struct http_request *req, struct http_response *resp,
+                             struct objstore *os, const struct s3_req *r)
 {
     char id[OBJSTORE_UPLOAD_ID_SZ];
     struct ty_err err;
     struct ty_buf b;
-    json_t *hdrs = s3__object_headers(req, 1);
+    json_t *hdrs = s3_object_headers(req, 1);
     const char *algo = http_header(req, "x-amz-checksum-algorithm");
 
     ty_err_clear(&err);
     if (objstore_mpu_create(os, r->bucket, r->key, hdrs, id, &err) != 0) {
         json_decref(hdrs);
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return;
     }
     ty_buf_init(&b, 8192);
     ty_buf_puts(&b, S3_XML_HDR "<InitiateMultipartUploadResult xmlns=\"" S3_NS "\"><Bucket>");
-    s3__xml_esc(&b, r->bucket);
+    s3_xml_esc(&b, r->bucket);
     ty_buf_puts(&b, "</Bucket><Key>");
-    s3__xml_esc(&b, r->key);
+    s3_xml_esc(&b, r->key);
     ty_buf_printf(&b, "</Key><UploadId>%s</UploadId></InitiateMultipartUploadResult>", id);
-    s3__xml_resp(req, resp, 200, &b);
-    s3__echo_sse(req, resp, hdrs);
+    s3_xml_resp(req, resp, 200, &b);
+    s3_echo_sse(req, resp, hdrs);
     if (algo)
         http_response_header(resp, "x-amz-checksum-algorithm", algo);
     json_decref(hdrs);
@@ -1703,8 +1703,8 @@ static void s3__create_upload(struct http_request *req, struct http_response *re
 
 /* CompleteMultipartUploadResult for bucket/key with etag (and ChecksumSHA256 when composite is
    not empty). */
-static void s3__complete_result(struct http_request *req, struct http_response *resp,
-                                const struct s3_req *r, const char *etag, const char *composite)
+static void s3_complete_result(struct http_request *req, struct http_response *resp,
+                               const struct s3_req *r, const char *etag, const char *composite)
 {
     struct ty_buf b;
     const char *host = http_header(req, "Host");
@@ -1712,27 +1712,27 @@ static void s3__complete_result(struct http_request *req, struct http_response *
     ty_buf_init(&b, 16384);
     ty_buf_puts(&b, S3_XML_HDR "<CompleteMultipartUploadResult xmlns=\"" S3_NS "\"><Location>");
     ty_buf_puts(&b, "http://");
-    s3__xml_esc(&b, host ? host : "localhost");
+    s3_xml_esc(&b, host ? host : "localhost");
     ty_buf_puts(&b, "/");
-    s3__xml_esc(&b, r->bucket);
+    s3_xml_esc(&b, r->bucket);
     ty_buf_puts(&b, "/");
-    s3__url_esc(&b, r->key);
+    s3_url_esc(&b, r->key);
     ty_buf_puts(&b, "</Location><Bucket>");
-    s3__xml_esc(&b, r->bucket);
+    s3_xml_esc(&b, r->bucket);
     ty_buf_puts(&b, "</Bucket><Key>");
-    s3__xml_esc(&b, r->key);
+    s3_xml_esc(&b, r->key);
     ty_buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag>", etag);
     if (composite && *composite) {
         ty_buf_puts(&b, "<ChecksumSHA256>");
-        s3__xml_esc(&b, composite);
+        s3_xml_esc(&b, composite);
         ty_buf_puts(&b, "</ChecksumSHA256><ChecksumType>COMPOSITE</ChecksumType>");
     }
     ty_buf_puts(&b, "</CompleteMultipartUploadResult>");
-    s3__xml_resp(req, resp, 200, &b);
+    s3_xml_resp(req, resp, 200, &b);
 }
 
-static void s3__complete_upload(struct http_request *req, struct http_response *resp,
-                                struct objstore *os, const struct s3_req *r, const char *id)
+static void s3_complete_upload(struct http_request *req, struct http_response *resp,
+                               struct objstore *os, const struct s3_req *r, const char *id)
 {
     const char *in, *in_end, *p, *pi, *pe, *end;
     const char *expect = http_header(req, "x-amz-checksum-sha256");
@@ -1755,26 +1755,26 @@ static void s3__complete_upload(struct http_request *req, struct http_response *
         /* completed already: S3 answers the same result again */
         if (err.code == TY_ENOTFOUND &&
             objstore_mpu_completed(os, r->bucket, r->key, id, etag, composite, &e2) == 0) {
-            s3__complete_result(req, resp, r, etag, composite);
+            s3_complete_result(req, resp, r, etag, composite);
             return;
         }
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return;
     }
     if (req->too_big || !req->body.len) {
-        s3__malformed(req, resp, r);
+        s3_malformed(req, resp, r);
         goto out;
     }
     end = req->body.data + req->body.len;
     if (!ty_xml_find(req->body.data, end, "CompleteMultipartUpload", &in, &in_end)) {
-        s3__malformed(req, resp, r);
+        s3_malformed(req, resp, r);
         goto out;
     }
     parts = calloc(OBJSTORE_MAX_PARTS, sizeof(*parts));
     psha = calloc(OBJSTORE_MAX_PARTS, sizeof(*psha));
     pshap = calloc(OBJSTORE_MAX_PARTS, sizeof(*pshap));
     if (!parts || !psha || !pshap) {
-        s3__error(req, resp, "InternalError", "out of memory", r, NULL);
+        s3_error(req, resp, "InternalError", "out of memory", r, NULL);
         goto out;
     }
     for (p = in; (p = ty_xml_find(p, in_end, "Part", &pi, &pe)) != NULL;) {
@@ -1808,19 +1808,19 @@ static void s3__complete_upload(struct http_request *req, struct http_response *
         n++;
     }
     if (n == 0) {
-        s3__malformed(req, resp, r);
+        s3_malformed(req, resp, r);
         goto out;
     }
     if (objstore_mpu_complete_ck(os, r->bucket, r->key, id, parts, n, pshap, expect,
                                  want_ck ? composite : NULL, &m, &err) != 0) {
         if (strcmp(err.field, "BadDigest") == 0)
-            s3__error(req, resp, "BadDigest", err.msg, r, NULL);
+            s3_error(req, resp, "BadDigest", err.msg, r, NULL);
         else
-            s3__error_from(req, resp, &err, r);
+            s3_error_from(req, resp, &err, r);
         goto out;
     }
-    s3__complete_result(req, resp, r, m.etag, want_ck ? composite : NULL);
-    s3__echo_sse(req, resp, hdrs);
+    s3_complete_result(req, resp, r, m.etag, want_ck ? composite : NULL);
+    s3_echo_sse(req, resp, hdrs);
     objstore_meta_cleanup(&m);
 out:
     json_decref(hdrs);
@@ -1829,14 +1829,14 @@ out:
     free(pshap);
 }
 
-static void s3__list_parts(struct http_request *req, struct http_response *resp,
-                           struct objstore *os, const struct s3_req *r, const char *id)
+static void s3_list_parts(struct http_request *req, struct http_response *resp, struct objstore *os,
+                          const struct s3_req *r, const char *id)
 {
     struct objstore_part *parts = NULL;
     size_t n = 0, shown = 0;
     struct ty_err err;
     struct ty_buf b;
-    const char *mp = s3__qget(r, "max-parts"), *pm = s3__qget(r, "part-number-marker");
+    const char *mp = s3_qget(r, "max-parts"), *pm = s3_qget(r, "part-number-marker");
     int max = mp ? atoi(mp) : 1000, marker = pm ? atoi(pm) : 0, last = 0, trunc = 0;
 
     ty_err_clear(&err);
@@ -1844,14 +1844,14 @@ static void s3__list_parts(struct http_request *req, struct http_response *resp,
         max = 1000;
     if (objstore_mpu_get(os, r->bucket, r->key, id, NULL, &err) != 0 ||
         objstore_mpu_parts(os, id, &parts, &n, &err) != 0) {
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
         return;
     }
     ty_buf_init(&b, S3_XML_MAX);
     ty_buf_puts(&b, S3_XML_HDR "<ListPartsResult xmlns=\"" S3_NS "\"><Bucket>");
-    s3__xml_esc(&b, r->bucket);
+    s3_xml_esc(&b, r->bucket);
     ty_buf_puts(&b, "</Bucket><Key>");
-    s3__xml_esc(&b, r->key);
+    s3_xml_esc(&b, r->key);
     ty_buf_printf(&b, "</Key><UploadId>%s</UploadId><PartNumberMarker>%d</PartNumberMarker>", id,
                   marker);
     {
@@ -1865,7 +1865,7 @@ static void s3__list_parts(struct http_request *req, struct http_response *resp,
                 trunc = 1;
                 break;
             }
-            s3__iso8601(parts[i].mtime_ms, d, sizeof(d));
+            s3_iso8601(parts[i].mtime_ms, d, sizeof(d));
             ty_buf_printf(&pb,
                           "<Part><PartNumber>%d</PartNumber><LastModified>%s</LastModified>"
                           "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size></Part>",
@@ -1883,13 +1883,13 @@ static void s3__list_parts(struct http_request *req, struct http_response *resp,
     }
     ty_buf_puts(&b, "</ListPartsResult>");
     free(parts);
-    s3__xml_resp(req, resp, 200, &b);
+    s3_xml_resp(req, resp, 200, &b);
 }
 
 /* ---- dispatch ------------------------------------------------------------------------------ */
 
 /* Sub-resources we do not serve: 501 NotImplemented rather than a wrong answer. */
-static const char *s3__unsupported(const struct s3_req *r)
+static const char *s3_unsupported(const struct s3_req *r)
 {
     static const char *const sub[] = {"acl",
                                       "policy",
@@ -1920,7 +1920,7 @@ static const char *s3__unsupported(const struct s3_req *r)
                                       "policyStatus",
                                       "versionId"};
     for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
-        if (s3__has(r, sub[i]))
+        if (s3_has(r, sub[i]))
             return sub[i];
     }
     return NULL;
@@ -1928,8 +1928,8 @@ static const char *s3__unsupported(const struct s3_req *r)
 
 /* With an external store: the request goes to it whole (s3_proxy.c), after trainyard's own
    checks; an upload's body is finished (decoded and verified) first. */
-static void s3__forward(struct http_request *req, struct http_response *resp,
-                        const struct route_ctx *rc, struct objstore *os, const struct s3_req *r)
+static void s3_forward(struct http_request *req, struct http_response *resp,
+                       const struct route_ctx *rc, struct objstore *os, const struct s3_req *r)
 {
     const char *pairs[2 * S3_MAX_QP];
     struct s3_body *b = NULL;
@@ -1941,11 +1941,11 @@ static void s3__forward(struct http_request *req, struct http_response *resp,
         pairs[2 * i + 1] = r->qp[i].value;
     }
     if (strcmp(req->method, "PUT") == 0 && r->key[0] && !http_header(req, "x-amz-copy-source") &&
-        !(b = s3__finish_body(req, resp, os, r)))
+        !(b = s3_finish_body(req, resp, os, r)))
         return;
     if (s3_proxy(req, resp, rc->s3_remote, os, r->bucket, r->key, pairs, (size_t)r->nqp, b, &err) !=
         0)
-        s3__error_from(req, resp, &err, r);
+        s3_error_from(req, resp, &err, r);
 }
 
 void s3_route(struct http_request *req, struct http_response *resp, const struct route_ctx *rc)
@@ -1955,20 +1955,20 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
     struct objstore *os;
     struct ty_err err;
     const char *m = req->method, *sub;
-    int streamed = req->sink.write == s3_body_write || req->sink.write == s3__discard;
+    int streamed = req->sink.write == s3_body_write || req->sink.write == s3_discard;
 
     ty_err_clear(&err);
-    s3__parse_target(req, &r);
-    if (s3__auth(req, resp, &r, rc, streamed, &auth) != 0)
+    s3_parse_target(req, &r);
+    if (s3_auth(req, resp, &r, rc, streamed, &auth) != 0)
         goto out;
-    if (req->sink.write == s3__discard) { /* failed at header time, passes now: a race */
-        s3__error(req, resp, "InternalError", "We encountered an internal error. Please try again.",
-                  &r, NULL);
+    if (req->sink.write == s3_discard) { /* failed at header time, passes now: a race */
+        s3_error(req, resp, "InternalError", "We encountered an internal error. Please try again.",
+                 &r, NULL);
         goto out;
     }
     os = worker_self()->os;
     if (r.bad_target) {
-        s3__error(req, resp, "InvalidURI", "Couldn't parse the specified URI.", &r, NULL);
+        s3_error(req, resp, "InvalidURI", "Couldn't parse the specified URI.", &r, NULL);
         goto out;
     }
     if (r.key[0] && !objstore_key_ok(r.key)) {
@@ -1976,49 +1976,49 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
             char sz[24];
             struct s3_errx x = {{"Size", "MaxSizeAllowed"}, {sz, "1024"}, 2};
             snprintf(sz, sizeof(sz), "%zu", strlen(r.key));
-            s3__error(req, resp, "KeyTooLongError", "Your key is too long", &r, &x);
+            s3_error(req, resp, "KeyTooLongError", "Your key is too long", &r, &x);
         } else {
-            s3__error(req, resp, "InvalidArgument", "Object key is not valid UTF-8", &r, NULL);
+            s3_error(req, resp, "InvalidArgument", "Object key is not valid UTF-8", &r, NULL);
         }
         goto out;
     }
     if (req->too_big && !streamed) {
-        s3__error(req, resp, "EntityTooLarge",
-                  "Your proposed upload exceeds the maximum allowed size", &r, NULL);
+        s3_error(req, resp, "EntityTooLarge",
+                 "Your proposed upload exceeds the maximum allowed size", &r, NULL);
         goto out;
     }
-    if (!rc->s3_remote && (sub = s3__unsupported(&r)) != NULL && strcmp(sub, "versionId") != 0) {
+    if (!rc->s3_remote && (sub = s3_unsupported(&r)) != NULL && strcmp(sub, "versionId") != 0) {
         if (strcmp(m, "GET") == 0 && strcmp(sub, "tagging") == 0 && r.key[0]) {
             struct ty_buf b;
             ty_buf_init(&b, 1024);
             ty_buf_puts(&b, S3_XML_HDR "<Tagging xmlns=\"" S3_NS "\"><TagSet></TagSet></Tagging>");
-            s3__xml_resp(req, resp, 200, &b);
+            s3_xml_resp(req, resp, 200, &b);
         } else {
             char msg[128];
             snprintf(msg, sizeof(msg), "The '%s' sub-resource is not implemented by trainyard",
                      sub);
-            s3__error(req, resp, "NotImplemented", msg, &r, NULL);
+            s3_error(req, resp, "NotImplemented", msg, &r, NULL);
         }
         goto out;
     }
     {
         /* IAM policies decide, as for every other service (authz.c) */
         char action[64], resource[2200];
-        s3__iam_action(m, &r, action, sizeof(action), resource, sizeof(resource));
+        s3_iam_action(m, &r, action, sizeof(action), resource, sizeof(resource));
         if (authz_check(worker_self()->store, worker_self()->principal, action, resource, NULL, 0,
                         &err) != 0) {
             if (err.code == TY_EDENIED)
-                s3__error(req, resp, "AccessDenied", "Access Denied", &r, NULL);
+                s3_error(req, resp, "AccessDenied", "Access Denied", &r, NULL);
             else
-                s3__error_from(req, resp, &err, &r);
+                s3_error_from(req, resp, &err, &r);
             goto out;
         }
     }
     if (strcmp(m, "PUT") == 0 && r.key[0] && http_header(req, "x-amz-copy-source")) {
         /* a copy reads its source: the caller needs s3:GetObject on it too, as on S3 */
         char sb[256], resource[2200], *dec, *sk;
-        if (s3__copy_source(http_header(req, "x-amz-copy-source"), sb, sizeof(sb), &dec, &sk)) {
-            s3__error(req, resp, "InvalidArgument", S3_BAD_COPY_SOURCE, &r, NULL);
+        if (s3_copy_source(http_header(req, "x-amz-copy-source"), sb, sizeof(sb), &dec, &sk)) {
+            s3_error(req, resp, "InvalidArgument", S3_BAD_COPY_SOURCE, &r, NULL);
             goto out;
         }
         snprintf(resource, sizeof(resource), "arn:aws:s3:::%s/%s", sb, sk);
@@ -2026,44 +2026,44 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
         if (authz_check(worker_self()->store, worker_self()->principal, "s3:GetObject", resource,
                         NULL, 0, &err) != 0) {
             if (err.code == TY_EDENIED)
-                s3__error(req, resp, "AccessDenied", "Access Denied", &r, NULL);
+                s3_error(req, resp, "AccessDenied", "Access Denied", &r, NULL);
             else
-                s3__error_from(req, resp, &err, &r);
+                s3_error_from(req, resp, &err, &r);
             goto out;
         }
     }
     if (rc->s3_remote) {
-        s3__forward(req, resp, rc, os, &r);
+        s3_forward(req, resp, rc, os, &r);
         goto out;
     }
     if (!r.bucket[0]) {
         if (strcmp(m, "GET") == 0)
-            s3__list_buckets(req, resp, os, rc);
+            s3_list_buckets(req, resp, os, rc);
         else
-            s3__error(req, resp, "MethodNotAllowed",
-                      "The specified method is not allowed against this resource.", &r, NULL);
+            s3_error(req, resp, "MethodNotAllowed",
+                     "The specified method is not allowed against this resource.", &r, NULL);
         goto out;
     }
     if (!r.key[0]) {
         if (strcmp(m, "PUT") == 0 && !r.nqp) {
-            s3__create_bucket(req, resp, os, &r, &auth);
+            s3_create_bucket(req, resp, os, &r, &auth);
         } else if (strcmp(m, "HEAD") == 0) {
             struct objstore_bucket bk;
             if (objstore_bucket_get(os, r.bucket, &bk, &err) != 0) {
-                s3__error_from(req, resp, &err, &r);
+                s3_error_from(req, resp, &err, &r);
             } else {
-                s3__empty(req, resp, 200);
+                s3_empty(req, resp, 200);
                 http_response_header(resp, "x-amz-bucket-region", bk.region);
             }
         } else if (strcmp(m, "DELETE") == 0 && !r.nqp) {
             if (objstore_bucket_delete(os, r.bucket, &err) != 0)
-                s3__error_from(req, resp, &err, &r);
+                s3_error_from(req, resp, &err, &r);
             else
-                s3__empty(req, resp, 204);
-        } else if (strcmp(m, "GET") == 0 && s3__has(&r, "location")) {
+                s3_empty(req, resp, 204);
+        } else if (strcmp(m, "GET") == 0 && s3_has(&r, "location")) {
             struct objstore_bucket bk;
             if (objstore_bucket_get(os, r.bucket, &bk, &err) != 0) {
-                s3__error_from(req, resp, &err, &r);
+                s3_error_from(req, resp, &err, &r);
             } else {
                 struct ty_buf b;
                 ty_buf_init(&b, 1024);
@@ -2071,66 +2071,66 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
                               S3_XML_HDR "<LocationConstraint xmlns=\"" S3_NS
                                          "\">%s</LocationConstraint>",
                               strcmp(bk.region, "us-east-1") == 0 ? "" : bk.region);
-                s3__xml_resp(req, resp, 200, &b);
+                s3_xml_resp(req, resp, 200, &b);
             }
-        } else if (strcmp(m, "GET") == 0 && s3__has(&r, "versioning")) {
+        } else if (strcmp(m, "GET") == 0 && s3_has(&r, "versioning")) {
             if (objstore_bucket_get(os, r.bucket, NULL, &err) != 0) {
-                s3__error_from(req, resp, &err, &r);
+                s3_error_from(req, resp, &err, &r);
             } else {
                 struct ty_buf b;
                 ty_buf_init(&b, 1024);
                 ty_buf_puts(&b, S3_XML_HDR "<VersioningConfiguration xmlns=\"" S3_NS "\"/>");
-                s3__xml_resp(req, resp, 200, &b);
+                s3_xml_resp(req, resp, 200, &b);
             }
-        } else if (strcmp(m, "GET") == 0 && s3__has(&r, "uploads")) {
-            s3__list_uploads(req, resp, os, &r);
+        } else if (strcmp(m, "GET") == 0 && s3_has(&r, "uploads")) {
+            s3_list_uploads(req, resp, os, &r);
         } else if (strcmp(m, "GET") == 0) {
-            const char *lt = s3__qget(&r, "list-type");
-            s3__list_objects(req, resp, os, &r, lt && strcmp(lt, "2") == 0);
-        } else if (strcmp(m, "POST") == 0 && s3__has(&r, "delete")) {
-            s3__delete_objects(req, resp, os, &r);
+            const char *lt = s3_qget(&r, "list-type");
+            s3_list_objects(req, resp, os, &r, lt && strcmp(lt, "2") == 0);
+        } else if (strcmp(m, "POST") == 0 && s3_has(&r, "delete")) {
+            s3_delete_objects(req, resp, os, &r);
         } else {
-            s3__error(req, resp, "MethodNotAllowed",
-                      "The specified method is not allowed against this resource.", &r, NULL);
+            s3_error(req, resp, "MethodNotAllowed",
+                     "The specified method is not allowed against this resource.", &r, NULL);
         }
         goto out;
     }
     /* objects */
     if (strcmp(m, "PUT") == 0) {
         const char *cs = http_header(req, "x-amz-copy-source");
-        if (s3__has(&r, "uploadId")) {
+        if (s3_has(&r, "uploadId")) {
             if (cs)
-                s3__upload_part_copy(req, resp, os, &r, cs);
+                s3_upload_part_copy(req, resp, os, &r, cs);
             else
-                s3__upload_part(req, resp, os, &r);
+                s3_upload_part(req, resp, os, &r);
         } else if (cs) {
-            s3__copy_object(req, resp, os, &r, cs);
+            s3_copy_object(req, resp, os, &r, cs);
         } else {
-            s3__put_object(req, resp, os, &r);
+            s3_put_object(req, resp, os, &r);
         }
     } else if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
-        const char *id = s3__qget(&r, "uploadId");
+        const char *id = s3_qget(&r, "uploadId");
         if (id && strcmp(m, "GET") == 0)
-            s3__list_parts(req, resp, os, &r, id);
+            s3_list_parts(req, resp, os, &r, id);
         else
-            s3__get_object(req, resp, os, &r, strcmp(m, "HEAD") == 0);
+            s3_get_object(req, resp, os, &r, strcmp(m, "HEAD") == 0);
     } else if (strcmp(m, "DELETE") == 0) {
-        const char *id = s3__qget(&r, "uploadId");
+        const char *id = s3_qget(&r, "uploadId");
         if (id) {
             if (objstore_mpu_abort(os, r.bucket, r.key, id, &err) != 0)
-                s3__error_from(req, resp, &err, &r);
+                s3_error_from(req, resp, &err, &r);
             else
-                s3__empty(req, resp, 204);
+                s3_empty(req, resp, 204);
         } else {
-            s3__delete_object(req, resp, os, &r);
+            s3_delete_object(req, resp, os, &r);
         }
-    } else if (strcmp(m, "POST") == 0 && s3__has(&r, "uploads")) {
-        s3__create_upload(req, resp, os, &r);
-    } else if (strcmp(m, "POST") == 0 && s3__has(&r, "uploadId")) {
-        s3__complete_upload(req, resp, os, &r, s3__qget(&r, "uploadId"));
+    } else if (strcmp(m, "POST") == 0 && s3_has(&r, "uploads")) {
+        s3_create_upload(req, resp, os, &r);
+    } else if (strcmp(m, "POST") == 0 && s3_has(&r, "uploadId")) {
+        s3_complete_upload(req, resp, os, &r, s3_qget(&r, "uploadId"));
     } else {
-        s3__error(req, resp, "MethodNotAllowed",
-                  "The specified method is not allowed against this resource.", &r, NULL);
+        s3_error(req, resp, "MethodNotAllowed",
+                 "The specified method is not allowed against this resource.", &r, NULL);
     }
 out:
     /* an upload's temp file that was not committed goes now, before the answer leaves, so that
@@ -2142,5 +2142,5 @@ out:
     }
     ty_log(TY_LOG_DEBUG, "s3.request", "req=%s method=%s status=%d", req->request_id, m,
            resp->status);
-    s3__req_cleanup(&r);
+    s3_req_cleanup(&r);
 }

@@ -30,7 +30,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-static __thread struct s3c *s3p__client;
+static __thread struct s3c *s3p_client;
 
 /* Request headers a store needs to do what the client asked (besides the body's). */
 static const char *const s3p_req_headers[] = {
@@ -90,12 +90,12 @@ static const char *const s3p_resp_headers[] = {
 
 void s3_proxy_thread_end(void)
 {
-    s3c_free(s3p__client);
-    s3p__client = NULL;
+    s3c_free(s3p_client);
+    s3p_client = NULL;
 }
 
 /* Content-Encoding without aws-chunked (which trainyard decoded). new, or NULL when empty. */
-static char *s3p__content_encoding(const char *v)
+static char *s3p_content_encoding(const char *v)
 {
     char *out = calloc(1, strlen(v) + 1), *tok, *save = NULL, *copy = strdup(v);
 
@@ -123,7 +123,7 @@ static char *s3p__content_encoding(const char *v)
     return out;
 }
 
-static int s3p__is_auth_param(const char *name)
+static int s3p_is_auth_param(const char *name)
 {
     static const char *const auth[] = {
         "X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires", "X-Amz-SignedHeaders",
@@ -138,7 +138,7 @@ static int s3p__is_auth_param(const char *name)
 
 /* The store's answer rs into resp: status, the headers S3 clients read, and an error
    document (status >= 300, read into memory) as the body. */
-static void s3p__answer(struct http_response *resp, struct s3c_resp *rs)
+static void s3p_answer(struct http_response *resp, struct s3c_resp *rs)
 {
     const char *v, *name;
     json_t *val;
@@ -189,7 +189,7 @@ struct s3p_stream {
     int headers, finished, rc;
 };
 
-static const char *s3p__own(struct s3p_stream *st, const char *s)
+static const char *s3p_own(struct s3p_stream *st, const char *s)
 {
     char *d = s ? strdup(s) : NULL;
     if (d && st->nstrs < sizeof(st->strs) / sizeof(st->strs[0]))
@@ -201,7 +201,7 @@ static const char *s3p__own(struct s3p_stream *st, const char *s)
     return d;
 }
 
-static void s3p__stream_headers(void *ud, const struct s3c_resp *rs)
+static void s3p_stream_headers(void *ud, const struct s3c_resp *rs)
 {
     struct s3p_stream *st = ud;
     (void)rs;
@@ -211,7 +211,7 @@ static void s3p__stream_headers(void *ud, const struct s3c_resp *rs)
     pthread_mutex_unlock(&st->mu);
 }
 
-static void *s3p__stream_thread(void *arg)
+static void *s3p_stream_thread(void *arg)
 {
     struct s3p_stream *st = arg;
     int rc = s3c_do(st->c, &st->rq, &st->rs, &st->err);
@@ -226,7 +226,7 @@ static void *s3p__stream_thread(void *arg)
     return NULL;
 }
 
-static long s3p__stream_read(void *ctx, char *buf, size_t max)
+static long s3p_stream_read(void *ctx, char *buf, size_t max)
 {
     struct s3p_stream *st = ctx;
     ssize_t n;
@@ -236,7 +236,7 @@ static long s3p__stream_read(void *ctx, char *buf, size_t max)
     return n < 0 ? -1 : (long)n;
 }
 
-static void s3p__stream_free(void *ctx)
+static void s3p_stream_free(void *ctx)
 {
     struct s3p_stream *st = ctx;
     if (st->rd >= 0)
@@ -253,8 +253,9 @@ static void s3p__stream_free(void *ctx)
 
 /* Streams GET rq (its strings copied) into resp. 0 when resp holds the store's answer, or a
    negative code with err when the store was not reached. */
-static int s3p__stream(struct http_request *req, struct http_response *resp,
-                       const struct s3c_config *cfg, const struct s3c_req *rq, struct ty_err *err)
+static int s3p_stream_get(struct http_request *req, struct http_response *resp,
+                          const struct s3c_config *cfg, const struct s3c_req *rq,
+                          struct ty_err *err)
 {
     struct s3p_stream *st = calloc(1, sizeof(*st));
     int fds[2], rc;
@@ -266,14 +267,13 @@ static int s3p__stream(struct http_request *req, struct http_response *resp,
     pthread_mutex_init(&st->mu, NULL);
     pthread_cond_init(&st->cv, NULL);
     st->rq = *rq;
-    st->rq.bucket = s3p__own(st, rq->bucket);
-    st->rq.key = s3p__own(st, rq->key);
-    st->rq.query = s3p__own(st, rq->query ? rq->query : "");
+    st->rq.bucket = s3p_own(st, rq->bucket);
+    st->rq.key = s3p_own(st, rq->key);
+    st->rq.query = s3p_own(st, rq->query ? rq->query : "");
     for (size_t i = 0; i < rq->nhdr && i < 64; i++)
-        st->hdr[i] =
-            (struct s3c_hdr){s3p__own(st, rq->hdr[i].name), s3p__own(st, rq->hdr[i].value)};
+        st->hdr[i] = (struct s3c_hdr){s3p_own(st, rq->hdr[i].name), s3p_own(st, rq->hdr[i].value)};
     st->rq.hdr = st->hdr;
-    st->rq.on_headers = s3p__stream_headers;
+    st->rq.on_headers = s3p_stream_headers;
     st->rq.ud = st;
     ty_err_clear(&st->err);
     if (!(st->c = s3c_new(cfg, err)) || pipe2(fds, O_CLOEXEC) != 0) {
@@ -285,7 +285,7 @@ static int s3p__stream(struct http_request *req, struct http_response *resp,
     }
     st->rd = fds[0];
     st->wr = st->rq.out_fd = fds[1];
-    if (pthread_create(&st->thr, NULL, s3p__stream_thread, st) != 0) {
+    if (pthread_create(&st->thr, NULL, s3p_stream_thread, st) != 0) {
         close(st->rd);
         close(st->wr);
         st->rd = st->wr = -1;
@@ -307,18 +307,18 @@ static int s3p__stream(struct http_request *req, struct http_response *resp,
             *err = st->err;
             snprintf(err->field, sizeof(err->field), "ServiceUnavailable");
         } else {
-            s3p__answer(resp, &st->rs);
+            s3p_answer(resp, &st->rs);
         }
-        s3p__stream_free(st);
+        s3p_stream_free(st);
         return rc;
     }
-    s3p__answer(resp, &st->rs);
+    s3p_answer(resp, &st->rs);
     {
         const char *cl = s3c_resp_header(&st->rs, "content-length");
         resp->stream_len = cl ? strtoull(cl, NULL, 10) : ULLONG_MAX;
     }
-    resp->stream_read = s3p__stream_read;
-    resp->stream_free = s3p__stream_free;
+    resp->stream_read = s3p_stream_read;
+    resp->stream_free = s3p_stream_free;
     resp->stream_ctx = st;
     ty_log(TY_LOG_DEBUG, "s3.proxy.stream", "req=%s status=%ld length=%llu", req->request_id,
            st->rs.status, resp->stream_len);
@@ -349,12 +349,12 @@ int s3_proxy(struct http_request *req, struct http_response *resp, const struct 
     memset(&rs, 0, sizeof(rs));
     if (!pairs)
         return ty_err_set(err, TY_ENOMEM, "InternalError", "out of memory");
-    if (!s3p__client && !(s3p__client = s3c_new(cfg, err))) {
+    if (!s3p_client && !(s3p_client = s3c_new(cfg, err))) {
         free(pairs);
         return -err->code;
     }
     for (size_t i = 0; i < nq; i++) {
-        if (s3p__is_auth_param(qpairs[2 * i]))
+        if (s3p_is_auth_param(qpairs[2 * i]))
             continue;
         pairs[2 * np] = qpairs[2 * i];
         pairs[2 * np + 1] = qpairs[2 * i + 1];
@@ -375,7 +375,7 @@ int s3_proxy(struct http_request *req, struct http_response *resp, const struct 
             strncasecmp(n, "x-amz-server-side-encryption", 28) == 0)
             hdr[rq.nhdr++] = (struct s3c_hdr){n, req->headers[i].value};
     }
-    if ((v = http_header(req, "Content-Encoding")) != NULL && (enc = s3p__content_encoding(v)))
+    if ((v = http_header(req, "Content-Encoding")) != NULL && (enc = s3p_content_encoding(v)))
         hdr[rq.nhdr++] = (struct s3c_hdr){"Content-Encoding", enc};
     rq.method = req->method;
     rq.bucket = bucket;
@@ -406,7 +406,7 @@ int s3_proxy(struct http_request *req, struct http_response *resp, const struct 
         rq.body_n = req->body.len;
     }
     if (strcmp(req->method, "GET") == 0 && key && *key && !body) {
-        rc = s3p__stream(req, resp, cfg, &rq, err);
+        rc = s3p_stream_get(req, resp, cfg, &rq, err);
         goto out;
     }
     if (!is_head) { /* the answer's body: spooled, then served from the file */
@@ -420,16 +420,16 @@ int s3_proxy(struct http_request *req, struct http_response *resp, const struct 
         rq.out_fd = out_fd;
         rq.max_mem_body = 4u * 1024 * 1024;
     }
-    rc = s3c_do(s3p__client, &rq, &rs, err);
+    rc = s3c_do(s3p_client, &rq, &rs, err);
     if (rc != 0) {
         /* the store was not reached: clients retry a 503 */
         snprintf(err->field, sizeof(err->field), "ServiceUnavailable");
         goto out;
     }
     err_doc = rs.status >= 300 && rs.body.len;
-    s3p__answer(resp, &rs);
+    s3p_answer(resp, &rs);
     if (err_doc) {
-        /* an error document: s3p__answer moved it into resp */
+        /* an error document: s3p_answer moved it into resp */
     } else if (is_head) {
         /* no body goes out for HEAD; MHD takes Content-Length from the response's size */
         const char *cl = s3c_resp_header(&rs, "content-length");

@@ -24,7 +24,7 @@
 #define STS_NS "https://sts.amazonaws.com/doc/2011-06-15/"
 
 /* 1 when the credential scope in s ("AKID/DATE/REGION/SERVICE/...") names sts. */
-static int sts__scope(const char *s)
+static int sts_scope(const char *s)
 {
     const char *p = s;
     for (int i = 0; i < 3 && p; i++) {
@@ -41,7 +41,7 @@ int sts_is_request(const struct http_request *req)
 
     if (a) {
         c = strstr(a, "Credential=");
-        return c && sts__scope(c + 11);
+        return c && sts_scope(c + 11);
     }
     c = req->query ? strstr(req->query, "X-Amz-Credential=") : NULL;
     if (c) {
@@ -56,21 +56,21 @@ int sts_is_request(const struct http_request *req)
     return 0;
 }
 
-static void sts__xml_esc(struct ty_buf *b, const char *s)
+static void sts_xml_esc(struct ty_buf *b, const char *s)
 {
     ty_buf_put_xml(b, s);
 }
 
-static void sts__error(struct http_request *req, struct http_response *resp, int status,
-                       const char *code, const char *msg)
+static void sts_error(struct http_request *req, struct http_response *resp, int status,
+                      const char *code, const char *msg)
 {
     struct ty_buf b;
     ty_buf_init(&b, 16384);
     ty_buf_printf(&b, "<ErrorResponse xmlns=\"" STS_NS "\"><Error><Type>%s</Type><Code>",
                   status >= 500 ? "Receiver" : "Sender");
-    sts__xml_esc(&b, code);
+    sts_xml_esc(&b, code);
     ty_buf_puts(&b, "</Code><Message>");
-    sts__xml_esc(&b, msg);
+    sts_xml_esc(&b, msg);
     ty_buf_printf(&b, "</Message></Error><RequestId>%s</RequestId></ErrorResponse>",
                   req->request_id);
     resp->status = status;
@@ -86,27 +86,27 @@ static void sts_auth_error(struct http_request *req, struct http_response *resp,
 {
     if (stage == AUTH_STAGE_PARSE) {
         if (err->code == TY_ENOAUTH)
-            sts__error(req, resp, 403, "MissingAuthenticationToken",
-                       "Request is missing Authentication Token");
+            sts_error(req, resp, 403, "MissingAuthenticationToken",
+                      "Request is missing Authentication Token");
         else
-            sts__error(req, resp, 400, "IncompleteSignature", err->msg);
+            sts_error(req, resp, 400, "IncompleteSignature", err->msg);
     } else if (err->code == TY_EREDIS) {
-        sts__error(req, resp, 503, "ServiceUnavailable", err->msg);
+        sts_error(req, resp, 503, "ServiceUnavailable", err->msg);
     } else if (err->code == TY_ENOTFOUND || err->code == TY_EBADKEY) {
-        sts__error(req, resp, 403, "InvalidClientTokenId",
-                   "The security token included in the request is invalid.");
+        sts_error(req, resp, 403, "InvalidClientTokenId",
+                  "The security token included in the request is invalid.");
     } else if (err->code == TY_EEXPIREDTOKEN) {
-        sts__error(req, resp, 400, "ExpiredToken", err->msg);
+        sts_error(req, resp, 400, "ExpiredToken", err->msg);
     } else if (err->code != TY_EBADSIG) {
-        sts__error(req, resp, 500, "InternalFailure", err->msg);
+        sts_error(req, resp, 500, "InternalFailure", err->msg);
     } else if (strncmp(err->msg, "Signature expired", 17) == 0 ||
                strcmp(err->field, "service") == 0) {
-        sts__error(req, resp, 403, "SignatureDoesNotMatch", err->msg);
+        sts_error(req, resp, 403, "SignatureDoesNotMatch", err->msg);
     } else {
-        sts__error(req, resp, 403, "SignatureDoesNotMatch",
-                   "The request signature we calculated does not match the signature you "
-                   "provided. Check your AWS Secret Access Key and signing method. Consult "
-                   "the service documentation for details.");
+        sts_error(req, resp, 403, "SignatureDoesNotMatch",
+                  "The request signature we calculated does not match the signature you "
+                  "provided. Check your AWS Secret Access Key and signing method. Consult "
+                  "the service documentation for details.");
     }
 }
 
@@ -128,7 +128,7 @@ void sts_route(struct http_request *req, struct http_response *resp, const struc
 
     ty_err_clear(&err);
     if (req->too_big) {
-        sts__error(req, resp, 413, "RequestEntityTooLarge", "Request body too large");
+        sts_error(req, resp, 413, "RequestEntityTooLarge", "Request body too large");
         return;
     }
     /* scope, key, session token and signature in one place (auth.h); STS's words for each */
@@ -142,25 +142,25 @@ void sts_route(struct http_request *req, struct http_response *resp, const struc
         char msg[160];
         snprintf(msg, sizeof(msg), "Could not find operation %.64s for version %.20s", action,
                  version[0] ? version : "NO_VERSION_SPECIFIED");
-        sts__error(req, resp, 400, "InvalidAction", msg);
+        sts_error(req, resp, 400, "InvalidAction", msg);
         return;
     }
     ty_buf_init(&b, 8192);
     ty_buf_puts(&b, "<GetCallerIdentityResponse xmlns=\"" STS_NS "\"><GetCallerIdentityResult>"
                     "<Arn>");
-    sts__xml_esc(&b, ao.p.arn);
+    sts_xml_esc(&b, ao.p.arn);
     ty_buf_puts(&b, "</Arn><UserId>");
     /* an assumed role's "<RoleId>:<session>" (auth.h), an IAM user's unique id (AIDA...), else
        the access key id (store_iam.h) */
     auth_user_id(ao.store, &ao.p, uid, sizeof(uid));
     if (uid[0])
-        sts__xml_esc(&b, uid);
+        sts_xml_esc(&b, uid);
     else if (store_iam_userid(ao.store, ao.p.arn, uid, sizeof(uid), &err) == 0)
-        sts__xml_esc(&b, uid);
+        sts_xml_esc(&b, uid);
     else
-        sts__xml_esc(&b, ao.a.access_key);
+        sts_xml_esc(&b, ao.a.access_key);
     ty_buf_puts(&b, "</UserId><Account>");
-    sts__xml_esc(&b, rc->account_id ? rc->account_id : "000000000000");
+    sts_xml_esc(&b, rc->account_id ? rc->account_id : "000000000000");
     ty_buf_printf(&b,
                   "</Account></GetCallerIdentityResult><ResponseMetadata><RequestId>%s"
                   "</RequestId></ResponseMetadata></GetCallerIdentityResponse>",

@@ -31,12 +31,12 @@
 #define LIVE_FOR_CHILDREN "Deleting,Failed,Delete_Failed"
 #define TOKEN_HEX_LEN     64
 
-static const struct store_res_timing op_studio__timing = {OP_STUDIO_PENDING_S,
-                                                          OP_STUDIO_DELETING_S};
+static const struct store_res_timing op_studio_timing_def = {OP_STUDIO_PENDING_S,
+                                                             OP_STUDIO_DELETING_S};
 
 const struct store_res_timing *op_studio_timing(void)
 {
-    return &op_studio__timing;
+    return &op_studio_timing_def;
 }
 
 /* ---- pure helpers (studio.h) ---- */
@@ -66,7 +66,7 @@ int op_studio_domain_id_ok(const char *id)
     return 1;
 }
 
-static int op_studio__name_ok(const char *s)
+static int op_studio_name_ok(const char *s)
 {
     if (!s || !*s || strlen(s) > 63)
         return 0;
@@ -78,7 +78,7 @@ static int op_studio__name_ok(const char *s)
 }
 
 /* Appends '/' (unless first) and lower-cased part to buf at *off. */
-static int op_studio__append(char *buf, size_t n, size_t *off, const char *part, int first)
+static int op_studio_append(char *buf, size_t n, size_t *off, const char *part, int first)
 {
     size_t len = strlen(part);
     if (*off + len + (first ? 0 : 1) + 1 > n)
@@ -94,9 +94,9 @@ static int op_studio__append(char *buf, size_t n, size_t *off, const char *part,
 int op_studio_profile_id(const char *domain, const char *profile, char *buf, size_t n)
 {
     size_t off = 0;
-    if (!op_studio__name_ok(domain) || !op_studio__name_ok(profile) || n == 0)
+    if (!op_studio_name_ok(domain) || !op_studio_name_ok(profile) || n == 0)
         return -TY_EINVAL;
-    if (op_studio__append(buf, n, &off, domain, 1) || op_studio__append(buf, n, &off, profile, 0))
+    if (op_studio_append(buf, n, &off, domain, 1) || op_studio_append(buf, n, &off, profile, 0))
         return -TY_EINVAL;
     return 0;
 }
@@ -105,12 +105,11 @@ int op_studio_app_id(const char *domain, const char *profile, const char *app_ty
                      const char *app_name, char *buf, size_t n)
 {
     size_t off = 0;
-    if (!op_studio__name_ok(domain) || !op_studio__name_ok(profile) ||
-        !op_studio__name_ok(app_type) || !op_studio__name_ok(app_name) || n == 0)
+    if (!op_studio_name_ok(domain) || !op_studio_name_ok(profile) || !op_studio_name_ok(app_type) ||
+        !op_studio_name_ok(app_name) || n == 0)
         return -TY_EINVAL;
-    if (op_studio__append(buf, n, &off, domain, 1) || op_studio__append(buf, n, &off, profile, 0) ||
-        op_studio__append(buf, n, &off, app_type, 0) ||
-        op_studio__append(buf, n, &off, app_name, 0))
+    if (op_studio_append(buf, n, &off, domain, 1) || op_studio_append(buf, n, &off, profile, 0) ||
+        op_studio_append(buf, n, &off, app_type, 0) || op_studio_append(buf, n, &off, app_name, 0))
         return -TY_EINVAL;
     return 0;
 }
@@ -131,7 +130,7 @@ void op_studio_arn(const char *region, const char *account, const char *type, co
     buf[off] = '\0';
 }
 
-static int op_studio__rel_ok(const char *rel)
+static int op_studio_rel_ok(const char *rel)
 {
     if (strstr(rel, ".."))
         return 0;
@@ -167,7 +166,7 @@ int op_studio_landing(const char *landing_uri, char *buf, size_t n, struct ty_er
     }
     while (*rel == '/')
         rel++;
-    if (!op_studio__rel_ok(rel))
+    if (!op_studio_rel_ok(rel))
         return ty_err_set(err, TY_EINVAL, "LandingUri",
                           "1 validation error detected: Value '%.200s' at 'landingUri' failed to "
                           "satisfy constraint: the path may hold only letters, digits and "
@@ -200,7 +199,7 @@ struct op_studio__ent {
     json_t *rec;
 };
 
-static int op_studio__ent_cmp(const void *a, const void *b)
+static int op_studio_ent_cmp(const void *a, const void *b)
 {
     const struct op_studio__ent *x = a, *y = b;
     if (x->v != y->v)
@@ -241,7 +240,7 @@ json_t *op_studio_page(json_t *records, const char *sort_key, int ascending, int
             e[i].id = "";
     }
     if (n)
-        qsort(e, n, sizeof(*e), op_studio__ent_cmp);
+        qsort(e, n, sizeof(*e), op_studio_ent_cmp);
     if (!ascending) {
         for (i = 0; i < n / 2; i++) {
             struct op_studio__ent t = e[i];
@@ -252,7 +251,7 @@ json_t *op_studio_page(json_t *records, const char *sort_key, int ascending, int
     if (next_token) {
         /* the first entry strictly after the cursor in this order */
         while (start < n) {
-            int c = op_studio__ent_cmp(&e[start], &cur);
+            int c = op_studio_ent_cmp(&e[start], &cur);
             if (ascending ? c > 0 : c < 0)
                 break;
             start++;
@@ -274,54 +273,54 @@ json_t *op_studio_page(json_t *records, const char *sort_key, int ascending, int
 
 /* ---- shared pieces of the operations ---- */
 
-static void op_studio__domain_arn(const struct op_ctx *ctx, const char *domain, char *buf, size_t n)
+static void op_studio_domain_arn(const struct op_ctx *ctx, const char *domain, char *buf, size_t n)
 {
     op_studio_arn(ctx->region, ctx->account_id, "domain", domain, buf, n);
 }
 
-static void op_studio__profile_arn(const struct op_ctx *ctx, const char *profile_id, char *buf,
-                                   size_t n)
+static void op_studio_profile_arn(const struct op_ctx *ctx, const char *profile_id, char *buf,
+                                  size_t n)
 {
     op_studio_arn(ctx->region, ctx->account_id, "user-profile", profile_id, buf, n);
 }
 
-static void op_studio__url(const struct op_ctx *ctx, const char *domain, char *buf, size_t n)
+static void op_studio_url(const struct op_ctx *ctx, const char *domain, char *buf, size_t n)
 {
     snprintf(buf, n, "http://%s/console/domain/%s", op_studio_host(ctx->host), domain);
 }
 
-static int op_studio__domain_missing(const struct op_ctx *ctx, const char *domain,
-                                     struct ty_err *err)
+static int op_studio_domain_missing(const struct op_ctx *ctx, const char *domain,
+                                    struct ty_err *err)
 {
     (void)ctx;
     return ty_err_set(err, TY_ENOTFOUND, "DomainId", "Cannot find Domain with ID: %s", domain);
 }
 
-static int op_studio__profile_missing(const struct op_ctx *ctx, const char *domain,
-                                      const char *profile, struct ty_err *err)
+static int op_studio_profile_missing(const struct op_ctx *ctx, const char *domain,
+                                     const char *profile, struct ty_err *err)
 {
     char id[256], arn[512];
     if (op_studio_profile_id(domain, profile, id, sizeof(id)) != 0)
         snprintf(id, sizeof(id), "%.60s/%.60s", domain, profile);
-    op_studio__profile_arn(ctx, id, arn, sizeof(arn));
+    op_studio_profile_arn(ctx, id, arn, sizeof(arn));
     return ty_err_set(err, TY_ENOTFOUND, "UserProfileName", "User profile %s does not exist.", arn);
 }
 
 /* The domain id of a request, checked for shape: an id AWS never hands out cannot exist. */
-static const char *op_studio__domain_arg(struct op_ctx *ctx, json_t *in, const char *key,
-                                         struct ty_err *err)
+static const char *op_studio_domain_arg(struct op_ctx *ctx, json_t *in, const char *key,
+                                        struct ty_err *err)
 {
     const char *d = op_str(in, key);
     if (!d)
         return NULL;
     if (!op_studio_domain_id_ok(d)) {
-        op_studio__domain_missing(ctx, d, err);
+        op_studio_domain_missing(ctx, d, err);
         return NULL;
     }
     return d;
 }
 
-static int op_studio__page_args(json_t *in, int *max, const char **token)
+static int op_studio_page_args(json_t *in, int *max, const char **token)
 {
     json_t *mr = json_object_get(in, "MaxResults");
     *max = mr ? (int)json_integer_value(mr) : 10;
@@ -331,9 +330,9 @@ static int op_studio__page_args(json_t *in, int *max, const char **token)
 
 /* Builds {"<list_key>": [summaries], "NextToken"?} from records, keeping only keys. Steals
    records. */
-static int op_studio__list_out(json_t *records, json_t *in, const char *sort_key, int ascending,
-                               const char *list_key, const char *const *keys, json_t **out,
-                               struct ty_err *err)
+static int op_studio_list_out(json_t *records, json_t *in, const char *sort_key, int ascending,
+                              const char *list_key, const char *const *keys, json_t **out,
+                              struct ty_err *err)
 {
     const char *token;
     char *next = NULL;
@@ -341,7 +340,7 @@ static int op_studio__list_out(json_t *records, json_t *in, const char *sort_key
     json_t *page, *list, *r;
     size_t i;
 
-    op_studio__page_args(in, &max, &token);
+    op_studio_page_args(in, &max, &token);
     page = op_studio_page(records, sort_key, ascending, max, token, &next, err);
     if (!page) {
         json_decref(records);
@@ -366,7 +365,7 @@ static int op_studio__list_out(json_t *records, json_t *in, const char *sort_key
     return 0;
 }
 
-static int op_studio__tags(struct op_ctx *ctx, json_t *in, const char *arn, struct ty_err *err)
+static int op_studio_tags(struct op_ctx *ctx, json_t *in, const char *arn, struct ty_err *err)
 {
     json_t *tags = json_object_get(in, "Tags");
     if (json_array_size(tags) == 0)
@@ -377,8 +376,8 @@ static int op_studio__tags(struct op_ctx *ctx, json_t *in, const char *arn, stru
 /* ---- domains ---- */
 
 /* iam:PassRole on the ExecutionRole of in's settings member, when there is one (authz.h). */
-static int op_studio__pass_role(struct op_ctx *ctx, json_t *in, const char *settings,
-                                struct ty_err *err)
+static int op_studio_pass_role(struct op_ctx *ctx, json_t *in, const char *settings,
+                               struct ty_err *err)
 {
     const char *role = op_str(json_object_get(in, settings), "ExecutionRole");
     if (!role)
@@ -403,7 +402,7 @@ int op_studio_create_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct
     struct store_res_new n;
     json_t *doc, *rec = NULL;
 
-    if (op_studio__pass_role(ctx, in, "DefaultUserSettings", err) != 0)
+    if (op_studio_pass_role(ctx, in, "DefaultUserSettings", err) != 0)
         return -err->code;
     doc = json_object();
     for (int i = 0; copied[i]; i++)
@@ -428,7 +427,7 @@ int op_studio_create_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct
         memcpy(id, "d-", 2);
         if (op_studio_random_alnum(id + 2, 12) != 0)
             break;
-        op_studio__domain_arn(ctx, id, arn, sizeof(arn));
+        op_studio_domain_arn(ctx, id, arn, sizeof(arn));
         json_object_set_new(doc, "DomainId", json_string(id));
         json_object_set_new(doc, "DomainArn", json_string(arn));
         n.id = id;
@@ -442,34 +441,34 @@ int op_studio_create_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct
     if (!rec)
         return err->code ? -err->code : ty_err_set(err, TY_EINTERNAL, NULL, "no domain id");
     json_decref(rec);
-    if (op_studio__tags(ctx, in, arn, err) != 0)
+    if (op_studio_tags(ctx, in, arn, err) != 0)
         return -err->code;
-    op_studio__url(ctx, id, url, sizeof(url));
+    op_studio_url(ctx, id, url, sizeof(url));
     *out = json_pack("{s:s,s:s}", "DomainArn", arn, "Url", url);
     ty_log(TY_LOG_INFO, "studio.domain_created", "domain=%s", id);
     return 0;
 }
 
-static json_t *op_studio__get_domain(struct op_ctx *ctx, const char *domain, struct ty_err *err)
+static json_t *op_studio_get_domain(struct op_ctx *ctx, const char *domain, struct ty_err *err)
 {
     json_t *rec =
         store_res_get(ctx->store, OP_STUDIO_KIND_DOMAIN, domain, ctx->now, op_studio_timing(), err);
     if (!rec && err->code == TY_ENOTFOUND)
-        op_studio__domain_missing(ctx, domain, err);
+        op_studio_domain_missing(ctx, domain, err);
     return rec;
 }
 
 int op_studio_describe_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *domain = op_studio__domain_arg(ctx, in, "DomainId", err);
+    const char *domain = op_studio_domain_arg(ctx, in, "DomainId", err);
     char url[400];
     json_t *rec;
     if (!domain)
         return -err->code;
-    rec = op_studio__get_domain(ctx, domain, err);
+    rec = op_studio_get_domain(ctx, domain, err);
     if (!rec)
         return -err->code;
-    op_studio__url(ctx, domain, url, sizeof(url));
+    op_studio_url(ctx, domain, url, sizeof(url));
     json_object_set_new(rec, "Url", json_string(url));
     *out = op_public(rec);
     return 0;
@@ -488,14 +487,14 @@ int op_studio_list_domains(struct op_ctx *ctx, json_t *in, json_t **out, struct 
     json_array_foreach(all, i, r)
     {
         char url[400];
-        op_studio__url(ctx, json_string_value(json_object_get(r, "DomainId")), url, sizeof(url));
+        op_studio_url(ctx, json_string_value(json_object_get(r, "DomainId")), url, sizeof(url));
         json_object_set_new(r, "Url", json_string(url));
     }
-    return op_studio__list_out(all, in, "CreationTime", 0, "Domains", keys, out, err);
+    return op_studio_list_out(all, in, "CreationTime", 0, "Domains", keys, out, err);
 }
 
 /* Merges src's members into dst[key] (created when absent). */
-static void op_studio__merge(json_t *dst, const char *key, json_t *src)
+static void op_studio_merge(json_t *dst, const char *key, json_t *src)
 {
     json_t *cur;
     if (!json_is_object(src))
@@ -510,8 +509,8 @@ static void op_studio__merge(json_t *dst, const char *key, json_t *src)
 }
 
 /* Compare-and-set update of kind/id: edit(rec, in) changes the document; retried on a race. */
-static json_t *op_studio__update(struct op_ctx *ctx, const char *kind, const char *id, json_t *in,
-                                 void (*edit)(json_t *doc, json_t *in), struct ty_err *err)
+static json_t *op_studio_update(struct op_ctx *ctx, const char *kind, const char *id, json_t *in,
+                                void (*edit)(json_t *doc, json_t *in), struct ty_err *err)
 {
     for (int attempt = 0; attempt < 5; attempt++) {
         struct store_res_update u;
@@ -539,11 +538,11 @@ static json_t *op_studio__update(struct op_ctx *ctx, const char *kind, const cha
     return NULL;
 }
 
-static void op_studio__edit_domain(json_t *doc, json_t *in)
+static void op_studio_edit_domain(json_t *doc, json_t *in)
 {
     json_t *v = json_object_get(in, "DomainSettingsForUpdate");
-    op_studio__merge(doc, "DefaultUserSettings", json_object_get(in, "DefaultUserSettings"));
-    op_studio__merge(doc, "DefaultSpaceSettings", json_object_get(in, "DefaultSpaceSettings"));
+    op_studio_merge(doc, "DefaultUserSettings", json_object_get(in, "DefaultUserSettings"));
+    op_studio_merge(doc, "DefaultSpaceSettings", json_object_get(in, "DefaultSpaceSettings"));
     if (json_is_object(v)) {
         json_t *c = json_deep_copy(v),
                *rs = json_object_get(c, "RStudioServerProDomainSettingsForUpdate");
@@ -551,23 +550,23 @@ static void op_studio__edit_domain(json_t *doc, json_t *in)
             json_object_set(c, "RStudioServerProDomainSettings", rs);
             json_object_del(c, "RStudioServerProDomainSettingsForUpdate");
         }
-        op_studio__merge(doc, "DomainSettings", c);
+        op_studio_merge(doc, "DomainSettings", c);
         json_decref(c);
     }
 }
 
 int op_studio_update_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *domain = op_studio__domain_arg(ctx, in, "DomainId", err);
+    const char *domain = op_studio_domain_arg(ctx, in, "DomainId", err);
     json_t *rec;
     if (!domain)
         return -err->code;
-    if (op_studio__pass_role(ctx, in, "DefaultUserSettings", err) != 0)
+    if (op_studio_pass_role(ctx, in, "DefaultUserSettings", err) != 0)
         return -err->code;
-    rec = op_studio__update(ctx, OP_STUDIO_KIND_DOMAIN, domain, in, op_studio__edit_domain, err);
+    rec = op_studio_update(ctx, OP_STUDIO_KIND_DOMAIN, domain, in, op_studio_edit_domain, err);
     if (!rec) {
         if (err->code == TY_ENOTFOUND)
-            return op_studio__domain_missing(ctx, domain, err);
+            return op_studio_domain_missing(ctx, domain, err);
         if (err->code == TY_ECONFLICT) {
             char st[64];
             snprintf(st, sizeof(st), "%.63s", err->msg);
@@ -583,7 +582,7 @@ int op_studio_update_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct
 
 int op_studio_delete_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *domain = op_studio__domain_arg(ctx, in, "DomainId", err);
+    const char *domain = op_studio_domain_arg(ctx, in, "DomainId", err);
     const char *retain = op_str(json_object_get(in, "RetentionPolicy"), "HomeEfsFileSystem");
     int rc;
     if (!domain)
@@ -592,7 +591,7 @@ int op_studio_delete_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct
                           "Pending,InService,Updating,Failed,Update_Failed,Delete_Failed", NULL,
                           "Deleting", ctx->now, op_studio_timing(), err);
     if (rc == -TY_ENOTFOUND)
-        return op_studio__domain_missing(ctx, domain, err);
+        return op_studio_domain_missing(ctx, domain, err);
     if (rc == -TY_EINUSE) {
         char kids[32];
         snprintf(kids, sizeof(kids), "%.31s", err->msg);
@@ -617,7 +616,7 @@ int op_studio_delete_domain(struct op_ctx *ctx, json_t *in, json_t **out, struct
 
 int op_studio_create_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    const char *domain = op_studio__domain_arg(ctx, in, "DomainId", err);
+    const char *domain = op_studio_domain_arg(ctx, in, "DomainId", err);
     const char *name = op_str(in, "UserProfileName");
     char id[256], arn[512], uid[24], key[64];
     struct store_res_new n;
@@ -626,11 +625,11 @@ int op_studio_create_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, 
 
     if (!domain)
         return -err->code;
-    if (op_studio__pass_role(ctx, in, "UserSettings", err) != 0)
+    if (op_studio_pass_role(ctx, in, "UserSettings", err) != 0)
         return -err->code;
     if (op_studio_profile_id(domain, name, id, sizeof(id)) != 0)
         return ty_err_set(err, TY_EINVAL, "UserProfileName", "Invalid user profile name");
-    op_studio__profile_arn(ctx, id, arn, sizeof(arn));
+    op_studio_profile_arn(ctx, id, arn, sizeof(arn));
     if (quota_reserve_profile(ctx->store, domain, id, ctx->now, err) != 0) /* quota.h */
         return -err->code;
     snprintf(key, sizeof(key), "uid:%s", domain);
@@ -665,7 +664,7 @@ int op_studio_create_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, 
             return ty_err_set(err, TY_EINUSE, "UserProfileName", "User profile %s already exists.",
                               arn);
         if (err->code == TY_ENOTFOUND)
-            return op_studio__domain_missing(ctx, domain, err);
+            return op_studio_domain_missing(ctx, domain, err);
         if (err->code == TY_ECONFLICT) {
             char st[64];
             snprintf(st, sizeof(st), "%.63s", err->msg);
@@ -676,7 +675,7 @@ int op_studio_create_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, 
         return -err->code;
     }
     json_decref(rec);
-    if (op_studio__tags(ctx, in, arn, err) != 0)
+    if (op_studio_tags(ctx, in, arn, err) != 0)
         return -err->code;
     *out = json_pack("{s:s}", "UserProfileArn", arn);
     return 0;
@@ -690,18 +689,18 @@ int op_studio_describe_user_profile(struct op_ctx *ctx, json_t *in, json_t **out
     char id[256];
     json_t *rec;
     if (op_studio_profile_id(domain, name, id, sizeof(id)) != 0)
-        return op_studio__profile_missing(ctx, domain, name, err);
+        return op_studio_profile_missing(ctx, domain, name, err);
     rec = store_res_get(ctx->store, OP_STUDIO_KIND_PROFILE, id, ctx->now, op_studio_timing(), err);
     if (!rec) {
         if (err->code == TY_ENOTFOUND)
-            return op_studio__profile_missing(ctx, domain, name, err);
+            return op_studio_profile_missing(ctx, domain, name, err);
         return -err->code;
     }
     *out = op_public(rec);
     return 0;
 }
 
-static int op_studio__contains_ci(const char *hay, const char *needle)
+static int op_studio_contains_ci(const char *hay, const char *needle)
 {
     size_t n = strlen(needle);
     for (const char *p = hay; *p; p++) {
@@ -738,21 +737,21 @@ int op_studio_list_user_profiles(struct op_ctx *ctx, json_t *in, json_t **out, s
         json_array_foreach(all, i, r)
         {
             const char *nm = json_string_value(json_object_get(r, "UserProfileName"));
-            if (nm && op_studio__contains_ci(nm, contains))
+            if (nm && op_studio_contains_ci(nm, contains))
                 json_array_append(kept, r);
         }
         json_decref(all);
         all = kept;
     }
-    return op_studio__list_out(
+    return op_studio_list_out(
         all, in,
         sort && strcmp(sort, "LastModifiedTime") == 0 ? "LastModifiedTime" : "CreationTime",
         order && strcmp(order, "Ascending") == 0, "UserProfiles", keys, out, err);
 }
 
-static void op_studio__edit_profile(json_t *doc, json_t *in)
+static void op_studio_edit_profile(json_t *doc, json_t *in)
 {
-    op_studio__merge(doc, "UserSettings", json_object_get(in, "UserSettings"));
+    op_studio_merge(doc, "UserSettings", json_object_get(in, "UserSettings"));
 }
 
 int op_studio_update_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
@@ -762,13 +761,13 @@ int op_studio_update_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, 
     char id[256];
     json_t *rec;
     if (op_studio_profile_id(domain, name, id, sizeof(id)) != 0)
-        return op_studio__profile_missing(ctx, domain, name, err);
-    if (op_studio__pass_role(ctx, in, "UserSettings", err) != 0)
+        return op_studio_profile_missing(ctx, domain, name, err);
+    if (op_studio_pass_role(ctx, in, "UserSettings", err) != 0)
         return -err->code;
-    rec = op_studio__update(ctx, OP_STUDIO_KIND_PROFILE, id, in, op_studio__edit_profile, err);
+    rec = op_studio_update(ctx, OP_STUDIO_KIND_PROFILE, id, in, op_studio_edit_profile, err);
     if (!rec) {
         if (err->code == TY_ENOTFOUND)
-            return op_studio__profile_missing(ctx, domain, name, err);
+            return op_studio_profile_missing(ctx, domain, name, err);
         if (err->code == TY_ECONFLICT) {
             char st[64];
             snprintf(st, sizeof(st), "%.63s", err->msg);
@@ -789,12 +788,12 @@ int op_studio_delete_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, 
     char id[256];
     int rc;
     if (op_studio_profile_id(domain, name, id, sizeof(id)) != 0)
-        return op_studio__profile_missing(ctx, domain, name, err);
+        return op_studio_profile_missing(ctx, domain, name, err);
     rc = store_res_delete(ctx->store, OP_STUDIO_KIND_PROFILE, id,
                           "Pending,InService,Updating,Failed,Update_Failed,Delete_Failed",
                           "Deleted", "Deleting", ctx->now, op_studio_timing(), err);
     if (rc == -TY_ENOTFOUND)
-        return op_studio__profile_missing(ctx, domain, name, err);
+        return op_studio_profile_missing(ctx, domain, name, err);
     if (rc == -TY_EINUSE) {
         char kids[32];
         snprintf(kids, sizeof(kids), "%.31s", err->msg);
@@ -819,8 +818,8 @@ int op_studio_delete_user_profile(struct op_ctx *ctx, json_t *in, json_t **out, 
 /* ---- apps ---- */
 
 /* Resolves an app request's id and ARN; spaces are not served (none can exist). */
-static int op_studio__app_ids(struct op_ctx *ctx, json_t *in, char *id, size_t idn, char *arn,
-                              size_t arnn, struct ty_err *err)
+static int op_studio_app_ids(struct op_ctx *ctx, json_t *in, char *id, size_t idn, char *arn,
+                             size_t arnn, struct ty_err *err)
 {
     const char *domain = op_str(in, "DomainId");
     const char *profile = op_str(in, "UserProfileName");
@@ -854,14 +853,14 @@ int op_studio_create_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty
     struct store_res_new n;
     json_t *doc, *rec, *spec;
 
-    if (op_studio__app_ids(ctx, in, id, sizeof(id), arn, sizeof(arn), err) != 0) {
+    if (op_studio_app_ids(ctx, in, id, sizeof(id), arn, sizeof(arn), err) != 0) {
         if (err->code == TY_ENOTFOUND && strcmp(err->field, "AppName") == 0)
-            return op_studio__profile_missing(ctx, domain ? domain : "", profile ? profile : "",
-                                              err);
+            return op_studio_profile_missing(ctx, domain ? domain : "", profile ? profile : "",
+                                             err);
         return -err->code;
     }
     if (op_studio_profile_id(domain, profile, pid, sizeof(pid)) != 0)
-        return op_studio__profile_missing(ctx, domain, profile, err);
+        return op_studio_profile_missing(ctx, domain, profile, err);
     if (quota_reserve_app(ctx->store, pid, id, ctx->now, err) != 0) /* quota.h */
         return -err->code;
     doc = json_object();
@@ -901,7 +900,7 @@ int op_studio_create_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty
         if (err->code == TY_EINUSE)
             return ty_err_set(err, TY_EINUSE, "AppName", "App %s already exists.", arn);
         if (err->code == TY_ENOTFOUND)
-            return op_studio__profile_missing(ctx, domain, profile, err);
+            return op_studio_profile_missing(ctx, domain, profile, err);
         if (err->code == TY_ECONFLICT) {
             char st[64];
             snprintf(st, sizeof(st), "%.63s", err->msg);
@@ -912,7 +911,7 @@ int op_studio_create_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty
         return -err->code;
     }
     json_decref(rec);
-    if (op_studio__tags(ctx, in, arn, err) != 0)
+    if (op_studio_tags(ctx, in, arn, err) != 0)
         return -err->code;
     *out = json_pack("{s:s}", "AppArn", arn);
     return 0;
@@ -922,7 +921,7 @@ int op_studio_describe_app(struct op_ctx *ctx, json_t *in, json_t **out, struct 
 {
     char id[512], arn[768];
     json_t *rec;
-    if (op_studio__app_ids(ctx, in, id, sizeof(id), arn, sizeof(arn), err) != 0)
+    if (op_studio_app_ids(ctx, in, id, sizeof(id), arn, sizeof(arn), err) != 0)
         return -err->code;
     rec = store_res_get(ctx->store, OP_STUDIO_KIND_APP, id, ctx->now, op_studio_timing(), err);
     if (!rec) {
@@ -971,8 +970,8 @@ int op_studio_list_apps(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_
         json_array_append(kept, r);
     }
     json_decref(all);
-    return op_studio__list_out(kept, in, "CreationTime", order && strcmp(order, "Ascending") == 0,
-                               "Apps", keys, out, err);
+    return op_studio_list_out(kept, in, "CreationTime", order && strcmp(order, "Ascending") == 0,
+                              "Apps", keys, out, err);
 }
 
 int op_studio_delete_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
@@ -980,7 +979,7 @@ int op_studio_delete_app(struct op_ctx *ctx, json_t *in, json_t **out, struct ty
     const char *type = op_str(in, "AppType");
     char id[512], arn[768], pid[256];
     int rc;
-    if (op_studio__app_ids(ctx, in, id, sizeof(id), arn, sizeof(arn), err) != 0)
+    if (op_studio_app_ids(ctx, in, id, sizeof(id), arn, sizeof(arn), err) != 0)
         return -err->code;
     rc = store_res_delete(ctx->store, OP_STUDIO_KIND_APP, id, "Pending,InService,Failed", NULL,
                           "Deleting", ctx->now, op_studio_timing(), err);
@@ -1029,23 +1028,23 @@ int op_studio_create_presigned_url(struct op_ctx *ctx, json_t *in, json_t **out,
     if (op_studio_landing(op_str(in, "LandingUri"), landing, sizeof(landing), err) != 0)
         return -err->code;
     if (op_studio_profile_id(domain, profile, id, sizeof(id)) != 0)
-        return op_studio__profile_missing(ctx, domain, profile, err);
+        return op_studio_profile_missing(ctx, domain, profile, err);
     rec = store_res_get(ctx->store, OP_STUDIO_KIND_PROFILE, id, ctx->now, op_studio_timing(), err);
     if (!rec) {
         if (err->code == TY_ENOTFOUND)
-            return op_studio__profile_missing(ctx, domain, profile, err);
+            return op_studio_profile_missing(ctx, domain, profile, err);
         return -err->code;
     }
     st = json_string_value(json_object_get(rec, "Status"));
     if (st && strcmp(st, "Deleting") == 0) {
         json_decref(rec);
-        return op_studio__profile_missing(ctx, domain, profile, err);
+        return op_studio_profile_missing(ctx, domain, profile, err);
     }
     if (op_studio_random_hex(token, TOKEN_HEX_LEN) != 0) {
         json_decref(rec);
         return ty_err_set(err, TY_EINTERNAL, NULL, "random source failed");
     }
-    op_studio__profile_arn(ctx, id, arn, sizeof(arn));
+    op_studio_profile_arn(ctx, id, arn, sizeof(arn));
     val = json_pack("{s:s,s:s,s:O,s:s,s:s,s:s,s:i}", "DomainId", domain, "ProfileId", id,
                     "UserProfileName", json_object_get(rec, "UserProfileName"), "UserProfileArn",
                     arn, "Region", ctx->region, "Landing", landing, "SessionSeconds", session);

@@ -42,7 +42,7 @@ void op_arn(const struct op_ctx *ctx, const char *type, const char *name, char *
  * look is the job role's (access.h): a channel the role may not list (or, for a ManifestFile,
  * read) gets the same message, so that nothing is told about buckets the role cannot see.
  */
-static int op__check_channels(struct op_ctx *ctx, json_t *in, struct ty_err *err)
+static int op_check_channels(struct op_ctx *ctx, json_t *in, struct ty_err *err)
 {
     json_t *chans = json_object_get(in, "InputDataConfig"), *ch;
     struct objstore *os = NULL;
@@ -112,7 +112,7 @@ missing:
 /* Members that current SageMaker models mark optional (training plans, recipes, instance
  * groups) but that a trainyard job needs: AlgorithmSpecification and ResourceConfig.InstanceType.
  */
-static int op__check_needed(json_t *in, struct ty_err *err)
+static int op_check_needed(json_t *in, struct ty_err *err)
 {
     json_t *rc = json_object_get(in, "ResourceConfig");
     if (!json_is_object(json_object_get(in, "AlgorithmSpecification")))
@@ -158,9 +158,9 @@ int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
     if ((rc = authz_pass_role(ctx->store, ctx->principal_arn, op_str(in, "RoleArn"),
                               ctx->account_id, err)) != 0)
         return rc;
-    if ((rc = op__check_needed(in, err)) != 0)
+    if ((rc = op_check_needed(in, err)) != 0)
         return rc;
-    if ((rc = op__check_channels(ctx, in, err)) != 0)
+    if ((rc = op_check_channels(ctx, in, err)) != 0)
         return rc;
     op_arn(ctx, "training-job", name, arn, sizeof(arn));
     doc = json_object();
@@ -244,7 +244,7 @@ int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
     return 0;
 }
 
-static json_t *op__get_job(struct op_ctx *ctx, json_t *in, struct ty_err *err)
+static json_t *op_get_job(struct op_ctx *ctx, json_t *in, struct ty_err *err)
 {
     json_t *doc = store_job_get(ctx->store, op_str(in, "TrainingJobName"), err);
     if (!doc && err->code == TY_ENOTFOUND)
@@ -282,7 +282,7 @@ static void op_warm_billable(struct op_ctx *ctx, json_t *doc)
 
 int op_training_describe(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    json_t *doc = op__get_job(ctx, in, err);
+    json_t *doc = op_get_job(ctx, in, err);
     if (!doc)
         return -err->code;
     op_warm_billable(ctx, doc);
@@ -290,7 +290,7 @@ int op_training_describe(struct op_ctx *ctx, json_t *in, json_t **out, struct ty
     return 0;
 }
 
-static double op__time(json_t *in, const char *key)
+static double op_time(json_t *in, const char *key)
 {
     json_t *v = json_object_get(in, key);
     if (json_is_number(v))
@@ -313,10 +313,10 @@ int op_training_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
     memset(&q, 0, sizeof(q));
     q.name_contains = op_str(in, "NameContains");
     q.status_equals = op_str(in, "StatusEquals");
-    q.created_after = op__time(in, "CreationTimeAfter");
-    q.created_before = op__time(in, "CreationTimeBefore");
-    q.modified_after = op__time(in, "LastModifiedTimeAfter");
-    q.modified_before = op__time(in, "LastModifiedTimeBefore");
+    q.created_after = op_time(in, "CreationTimeAfter");
+    q.created_before = op_time(in, "CreationTimeBefore");
+    q.modified_after = op_time(in, "LastModifiedTimeAfter");
+    q.modified_before = op_time(in, "LastModifiedTimeBefore");
     q.sort_by = op_str(in, "SortBy");
     order = op_str(in, "SortOrder");
     q.ascending = order && strcmp(order, "Ascending") == 0;
@@ -347,7 +347,7 @@ int op_training_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
 }
 
 /* Turns the store's status conflict into AWS's wording for action ("stop", "delete", ...). */
-static int op__conflict(struct ty_err *err, const char *name, const char *what)
+static int op_conflict(struct ty_err *err, const char *name, const char *what)
 {
     char status[64];
     snprintf(status, sizeof(status), "%.63s", err->msg);
@@ -387,7 +387,7 @@ int op_training_stop(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
         if (err->code == TY_ENOTFOUND)
             return ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
         if (err->code == TY_ECONFLICT)
-            return op__conflict(err, name, ".");
+            return op_conflict(err, name, ".");
         return -err->code;
     }
     json_decref(doc);
@@ -467,7 +467,7 @@ int op_training_update(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
     struct store_transition t;
     json_t *set, *doc, *cur, *v;
 
-    cur = op__get_job(ctx, in, err);
+    cur = op_get_job(ctx, in, err);
     if (!cur)
         return -err->code;
     if (op_warm_update_only(in, cur))
@@ -509,7 +509,7 @@ int op_training_update(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
         if (err->code == TY_ENOTFOUND)
             return ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
         if (err->code == TY_ECONFLICT)
-            return op__conflict(err, name, " and cannot be updated.");
+            return op_conflict(err, name, " and cannot be updated.");
         return -err->code;
     }
     *out = json_pack("{s:O}", "TrainingJobArn", json_object_get(doc, "TrainingJobArn"));
@@ -527,7 +527,7 @@ int op_training_delete(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
     if (rc == -TY_ENOTFOUND)
         return ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
     if (rc == -TY_ECONFLICT)
-        return op__conflict(err, name, " and cannot be deleted until it has stopped.");
+        return op_conflict(err, name, " and cannot be deleted until it has stopped.");
     if (rc)
         return rc;
     op_arn(ctx, "training-job", name, arn, sizeof(arn));

@@ -24,15 +24,15 @@
 
 #define OP_TUNING_TERMINAL "Completed,Failed,Stopped"
 
-static const struct store_res_timing op_tuning__timing = {0, 0};
+static const struct store_res_timing op_tuning_timing = {0, 0};
 
-static json_t *op_tuning__config(json_t *in)
+static json_t *op_tuning_config(json_t *in)
 {
     return json_object_get(in, "HyperParameterTuningJobConfig");
 }
 
 /* The one training job definition (TrainingJobDefinition, or a TrainingJobDefinitions of one). */
-static json_t *op_tuning__definition(json_t *in, struct ty_err *err)
+static json_t *op_tuning_definition(json_t *in, struct ty_err *err)
 {
     json_t *d = json_object_get(in, "TrainingJobDefinition");
     json_t *ds = json_object_get(in, "TrainingJobDefinitions");
@@ -52,7 +52,7 @@ static json_t *op_tuning__definition(json_t *in, struct ty_err *err)
     return d;
 }
 
-static int op_tuning__objective(json_t *cfg, json_t *def, struct ty_err *err)
+static int op_tuning_objective(json_t *cfg, json_t *def, struct ty_err *err)
 {
     json_t *obj = json_object_get(cfg, "HyperParameterTuningJobObjective"), *md;
     const char *metric = op_str(obj, "MetricName");
@@ -73,7 +73,7 @@ static int op_tuning__objective(json_t *cfg, json_t *def, struct ty_err *err)
                       metric);
 }
 
-static int op_tuning__warm_start(struct op_ctx *ctx, json_t *in, struct ty_err *err)
+static int op_tuning_warm_start(struct op_ctx *ctx, json_t *in, struct ty_err *err)
 {
     json_t *ws = json_object_get(in, "WarmStartConfig"), *p;
     size_t i;
@@ -85,7 +85,7 @@ static int op_tuning__warm_start(struct op_ctx *ctx, json_t *in, struct ty_err *
         const char *st;
         if (!pn)
             continue;
-        rec = store_res_get(ctx->store, TUNING_KIND, pn, ctx->now, &op_tuning__timing, err);
+        rec = store_res_get(ctx->store, TUNING_KIND, pn, ctx->now, &op_tuning_timing, err);
         if (!rec) {
             if (err->code != TY_ENOTFOUND)
                 return -err->code;
@@ -109,7 +109,7 @@ static int op_tuning__warm_start(struct op_ctx *ctx, json_t *in, struct ty_err *
 int op_tuning_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
     const char *name = op_str(in, "HyperParameterTuningJobName");
-    json_t *cfg = op_tuning__config(in), *def, *limits, *doc = NULL, *rec, *v, *stat;
+    json_t *cfg = op_tuning_config(in), *def, *limits, *doc = NULL, *rec, *v, *stat;
     struct tuning_space sp;
     struct store_res_new n;
     const char *strategy = op_str(cfg, "Strategy"), *es;
@@ -117,7 +117,7 @@ int op_tuning_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
     int rc;
 
     memset(&sp, 0, sizeof(sp));
-    if (!(def = op_tuning__definition(in, err)))
+    if (!(def = op_tuning_definition(in, err)))
         return -err->code;
     rc = tuning_space_parse(json_object_get(cfg, "ParameterRanges")
                                 ? json_object_get(cfg, "ParameterRanges")
@@ -146,7 +146,7 @@ int op_tuning_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
                         "TrainingJobEarlyStoppingType must be Off.");
         goto out;
     }
-    if ((rc = op_tuning__objective(cfg, def, err)))
+    if ((rc = op_tuning_objective(cfg, def, err)))
         goto out;
     stat = json_object_get(def, "StaticHyperParameters");
     for (int i = 0; i < sp.n; i++)
@@ -155,7 +155,7 @@ int op_tuning_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
                             "The hyperparameter '%s' is both static and tunable.", sp.p[i].name);
             goto out;
         }
-    if ((rc = op_tuning__warm_start(ctx, in, err)))
+    if ((rc = op_tuning_warm_start(ctx, in, err)))
         goto out;
     if ((rc = authz_pass_role(ctx->store, ctx->principal_arn, op_str(def, "RoleArn"),
                               ctx->account_id, err)) != 0)
@@ -216,7 +216,7 @@ int op_tuning_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
     n.doc = doc;
     n.status = "InProgress";
     n.tags_arn = arn;
-    rec = store_res_create(ctx->store, &n, ctx->now, &op_tuning__timing, err);
+    rec = store_res_create(ctx->store, &n, ctx->now, &op_tuning_timing, err);
     if (!rec) {
         if (err->code == TY_EINUSE)
             ty_err_set(err, TY_EINUSE, "HyperParameterTuningJobName",
@@ -236,10 +236,10 @@ out:
 }
 
 /* The record of the request's tuning job, or NULL with ResourceNotFound in AWS's words. */
-static json_t *op_tuning__get(struct op_ctx *ctx, json_t *in, struct ty_err *err)
+static json_t *op_tuning_get(struct op_ctx *ctx, json_t *in, struct ty_err *err)
 {
     const char *name = op_str(in, "HyperParameterTuningJobName");
-    json_t *rec = store_res_get(ctx->store, TUNING_KIND, name, ctx->now, &op_tuning__timing, err);
+    json_t *rec = store_res_get(ctx->store, TUNING_KIND, name, ctx->now, &op_tuning_timing, err);
     if (!rec && err->code == TY_ENOTFOUND)
         ty_err_set(err, TY_ENOTFOUND, "HyperParameterTuningJobName",
                    "Amazon SageMaker can't find a tuning job with name %s", name);
@@ -248,7 +248,7 @@ static json_t *op_tuning__get(struct op_ctx *ctx, json_t *in, struct ty_err *err
 
 /* The record made public: the record's status as HyperParameterTuningJobStatus, no '_' members.
    Returns rec. */
-static json_t *op_tuning__public(json_t *rec)
+static json_t *op_tuning_public(json_t *rec)
 {
     json_t *st = json_object_get(rec, "Status");
     if (st)
@@ -259,10 +259,10 @@ static json_t *op_tuning__public(json_t *rec)
 
 int op_tuning_describe(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    json_t *rec = op_tuning__get(ctx, in, err);
+    json_t *rec = op_tuning_get(ctx, in, err);
     if (!rec)
         return -err->code;
-    *out = op_tuning__public(rec);
+    *out = op_tuning_public(rec);
     return 0;
 }
 
@@ -273,28 +273,28 @@ struct op_tuning__sort {
     int numeric;
     int asc;
 };
-static __thread struct op_tuning__sort op_tuning__by;
+static __thread struct op_tuning__sort op_tuning_by;
 
-static int op_tuning__cmp(const void *a, const void *b)
+static int op_tuning_cmp(const void *a, const void *b)
 {
-    json_t *x = json_object_get(*(json_t *const *)a, op_tuning__by.key);
-    json_t *y = json_object_get(*(json_t *const *)b, op_tuning__by.key);
+    json_t *x = json_object_get(*(json_t *const *)a, op_tuning_by.key);
+    json_t *y = json_object_get(*(json_t *const *)b, op_tuning_by.key);
     int c;
     if (!x || !y)
         c = (x != NULL) - (y != NULL);
-    else if (op_tuning__by.numeric)
+    else if (op_tuning_by.numeric)
         c = json_number_value(x) < json_number_value(y)   ? -1
             : json_number_value(x) > json_number_value(y) ? 1
                                                           : 0;
     else
         c = strcmp(json_string_value(x) ? json_string_value(x) : "",
                    json_string_value(y) ? json_string_value(y) : "");
-    return op_tuning__by.asc ? c : -c;
+    return op_tuning_by.asc ? c : -c;
 }
 
 /* Sorts, pages (NextToken = offset) and wraps items (stolen) under key. */
-static int op_tuning__page(json_t *in, json_t *items, const char *sort_key, int numeric,
-                           const char *key, int defmax, json_t **out, struct ty_err *err)
+static int op_tuning_page(json_t *in, json_t *items, const char *sort_key, int numeric,
+                          const char *key, int defmax, json_t **out, struct ty_err *err)
 {
     size_t n = json_array_size(items), off = 0, max = (size_t)defmax;
     json_t **v = calloc(n ? n : 1, sizeof(*v)), *page;
@@ -318,10 +318,10 @@ static int op_tuning__page(json_t *in, json_t *items, const char *sort_key, int 
         max = (size_t)json_integer_value(json_object_get(in, "MaxResults"));
     for (size_t i = 0; i < n; i++)
         v[i] = json_array_get(items, i);
-    op_tuning__by.key = sort_key;
-    op_tuning__by.numeric = numeric;
-    op_tuning__by.asc = order && strcmp(order, "Ascending") == 0;
-    qsort(v, n, sizeof(*v), op_tuning__cmp);
+    op_tuning_by.key = sort_key;
+    op_tuning_by.numeric = numeric;
+    op_tuning_by.asc = order && strcmp(order, "Ascending") == 0;
+    qsort(v, n, sizeof(*v), op_tuning_cmp);
     page = json_array();
     for (size_t i = off; i < n && i < off + max; i++)
         json_array_append(page, v[i]);
@@ -336,7 +336,7 @@ static int op_tuning__page(json_t *in, json_t *items, const char *sort_key, int 
     return 0;
 }
 
-static const char *op_tuning__sort_key(const char *by, int *numeric)
+static const char *op_tuning_sort_key(const char *by, int *numeric)
 {
     *numeric = 0;
     if (by && strcmp(by, "Name") == 0)
@@ -347,7 +347,7 @@ static const char *op_tuning__sort_key(const char *by, int *numeric)
     return "CreationTime";
 }
 
-static double op_tuning__t(json_t *in, const char *k)
+static double op_tuning_t(json_t *in, const char *k)
 {
     return json_is_number(json_object_get(in, k)) ? json_number_value(json_object_get(in, k)) : 0;
 }
@@ -364,12 +364,12 @@ int op_tuning_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *
                                        "ObjectiveStatusCounters",
                                        NULL};
     const char *contains = op_str(in, "NameContains"), *status = op_str(in, "StatusEquals");
-    json_t *all = store_res_list(ctx->store, TUNING_KIND, NULL, NULL, ctx->now, &op_tuning__timing,
+    json_t *all = store_res_list(ctx->store, TUNING_KIND, NULL, NULL, ctx->now, &op_tuning_timing,
                                  err),
            *items, *rec;
     size_t i;
     int numeric;
-    const char *sk = op_tuning__sort_key(op_str(in, "SortBy"), &numeric);
+    const char *sk = op_tuning_sort_key(op_str(in, "SortBy"), &numeric);
 
     if (!all)
         return -err->code;
@@ -378,18 +378,17 @@ int op_tuning_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *
     {
         json_t *s, *cfg;
         double c, m;
-        op_tuning__public(rec);
-        c = op_tuning__t(rec, "CreationTime");
-        m = op_tuning__t(rec, "LastModifiedTime");
+        op_tuning_public(rec);
+        c = op_tuning_t(rec, "CreationTime");
+        m = op_tuning_t(rec, "LastModifiedTime");
         if ((contains && !strstr(op_str(rec, "HyperParameterTuningJobName"), contains)) ||
             (status && strcmp(status, op_str(rec, "HyperParameterTuningJobStatus")) != 0) ||
-            (op_tuning__t(in, "CreationTimeAfter") && c <= op_tuning__t(in, "CreationTimeAfter")) ||
-            (op_tuning__t(in, "CreationTimeBefore") &&
-             c >= op_tuning__t(in, "CreationTimeBefore")) ||
-            (op_tuning__t(in, "LastModifiedTimeAfter") &&
-             m <= op_tuning__t(in, "LastModifiedTimeAfter")) ||
-            (op_tuning__t(in, "LastModifiedTimeBefore") &&
-             m >= op_tuning__t(in, "LastModifiedTimeBefore")))
+            (op_tuning_t(in, "CreationTimeAfter") && c <= op_tuning_t(in, "CreationTimeAfter")) ||
+            (op_tuning_t(in, "CreationTimeBefore") && c >= op_tuning_t(in, "CreationTimeBefore")) ||
+            (op_tuning_t(in, "LastModifiedTimeAfter") &&
+             m <= op_tuning_t(in, "LastModifiedTimeAfter")) ||
+            (op_tuning_t(in, "LastModifiedTimeBefore") &&
+             m >= op_tuning_t(in, "LastModifiedTimeBefore")))
             continue;
         s = json_object();
         for (int k = 0; keys[k]; k++)
@@ -400,8 +399,8 @@ int op_tuning_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *
         json_array_append_new(items, s);
     }
     json_decref(all);
-    return op_tuning__page(in, items, sk, numeric, "HyperParameterTuningJobSummaries", 100, out,
-                           err);
+    return op_tuning_page(in, items, sk, numeric, "HyperParameterTuningJobSummaries", 100, out,
+                          err);
 }
 
 int op_tuning_stop(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
@@ -414,7 +413,7 @@ int op_tuning_stop(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *
     u.expect = "InProgress";
     u.status = "Stopping";
     u.ver = -1;
-    rec = store_res_update(ctx->store, TUNING_KIND, name, &u, ctx->now, &op_tuning__timing, err);
+    rec = store_res_update(ctx->store, TUNING_KIND, name, &u, ctx->now, &op_tuning_timing, err);
     if (!rec) {
         if (err->code == TY_ENOTFOUND)
             return ty_err_set(err, TY_ENOTFOUND, "HyperParameterTuningJobName",
@@ -440,7 +439,7 @@ int op_tuning_list_training_jobs(struct op_ctx *ctx, json_t *in, json_t **out, s
         "TrainingJobName", "TrainingJobArn",    "CreationTime",  "TrainingStartTime",
         "TrainingEndTime", "TrainingJobStatus", "FailureReason", NULL};
     const char *status = op_str(in, "StatusEquals"), *by = op_str(in, "SortBy"), *sk;
-    json_t *rec = op_tuning__get(ctx, in, err), *items, *jn, *obj;
+    json_t *rec = op_tuning_get(ctx, in, err), *items, *jn, *obj;
     const char *metric, *type, *tname;
     size_t i;
     int numeric = 1;
@@ -517,7 +516,7 @@ int op_tuning_list_training_jobs(struct op_ctx *ctx, json_t *in, json_t **out, s
         sk = "CreationTime";
     }
     {
-        int rc = op_tuning__page(in, items, sk, numeric, "TrainingJobSummaries", 10, out, err);
+        int rc = op_tuning_page(in, items, sk, numeric, "TrainingJobSummaries", 10, out, err);
         if (rc == 0)
             json_array_foreach(json_object_get(*out, "TrainingJobSummaries"), i, jn)
             {

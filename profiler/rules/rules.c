@@ -639,7 +639,7 @@ static void load_balancing(const struct typrof_rule_def *d, const double *pv,
 /* 1 for the parameters SageMaker's rule configurations (smdebug_rulesconfig) pass to every
    profiler rule to schedule it, which do not change what a rule finds: how often it scans
    (scan_interval_us), which steps or mode it reads. */
-static int typrof__rule_framework_param(const char *key, size_t n)
+static int typrof_rule_framework_param(const char *key, size_t n)
 {
     static const char *const keys[] = {"scan_interval_us", "eval_frequency", "mode", "start_step",
                                        "end_step"};
@@ -674,7 +674,7 @@ int typrof__rule_eval(const char *name, const struct typrof_metrics *m, const ch
                 found = *end == '\0' && end != eq + 1;
             }
         }
-        if (!found && eq && typrof__rule_framework_param(params[i], (size_t)(eq - params[i])))
+        if (!found && eq && typrof_rule_framework_param(params[i], (size_t)(eq - params[i])))
             continue; /* smdebug's scheduling knobs: one evaluation at the end needs none */
         if (!found) {
             SET(r, TYPROF_RULE_ERROR, "bad rule parameter '%s'", params[i]);

@@ -1,9 +1,9 @@
 /*
  * fuzz_route.c - libFuzzer harness for the routing decision of a request, without a network:
  * which service a request is for (auth_service_of), whether the S3 front end takes it
- * (s3_is_request), its S3 target (bucket, key, sub-resources: s3__parse_target), the IAM action
- * and resource it is authorised as (s3__iam_action), its SigV4 signature as parsed
- * (sigv4_parse: header or presigned query), x-amz-copy-source (s3__copy_source) and the form
+ * (s3_is_request), its S3 target (bucket, key, sub-resources: s3_parse_target), the IAM action
+ * and resource it is authorised as (s3_iam_action), its SigV4 signature as parsed
+ * (sigv4_parse: header or presigned query), x-amz-copy-source (s3_copy_source) and the form
  * parameters of the query protocols (auth_form_param).
  *
  * ops/s3.c is compiled into the harness (#include) so that its static functions are reached;
@@ -38,17 +38,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     (void)s3_is_request(&f.req);
 
-    s3__parse_target(&f.req, &r);
+    s3_parse_target(&f.req, &r);
     if (strnlen(r.bucket, sizeof(r.bucket)) == sizeof(r.bucket) || !r.key || r.nqp > S3_MAX_QP)
         abort();
-    s3__iam_action(f.req.method, &r, action, sizeof(action), resource, sizeof(resource));
+    s3_iam_action(f.req.method, &r, action, sizeof(action), resource, sizeof(resource));
     if (strncmp(action, "s3:", 3) != 0)
         abort();
-    (void)s3__qget(&r, "uploadId");
-    s3__req_cleanup(&r);
+    (void)s3_qget(&r, "uploadId");
+    s3_req_cleanup(&r);
 
     ty_err_clear(&err);
-    s3__fill_sreq(&f.req, &sreq, 1);
+    s3_fill_sreq(&f.req, &sreq, 1);
     if (sigv4_parse(&sreq, &auth, &err) == 0) {
         if (strnlen(auth.access_key, sizeof(auth.access_key)) == sizeof(auth.access_key))
             abort();
@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     src = http_header(&f.req, "x-amz-copy-source");
     if (src) {
         char sb[256], *dec = NULL, *sk = NULL;
-        if (s3__copy_source(src, sb, sizeof(sb), &dec, &sk) == 0) {
+        if (s3_copy_source(src, sb, sizeof(sb), &dec, &sk) == 0) {
             if (!dec || !sk || !*sk || !sb[0] || sk < dec || sk > dec + strlen(dec))
                 abort();
         } else if (dec) {
