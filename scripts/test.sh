@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: installs missing packages, starts the container engine, builds a
+# Runs the whole test suite: installs missing packages, runs the style check
+# (scripts/style-check.py: format, headers alone, banned functions, naming, dependency rules),
+# starts the container engine, builds a
 # release and an ASan+UBSan build, runs the unit tests and the integration suite under the
 # sanitizers (servers and agents built with them), the libFuzzer harnesses for a bounded time (a
 # clang build), then every other ctest of the release build (the integration suite runs once, against
@@ -8,6 +10,9 @@
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh" || exit 1
+echo "== style check =="
+style=0
+python3 "$top/scripts/style-check.py" || style=1
 export TY_DOCKER_HOST=${TY_DOCKER_HOST:-unix:///run/trainyard-podman.sock}
 "$top/tests/engine.sh" || { echo "test.sh: no container engine" >&2; exit 1; }
 jobs=$(nproc)
@@ -19,7 +24,7 @@ build "$top/build"
 cmake -S "$top" -B "$top/build-asan" -DCMAKE_BUILD_TYPE=Debug -DTY_SANITIZE=ON \
   -DTY_SANITIZED_RUNTIME_TAR="$top/build/runtime-image/trainyard-runtime.tar" >/dev/null || exit 1
 build "$top/build-asan"
-status=0
+status=$style
 echo "== unit tests and the integration suite under ASan+UBSan =="
 (cd "$top/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest -L 'unit|sanitized' --output-on-failure -j"$jobs") || status=1
