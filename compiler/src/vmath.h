@@ -22,7 +22,7 @@ static inline float vmath_exp(float x)
     const float log2e = 1.44269504f, ln2hi = 0.693145751953125f, ln2lo = 1.42860677e-6f;
     const float round = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
     float n, r, p, s;
-    int32_t e;
+    uint32_t e;
     x = x < -87.0f ? -87.0f : x;
     x = x > 88.0f ? 88.0f : x;
     n = (x * log2e + round) - round;
@@ -35,7 +35,9 @@ static inline float vmath_exp(float x)
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    e = ((int32_t)n + 127) << 23;
+    /* unsigned: a NaN input (n converts to INT_MIN on x86) must stay NaN, without a signed
+       shift of a negative value (UB) */
+    e = ((uint32_t)(int32_t)n + 127u) << 23;
     memcpy(&s, &e, sizeof(s));
     return p * s;
 }
