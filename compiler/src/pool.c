@@ -19,7 +19,11 @@
 #include <unistd.h>
 
 #define POOL_MAX_THREADS 256
-#define POOL_SPIN        20000
+/* pause loops (about 40 us) a worker spins for the next job before it sleeps, and the caller
+ * for the last tasks before it yields: on a loaded shared machine 20000 (about 0.4 ms) took
+ * the core from this session's other thread and other processes (gpt-tiny at 2 threads, load
+ * 12: 26-38 ms a step with 20000, 13-32 ms with 2000) */
+#define POOL_SPIN 2000
 
 struct tyc__pool {
     int n; /* threads including the caller */
