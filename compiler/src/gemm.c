@@ -22,7 +22,7 @@
 #endif
 
 #define KC     256  /* K block: an 8x256 A strip and a 256x32 B panel slice stay in L1/L2 */
-#define MC     64   /* rows per task (multiple of every MR) */
+#define MC     128  /* rows per task (multiple of every MR) */
 #define NC     1024 /* columns per task (multiple of every NR) */
 #define MR_MAX 8
 #define NR_MAX 32
