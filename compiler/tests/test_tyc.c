@@ -441,6 +441,42 @@ static void test_fusion_and_memory(void **state)
     tyc_model_free(m);
 }
 
+/* memplan's schedule moves each optimizer update up to the parameter's last use: the weight
+ * gradients of the two large layers (400x400 and 300x400 floats) are never alive together, and
+ * the update of the second layer runs before the first layer's weight gradient is made */
+static void test_schedule_updates(void **state)
+{
+    static const char *spec = "{\"input\": 300, \"classes\": 10, \"layers\": [{\"type\": "
+                              "\"dense\", \"units\": 400, \"activation\": \"relu\"}, "
+                              "{\"type\": \"dense\", \"units\": 400, \"activation\": \"relu\"}, "
+                              "{\"type\": \"dense\", \"units\": 10}]}";
+    struct tyc_model *m = model_str(spec);
+    struct tyc_options o;
+    struct tyc_err err = {0};
+    struct tyc_session *s;
+    struct tyc_stats st;
+    char *ir = NULL, *upd, *mm;
+    (void)state;
+    tyc_options_init(&o);
+    o.batch = 8;
+    s = tyc_session_new(m, &o, &err);
+    assert_non_null(s);
+    tyc_session_stats(s, &st);
+    if (!(st.temp_bytes < (400 * 400 + 300 * 400) * sizeof(float)))
+        fail_msg("temp bytes %zu: both weight gradients alive at once", (size_t)st.temp_bytes);
+    assert_int_equal(tyc_session_emit(s, TYC_EMIT_IR, &ir, &err), 0);
+    upd = strstr(ir, "%dense1.weight[400,400] = fused_elementwise");
+    mm = strstr(ir, "%t28[300,400] = matmul");
+    assert_non_null(upd);
+    if (!mm)
+        mm = strstr(ir, "[300,400] = matmul");
+    assert_non_null(mm);
+    assert_true(upd < mm);
+    tyc_free(ir);
+    tyc_session_free(s);
+    tyc_model_free(m);
+}
+
 /* IR, pass log, CPU listing and CUDA source are emitted for a compiled session. */
 static void test_emit(void **state)
 {
@@ -869,6 +905,7 @@ int main(void)
         cmocka_unit_test(test_cnn_bitwise),
         cmocka_unit_test(test_threads_bitwise),
         cmocka_unit_test(test_vmath),
+        cmocka_unit_test(test_schedule_updates),
         cmocka_unit_test(test_bad_data),
         cmocka_unit_test(test_fashion_mnist_slice),
     };
