@@ -7,6 +7,7 @@
 #include "ty_mem.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -18,8 +19,10 @@ int ty_mem_init(int max_arenas)
 {
 #ifdef __GLIBC__
     const char *env = getenv("MALLOC_ARENA_MAX");
-    if (env && *env)
-        return atoi(env);
+    if (env && *env) {
+        long v = strtol(env, NULL, 10);
+        return v > 0 && v <= INT_MAX ? (int)v : 0;
+    }
     if (max_arenas > 0 && mallopt(M_ARENA_MAX, max_arenas) == 1)
         return max_arenas;
 #else
