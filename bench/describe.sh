@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# describe.sh - DescribeTrainingJob throughput and p99 latency (wrk: 2 threads, 16 keep-alive
-# connections, 10 s, one SigV4-signed request replayed; SigV4 has no replay check and the
-# X-Amz-Date stays inside the 15-minute window) next to redis-benchmark GET (16 clients) on a
-# fresh redis-server on the same machine, and the ratios. Not a test: it prints figures.
-#   bench/describe.sh            (TY_BUILD_DIR, TY_DOCKER_HOST, WRK_DURATION=10s optional)
+# describe.sh - DescribeTrainingJob throughput and p99 latency (wrk: 2 threads, 1, 16 and 256
+# keep-alive connections, 10 s each, one SigV4-signed request replayed; SigV4 has no replay
+# check and the X-Amz-Date stays inside the 15-minute window) next to redis-benchmark GET at the
+# same concurrency on a fresh redis-server on the same machine in the same run, and the ratios
+# (targets: >= 0.5x redis and p99 < 2 ms at 16). Not a test: it prints figures.
+#   bench/describe.sh   (TY_BUILD_DIR, TY_DOCKER_HOST, WRK_DURATION=10s, CONNECTIONS="1 16 256")
 source "$(dirname "$0")/lib.sh"
 command -v wrk >/dev/null || die "wrk missing (apt-get install -y wrk)"
 command -v redis-benchmark >/dev/null || die "redis-benchmark missing (apt-get install -y redis-tools)"
@@ -12,7 +13,8 @@ DURATION=${WRK_DURATION:-10s}
 # A completed job when an engine is there (its document has the full transition history);
 # otherwise a queued one on a pure API server.
 if engine_up; then agents=1; else agents=0; fi
-ty_start "$agents" --stop-grace 2
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+ty_start "$agents" --stop-grace 2 --max-connections-per-client 1024
 name="bench-describe-$$"
 $BENCHLIB create "$TY_URL" "$TY_CRED" "$name" 'echo "loss=0.5"; echo done' >/dev/null
 if [ "$agents" = 1 ]; then
@@ -22,28 +24,33 @@ fi
 lua="$TY_DATA/describe.lua"
 $BENCHLIB wrk-lua "$TY_URL" "$TY_CRED" "$name" "$lua"
 
-echo "== trainyard DescribeTrainingJob: wrk -t2 -c16 -d$DURATION --latency -s describe.lua $TY_URL/"
-wrk_out=$(wrk -t2 -c16 -d"$DURATION" --latency -s "$lua" "$TY_URL/")
-echo "$wrk_out" | grep -E 'Requests/sec|Latency|99%|Non-2xx|Socket errors|requests in'
-ty_rps=$(echo "$wrk_out" | awk '/^Requests\/sec:/ {print $2}')
-ty_p99_us=$(echo "$wrk_out" | awk '/^LUA / {for (i=2;i<=NF;i++) {split($i,kv,"="); if (kv[1]=="p99_us") print kv[2]}}')
-non2xx=$(echo "$wrk_out" | awk '/^LUA / {for (i=2;i<=NF;i++) {split($i,kv,"="); if (kv[1]=="non2xx") print kv[2]}}')
-[ "${non2xx:-1}" = 0 ] || die "wrk saw $non2xx non-2xx responses: the signed request was refused"
-
 rport=$(free_port)
 redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no >"$TY_DATA/redis-bench.log" 2>&1 &
 CLEANUP_PIDS+=($!)
 for _ in $(seq 1 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
-echo "== redis-benchmark -h 127.0.0.1 -p $rport -t get -c 16 -n 200000 -q"
-rq=$(redis-benchmark -h 127.0.0.1 -p "$rport" -t get -c 16 -n 200000 -q | tr '\r' '\n' | grep -E '^GET: [0-9]')
-echo "$rq"
-redis_rps=$(echo "$rq" | awk '{print $2}')
-echo "== redis-benchmark -h 127.0.0.1 -p $rport -t get -c 16 -n 200000 --csv (for p99)"
-rcsv=$(redis-benchmark -h 127.0.0.1 -p "$rport" -t get -c 16 -n 200000 --csv | grep '^"GET"')
-echo "$rcsv"
-redis_p99_ms=$(echo "$rcsv" | tr -d '"' | awk -F, '{print $7}')
 
-awk -v a="$ty_rps" -v b="$redis_rps" -v p="$ty_p99_us" -v q="$redis_p99_ms" 'BEGIN {
-    printf "\nRESULT describe: trainyard %.0f req/s p99 %.2f ms | redis GET %.0f req/s p99 %.3f ms | throughput ratio trainyard/redis = %.3f | p99 ratio = %.1fx\n",
-        a, p / 1000, b, q, a / b, (p / 1000) / q }'
-echo "(machine: $(nproc) CPUs; $(uname -r))"
+lua_field() { awk -v k="$1" '/^LUA / {for (i=2;i<=NF;i++) {split($i,kv,"="); if (kv[1]==k) print kv[2]}}'; }
+
+# one run at C connections: trainyard, then redis-benchmark GET at the same concurrency
+run_at() {
+    local c=$1 t=2 wrk_out ty_rps ty_p99_us non2xx rcsv redis_rps redis_p99_ms
+    [ "$c" -ge 2 ] || t=1
+    echo "== trainyard DescribeTrainingJob: wrk -t$t -c$c -d$DURATION --latency -s describe.lua $TY_URL/"
+    wrk_out=$(wrk -t"$t" -c"$c" -d"$DURATION" --latency -s "$lua" "$TY_URL/")
+    echo "$wrk_out" | grep -E 'Requests/sec|Latency|99%|Non-2xx|Socket errors|requests in'
+    ty_rps=$(echo "$wrk_out" | awk '/^Requests\/sec:/ {print $2}')
+    ty_p99_us=$(echo "$wrk_out" | lua_field p99_us)
+    non2xx=$(echo "$wrk_out" | lua_field non2xx)
+    [ "${non2xx:-1}" = 0 ] || die "wrk saw $non2xx non-2xx responses: the signed request was refused"
+    echo "== redis-benchmark -h 127.0.0.1 -p $rport -t get -c $c -n 200000 --csv"
+    rcsv=$(redis-benchmark -h 127.0.0.1 -p "$rport" -t get -c "$c" -n 200000 --csv | grep '^"GET"')
+    echo "$rcsv"
+    redis_rps=$(echo "$rcsv" | tr -d '"' | awk -F, '{print $2}')
+    redis_p99_ms=$(echo "$rcsv" | tr -d '"' | awk -F, '{print $7}')
+    awk -v c="$c" -v a="$ty_rps" -v b="$redis_rps" -v p="$ty_p99_us" -v q="$redis_p99_ms" 'BEGIN {
+        printf "RESULT describe c=%d: trainyard %.0f req/s p99 %.2f ms | redis GET %.0f req/s p99 %.3f ms | throughput ratio trainyard/redis = %.3f | p99 ratio = %.1fx\n",
+            c, a, p / 1000, b, q, a / b, (p / 1000) / q }'
+}
+
+for c in ${CONNECTIONS:-1 16 256}; do run_at "$c"; echo; done
+echo "(machine: $(nproc) CPUs; $(uname -r); load average before the runs: $LOAD0)"
