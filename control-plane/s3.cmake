@@ -11,7 +11,8 @@ target_include_directories(ty_s3uri PUBLIC ${TY_CP_DIR})
 target_link_libraries(ty_s3uri PUBLIC ty_core)
 
 add_library(ty_s3 STATIC ${TY_CP_DIR}/objstore.c ${TY_CP_DIR}/objstore_remote.c
-  ${TY_CP_DIR}/s3client.c ${TY_CP_DIR}/ops/s3_proxy.c ${TY_CP_DIR}/ops/s3.c ${TY_CP_DIR}/ops/s3_body.c
+  ${TY_CP_DIR}/s3client.c ${TY_CP_DIR}/ops/s3_proxy.c ${TY_CP_DIR}/ops/s3.c ${TY_CP_DIR}/ops/s3_auth.c
+  ${TY_CP_DIR}/ops/s3_bucket.c ${TY_CP_DIR}/ops/s3_object.c ${TY_CP_DIR}/ops/s3_body.c
   ${TY_CP_DIR}/ops/sts.c ${TY_CP_DIR}/auth.c ${TY_CP_DIR}/worker.c)
 target_include_directories(ty_s3 PUBLIC ${TY_CP_DIR})
 target_link_libraries(ty_s3 PUBLIC ty_http ty_authz ty_s3uri ty_store ty_sigv4 ty_core PkgConfig::CRYPTO PkgConfig::JANSSON

@@ -16,6 +16,9 @@
 #include <stdint.h>
 
 #include "http.h"
+#include "route.h"
+#include "sigv4.h"
+#include "ty_buf.h"
 #include "ty_err.h"
 
 struct s3_body;
@@ -80,5 +83,110 @@ int s3_proxy(struct http_request *req, struct http_response *resp, const struct 
              size_t nq, struct s3_body *body, struct ty_err *err);
 /* Frees this thread's client of the external store (thread exit). */
 void s3_proxy_thread_end(void);
+
+/* ---- ops/s3*.c: the S3 front end's parts (s3.c: request target, responses, errors, the
+   dispatch table; s3_auth.c: authentication and the prepare hook; s3_bucket.c: service and
+   bucket operations; s3_object.c: object and multipart operations) ---- */
+
+#define S3_XML_HDR  "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+#define S3_NS       "http://s3.amazonaws.com/doc/2006-03-01/"
+#define S3_XML_MAX  (64u * 1024u * 1024u)
+#define S3_MAX_QP   32
+#define S3_MAX_DELS 1000
+
+struct s3_qp {
+    char *name;
+    char *value; /* "" when absent */
+    int has_value;
+};
+
+struct s3_req {
+    char bucket[256];
+    char *key; /* new, decoded; "" for bucket operations */
+    struct s3_qp qp[S3_MAX_QP];
+    int nqp;
+    int bad_target; /* undecodable path */
+};
+
+/* Extra elements of an S3 error document: name/value pairs. */
+struct s3_errx {
+    const char *name[4]; /* extra elements: name/value pairs */
+    const char *value[4];
+    int n;
+};
+
+#define S3_BAD_COPY_SOURCE                                                                         \
+    "Copy Source must mention the source bucket and key: sourcebucket/sourcekey"
+
+/* s3.c */
+char *s3__pct_decode(const char *p, size_t n, int plus_space);
+const char *s3__qget(const struct s3_req *r, const char *name);
+int s3__has(const struct s3_req *r, const char *name);
+void s3__req_cleanup(struct s3_req *r);
+int s3__vhost_bucket(const char *host, char *out, size_t n);
+void s3__parse_target(const struct http_request *req, struct s3_req *r);
+void s3__xml_esc(struct ty_buf *b, const char *s);
+void s3__url_esc(struct ty_buf *b, const char *s);
+void s3__list_esc(struct ty_buf *b, const char *s, int url);
+void s3__iso8601(int64_t ms, char *out, size_t n);
+void s3__http_date(int64_t ms, char *out, size_t n);
+void s3__common_headers(struct http_request *req, struct http_response *resp);
+void s3__xml_resp(struct http_request *req, struct http_response *resp, int status,
+                  struct ty_buf *b);
+void s3__empty(struct http_request *req, struct http_response *resp, int status);
+void s3__error(struct http_request *req, struct http_response *resp, const char *code,
+               const char *msg, const struct s3_req *r, const struct s3_errx *x);
+void s3__error_from(struct http_request *req, struct http_response *resp, const struct ty_err *err,
+                    const struct s3_req *r);
+/* s3_auth.c */
+int s3__auth(struct http_request *req, struct http_response *resp, const struct s3_req *r,
+             const struct route_ctx *rc, int streamed, struct sigv4_auth *auth);
+void s3__iam_action(const char *m, const struct s3_req *r, char *action, size_t an, char *resource,
+                    size_t rn);
+int s3__discard(void *ctx, const char *data, size_t n);
+struct s3_body *s3__body(struct http_request *req, struct objstore *os, struct ty_err *err);
+/* s3_object.c */
+/* Parses a Range header against size. 0: whole object; 1: [*a, *b]; -1: unsatisfiable. */
+int s3__range(const char *h, uint64_t size, uint64_t *a, uint64_t *b);
+/* 1 when the If-Match / If-None-Match list names etag ("*" names any). */
+int s3__etag_match(const char *list, const char *etag);
+void s3__malformed(struct http_request *req, struct http_response *resp, const struct s3_req *r);
+/* s3_bucket.c */
+void s3__list_buckets(struct http_request *req, struct http_response *resp, struct objstore *os,
+                      const struct route_ctx *rc);
+void s3__create_bucket(struct http_request *req, struct http_response *resp, struct objstore *os,
+                       const struct s3_req *r, const struct sigv4_auth *auth);
+void s3__list_objects(struct http_request *req, struct http_response *resp, struct objstore *os,
+                      const struct s3_req *r, int v2);
+void s3__list_uploads(struct http_request *req, struct http_response *resp, struct objstore *os,
+                      const struct s3_req *r);
+void s3__delete_objects(struct http_request *req, struct http_response *resp, struct objstore *os,
+                        const struct s3_req *r);
+/* s3_object.c */
+/* Parses a Range header against size. 0: whole object; 1: [*a, *b]; -1: unsatisfiable. */
+int s3__range(const char *h, uint64_t size, uint64_t *a, uint64_t *b);
+/* 1 when the If-Match / If-None-Match list names etag ("*" names any). */
+int s3__etag_match(const char *list, const char *etag);
+struct s3_body *s3__finish_body(struct http_request *req, struct http_response *resp,
+                                struct objstore *os, const struct s3_req *r);
+void s3__put_object(struct http_request *req, struct http_response *resp, struct objstore *os,
+                    const struct s3_req *r);
+int s3__copy_source(const char *src, char *sb, size_t sbn, char **dec, char **sk);
+void s3__upload_part_copy(struct http_request *req, struct http_response *resp, struct objstore *os,
+                          const struct s3_req *r, const char *src);
+void s3__upload_part(struct http_request *req, struct http_response *resp, struct objstore *os,
+                     const struct s3_req *r);
+void s3__copy_object(struct http_request *req, struct http_response *resp, struct objstore *os,
+                     const struct s3_req *r, const char *src);
+void s3__get_object(struct http_request *req, struct http_response *resp, struct objstore *os,
+                    const struct s3_req *r, int head);
+void s3__delete_object(struct http_request *req, struct http_response *resp, struct objstore *os,
+                       const struct s3_req *r);
+void s3__create_upload(struct http_request *req, struct http_response *resp, struct objstore *os,
+                       const struct s3_req *r);
+void s3__complete_upload(struct http_request *req, struct http_response *resp, struct objstore *os,
+                         const struct s3_req *r, const char *id);
+void s3__list_parts(struct http_request *req, struct http_response *resp, struct objstore *os,
+                    const struct s3_req *r, const char *id);
 
 #endif

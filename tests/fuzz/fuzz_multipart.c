@@ -5,13 +5,16 @@
  * header (s3_range) and If-Match / If-None-Match lists (s3_etag_match). (The XML of
  * CompleteMultipartUpload is fuzz_s3xml.c's.)
  *
- * ops/s3.c is compiled into the harness (#include) so that its static functions are reached.
+ * The S3 front end's parts are reached through ops/s3_int.h (library-internal s3__ functions).
  * Input layout: fuzz_req.h; the headers drive s3_body_new, the body is written in three pieces
  * into a memfd. Checks: a body that finishes has a 32-hex MD5 and its decoded size is at most
  * the bytes written; a range that is accepted lies inside the object.
  */
 #define _GNU_SOURCE /* memfd_create */
-#include "../../control-plane/ops/s3.c"
+#include "../../control-plane/ops/s3_int.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 #include <sys/mman.h>
 
