@@ -91,6 +91,12 @@ const char *s3__qget(const struct s3_req *r, const char *name)
     return NULL;
 }
 
+int s3__int(const char *s)
+{
+    long v = strtol(s, NULL, 10);
+    return v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v;
+}
+
 int s3__has(const struct s3_req *r, const char *name)
 {
     return s3__qget(r, name) != NULL;

@@ -237,7 +237,7 @@ void s3__list_uploads(struct http_request *req, struct http_response *resp, stru
 
     ty_err_clear(&err);
     if (mu)
-        max = atoi(mu);
+        max = s3__int(mu);
     if (objstore_mpu_list(os, r->bucket, prefix, max, &u, &n, &trunc, &err) != 0) {
         s3__error_from(req, resp, &err, r);
         return;

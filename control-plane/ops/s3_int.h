@@ -122,6 +122,8 @@ struct s3_errx {
 char *s3__pct_decode(const char *p, size_t n, int plus_space);
 const char *s3__qget(const struct s3_req *r, const char *name);
 int s3__has(const struct s3_req *r, const char *name);
+/* The decimal integer at the start of s (0 when none), clamped to int (atoi without its UB). */
+int s3__int(const char *s);
 void s3__req_cleanup(struct s3_req *r);
 int s3__vhost_bucket(const char *host, char *out, size_t n);
 void s3__parse_target(const struct http_request *req, struct s3_req *r);

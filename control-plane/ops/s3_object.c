@@ -76,9 +76,8 @@ static json_t *s3_object_headers(const struct http_request *req, int meta_too)
             }
             if (n && !(n == 11 && strncasecmp(p, "aws-chunked", 11) == 0) &&
                 strlen(buf) + n + 2 < sizeof(buf)) {
-                if (buf[0])
-                    strcat(buf, ",");
-                strncat(buf, p, n);
+                size_t bl = strlen(buf);
+                snprintf(buf + bl, sizeof(buf) - bl, "%s%.*s", bl ? "," : "", (int)n, p);
             }
             p += n;
             if (*p == ',')
@@ -680,7 +679,7 @@ void s3__complete_upload(struct http_request *req, struct http_response *resp, s
         }
         memcpy(num, ni, (size_t)(ne - ni));
         num[ne - ni] = '\0';
-        parts[n].number = atoi(num);
+        parts[n].number = s3__int(num);
         etag = ty_xml_text(ei, ee);
         if (!etag || strlen(etag) >= sizeof(parts[n].etag)) {
             free(etag);
@@ -728,7 +727,7 @@ void s3__list_parts(struct http_request *req, struct http_response *resp, struct
     struct ty_err err;
     struct ty_buf b;
     const char *mp = s3__qget(r, "max-parts"), *pm = s3__qget(r, "part-number-marker");
-    int max = mp ? atoi(mp) : 1000, marker = pm ? atoi(pm) : 0, last = 0, trunc = 0;
+    int max = mp ? s3__int(mp) : 1000, marker = pm ? s3__int(pm) : 0, last = 0, trunc = 0;
 
     ty_err_clear(&err);
     if (max < 1 || max > 1000)

@@ -97,7 +97,8 @@ void s3_proxy_thread_end(void)
 /* Content-Encoding without aws-chunked (which trainyard decoded). new, or NULL when empty. */
 static char *s3p_content_encoding(const char *v)
 {
-    char *out = calloc(1, strlen(v) + 1), *tok, *save = NULL, *copy = strdup(v);
+    size_t cap = strlen(v) + 1, ol = 0;
+    char *out = calloc(1, cap), *tok, *save = NULL, *copy = strdup(v);
 
     if (!out || !copy) {
         free(out);
@@ -111,9 +112,7 @@ static char *s3p_content_encoding(const char *v)
             tok[--l] = '\0';
         if (!*tok || strcasecmp(tok, "aws-chunked") == 0)
             continue;
-        if (*out)
-            strcat(out, ",");
-        strcat(out, tok);
+        ol += (size_t)snprintf(out + ol, cap - ol, "%s%s", ol ? "," : "", tok);
     }
     free(copy);
     if (!*out) {
