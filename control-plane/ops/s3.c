@@ -429,7 +429,7 @@ static const char *s3_unsupported(const struct s3_req *r)
 /* With an external store: the request goes to it whole (s3_proxy.c), after trainyard's own
    checks; an upload's body is finished (decoded and verified) first. */
 static void s3_forward(struct http_request *req, struct http_response *resp,
-                        const struct route_ctx *rc, struct objstore *os, const struct s3_req *r)
+                       const struct route_ctx *rc, struct objstore *os, const struct s3_req *r)
 {
     const char *pairs[2 * S3_MAX_QP];
     struct s3_body *b = NULL;

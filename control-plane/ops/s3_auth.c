@@ -88,9 +88,8 @@ static int s3_signing_key(const struct sigv4_auth *auth, const char *secret, uns
 
     if (w < 0 || (size_t)w >= sizeof(k0))
         return -1;
-    if (s3_hmac((unsigned char *)k0, (size_t)w, auth->date, a) ||
-        s3_hmac(a, 32, auth->region, b) || s3_hmac(b, 32, auth->service, a) ||
-        s3_hmac(a, 32, "aws4_request", key))
+    if (s3_hmac((unsigned char *)k0, (size_t)w, auth->date, a) || s3_hmac(a, 32, auth->region, b) ||
+        s3_hmac(b, 32, auth->service, a) || s3_hmac(a, 32, "aws4_request", key))
         return -1;
     OPENSSL_cleanse(k0, sizeof(k0));
     return 0;
@@ -99,8 +98,8 @@ static int s3_signing_key(const struct sigv4_auth *auth, const char *secret, uns
 /* SignatureDoesNotMatch with what S3 adds to it: the string to sign (and, for SigV4, the
    canonical request) the server computed. */
 static void s3_sig_mismatch(struct http_request *req, struct http_response *resp,
-                             const struct s3_req *r, const struct sigv4_request *sreq,
-                             const struct sigv4_auth *auth)
+                            const struct s3_req *r, const struct sigv4_request *sreq,
+                            const struct sigv4_auth *auth)
 {
     struct ty_buf cr, sts;
     struct ty_err e2;
@@ -143,8 +142,8 @@ static void s3_sig_mismatch(struct http_request *req, struct http_response *resp
 
 /* S3's words for a signature that does not parse (auth_request at AUTH_STAGE_PARSE). */
 static void s3_parse_error(struct http_request *req, struct http_response *resp,
-                            const struct s3_req *r, const struct sigv4_request *sreq,
-                            const struct ty_err *err)
+                           const struct s3_req *r, const struct sigv4_request *sreq,
+                           const struct ty_err *err)
 {
     if (err->code == TY_EINVAL && sigv2_detect(sreq))
         /* SigV2: a malformed header is 400 InvalidArgument, a query 403 AccessDenied */
@@ -165,8 +164,8 @@ static void s3_parse_error(struct http_request *req, struct http_response *resp,
 
 /* S3's words for a signature that does not verify (auth_request at AUTH_STAGE_VERIFY). */
 static void s3_verify_error(struct http_request *req, struct http_response *resp,
-                             const struct s3_req *r, const struct auth_out *ao,
-                             const struct ty_err *err)
+                            const struct s3_req *r, const struct auth_out *ao,
+                            const struct ty_err *err)
 {
     const struct sigv4_auth *auth = &ao->a;
 
@@ -212,7 +211,7 @@ static void s3_verify_error(struct http_request *req, struct http_response *resp
 
 /* What auth_request is asked for an S3 request (vb: room for the virtual-hosted bucket). */
 static struct auth_in s3_auth_in(const struct http_request *req, const struct route_ctx *rc,
-                                  int streamed, char vb[64])
+                                 int streamed, char vb[64])
 {
     struct auth_in in = {rc->redis_url, "s3", 1, !streamed, NULL};
     if (s3__vhost_bucket(http_header(req, "Host"), vb, 64))

@@ -101,7 +101,7 @@ static json_t *s3_object_headers(const struct http_request *req, int meta_too)
 }
 
 static void s3_emit_object_headers(struct http_response *resp, const struct objstore_meta *m,
-                                    int with_checksum)
+                                   int with_checksum)
 {
     const char *k;
     json_t *v;
@@ -226,7 +226,7 @@ void s3__put_object(struct http_request *req, struct http_response *resp, struct
 
 /* The answer of a copy: <elem> (CopyObjectResult, CopyPartResult) with LastModified, ETag. */
 static void s3_copy_result(struct http_request *req, struct http_response *resp, const char *elem,
-                            int64_t mtime_ms, const char *etag)
+                           int64_t mtime_ms, const char *etag)
 {
     struct ty_buf b;
     char d[40];
@@ -267,7 +267,7 @@ int s3__copy_source(const char *src, char *sb, size_t sbn, char **dec, char **sk
 
 /* The partNumber of an UploadPart(Copy): 1..10000, or -1 after answering InvalidArgument. */
 static int s3_part_number(struct http_request *req, struct http_response *resp,
-                           const struct s3_req *r)
+                          const struct s3_req *r)
 {
     const char *pn = s3__qget(r, "partNumber");
     char *e;
@@ -594,7 +594,7 @@ void s3__create_upload(struct http_request *req, struct http_response *resp, str
 /* CompleteMultipartUploadResult for bucket/key with etag (and ChecksumSHA256 when composite is
    not empty). */
 static void s3_complete_result(struct http_request *req, struct http_response *resp,
-                                const struct s3_req *r, const char *etag, const char *composite)
+                               const struct s3_req *r, const char *etag, const char *composite)
 {
     struct ty_buf b;
     const char *host = http_header(req, "Host");
