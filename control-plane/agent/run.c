@@ -1951,6 +1951,7 @@ static void run_warm_take(struct run_ctx *r)
     struct warmpool_entry *e;
     struct docker_state st;
     struct ty_err err;
+    double t0;
     int ok = 1;
 
     if (!r->warm_key[0] || !(e = malloc(sizeof(*e))))
@@ -1961,10 +1962,13 @@ static void run_warm_take(struct run_ctx *r)
     }
     if (!r->s)
         run_store_reopen(r);
+    t0 = run_now();
     ok = e->nh == r->nh;
     for (int i = 0; ok && i < e->nh; i++)
         if (e->sbid[i][0] && (docker_inspect(r->d, e->sbid[i], &st, &err) != 0 || !st.running))
             ok = 0;
+    ty_log(TY_LOG_INFO, "agent.warmpool.checked", "job=%s pool=%s ok=%d check_ms=%.0f", r->job,
+           e->job, ok, (run_now() - t0) * 1000);
     if (!ok) {
         ty_log(TY_LOG_WARN, "agent.warmpool.broken", "job=%s pool=%s note='starting cold'", r->job,
                e->job);
