@@ -123,7 +123,8 @@ end""")
         logs = client(url, cred, "logs")
         req = job(name, 'read up _ < /proc/uptime; echo "RUNNING_AT $up"')
         if keep > 0:
-            req["ResourceConfig"]["KeepAlivePeriodInSeconds"] = keep
+            # 2 GB: the interleaved cold runs (1 GB) never match, so never take, the pool
+            req["ResourceConfig"].update({"KeepAlivePeriodInSeconds": keep, "VolumeSizeInGB": 2})
         t0 = uptime()
         sm.create_training_job(**req)
         d = wait(sm, name, 120)

@@ -41,21 +41,27 @@ for i in $(seq 1 "$N"); do
     pm+=("$t")
 done
 # warm: each job keeps its instance (KeepAlivePeriodInSeconds) and the next one reuses it; the
-# first (priming) run is cold and discarded; benchlib refuses a run that did not reuse
+# first (priming) run is cold and discarded; benchlib refuses a run that did not reuse. Each warm
+# run follows a cold run of a job that cannot match the pool (another volume size), so that both
+# see the same load on this shared machine.
 $BENCHLIB ttr "$TY_URL" "$TY_CRED" "bench-prime-$$" 120 >/dev/null
 prev="bench-prime-$$"
+wc=()
 wm=()
 for i in $(seq 1 "$N"); do
+    c=$($BENCHLIB ttr "$TY_URL" "$TY_CRED" "bench-wc-$$-$i")
     t=$($BENCHLIB ttr "$TY_URL" "$TY_CRED" "bench-wp-$$-$i" 120 "$prev")
-    echo "trainyard warm run $i: $t s"
+    echo "trainyard cold/warm pair $i: $c s / $t s"
+    wc+=("$c")
     wm+=("$t")
     prev="bench-wp-$$-$i"
 done
 ty_med=$(printf '%s\n' "${ty[@]}" | median)
 pm_med=$(printf '%s\n' "${pm[@]}" | median)
 wm_med=$(printf '%s\n' "${wm[@]}" | median)
+wc_med=$(printf '%s\n' "${wc[@]}" | median)
 awk -v a="$ty_med" -v b="$pm_med" -v n="$N" 'BEGIN {
     printf "\nRESULT create_to_running (N=%d): trainyard median %.3f s | podman run median %.3f s | ratio %.2fx\n", n, a, b, a / b }'
-awk -v a="$wm_med" -v b="$ty_med" -v n="$N" 'BEGIN {
+awk -v a="$wm_med" -v b="$wc_med" -v n="$N" 'BEGIN {
     printf "RESULT create_to_running warm pool (N=%d): warm median %.3f s | cold median %.3f s | ratio %.2fx\n", n, a, b, a / b }'
 echo "(uptime clock resolution 10 ms; machine: $(nproc) CPUs)"
