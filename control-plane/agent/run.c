@@ -56,7 +56,7 @@
 #define RUN_POLL_MS        1000 /* job document poll (Stop, MaxRuntime) */
 #define RUN_METRICS_MS     5000 /* FinalMetricDataList refresh while training */
 #define RUN_INSTANCE_MS    2000 /* instance metrics (CPU, memory, disk) sampling */
-#define RUN_PROF_LIVE_MS   5000 /* the profiler's system metrics uploaded while training */
+#define RUN_PROF_LIVE_MS   2000 /* the profiler's system metrics uploaded while training */
 #define RUN_BATCH_EVENTS   500
 #define RUN_BATCH_BYTES    (512 * 1024)
 #define RUN_BATCH_HARD_MAX 20000             /* events kept when Redis does not take them */

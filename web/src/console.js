@@ -136,7 +136,7 @@
 })();
 
 /* a profiled job's system metrics (<job page>/system.json, console_sysmon.h): CPU and memory,
-   GPU, network, as uPlot charts refreshed every 3 s while the job runs */
+   GPU, network, as uPlot charts refreshed every 2 s while the job runs */
 (function () {
   "use strict";
   var box = document.getElementById("sysmon");
@@ -245,7 +245,7 @@
         }
         draw(res[1]);
         box.setAttribute("data-samples", String(res[1].t ? res[1].t.length : 0));
-        if (running) setTimeout(poll, 3000);
+        if (running) setTimeout(poll, 2000);
       })
       .catch(function () { if (running) setTimeout(poll, 5000); });
   }
