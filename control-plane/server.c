@@ -203,18 +203,157 @@ static void server_die(const struct ty_err *err)
     fprintf(stderr, "trainyard-server: %s\n", err->msg[0] ? err->msg : ty_strerror(err->code));
 }
 
+/* The numeric options, checked (one clear line on stderr for a bad one). */
+struct server_num {
+    int nagents, threads, grace, slots, orphan_s;
+    struct http_limits limits;
+};
+
+/* Parses the numeric options of cfg into OUT: n and configures the quotas. 0 or -1. */
+static int server_numbers(const struct server_cfg *c, struct server_num *n)
+{
+    const struct server_cfg cfg = *c;
+    struct quota_limits ql;
+    int qt, qp, qa;
+
+    if (server_int("agents", cfg.agents, 0, 64, &n->nagents) ||
+        server_int("threads", cfg.threads, 1, 256, &n->threads) ||
+        server_int("stop-grace", cfg.stop_grace, 0, 86400, &n->grace) ||
+        server_int("orphan-timeout", cfg.orphan_timeout, 0, 30 * 86400, &n->orphan_s) ||
+        server_int("slots", cfg.slots, 1, 1024, &n->slots) ||
+        server_int("max-connections", cfg.max_conns, 1, 1000000, &n->limits.max_connections) ||
+        server_int("max-connections-per-client", cfg.max_conns_client, 1, 1000000,
+                   &n->limits.max_per_client) ||
+        server_int("idle-timeout", cfg.idle_timeout, 1, 86400, &n->limits.idle_timeout_s) ||
+        server_int("header-timeout", cfg.header_timeout, 1, 86400, &n->limits.header_timeout_s) ||
+        server_int("body-timeout", cfg.body_timeout, 0, 7 * 86400, &n->limits.body_timeout_s))
+        return -1;
+    if (server_int("max-training-jobs-per-instance-type", cfg.max_training, 0, 1000000, &qt) ||
+        server_int("max-user-profiles-per-domain", cfg.max_profiles, 0, 1000000, &qp) ||
+        server_int("max-apps-per-user", cfg.max_apps, 0, 1000000, &qa))
+        return -1;
+    ql.training_instances_per_type = qt;
+    ql.profiles_per_domain = qp;
+    ql.apps_per_user = qa;
+    quota_configure(&ql);
+    return 0;
+}
+
+/* The external store of --s3-endpoint, its keys and region, probed once. 0, or -1 with err. */
+static int server_s3_remote(const struct server_cfg *c, struct s3c_config *out, struct ty_err *err)
+{
+    const struct server_cfg cfg = *c;
+    struct s3c_config s3_remote = {0};
+    struct s3c *probe;
+
+    s3_remote.endpoint = cfg.s3_endpoint;
+    s3_remote.access_key = cfg.s3_access_key[0] ? cfg.s3_access_key : getenv("AWS_ACCESS_KEY_ID");
+    s3_remote.secret_key =
+        cfg.s3_secret_key[0] ? cfg.s3_secret_key : getenv("AWS_SECRET_ACCESS_KEY");
+    s3_remote.region = cfg.s3_region[0] ? cfg.s3_region : cfg.region;
+    if (!(probe = s3c_new(&s3_remote, err)))
+        return -1;
+    s3c_free(probe);
+    *out = s3_remote;
+    return 0;
+}
+
+/* Where the server keeps things, as the agents need them. */
+struct server_paths {
+    const char *data_dir, *redis_url, *docker_host, *s3_dir, *endpoint;
+};
+
+/* Starts the embedded agents into agents[0..n->nagents). 0, or -1 with err (the ones started
+   are in agents, for the caller to stop). */
+static int server_start_agents(const struct server_cfg *c, const struct server_num *n,
+                               const struct server_paths *p, const struct s3c_config *s3_remote,
+                               struct agent **agents, struct ty_err *err)
+{
+    char agent_id[128];
+
+    for (int i = 0; i < n->nagents; i++) {
+        struct agent_config ac;
+        char host[64];
+        memset(&ac, 0, sizeof(ac));
+        gethostname(host, sizeof(host));
+        host[sizeof(host) - 1] = '\0';
+        snprintf(agent_id, sizeof(agent_id), "%s-%d-%d", host, (int)getpid(), i + 1);
+        ac.id = agent_id;
+        ac.redis_url = p->redis_url;
+        ac.docker_host = p->docker_host;
+        ac.data_dir = p->data_dir;
+        ac.staging_dir = c->staging_dir[0] ? c->staging_dir : NULL;
+        ac.s3_dir = p->s3_dir;
+        ac.runtime_tar = c->runtime_image_tar;
+        ac.runtime_image = "trainyard/runtime:" TY_VERSION;
+        ac.endpoint_url = p->endpoint;
+        ac.region = c->region;
+        ac.slots = n->slots;
+        ac.stop_grace_s = n->grace;
+        ac.heartbeat_ttl_s = 10;
+        ac.s3_remote = s3_remote;
+        agents[i] = agent_start(&ac, err);
+        if (!agents[i])
+            return -1;
+    }
+    return 0;
+}
+
+/* The engine's address (--docker-host, $DOCKER_HOST, the default socket) into OUT: docker
+   (size dn), and the API's URL as the agents reach it into OUT: endpoint (size en). */
+static void server_addresses(const struct server_cfg *cfg, char *docker, size_t dn, char *endpoint,
+                             size_t en)
+{
+    const char *env = getenv("DOCKER_HOST");
+
+    if (cfg->docker_host[0])
+        snprintf(docker, dn, "%s", cfg->docker_host);
+    else if (env && *env)
+        snprintf(docker, dn, "%s", env);
+    else
+        snprintf(docker, dn, "unix:///var/run/docker.sock");
+    if (cfg->endpoint_url[0])
+        snprintf(endpoint, en, "%s", cfg->endpoint_url);
+    else
+        snprintf(endpoint, en, "http://%s", cfg->listen);
+}
+
+/* What the router is handed (route.h): OUT: rctx, with reng (the engine's callbacks over seng)
+   as its engine. Every pointer is borrowed and must outlive the HTTP server. */
+static void server_route_ctx(const struct server_cfg *cfg, const struct model *model,
+                             const char *redis_url, const char *s3_dir,
+                             const struct s3c_config *s3_remote, struct server_engine *seng,
+                             struct route_engine *reng, struct route_ctx *rctx)
+{
+    memset(rctx, 0, sizeof(*rctx));
+    rctx->model = model;
+    rctx->redis_url = redis_url;
+    rctx->region = cfg->region;
+    rctx->account_id = cfg->account_id;
+    reng->host = seng->nagents > 0 ? seng->host : NULL;
+    reng->nagents = seng->nagents;
+    reng->ping = server_engine_ping;
+    reng->agents = server_engine_agents;
+    reng->ud = seng;
+    rctx->engine = reng;
+    rctx->s3_dir = s3_dir;
+    rctx->s3_remote = s3_remote;
+    rctx->metrics_token = cfg->metrics_token;
+}
+
 int main(int argc, char **argv)
 {
     struct server_cfg cfg;
     struct ty_err err;
     char data_dir[PATH_MAX], redis_url[4200], docker_host[1024], s3_dir[PATH_MAX + 8];
-    char endpoint[300], agent_id[128];
-    int nagents, threads, grace, slots, orphan_s, sig, status = 1;
+    char endpoint[300];
+    struct server_num num;
+    struct server_paths paths;
+    int sig, status = 1;
     struct janitor *janitor = NULL;
     struct tuning_driver *tuning = NULL;
     struct tuning_config tc;
     struct janitor_config jc;
-    struct http_limits limits;
     struct redis_child *redis_child = NULL;
     struct store *store = NULL;
     struct model *model = NULL;
@@ -235,44 +374,12 @@ int main(int argc, char **argv)
     }
     /* before any thread starts: the HTTP workers share malloc's arenas (ty_mem.h) */
     ty_mem_init(TY_MEM_ARENAS);
-    if (server_int("agents", cfg.agents, 0, 64, &nagents) ||
-        server_int("threads", cfg.threads, 1, 256, &threads) ||
-        server_int("stop-grace", cfg.stop_grace, 0, 86400, &grace) ||
-        server_int("orphan-timeout", cfg.orphan_timeout, 0, 30 * 86400, &orphan_s) ||
-        server_int("slots", cfg.slots, 1, 1024, &slots) ||
-        server_int("max-connections", cfg.max_conns, 1, 1000000, &limits.max_connections) ||
-        server_int("max-connections-per-client", cfg.max_conns_client, 1, 1000000,
-                   &limits.max_per_client) ||
-        server_int("idle-timeout", cfg.idle_timeout, 1, 86400, &limits.idle_timeout_s) ||
-        server_int("header-timeout", cfg.header_timeout, 1, 86400, &limits.header_timeout_s) ||
-        server_int("body-timeout", cfg.body_timeout, 0, 7 * 86400, &limits.body_timeout_s))
+    if (server_numbers(&cfg, &num) != 0)
         return 1;
-    {
-        struct quota_limits ql;
-        int qt, qp, qa;
-        if (server_int("max-training-jobs-per-instance-type", cfg.max_training, 0, 1000000, &qt) ||
-            server_int("max-user-profiles-per-domain", cfg.max_profiles, 0, 1000000, &qp) ||
-            server_int("max-apps-per-user", cfg.max_apps, 0, 1000000, &qa))
-            return 1;
-        ql.training_instances_per_type = qt;
-        ql.profiles_per_domain = qp;
-        ql.apps_per_user = qa;
-        quota_configure(&ql);
-    }
 
-    if (cfg.s3_endpoint[0]) {
-        struct s3c *probe;
-        const char *ak = cfg.s3_access_key[0] ? cfg.s3_access_key : getenv("AWS_ACCESS_KEY_ID");
-        const char *sk = cfg.s3_secret_key[0] ? cfg.s3_secret_key : getenv("AWS_SECRET_ACCESS_KEY");
-        s3_remote.endpoint = cfg.s3_endpoint;
-        s3_remote.access_key = ak;
-        s3_remote.secret_key = sk;
-        s3_remote.region = cfg.s3_region[0] ? cfg.s3_region : cfg.region;
-        if (!(probe = s3c_new(&s3_remote, &err))) {
-            server_die(&err);
-            return 1;
-        }
-        s3c_free(probe);
+    if (cfg.s3_endpoint[0] && server_s3_remote(&cfg, &s3_remote, &err) != 0) {
+        server_die(&err);
+        return 1;
     }
 
     /* signals are taken by sigwait below; every thread inherits the mask */
@@ -307,50 +414,24 @@ int main(int argc, char **argv)
         console_login_bootstrap(store, cfg.admin_password_file, &err) != 0)
         goto fail;
 
-    if (cfg.docker_host[0])
-        snprintf(docker_host, sizeof(docker_host), "%s", cfg.docker_host);
-    else if (getenv("DOCKER_HOST") && *getenv("DOCKER_HOST"))
-        snprintf(docker_host, sizeof(docker_host), "%s", getenv("DOCKER_HOST"));
-    else
-        snprintf(docker_host, sizeof(docker_host), "unix:///var/run/docker.sock");
-    if (cfg.endpoint_url[0])
-        snprintf(endpoint, sizeof(endpoint), "%s", cfg.endpoint_url);
-    else
-        snprintf(endpoint, sizeof(endpoint), "http://%s", cfg.listen);
+    server_addresses(&cfg, docker_host, sizeof(docker_host), endpoint, sizeof(endpoint));
 
-    agents = calloc((size_t)nagents + 1, sizeof(*agents));
-    for (int i = 0; i < nagents; i++) {
-        struct agent_config ac;
-        char host[64];
-        memset(&ac, 0, sizeof(ac));
-        gethostname(host, sizeof(host));
-        host[sizeof(host) - 1] = '\0';
-        snprintf(agent_id, sizeof(agent_id), "%s-%d-%d", host, (int)getpid(), i + 1);
-        ac.id = agent_id;
-        ac.redis_url = redis_url;
-        ac.docker_host = docker_host;
-        ac.data_dir = data_dir;
-        ac.staging_dir = cfg.staging_dir[0] ? cfg.staging_dir : NULL;
-        ac.s3_dir = s3_dir;
-        ac.runtime_tar = cfg.runtime_image_tar;
-        ac.runtime_image = "trainyard/runtime:" TY_VERSION;
-        ac.endpoint_url = endpoint;
-        ac.region = cfg.region;
-        ac.slots = slots;
-        ac.stop_grace_s = grace;
-        ac.heartbeat_ttl_s = 10;
-        ac.s3_remote = cfg.s3_endpoint[0] ? &s3_remote : NULL;
-        agents[i] = agent_start(&ac, &err);
-        if (!agents[i])
-            goto fail;
-    }
+    paths.data_dir = data_dir;
+    paths.redis_url = redis_url;
+    paths.docker_host = docker_host;
+    paths.s3_dir = s3_dir;
+    paths.endpoint = endpoint;
+    agents = calloc((size_t)num.nagents + 1, sizeof(*agents));
+    if (!agents || server_start_agents(&cfg, &num, &paths, cfg.s3_endpoint[0] ? &s3_remote : NULL,
+                                       agents, &err) != 0)
+        goto fail;
 
     /* jobs whose agent is gone while no agent is live: stopped, or failed after orphan_s */
     memset(&jc, 0, sizeof(jc));
     jc.redis_url = redis_url;
     jc.docker_host = docker_host;
-    jc.stop_grace_s = grace;
-    jc.orphan_timeout_s = orphan_s;
+    jc.stop_grace_s = num.grace;
+    jc.orphan_timeout_s = num.orphan_s;
     jc.heartbeat_ttl_s = 10;
     janitor = janitor_start(&jc, &err);
     if (!janitor)
@@ -365,31 +446,19 @@ int main(int argc, char **argv)
     if (!(tuning = tuning_driver_start(&tc, &err)))
         goto fail;
 
-    memset(&rctx, 0, sizeof(rctx));
-    rctx.model = model;
-    rctx.redis_url = redis_url;
-    rctx.region = cfg.region;
-    rctx.account_id = cfg.account_id;
     seng.host = docker_host;
     seng.agents = agents;
-    seng.nagents = nagents;
-    reng.host = nagents > 0 ? docker_host : NULL;
-    reng.nagents = nagents;
-    reng.ping = server_engine_ping;
-    reng.agents = server_engine_agents;
-    reng.ud = &seng;
-    rctx.engine = &reng;
-    rctx.s3_dir = s3_dir;
-    rctx.s3_remote = cfg.s3_endpoint[0] ? &s3_remote : NULL;
-    rctx.metrics_token = cfg.metrics_token;
-    http = http_start(cfg.listen, threads, &limits, route_handle, &rctx, &err);
+    seng.nagents = num.nagents;
+    server_route_ctx(&cfg, model, redis_url, s3_dir, cfg.s3_endpoint[0] ? &s3_remote : NULL, &seng,
+                     &reng, &rctx);
+    http = http_start(cfg.listen, num.threads, &num.limits, route_handle, &rctx, &err);
     if (!http)
         goto fail;
     http_set_prepare(http, s3_prepare);
     ty_log(TY_LOG_INFO, "server.ready",
            "listen=%s port=%d data_dir=%s redis=%s agents=%d docker_host=%s s3=%s version=%s",
-           cfg.listen, http_port(http), data_dir, cfg.redis[0] ? "external" : "private", nagents,
-           docker_host, cfg.s3_endpoint[0] ? cfg.s3_endpoint : "embedded", TY_VERSION);
+           cfg.listen, http_port(http), data_dir, cfg.redis[0] ? "external" : "private",
+           num.nagents, docker_host, cfg.s3_endpoint[0] ? cfg.s3_endpoint : "embedded", TY_VERSION);
 
     sig = ty_mem_sigwait(&sigs); /* trims malloc's free pages once a minute meanwhile */
     ty_log(TY_LOG_INFO, "server.stopping", "signal=%d", sig);
@@ -402,7 +471,7 @@ out:
     docker_close(seng.d);
     tuning_driver_stop(tuning);
     janitor_stop(janitor);
-    for (int i = 0; agents && i < nagents; i++)
+    for (int i = 0; agents && i < num.nagents; i++)
         agent_stop(agents[i]);
     free(agents);
     store_close(store);
