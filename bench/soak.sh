@@ -4,19 +4,24 @@
 # rate, and short training jobs created evenly over the run (bench/soak.py). Prints, per minute,
 # the calls, errors, p50/p99 latency, jobs ended and the RSS of the server and of the agent (a
 # separate trainyard-agent on the server's Redis, so that each has its own figure), then a
-# RESULT line with the RSS at start and end. Exits 1 when any call failed or any job did not
-# complete: errors must be 0. Needs the container engine (tests/engine.sh).
+# RESULT line, a MEMORY line per process (RSS at start, after the warm-up, at the end, drained;
+# slope over the second half) and MEMORY PASS or FAIL (bounded growth after the warm-up; see
+# bench/README.md). Exits 1 when any call failed, any job did not complete or memory failed.
+# Needs the container engine (tests/engine.sh).
 #   bench/soak.sh [--minutes M] [--jobs J] [--rate CALLS_PER_S]   (defaults 10, 200, 40)
+#                 [--warmup MIN] [--max-growth-pct G] [--max-slope-pct S]  (30 % of M, 10, 1)
 source "$(dirname "$0")/lib.sh"
 MINUTES=10
 JOBS=200
 RATE=40
+MEM_ARGS=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --minutes) MINUTES=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
-    *) die "unknown option '$1' (--minutes M, --jobs J, --rate R)" ;;
+    --warmup | --max-growth-pct | --max-slope-pct) MEM_ARGS+=("$1" "$2"); shift 2 ;;
+    *) die "unknown option '$1' (--minutes M, --jobs J, --rate R, --warmup W, --max-growth-pct G, --max-slope-pct S)" ;;
     esac
 done
 engine_up || die "no container engine at $DOCKER_HOST_URL (run tests/engine.sh)"
@@ -40,7 +45,7 @@ grep -q 'event=agent.started' "$TY_DATA.agent.log" || die "agent not started (lo
 echo "== soak: $MINUTES min, $JOBS jobs, $RATE calls/s; server pid $TY_PID, agent pid $AGENT_PID"
 rc=0
 PYTHONPATH="$BENCH_DIR" $PY "$BENCH_DIR/soak.py" "$TY_URL" "$TY_CRED" "$TY_PID" "$AGENT_PID" \
-    --minutes "$MINUTES" --jobs "$JOBS" --rate "$RATE" || rc=$?
+    --minutes "$MINUTES" --jobs "$JOBS" --rate "$RATE" ${MEM_ARGS[@]+"${MEM_ARGS[@]}"} || rc=$?
 echo "(machine: $(nproc) CPUs; $(uname -r))"
 [ -z "${TY_KEEP:-}" ] && rm -rf "$TY_DATA.agent.log" "$TY_DATA.staging"
 exit "$rc"
