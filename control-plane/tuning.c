@@ -317,10 +317,304 @@ static int tuning_better(const struct tuning__child *a, double best_y)
 }
 
 /* Advances one tuning job (rec: its record, borrowed). */
+/* Sets OverallBestTrainingJob: the best across this tuning job (bestj, of bestc; both may be
+   NULL) and its warm-start parents, as SageMaker reports it. */
+static void tuning_overall_best(struct tuning__pass *p, json_t *bestj,
+                                const struct tuning__child *bestc)
+{
+    json_t *overall = json_incref(bestj), *par;
+    double oy = bestc ? bestc->y : INFINITY;
+    size_t i;
+
+    json_array_foreach(json_object_get(json_object_get(p->doc, "WarmStartConfig"),
+                                       "ParentHyperParameterTuningJobs"),
+                       i, par)
+    {
+        struct ty_err e2;
+        json_t *prec =
+            store_res_get(p->s, TUNING_KIND,
+                          json_string_value(json_object_get(par, "HyperParameterTuningJobName")),
+                          p->now, &tuning_timing, &e2);
+        json_t *pb = json_object_get(prec, "OverallBestTrainingJob");
+        json_t *v;
+        if (!pb)
+            pb = json_object_get(prec, "BestTrainingJob");
+        v = json_object_get(json_object_get(pb, "FinalHyperParameterTuningJobObjectiveMetric"),
+                            "Value");
+        if (json_is_number(v) &&
+            (p->maximize ? -json_number_value(v) : json_number_value(v)) < oy) {
+            oy = p->maximize ? -json_number_value(v) : json_number_value(v);
+            json_decref(overall);
+            overall = json_incref(pb);
+        }
+        json_decref(prec);
+    }
+    if (overall)
+        json_object_set(p->doc, "OverallBestTrainingJob", overall);
+    json_decref(overall);
+}
+
+/* Re-reads the training jobs of the pass (a stop may have ended one) and counts them.
+   OUT: counts[5] (Completed, InProgress, RetryableError, NonRetryableError, Stopped),
+   ocounts[3] (objective Succeeded, Pending, Failed), *any_ok, *bestc, *since_best (jobs with
+   an objective since the best one). Returns how many still run. */
+static size_t tuning_count(struct tuning__pass *p, int *counts, int *ocounts, int *any_ok,
+                           struct tuning__child **bestc, int *since_best)
+{
+    size_t running = 0, i;
+
+    for (i = 0; i < p->nch; i++) {
+        struct tuning__child *ch = &p->ch[i];
+        struct ty_err e2;
+        if (ch->job) { /* re-read: a stop above may have ended it */
+            json_t *j = store_job_get(p->s, ch->name, &e2);
+            if (j) {
+                json_decref(ch->job);
+                ch->job = j;
+                ch->status = json_string_value(json_object_get(j, "TrainingJobStatus"));
+                if (!ch->status)
+                    ch->status = "InProgress";
+            }
+        }
+        if (strcmp(ch->status, "Completed") == 0)
+            counts[0]++;
+        else if (strcmp(ch->status, "InProgress") == 0 || strcmp(ch->status, "Stopping") == 0)
+            counts[1]++, running++;
+        else if (strcmp(ch->status, "Stopped") == 0)
+            counts[4]++;
+        else
+            counts[3]++;
+        if (ch->job && !ch->has_y && strcmp(ch->status, "InProgress") != 0 &&
+            strcmp(ch->status, "Stopping") != 0 &&
+            tuning_objective_of(ch->job, p->metric, &ch->value) == 0) {
+            ch->has_y = 1;
+            ch->y = p->maximize ? -ch->value : ch->value;
+        }
+        if (ch->has_y)
+            ocounts[0]++;
+        else if (strcmp(ch->status, "InProgress") == 0 || strcmp(ch->status, "Stopping") == 0)
+            ocounts[1]++;
+        else
+            ocounts[2]++;
+        if (ch->has_y &&
+            (strcmp(ch->status, "Completed") == 0 || strcmp(ch->status, "Stopped") == 0)) {
+            *any_ok = 1;
+            if (!*bestc || ch->y < (*bestc)->y) {
+                *bestc = ch;
+                *since_best = 0;
+            } else {
+                (*since_best)++;
+            }
+        }
+    }
+    return running;
+}
+
+/* Writes the rebuilt record when it changed (compare-and-set on status and ver; a record
+   changed meanwhile is left to the next pass). 0 or error. */
+static int tuning_write(struct tuning__pass *p, const char *status, const char *new_status,
+                        const json_t *before, long long ver, struct ty_err *err)
+{
+    struct store_res_update upd;
+    json_t *rec2;
+    int rc = 0;
+
+    if (strcmp(new_status, status) == 0 && json_equal(before, p->doc))
+        return 0;
+    memset(&upd, 0, sizeof(upd));
+    upd.expect = status;
+    upd.status = strcmp(new_status, status) != 0 ? new_status : NULL;
+    upd.doc = p->doc;
+    upd.ver = ver;
+    rec2 = store_res_update(p->s, TUNING_KIND, p->name, &upd, p->now, &tuning_timing, err);
+    if (!rec2 && err->code != TY_ECONFLICT && err->code != TY_ENOTFOUND)
+        rc = -err->code;
+    else
+        ty_err_clear(err);
+    if (rec2 && strcmp(new_status, status) != 0)
+        ty_log(TY_LOG_INFO, "tuning.status", "tuning=%s status=%s jobs=%zu", p->name, new_status,
+               p->nch);
+    json_decref(rec2);
+    return rc;
+}
+
+/* Reads the training jobs launched so far (recreating one a pass recorded but died before
+   creating) into p->ch, and their objectives into obs. OUT: *nobs; reason (size rn) when a
+   recreation failed. 0 or error. */
+static int tuning_load(struct tuning__pass *p, const char *status, json_t *jobs, json_t *hpmap,
+                       struct tuning_obs *obs, size_t *nobs, char *reason, size_t rn,
+                       struct ty_err *err)
+{
+    size_t i;
+
+    for (i = 0; i < json_array_size(jobs) && i < TUNING_MAX_JOBS; i++) {
+        struct tuning__child *ch = &p->ch[p->nch++];
+        struct ty_err e2;
+        ch->name = json_string_value(json_array_get(jobs, i));
+        ch->job = store_job_get(p->s, ch->name, &e2);
+        if (!ch->job && e2.code == TY_EREDIS) {
+            return ty_err_set(err, TY_EREDIS, NULL, "%s", e2.msg);
+        }
+        if (!ch->job && strcmp(status, "InProgress") == 0) {
+            /* recorded by a pass that died before creating it: create it now */
+            int r = tuning_create_job(p, ch->name, json_object_get(hpmap, ch->name), reason, rn);
+            if (r == -2) {
+                return ty_err_set(err, TY_EREDIS, NULL, "%s", reason);
+            }
+            if (r == 0)
+                ch->job = store_job_get(p->s, ch->name, &e2);
+        }
+        ch->status =
+            ch->job ? json_string_value(json_object_get(ch->job, "TrainingJobStatus")) : "Failed";
+        if (!ch->status)
+            ch->status = "InProgress";
+        if (ch->job && tuning_objective_of(ch->job, p->metric, &ch->value) == 0 &&
+            strcmp(ch->status, "InProgress") != 0 && strcmp(ch->status, "Stopping") != 0) {
+            ch->has_y = 1;
+            ch->y = p->maximize ? -ch->value : ch->value;
+            tuning_point_of(&p->sp, json_object_get(ch->job, "HyperParameters"), obs[*nobs].u);
+            obs[*nobs].y = ch->y;
+            obs[*nobs].has_y = 1;
+            (*nobs)++;
+        }
+    }
+    return 0;
+}
+
+/* Launches training jobs while the tuning job is InProgress, under MaxParallelTrainingJobs
+   (running counts those running) and MaxNumberOfTrainingJobs: each is recorded in the record
+   first (compare-and-set on *ver, updated), then created. OUT: *new_status "Failed" with
+   reason (size rn) when a creation failed. 0, 1 when the record changed meanwhile (the pass
+   ends quietly), or error. */
+static int tuning_launch(struct tuning__pass *p, const char *strategy, long long maxpar,
+                         long long maxjobs, size_t running, const struct tuning_obs *obs,
+                         size_t nobs, long long *ver, const char **new_status, char *reason,
+                         size_t rn, struct ty_err *err)
+{
+    while (strcmp(*new_status, "InProgress") == 0 && (long long)running < maxpar &&
+           (long long)p->nch < maxjobs && p->nch < TUNING_MAX_JOBS) {
+        struct tuning__child *ch = &p->ch[p->nch];
+        double u[TUNING_MAX_PARAMS];
+        char jname[128];
+        long long idx = (long long)p->nch;
+        json_t *hp, *rec2;
+        struct store_res_update upd;
+        int r;
+
+        snprintf(jname, sizeof(jname), "%s-%03lld-%08x", p->name, idx + 1,
+                 (unsigned)(tuning_rand_seed(p->name, idx + 1000000) & 0xffffffffu));
+        if (tuning_kind_of(strategy) == TUNING_GRID)
+            tuning_grid_point(&p->sp, idx, u);
+        else
+            tuning_suggest(tuning_kind_of(strategy), &p->sp, tuning_rand_seed(p->name, idx), obs,
+                           nobs, u);
+        hp = tuning_point_params(&p->sp, u);
+        /* record it first (compare-and-set), then create it */
+        json_array_append_new(json_object_get(p->doc, "_jobs"), json_string(jname));
+        json_object_set_new(json_object_get(p->doc, "_hp"), jname, hp);
+        memset(&upd, 0, sizeof(upd));
+        upd.expect = "InProgress";
+        upd.doc = p->doc;
+        upd.ver = *ver;
+        rec2 = store_res_update(p->s, TUNING_KIND, p->name, &upd, p->now, &tuning_timing, err);
+        if (!rec2) {
+            if (err->code == TY_ECONFLICT || err->code == TY_ENOTFOUND) {
+                ty_err_clear(err); /* stopped or changed meanwhile: the next pass sees it */
+                return 1;
+            }
+            return -err->code;
+        }
+        *ver = json_integer_value(json_object_get(rec2, "_ver"));
+        json_decref(rec2);
+        ch->name = json_string_value(
+            json_array_get(json_object_get(p->doc, "_jobs"),
+                           json_array_size(json_object_get(p->doc, "_jobs")) - 1));
+        p->nch++;
+        r = tuning_create_job(p, jname, hp, reason, rn);
+        if (r == -2) {
+            return ty_err_set(err, TY_EREDIS, NULL, "%s", reason);
+        }
+        if (r != 0) {
+            ty_log(TY_LOG_WARN, "tuning.create_failed", "tuning=%s reason='%s'", p->name, reason);
+            *new_status = "Failed";
+            break;
+        }
+        ch->job = store_job_get(p->s, jname, err);
+        ch->status = "InProgress";
+        running++;
+    }
+    return 0;
+}
+
+/* Whether the best objective so far reaches TuningJobCompletionCriteria's
+   TargetObjectiveMetricValue. */
+static int tuning_target_hit(const struct tuning__pass *p, json_t *cfg)
+{
+    json_t *t = json_object_get(json_object_get(cfg, "TuningJobCompletionCriteria"),
+                                "TargetObjectiveMetricValue");
+    double best_y = INFINITY;
+
+    for (size_t i = 0; i < p->nch; i++)
+        if (tuning_better(&p->ch[i], best_y))
+            best_y = p->ch[i].y;
+    if (!json_is_number(t) || !isfinite(best_y))
+        return 0;
+    return p->maximize ? -best_y >= json_number_value(t) : best_y <= json_number_value(t);
+}
+
+/* Whether the tuning job has run for ResourceLimits' MaxRuntimeInSeconds. */
+static int tuning_out_of_time(const struct tuning__pass *p, json_t *limits)
+{
+    json_t *mr = json_object_get(limits, "MaxRuntimeInSeconds");
+    double created = json_number_value(json_object_get(p->doc, "CreationTime"));
+    return json_is_integer(mr) && p->now - created >= (double)json_integer_value(mr);
+}
+
+/* Starts a pass over the record rec: p (zeroed first) gets a copy of the record without its
+   bookkeeping members, its name, objective and request context; the work lists (_jobs, _hp,
+   _stopped_early) exist. OUT: *before, a copy to compare with at the end (new). 0 or -1 (out of
+   memory; p is then cleaned up by tuning_pass_cleanup as usual). */
+static int tuning_pass_init(struct tuning__pass *p, struct store *s, const struct tuning_config *c,
+                            json_t *rec, double now, json_t **before)
+{
+    static const char *const book[] = {"_id", "_ver", "_since", "Status", NULL};
+    json_t *obj;
+
+    memset(p, 0, sizeof(*p));
+    p->s = s;
+    p->c = c;
+    p->now = now;
+    p->doc = json_deep_copy(rec);
+    if (!p->doc)
+        return -1;
+    for (int k = 0; book[k]; k++)
+        json_object_del(p->doc, book[k]);
+    *before = json_deep_copy(p->doc);
+    p->name = json_string_value(json_object_get(p->doc, "HyperParameterTuningJobName"));
+    obj = json_object_get(json_object_get(p->doc, "HyperParameterTuningJobConfig"),
+                          "HyperParameterTuningJobObjective");
+    p->metric = json_string_value(json_object_get(obj, "MetricName"));
+    p->maximize = json_string_value(json_object_get(obj, "Type")) &&
+                  strcmp(json_string_value(json_object_get(obj, "Type")), "Maximize") == 0;
+    if (!json_is_array(json_object_get(p->doc, "_jobs")))
+        json_object_set_new(p->doc, "_jobs", json_array());
+    if (!json_is_object(json_object_get(p->doc, "_hp")))
+        json_object_set_new(p->doc, "_hp", json_object());
+    if (!json_is_array(json_object_get(p->doc, "_stopped_early")))
+        json_object_set_new(p->doc, "_stopped_early", json_array());
+    p->ctx.store = s;
+    p->ctx.region = json_string_value(json_object_get(p->doc, "_region"));
+    p->ctx.account_id = json_string_value(json_object_get(p->doc, "_account"));
+    p->ctx.principal_arn = json_string_value(json_object_get(p->doc, "_principal"));
+    p->ctx.now = now;
+    p->ctx.s3_dir = c->s3_dir;
+    p->ctx.s3_remote = c->s3_remote;
+    return *before ? 0 : -1;
+}
+
 static int tuning_advance(struct store *s, const struct tuning_config *c, json_t *rec, double now,
                           struct ty_err *err)
 {
-    static const char *const book[] = {"_id", "_ver", "_since", "Status", NULL};
     struct tuning__pass p;
     json_t *cfg, *limits, *obj, *jobs, *hpmap, *before = NULL, *bestj = NULL;
     const char *status = json_string_value(json_object_get(rec, "Status")), *strategy, *es;
@@ -329,48 +623,24 @@ static int tuning_advance(struct store *s, const struct tuning_config *c, json_t
     struct tuning_obs *obs = NULL;
     size_t nobs = 0, running = 0, nlaunched, i;
     int counts[5] = {0}, ocounts[3] = {0}, rc = 0, target_hit = 0, any_ok = 0, since_best = 0;
-    double best_y = INFINITY, target = 0;
     char reason[1024] = "";
     struct tuning__child *bestc = NULL;
 
-    memset(&p, 0, sizeof(p));
-    p.s = s;
-    p.c = c;
-    p.now = now;
-    p.doc = json_deep_copy(rec);
-    if (!p.doc)
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    for (int k = 0; book[k]; k++)
-        json_object_del(p.doc, book[k]);
-    before = json_deep_copy(p.doc);
-    p.name = json_string_value(json_object_get(p.doc, "HyperParameterTuningJobName"));
+    if (tuning_pass_init(&p, s, c, rec, now, &before) != 0) {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
     cfg = json_object_get(p.doc, "HyperParameterTuningJobConfig");
     limits = json_object_get(cfg, "ResourceLimits");
     obj = json_object_get(cfg, "HyperParameterTuningJobObjective");
-    p.metric = json_string_value(json_object_get(obj, "MetricName"));
-    p.maximize = json_string_value(json_object_get(obj, "Type")) &&
-                 strcmp(json_string_value(json_object_get(obj, "Type")), "Maximize") == 0;
     strategy = json_string_value(json_object_get(cfg, "Strategy"));
     es = json_string_value(json_object_get(cfg, "TrainingJobEarlyStoppingType"));
     maxjobs = json_integer_value(json_object_get(limits, "MaxNumberOfTrainingJobs"));
     maxpar = json_integer_value(json_object_get(limits, "MaxParallelTrainingJobs"));
     if (maxpar < 1)
         maxpar = 1;
-    if (!json_is_array(json_object_get(p.doc, "_jobs")))
-        json_object_set_new(p.doc, "_jobs", json_array());
-    if (!json_is_object(json_object_get(p.doc, "_hp")))
-        json_object_set_new(p.doc, "_hp", json_object());
-    if (!json_is_array(json_object_get(p.doc, "_stopped_early")))
-        json_object_set_new(p.doc, "_stopped_early", json_array());
     jobs = json_object_get(p.doc, "_jobs");
     hpmap = json_object_get(p.doc, "_hp");
-    p.ctx.store = s;
-    p.ctx.region = json_string_value(json_object_get(p.doc, "_region"));
-    p.ctx.account_id = json_string_value(json_object_get(p.doc, "_account"));
-    p.ctx.principal_arn = json_string_value(json_object_get(p.doc, "_principal"));
-    p.ctx.now = now;
-    p.ctx.s3_dir = c->s3_dir;
-    p.ctx.s3_remote = c->s3_remote;
     if (!p.metric || !p.ctx.region || !p.ctx.account_id || !p.ctx.principal_arn ||
         tuning_space_parse(json_object_get(cfg, "ParameterRanges")
                                ? json_object_get(cfg, "ParameterRanges")
@@ -390,40 +660,8 @@ static int tuning_advance(struct store *s, const struct tuning_config *c, json_t
         rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
         goto out;
     }
-    for (i = 0; i < nlaunched && i < TUNING_MAX_JOBS; i++) {
-        struct tuning__child *ch = &p.ch[p.nch++];
-        struct ty_err e2;
-        ch->name = json_string_value(json_array_get(jobs, i));
-        ch->job = store_job_get(s, ch->name, &e2);
-        if (!ch->job && e2.code == TY_EREDIS) {
-            rc = ty_err_set(err, TY_EREDIS, NULL, "%s", e2.msg);
-            goto out;
-        }
-        if (!ch->job && strcmp(status, "InProgress") == 0) {
-            /* recorded by a pass that died before creating it: create it now */
-            int r = tuning_create_job(&p, ch->name, json_object_get(hpmap, ch->name), reason,
-                                      sizeof(reason));
-            if (r == -2) {
-                rc = ty_err_set(err, TY_EREDIS, NULL, "%s", reason);
-                goto out;
-            }
-            if (r == 0)
-                ch->job = store_job_get(s, ch->name, &e2);
-        }
-        ch->status =
-            ch->job ? json_string_value(json_object_get(ch->job, "TrainingJobStatus")) : "Failed";
-        if (!ch->status)
-            ch->status = "InProgress";
-        if (ch->job && tuning_objective_of(ch->job, p.metric, &ch->value) == 0 &&
-            strcmp(ch->status, "InProgress") != 0 && strcmp(ch->status, "Stopping") != 0) {
-            ch->has_y = 1;
-            ch->y = p.maximize ? -ch->value : ch->value;
-            tuning_point_of(&p.sp, json_object_get(ch->job, "HyperParameters"), obs[nobs].u);
-            obs[nobs].y = ch->y;
-            obs[nobs].has_y = 1;
-            nobs++;
-        }
-    }
+    if ((rc = tuning_load(&p, status, jobs, hpmap, obs, &nobs, reason, sizeof(reason), err)) < 0)
+        goto out;
     if (reason[0]) {
         new_status = "Failed";
         goto count;
@@ -436,23 +674,10 @@ static int tuning_advance(struct store *s, const struct tuning_config *c, json_t
             tuning_early_stop(&p, 1);
         else if (es && strcmp(es, "Auto") == 0)
             tuning_early_stop(&p, 0);
-        for (i = 0; i < p.nch; i++)
-            if (tuning_better(&p.ch[i], best_y))
-                best_y = p.ch[i].y;
-        if (json_is_number(json_object_get(json_object_get(cfg, "TuningJobCompletionCriteria"),
-                                           "TargetObjectiveMetricValue")) &&
-            isfinite(best_y)) {
-            target = json_number_value(json_object_get(
-                json_object_get(cfg, "TuningJobCompletionCriteria"), "TargetObjectiveMetricValue"));
-            target_hit = p.maximize ? -best_y >= target : best_y <= target;
-        }
-        {
-            json_t *mr = json_object_get(limits, "MaxRuntimeInSeconds");
-            double created = json_number_value(json_object_get(p.doc, "CreationTime"));
-            if (json_is_integer(mr) && now - created >= (double)json_integer_value(mr)) {
-                new_status = "Stopping";
-                ty_log(TY_LOG_INFO, "tuning.max_runtime", "tuning=%s", p.name);
-            }
+        target_hit = tuning_target_hit(&p, cfg);
+        if (tuning_out_of_time(&p, limits)) {
+            new_status = "Stopping";
+            ty_log(TY_LOG_INFO, "tuning.max_runtime", "tuning=%s", p.name);
         }
         if (target_hit)
             for (i = 0; i < p.nch; i++)
@@ -462,59 +687,11 @@ static int tuning_advance(struct store *s, const struct tuning_config *c, json_t
             running += strcmp(p.ch[i].status, "InProgress") == 0 ||
                        strcmp(p.ch[i].status, "Stopping") == 0;
         /* launch up to the limits */
-        while (strcmp(new_status, "InProgress") == 0 && !target_hit &&
-               (long long)running < maxpar && (long long)p.nch < maxjobs &&
-               p.nch < TUNING_MAX_JOBS) {
-            struct tuning__child *ch = &p.ch[p.nch];
-            double u[TUNING_MAX_PARAMS];
-            char jname[128];
-            long long idx = (long long)p.nch;
-            json_t *hp, *rec2;
-            struct store_res_update upd;
-            int r;
-
-            snprintf(jname, sizeof(jname), "%s-%03lld-%08x", p.name, idx + 1,
-                     (unsigned)(tuning_rand_seed(p.name, idx + 1000000) & 0xffffffffu));
-            if (tuning_kind_of(strategy) == TUNING_GRID)
-                tuning_grid_point(&p.sp, idx, u);
-            else
-                tuning_suggest(tuning_kind_of(strategy), &p.sp, tuning_rand_seed(p.name, idx), obs,
-                               nobs, u);
-            hp = tuning_point_params(&p.sp, u);
-            /* record it first (compare-and-set), then create it */
-            json_array_append_new(jobs, json_string(jname));
-            json_object_set_new(hpmap, jname, hp);
-            memset(&upd, 0, sizeof(upd));
-            upd.expect = "InProgress";
-            upd.doc = p.doc;
-            upd.ver = ver;
-            rec2 = store_res_update(s, TUNING_KIND, p.name, &upd, now, &tuning_timing, err);
-            if (!rec2) {
-                if (err->code == TY_ECONFLICT || err->code == TY_ENOTFOUND) {
-                    ty_err_clear(err); /* stopped or changed meanwhile: the next pass sees it */
-                    goto out;
-                }
-                rc = -err->code;
-                goto out;
-            }
-            ver = json_integer_value(json_object_get(rec2, "_ver"));
-            json_decref(rec2);
-            ch->name = json_string_value(json_array_get(jobs, json_array_size(jobs) - 1));
-            p.nch++;
-            r = tuning_create_job(&p, jname, hp, reason, sizeof(reason));
-            if (r == -2) {
-                rc = ty_err_set(err, TY_EREDIS, NULL, "%s", reason);
-                goto out;
-            }
-            if (r != 0) {
-                ty_log(TY_LOG_WARN, "tuning.create_failed", "tuning=%s reason='%s'", p.name,
-                       reason);
-                new_status = "Failed";
-                break;
-            }
-            ch->job = store_job_get(s, jname, err);
-            ch->status = "InProgress";
-            running++;
+        if (!target_hit &&
+            (rc = tuning_launch(&p, strategy, maxpar, maxjobs, running, obs, nobs, &ver,
+                                &new_status, reason, sizeof(reason), err)) != 0) {
+            rc = rc > 0 ? 0 : rc; /* > 0: stopped or changed meanwhile, the next pass sees it */
+            goto out;
         }
         if (strcmp(new_status, "Failed") == 0)
             for (i = 0; i < p.nch; i++)
@@ -528,51 +705,7 @@ static int tuning_advance(struct store *s, const struct tuning_config *c, json_t
 
 count:
     /* counters, the best training job, the end */
-    running = 0;
-    for (i = 0; i < p.nch; i++) {
-        struct tuning__child *ch = &p.ch[i];
-        struct ty_err e2;
-        if (ch->job) { /* re-read: a stop above may have ended it */
-            json_t *j = store_job_get(s, ch->name, &e2);
-            if (j) {
-                json_decref(ch->job);
-                ch->job = j;
-                ch->status = json_string_value(json_object_get(j, "TrainingJobStatus"));
-                if (!ch->status)
-                    ch->status = "InProgress";
-            }
-        }
-        if (strcmp(ch->status, "Completed") == 0)
-            counts[0]++;
-        else if (strcmp(ch->status, "InProgress") == 0 || strcmp(ch->status, "Stopping") == 0)
-            counts[1]++, running++;
-        else if (strcmp(ch->status, "Stopped") == 0)
-            counts[4]++;
-        else
-            counts[3]++;
-        if (ch->job && !ch->has_y && strcmp(ch->status, "InProgress") != 0 &&
-            strcmp(ch->status, "Stopping") != 0 &&
-            tuning_objective_of(ch->job, p.metric, &ch->value) == 0) {
-            ch->has_y = 1;
-            ch->y = p.maximize ? -ch->value : ch->value;
-        }
-        if (ch->has_y)
-            ocounts[0]++;
-        else if (strcmp(ch->status, "InProgress") == 0 || strcmp(ch->status, "Stopping") == 0)
-            ocounts[1]++;
-        else
-            ocounts[2]++;
-        if (ch->has_y &&
-            (strcmp(ch->status, "Completed") == 0 || strcmp(ch->status, "Stopped") == 0)) {
-            any_ok = 1;
-            if (!bestc || ch->y < bestc->y) {
-                bestc = ch;
-                since_best = 0;
-            } else {
-                since_best++;
-            }
-        }
-    }
+    running = tuning_count(&p, counts, ocounts, &any_ok, &bestc, &since_best);
     if (strcmp(new_status, "Stopping") == 0 && running == 0)
         new_status = "Stopped";
     if (strcmp(new_status, "InProgress") == 0 && running == 0 &&
@@ -599,37 +732,8 @@ count:
             p.doc, "TuningJobCompletionDetails",
             json_pack("{s:i}", "NumberOfTrainingJobsObjectiveNotImproving", since_best));
     }
-    if (json_object_get(p.doc, "WarmStartConfig")) {
-        /* the best across this tuning job and its parents, as SageMaker reports it */
-        json_t *overall = json_incref(bestj), *par;
-        double oy = bestc ? bestc->y : INFINITY;
-        json_array_foreach(json_object_get(json_object_get(p.doc, "WarmStartConfig"),
-                                           "ParentHyperParameterTuningJobs"),
-                           i, par)
-        {
-            struct ty_err e2;
-            json_t *prec = store_res_get(
-                s, TUNING_KIND,
-                json_string_value(json_object_get(par, "HyperParameterTuningJobName")), now,
-                &tuning_timing, &e2);
-            json_t *pb = json_object_get(prec, "OverallBestTrainingJob");
-            json_t *v;
-            if (!pb)
-                pb = json_object_get(prec, "BestTrainingJob");
-            v = json_object_get(json_object_get(pb, "FinalHyperParameterTuningJobObjectiveMetric"),
-                                "Value");
-            if (json_is_number(v) &&
-                (p.maximize ? -json_number_value(v) : json_number_value(v)) < oy) {
-                oy = p.maximize ? -json_number_value(v) : json_number_value(v);
-                json_decref(overall);
-                overall = json_incref(pb);
-            }
-            json_decref(prec);
-        }
-        if (overall)
-            json_object_set(p.doc, "OverallBestTrainingJob", overall);
-        json_decref(overall);
-    }
+    if (json_object_get(p.doc, "WarmStartConfig"))
+        tuning_overall_best(&p, bestj, bestc);
     json_decref(bestj);
 write:
     if (reason[0])
@@ -642,24 +746,7 @@ write:
         json_object_set_new(p.doc, "ConsumedResources",
                             json_pack("{s:i}", "RuntimeInSeconds", (int)lround(now - created)));
     }
-    if (strcmp(new_status, status) != 0 || !json_equal(before, p.doc)) {
-        struct store_res_update upd;
-        json_t *rec2;
-        memset(&upd, 0, sizeof(upd));
-        upd.expect = status;
-        upd.status = strcmp(new_status, status) != 0 ? new_status : NULL;
-        upd.doc = p.doc;
-        upd.ver = ver;
-        rec2 = store_res_update(s, TUNING_KIND, p.name, &upd, now, &tuning_timing, err);
-        if (!rec2 && err->code != TY_ECONFLICT && err->code != TY_ENOTFOUND)
-            rc = -err->code;
-        else
-            ty_err_clear(err);
-        if (rec2 && strcmp(new_status, status) != 0)
-            ty_log(TY_LOG_INFO, "tuning.status", "tuning=%s status=%s jobs=%zu", p.name, new_status,
-                   p.nch);
-        json_decref(rec2);
-    }
+    rc = tuning_write(&p, status, new_status, before, ver, err);
 out:
     free(obs);
     json_decref(before);
