@@ -305,8 +305,13 @@ static enum MHD_Result http_send(struct MHD_Connection *conn, struct http_respon
         if (!r)
             close(resp->file_fd); /* MHD closes it once it took it */
     } else {
-        r = MHD_create_response_from_buffer(resp->len, resp->body ? resp->body : (void *)"",
-                                            MHD_RESPMEM_MUST_COPY);
+        /* the body was malloc'd (http.h): MHD frees it once sent, no copy */
+        if (resp->body)
+            r = MHD_create_response_from_buffer(resp->len, resp->body, MHD_RESPMEM_MUST_FREE);
+        else
+            r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        if (r)
+            resp->body = NULL;
     }
     if (!r)
         ret = MHD_NO;

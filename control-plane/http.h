@@ -51,7 +51,7 @@ struct http_request {
 struct http_response {
     int status;
     const char *content_type; /* borrowed static string */
-    char *body;               /* new: freed by http.c after sending */
+    char *body;               /* new (malloc'd): freed by http.c (MHD) after sending */
     size_t len;
     const char *hdr_name[HTTP_MAX_RESP_HEADERS]; /* borrowed static strings */
     char *hdr_value[HTTP_MAX_RESP_HEADERS];      /* new: freed by http.c */
