@@ -171,16 +171,158 @@ out:
     free(prefix);
 }
 
+/* The secondary status timeline, each status with its duration. */
+static void job_timeline(struct ty_buf *b, json_t *job, const char *st)
+{
+    json_t *t;
+    size_t i;
+
+    ty_buf_puts(b, "<h2>Timeline</h2>\n<ol class=\"timeline\">");
+    json_array_foreach(json_object_get(job, "SecondaryStatusTransitions"), i, t)
+    {
+        json_t *s0 = json_object_get(t, "StartTime"), *e0 = json_object_get(t, "EndTime");
+        ty_buf_puts(b, "<li><strong>");
+        ty_buf_put_html(b, job_s(t, "Status"));
+        ty_buf_puts(b, "</strong> <span class=\"when\">");
+        console_html_time(b, s0);
+        ty_buf_puts(b, "</span>");
+        if (!json_is_number(e0) &&
+            i + 1 == json_array_size(json_object_get(job, "SecondaryStatusTransitions")) &&
+            strcmp(st, "InProgress") != 0 && strcmp(st, "Stopping") != 0) {
+            /* the final status has no duration */
+            ty_buf_puts(b, "<br>");
+            ty_buf_put_html(b, job_s(t, "StatusMessage"));
+            ty_buf_puts(b, "</li>");
+            continue;
+        }
+        ty_buf_puts(b, " <span class=\"dur\">(");
+        job_dur(b, json_is_number(s0)
+                       ? (json_is_number(e0) ? json_number_value(e0) : (double)time(NULL)) -
+                             json_number_value(s0)
+                       : -1);
+        ty_buf_puts(b, json_is_number(e0) ? ")" : ", so far)");
+        ty_buf_puts(b, "</span><br>");
+        ty_buf_put_html(b, job_s(t, "StatusMessage"));
+        ty_buf_puts(b, "</li>");
+    }
+    ty_buf_puts(b, "</ol>\n");
+}
+
+/* Metrics: the final values, and the charts console.js draws from the log stream. */
+static void job_metrics(struct ty_buf *b, json_t *job, const char *back)
+{
+    json_t *v, *t;
+    size_t i;
+
+    ty_buf_puts(b, "<h2>Metrics</h2>\n");
+    v = json_object_get(job, "FinalMetricDataList");
+    if (json_array_size(v) > 0) {
+        ty_buf_puts(b, "<table><caption>Latest metric values</caption><thead><tr><th "
+                       "scope=\"col\">Metric</th><th scope=\"col\">Value</th></tr></thead>"
+                       "<tbody>");
+        json_array_foreach(v, i, t)
+        {
+            ty_buf_puts(b, "<tr><td>");
+            ty_buf_put_html(b, job_s(t, "MetricName"));
+            ty_buf_printf(b, "</td><td>%g</td></tr>",
+                          json_number_value(json_object_get(t, "Value")));
+        }
+        ty_buf_puts(b, "</tbody></table>\n");
+    }
+    v = json_object_get(json_object_get(job, "AlgorithmSpecification"), "MetricDefinitions");
+    if (json_array_size(v) > 0) {
+        char *defs = json_dumps(v, JSON_COMPACT);
+        ty_buf_puts(b, "<div id=\"charts\" class=\"charts\" data-defs=\"");
+        ty_buf_put_html(b, defs ? defs : "[]");
+        ty_buf_puts(b, "\" data-feed=\"");
+        ty_buf_put_html(b, back);
+        ty_buf_printf(b, "/logs.json\" data-uplot=\"%d\"></div>\n", console_assets_have_uplot());
+        free(defs);
+    } else {
+        ty_buf_puts(b, "<p>This job defines no metrics (MetricDefinitions).</p>\n");
+    }
+}
+
+/* The configuration: hyperparameters, input channels, resources (the list is left open). */
+static void job_config(struct ty_buf *b, json_t *job)
+{
+    json_t *v, *t;
+    const char *k;
+    size_t i;
+
+    ty_buf_puts(b, "<h2>Hyperparameters</h2>\n");
+    v = json_object_get(job, "HyperParameters");
+    if (json_object_size(v) == 0) {
+        ty_buf_puts(b, "<p>None.</p>\n");
+    } else {
+        ty_buf_puts(b, "<table><caption>Hyperparameters</caption><thead><tr><th scope=\"col\">"
+                       "Name</th><th scope=\"col\">Value</th></tr></thead><tbody>");
+        json_object_foreach(v, k, t)
+        {
+            ty_buf_puts(b, "<tr><td>");
+            ty_buf_put_html(b, k);
+            ty_buf_puts(b, "</td><td>");
+            ty_buf_put_html(b, json_string_value(t));
+            ty_buf_puts(b, "</td></tr>");
+        }
+        ty_buf_puts(b, "</tbody></table>\n");
+    }
+    ty_buf_puts(b, "<h2>Input channels</h2>\n<table><caption>Input channels</caption><thead>"
+                   "<tr><th scope=\"col\">Channel</th><th scope=\"col\">S3 URI</th></tr></thead>"
+                   "<tbody>");
+    json_array_foreach(json_object_get(job, "InputDataConfig"), i, t)
+    {
+        ty_buf_puts(b, "<tr><td>");
+        ty_buf_put_html(b, job_s(t, "ChannelName"));
+        ty_buf_puts(b, "</td><td>");
+        ty_buf_put_html(
+            b, job_s(json_object_get(json_object_get(t, "DataSource"), "S3DataSource"), "S3Uri"));
+        ty_buf_puts(b, "</td></tr>");
+    }
+    ty_buf_puts(b, "</tbody></table>\n<h2>Resources</h2>\n<dl class=\"facts\">");
+    v = json_object_get(job, "ResourceConfig");
+    job_row(b, "Instance type", job_s(v, "InstanceType"));
+    ty_buf_printf(b, "<dt>Instance count</dt><dd>%lld</dd><dt>Volume (GB)</dt><dd>%lld</dd>",
+                  (long long)json_integer_value(json_object_get(v, "InstanceCount")),
+                  (long long)json_integer_value(json_object_get(v, "VolumeSizeInGB")));
+    ty_buf_printf(b, "<dt>Max runtime</dt><dd>");
+    job_dur(b, (double)json_integer_value(json_object_get(json_object_get(job, "StoppingCondition"),
+                                                          "MaxRuntimeInSeconds")));
+}
+
+/* Closes the resources list; the model and output artifacts, as download links. */
+static void job_artifacts(struct ty_buf *b, json_t *job, const char *name)
+{
+    const char *k;
+
+    ty_buf_puts(b, "</dd></dl>\n<h2>Artifacts</h2>\n<ul>");
+    k = job_s(json_object_get(job, "ModelArtifacts"), "S3ModelArtifacts");
+    if (*k) {
+        ty_buf_puts(b, "<li>Model: ");
+        job_dl(b, k, k, 0);
+        ty_buf_puts(b, "</li>");
+    }
+    k = job_s(json_object_get(job, "OutputDataConfig"), "S3OutputPath");
+    if (*k) {
+        char out[2048];
+        snprintf(out, sizeof(out), "%s%s%s/output/output.tar.gz", k,
+                 k[strlen(k) - 1] == '/' ? "" : "/", name);
+        ty_buf_puts(b, "<li>Output data: ");
+        job_dl(b, out, out, 0);
+        ty_buf_puts(b, "</li>");
+    }
+    ty_buf_puts(b, "</ul>\n");
+}
+
 static void job_page(const struct console_ctx *c, const char *base, const char *name,
                      const struct console_banner *bn, struct http_response *resp)
 {
     struct ty_buf b;
     struct ty_err err;
-    json_t *in = json_pack("{s:s}", "TrainingJobName", name), *job = NULL, *v, *t;
+    json_t *in = json_pack("{s:s}", "TrainingJobName", name), *job = NULL;
     char back[200], title[120];
-    const char *st, *k;
+    const char *st;
     double created, end;
-    size_t i;
 
     ty_err_clear(&err);
     snprintf(back, sizeof(back), "%s%s", base, name);
@@ -228,65 +370,9 @@ static void job_page(const struct console_ctx *c, const char *base, const char *
     job_row(&b, "Image", job_s(json_object_get(job, "AlgorithmSpecification"), "TrainingImage"));
     ty_buf_puts(&b, "</dl>\n");
 
-    /* the secondary status timeline */
-    ty_buf_puts(&b, "<h2>Timeline</h2>\n<ol class=\"timeline\">");
-    json_array_foreach(json_object_get(job, "SecondaryStatusTransitions"), i, t)
-    {
-        json_t *s0 = json_object_get(t, "StartTime"), *e0 = json_object_get(t, "EndTime");
-        ty_buf_puts(&b, "<li><strong>");
-        ty_buf_put_html(&b, job_s(t, "Status"));
-        ty_buf_puts(&b, "</strong> <span class=\"when\">");
-        console_html_time(&b, s0);
-        ty_buf_puts(&b, "</span>");
-        if (!json_is_number(e0) &&
-            i + 1 == json_array_size(json_object_get(job, "SecondaryStatusTransitions")) &&
-            strcmp(st, "InProgress") != 0 && strcmp(st, "Stopping") != 0) {
-            /* the final status has no duration */
-            ty_buf_puts(&b, "<br>");
-            ty_buf_put_html(&b, job_s(t, "StatusMessage"));
-            ty_buf_puts(&b, "</li>");
-            continue;
-        }
-        ty_buf_puts(&b, " <span class=\"dur\">(");
-        job_dur(&b, json_is_number(s0)
-                        ? (json_is_number(e0) ? json_number_value(e0) : (double)time(NULL)) -
-                              json_number_value(s0)
-                        : -1);
-        ty_buf_puts(&b, json_is_number(e0) ? ")" : ", so far)");
-        ty_buf_puts(&b, "</span><br>");
-        ty_buf_put_html(&b, job_s(t, "StatusMessage"));
-        ty_buf_puts(&b, "</li>");
-    }
-    ty_buf_puts(&b, "</ol>\n");
+    job_timeline(&b, job, st);
 
-    /* metrics: final values, and the charts console.js draws from the log stream */
-    ty_buf_puts(&b, "<h2>Metrics</h2>\n");
-    v = json_object_get(job, "FinalMetricDataList");
-    if (json_array_size(v) > 0) {
-        ty_buf_puts(&b, "<table><caption>Latest metric values</caption><thead><tr><th "
-                        "scope=\"col\">Metric</th><th scope=\"col\">Value</th></tr></thead>"
-                        "<tbody>");
-        json_array_foreach(v, i, t)
-        {
-            ty_buf_puts(&b, "<tr><td>");
-            ty_buf_put_html(&b, job_s(t, "MetricName"));
-            ty_buf_printf(&b, "</td><td>%g</td></tr>",
-                          json_number_value(json_object_get(t, "Value")));
-        }
-        ty_buf_puts(&b, "</tbody></table>\n");
-    }
-    v = json_object_get(json_object_get(job, "AlgorithmSpecification"), "MetricDefinitions");
-    if (json_array_size(v) > 0) {
-        char *defs = json_dumps(v, JSON_COMPACT);
-        ty_buf_puts(&b, "<div id=\"charts\" class=\"charts\" data-defs=\"");
-        ty_buf_put_html(&b, defs ? defs : "[]");
-        ty_buf_puts(&b, "\" data-feed=\"");
-        ty_buf_put_html(&b, back);
-        ty_buf_printf(&b, "/logs.json\" data-uplot=\"%d\"></div>\n", console_assets_have_uplot());
-        free(defs);
-    } else {
-        ty_buf_puts(&b, "<p>This job defines no metrics (MetricDefinitions).</p>\n");
-    }
+    job_metrics(&b, job, back);
 
     /* the log tail */
     ty_buf_puts(&b, "<h2 id=\"h-logs\">Log</h2>\n<pre id=\"log\" class=\"log\" tabindex=\"0\" "
@@ -295,62 +381,8 @@ static void job_page(const struct console_ctx *c, const char *base, const char *
     ty_buf_printf(&b, "/logs.json\" data-running=\"%d\"></pre>\n",
                   strcmp(st, "InProgress") == 0 || strcmp(st, "Stopping") == 0);
 
-    /* configuration */
-    ty_buf_puts(&b, "<h2>Hyperparameters</h2>\n");
-    v = json_object_get(job, "HyperParameters");
-    if (json_object_size(v) == 0) {
-        ty_buf_puts(&b, "<p>None.</p>\n");
-    } else {
-        ty_buf_puts(&b, "<table><caption>Hyperparameters</caption><thead><tr><th scope=\"col\">"
-                        "Name</th><th scope=\"col\">Value</th></tr></thead><tbody>");
-        json_object_foreach(v, k, t)
-        {
-            ty_buf_puts(&b, "<tr><td>");
-            ty_buf_put_html(&b, k);
-            ty_buf_puts(&b, "</td><td>");
-            ty_buf_put_html(&b, json_string_value(t));
-            ty_buf_puts(&b, "</td></tr>");
-        }
-        ty_buf_puts(&b, "</tbody></table>\n");
-    }
-    ty_buf_puts(&b, "<h2>Input channels</h2>\n<table><caption>Input channels</caption><thead>"
-                    "<tr><th scope=\"col\">Channel</th><th scope=\"col\">S3 URI</th></tr></thead>"
-                    "<tbody>");
-    json_array_foreach(json_object_get(job, "InputDataConfig"), i, t)
-    {
-        ty_buf_puts(&b, "<tr><td>");
-        ty_buf_put_html(&b, job_s(t, "ChannelName"));
-        ty_buf_puts(&b, "</td><td>");
-        ty_buf_put_html(
-            &b, job_s(json_object_get(json_object_get(t, "DataSource"), "S3DataSource"), "S3Uri"));
-        ty_buf_puts(&b, "</td></tr>");
-    }
-    ty_buf_puts(&b, "</tbody></table>\n<h2>Resources</h2>\n<dl class=\"facts\">");
-    v = json_object_get(job, "ResourceConfig");
-    job_row(&b, "Instance type", job_s(v, "InstanceType"));
-    ty_buf_printf(&b, "<dt>Instance count</dt><dd>%lld</dd><dt>Volume (GB)</dt><dd>%lld</dd>",
-                  (long long)json_integer_value(json_object_get(v, "InstanceCount")),
-                  (long long)json_integer_value(json_object_get(v, "VolumeSizeInGB")));
-    ty_buf_printf(&b, "<dt>Max runtime</dt><dd>");
-    job_dur(&b, (double)json_integer_value(json_object_get(
-                    json_object_get(job, "StoppingCondition"), "MaxRuntimeInSeconds")));
-    ty_buf_puts(&b, "</dd></dl>\n<h2>Artifacts</h2>\n<ul>");
-    k = job_s(json_object_get(job, "ModelArtifacts"), "S3ModelArtifacts");
-    if (*k) {
-        ty_buf_puts(&b, "<li>Model: ");
-        job_dl(&b, k, k, 0);
-        ty_buf_puts(&b, "</li>");
-    }
-    k = job_s(json_object_get(job, "OutputDataConfig"), "S3OutputPath");
-    if (*k) {
-        char out[2048];
-        snprintf(out, sizeof(out), "%s%s%s/output/output.tar.gz", k,
-                 k[strlen(k) - 1] == '/' ? "" : "/", name);
-        ty_buf_puts(&b, "<li>Output data: ");
-        job_dl(&b, out, out, 0);
-        ty_buf_puts(&b, "</li>");
-    }
-    ty_buf_puts(&b, "</ul>\n");
+    job_config(&b, job);
+    job_artifacts(&b, job, name);
     {
         char *pp = console_job_profiler_prefix(job);
         if (pp) {
