@@ -398,32 +398,23 @@ static int agent_runtime_image(struct agent *a, struct docker *d, struct ty_err 
     return rc;
 }
 
-struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
+/* a->cfg: a copy of cfg whose strings a owns, its id (cfg's, or "<host>-<pid>-<n>"), and the
+   defaults (S3 and staging folders, runtime image, region, slots, grace, heartbeat TTL).
+   0 or error (-TY_EINVAL for a missing or too long setting, -TY_ENOMEM). */
+static int agent_config_own(struct agent *a, const struct agent_config *cfg, struct ty_err *err)
 {
     static atomic_int seq;
-    struct agent *a = calloc(1, sizeof(*a));
-    struct store *s = NULL;
-    struct docker *d = NULL;
     char host[64], path[4096];
-    json_t *cap = NULL;
-    int rc;
 
-    if (!a) {
-        ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-        return NULL;
-    }
-    pthread_mutex_init(&a->mu, NULL);
-    pthread_cond_init(&a->cv, NULL);
-    atomic_init(&a->stopping, 0);
     a->cfg = *cfg;
     if (!cfg->redis_url || !cfg->docker_host || !cfg->data_dir) {
         ty_err_set(err, TY_EINVAL, NULL, "agent needs a redis url, a docker host and a data dir");
-        goto fail;
+        return -1;
     }
     if (cfg->id && cfg->id[0]) {
         if (strlen(cfg->id) >= sizeof(a->id)) {
             ty_err_set(err, TY_EINVAL, "id", "agent id '%s' is too long", cfg->id);
-            goto fail;
+            return -1;
         }
         snprintf(a->id, sizeof(a->id), "%s", cfg->id);
     } else {
@@ -462,13 +453,13 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
         a->s3_remote.region = agent_own(a, 13, cfg->s3_remote->region);
         a->cfg.s3_remote = &a->s3_remote;
         if (!(probe = s3c_new(&a->s3_remote, err))) /* the form is checked now, not per job */
-            goto fail;
+            return -1;
         s3c_free(probe);
     }
     if (!a->cfg.redis_url || !a->cfg.docker_host || !a->cfg.data_dir || !a->cfg.s3_dir ||
         !a->cfg.runtime_image || !a->cfg.region) {
         ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-        goto fail;
+        return -1;
     }
     if (a->cfg.slots <= 0)
         a->cfg.slots = 1;
@@ -476,6 +467,27 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
         a->cfg.stop_grace_s = AGENT_DEFAULT_GRACE;
     if (a->cfg.heartbeat_ttl_s <= 0)
         a->cfg.heartbeat_ttl_s = AGENT_DEFAULT_TTL_S;
+    return 0;
+}
+
+struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
+{
+    struct agent *a = calloc(1, sizeof(*a));
+    struct store *s = NULL;
+    struct docker *d = NULL;
+    char path[4096];
+    json_t *cap = NULL;
+    int rc;
+
+    if (!a) {
+        ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    atomic_init(&a->stopping, 0);
+    if (agent_config_own(a, cfg, err) != 0)
+        goto fail;
     agent_probe_host(a);
     if (a->host_gpus > 0 && !(a->gpu = gpumetrics_open(NULL)))
         ty_log(TY_LOG_INFO, "agent.nvml.absent",
