@@ -307,15 +307,53 @@ static int load_all(struct train *t, char *why, size_t wn)
 }
 
 /* Exports the SM_* variables (sagemaker_training environment.py / mapping.py). */
+/* SM_CHANNEL_<NAME> for each input channel (also appended to channels and channel_dirs) and
+   SM_HP_<NAME> for each hyperparameter (strings as they are, the rest as JSON). 0 or -1. */
+static int export_inputs(struct train *t, json_t *channels, json_t *channel_dirs)
+{
+    char dir[TRAIN_MAX_PATH], name[512];
+    const char **keys = NULL;
+    const char *k;
+    json_t *v;
+    int n;
+
+    n = sorted_keys(t->input, &keys);
+    if (n < 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        snprintf(dir, sizeof(dir), "%s/input/data/%s", t->root, keys[i]);
+        json_array_append_new(channels, json_string(keys[i]));
+        json_object_set_new(channel_dirs, keys[i], json_string(dir));
+        env_name(name, sizeof(name), "CHANNEL_", keys[i]);
+        setenv(name, dir, 1);
+    }
+    free(keys);
+    json_object_foreach(t->hps, k, v)
+    {
+        char *text;
+        env_name(name, sizeof(name), "HP_", k);
+        if (json_is_string(v)) {
+            setenv(name, json_string_value(v), 1);
+            continue;
+        }
+        text = json_is_string(json_object_get(t->hps_raw, k))
+                   ? strdup(json_string_value(json_object_get(t->hps_raw, k)))
+                   : json_dumps(v, TRAIN_JSON_FLAGS);
+        if (text)
+            setenv(name, text, 1);
+        free(text);
+    }
+    return 0;
+}
+
 static int export_env(struct train *t)
 {
-    char dir[TRAIN_MAX_PATH], name[512], num[32], module[512] = "";
-    const char **keys = NULL;
+    char dir[TRAIN_MAX_PATH], num[32], module[512] = "";
     json_t *channels = json_array(), *channel_dirs = json_object(), *train_env = json_object();
     json_t *groups, *group_names = json_array(), *groups_dict = json_object();
     const char *itype, *gname, *ifname, *k;
     json_t *v, *hosts = json_object_get(t->resource, "hosts"), *group_hosts = hosts;
-    int n, ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), ngpu = count_gpus();
+    int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), ngpu = count_gpus();
 
     if (!channels || !channel_dirs || !train_env || !group_names || !groups_dict)
         return -1;
@@ -345,32 +383,8 @@ static int export_env(struct train *t)
                                       "instance_type", itype, "hosts", hosts));
     }
 
-    n = sorted_keys(t->input, &keys);
-    if (n < 0)
+    if (export_inputs(t, channels, channel_dirs) != 0)
         return -1;
-    for (int i = 0; i < n; i++) {
-        snprintf(dir, sizeof(dir), "%s/input/data/%s", t->root, keys[i]);
-        json_array_append_new(channels, json_string(keys[i]));
-        json_object_set_new(channel_dirs, keys[i], json_string(dir));
-        env_name(name, sizeof(name), "CHANNEL_", keys[i]);
-        setenv(name, dir, 1);
-    }
-    free(keys);
-    json_object_foreach(t->hps, k, v)
-    {
-        char *text;
-        env_name(name, sizeof(name), "HP_", k);
-        if (json_is_string(v)) {
-            setenv(name, json_string_value(v), 1);
-            continue;
-        }
-        text = json_is_string(json_object_get(t->hps_raw, k))
-                   ? strdup(json_string_value(json_object_get(t->hps_raw, k)))
-                   : json_dumps(v, TRAIN_JSON_FLAGS);
-        if (text)
-            setenv(name, text, 1);
-        free(text);
-    }
 
 #define SET_DIR(envname, key, sub)                                                                 \
     do {                                                                                           \
