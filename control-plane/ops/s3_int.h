@@ -165,10 +165,6 @@ void s3__list_uploads(struct http_request *req, struct http_response *resp, stru
 void s3__delete_objects(struct http_request *req, struct http_response *resp, struct objstore *os,
                         const struct s3_req *r);
 /* s3_object.c */
-/* Parses a Range header against size. 0: whole object; 1: [*a, *b]; -1: unsatisfiable. */
-int s3__range(const char *h, uint64_t size, uint64_t *a, uint64_t *b);
-/* 1 when the If-Match / If-None-Match list names etag ("*" names any). */
-int s3__etag_match(const char *list, const char *etag);
 struct s3_body *s3__finish_body(struct http_request *req, struct http_response *resp,
                                 struct objstore *os, const struct s3_req *r);
 void s3__put_object(struct http_request *req, struct http_response *resp, struct objstore *os,

@@ -65,18 +65,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         static const uint64_t sizes[] = {0, 1, 100, UINT64_MAX};
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
             uint64_t a = 0, b = 0;
-            if (s3_range(h, sizes[i], &a, &b) == 1 && (a > b || b >= sizes[i]))
+            if (s3__range(h, sizes[i], &a, &b) == 1 && (a > b || b >= sizes[i]))
                 abort();
         }
     }
     h = http_header(&f.req, "If-Match");
     if (h) {
-        (void)s3_etag_match(h, "d41d8cd98f00b204e9800998ecf8427e");
-        (void)s3_etag_match(h, "");
+        (void)s3__etag_match(h, "d41d8cd98f00b204e9800998ecf8427e");
+        (void)s3__etag_match(h, "");
     }
     h = http_header(&f.req, "If-None-Match");
     if (h)
-        (void)s3_etag_match(h, "0123456789abcdef0123456789abcdef-2");
+        (void)s3__etag_match(h, "0123456789abcdef0123456789abcdef-2");
     (void)s3_ck_from_name(f.req.query);
 done:
     fuzz_req_free(&f);
