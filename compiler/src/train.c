@@ -268,6 +268,117 @@ static double accuracy(struct tyc_session *s, const struct tyc_dataset *d, int *
     return d->n ? (double)ok / ((double)d->n * yl) : 0;
 }
 
+/* The hyperparameters: defaults, then p's hyperparameters file, then overrides ("key=value").
+   0 or error with err. */
+static int hp_read(struct hp *h, const struct tyc_train_paths *p, const char *const *overrides,
+                   struct tyc_err *err)
+{
+    int rc, i;
+
+    memset(h, 0, sizeof(*h));
+    snprintf(h->model, sizeof(h->model), "mlp");
+    h->epochs = 2;
+    h->batch = 64;
+    h->lr = 1e-3;
+    h->momentum = 0.9;
+    h->seed = 42;
+    h->optimizer = TYC_ADAM;
+    h->passes = TYC_PASS_ALL;
+    rc = load_hp(h, p->hyperparameters, err);
+    for (i = 0; rc == 0 && overrides && overrides[i]; i++) {
+        char k[128];
+        const char *eq = strchr(overrides[i], '=');
+        if (!eq || (size_t)(eq - overrides[i]) >= sizeof(k)) {
+            rc = tyc__err_set(err, TYC_EINVAL, "", "bad override '%s' (want key=value)",
+                              overrides[i]);
+            break;
+        }
+        memcpy(k, overrides[i], (size_t)(eq - overrides[i]));
+        k[eq - overrides[i]] = 0;
+        rc = set_hp(h, k, eq + 1, err);
+    }
+    return rc;
+}
+
+/* Every label of tr and va (may be NULL), yl per example, is below classes. 0 or error. */
+static int labels_check(const struct tyc_dataset *tr, const struct tyc_dataset *va, int yl,
+                        int classes, struct tyc_err *err)
+{
+    int nv = va ? va->n : 0;
+
+    for (int i = 0; i < (tr->n + nv) * yl; i++) {
+        int lab = i < tr->n * yl ? tr->y[i] : va->y[i - tr->n * yl];
+        if (lab >= classes)
+            return tyc__err_set(err, TYC_EDATA, "data",
+                                "%s label %d at index %d is not below the model's %d classes",
+                                i < tr->n * yl ? "training" : "validation", lab,
+                                (i < tr->n * yl ? i : i - tr->n * yl) / yl, classes);
+    }
+    return 0;
+}
+
+/* Fisher-Yates over perm[0..n) with an LCG whose state is *rng. */
+static void shuffle(int32_t *perm, int n, uint64_t *rng)
+{
+    for (int i = n - 1; i > 0; i--) {
+        int j, t;
+        *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+        j = (int)((*rng >> 33) % (uint64_t)(i + 1));
+        t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+/* The session options the hyperparameters h ask for. OUT: o. */
+static void options_of(struct tyc_options *o, const struct hp *h)
+{
+    tyc_options_init(o);
+    o->mode = h->compiler ? TYC_COMPILED : TYC_EAGER;
+    o->passes = h->passes;
+    o->batch = h->batch;
+    o->optimizer = h->optimizer;
+    o->lr = (float)h->lr;
+    o->momentum = (float)h->momentum;
+    o->seed = h->seed;
+    o->precision = h->precision;
+    o->target = h->target;
+    o->threads = h->threads;
+}
+
+/* Saves the trained weights and model.json in p->model_dir. 0 or error with err. */
+static int model_save(const struct tyc_train_paths *p, struct tyc_session *s,
+                      const struct tyc_model *m, void (*line_fn)(void *, const char *), void *ud,
+                      struct tyc_err *err)
+{
+    int rc;
+
+    mkdirs(p->model_dir);
+    rc = tyc_session_save(s, p->model_dir, err);
+    if (rc < 0)
+        return rc;
+    if (write_text(p->model_dir, "model.json", tyc_model_json(m)) != 0) {
+        rc = tyc__err_set(err, TYC_EIO, "model_dir", "cannot write model.json in '%s'",
+                          p->model_dir);
+        return rc;
+    }
+    emit(line_fn, ud, "saved model to %s (model.json, weights.tyw)", p->model_dir);
+    return 0;
+}
+
+/* The line that describes the run: model, mode, optimizer, sizes and the session's stats. */
+static void emit_setup(void (*line_fn)(void *, const char *), void *ud, const struct hp *h,
+                       struct tyc_session *s, int ntrain, int nval)
+{
+    struct tyc_stats stt;
+    tyc_session_stats(s, &stt);
+    emit(line_fn, ud,
+         "model=%s mode=%s optimizer=%s batch_size=%d train_examples=%d val_examples=%d "
+         "kernels_per_step=%d primitive_ops=%d peak_bytes=%zu threads=%d",
+         h->model, h->compiler ? "compiled" : "eager", h->optimizer == TYC_ADAM ? "adam" : "sgd",
+         h->batch, ntrain, nval, stt.train_kernels, stt.nodes_before, stt.peak_bytes, stt.threads);
+}
+
 int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides,
                    void (*line_fn)(void *, const char *), void *ud)
 {
@@ -286,28 +397,7 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
     int64_t step = 0; /* profiler step number, over all epochs */
     double t_all = now_s();
 
-    memset(&h, 0, sizeof(h));
-    snprintf(h.model, sizeof(h.model), "mlp");
-    h.epochs = 2;
-    h.batch = 64;
-    h.lr = 1e-3;
-    h.momentum = 0.9;
-    h.seed = 42;
-    h.optimizer = TYC_ADAM;
-    h.passes = TYC_PASS_ALL;
-    rc = load_hp(&h, p->hyperparameters, &err);
-    for (i = 0; rc == 0 && overrides && overrides[i]; i++) {
-        char k[128];
-        const char *eq = strchr(overrides[i], '=');
-        if (!eq || (size_t)(eq - overrides[i]) >= sizeof(k)) {
-            rc = tyc__err_set(&err, TYC_EINVAL, "", "bad override '%s' (want key=value)",
-                              overrides[i]);
-            break;
-        }
-        memcpy(k, overrides[i], (size_t)(eq - overrides[i]));
-        k[eq - overrides[i]] = 0;
-        rc = set_hp(&h, k, eq + 1, &err);
-    }
+    rc = hp_read(&h, p, overrides, &err);
     if (rc < 0)
         goto fail;
     if (h.compiler) {
@@ -342,16 +432,8 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
         goto fail;
     }
     yl = tr.ylen > 0 ? tr.ylen : 1;
-    for (i = 0; i < (tr.n + (have_val ? va.n : 0)) * yl; i++) {
-        int lab = i < tr.n * yl ? tr.y[i] : va.y[i - tr.n * yl];
-        if (lab >= tyc_model_classes(m)) {
-            rc = tyc__err_set(&err, TYC_EDATA, "data",
-                              "%s label %d at index %d is not below the model's %d classes",
-                              i < tr.n * yl ? "training" : "validation", lab,
-                              (i < tr.n * yl ? i : i - tr.n * yl) / yl, tyc_model_classes(m));
-            goto fail;
-        }
-    }
+    if ((rc = labels_check(&tr, have_val ? &va : NULL, yl, tyc_model_classes(m), &err)) < 0)
+        goto fail;
     if (h.train_subset > 0 && h.train_subset < tr.n)
         tr.n = h.train_subset;
     if (tr.n < h.batch) {
@@ -359,32 +441,13 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
                           "batch size %d is larger than the %d training examples", h.batch, tr.n);
         goto fail;
     }
-    tyc_options_init(&o);
-    o.mode = h.compiler ? TYC_COMPILED : TYC_EAGER;
-    o.passes = h.passes;
-    o.batch = h.batch;
-    o.optimizer = h.optimizer;
-    o.lr = (float)h.lr;
-    o.momentum = (float)h.momentum;
-    o.seed = h.seed;
-    o.precision = h.precision;
-    o.target = h.target;
-    o.threads = h.threads;
+    options_of(&o, &h);
     s = tyc_session_new(m, &o, &err);
     if (!s) {
         rc = -err.code;
         goto fail;
     }
-    {
-        struct tyc_stats stt;
-        tyc_session_stats(s, &stt);
-        emit(line_fn, ud,
-             "model=%s mode=%s optimizer=%s batch_size=%d train_examples=%d val_examples=%d "
-             "kernels_per_step=%d primitive_ops=%d peak_bytes=%zu threads=%d",
-             h.model, h.compiler ? "compiled" : "eager", h.optimizer == TYC_ADAM ? "adam" : "sgd",
-             h.batch, tr.n, have_val ? va.n : 0, stt.train_kernels, stt.nodes_before,
-             stt.peak_bytes, stt.threads);
-    }
+    emit_setup(line_fn, ud, &h, s, tr.n, have_val ? va.n : 0);
     if (h.compiler && h.debug && p->debug_dir)
         debug_dump(s, p->debug_dir, line_fn, ud);
     xb = tyc__malloc((size_t)h.batch * (size_t)tr.dim * sizeof(float));
@@ -400,14 +463,7 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
     for (e = 1; e <= h.epochs; e++) {
         double t0 = now_s(), loss_sum = 0, secs;
         int nb = tr.n / h.batch;
-        for (i = tr.n - 1; i > 0; i--) { /* Fisher-Yates with an LCG */
-            int j, t;
-            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-            j = (int)((rng >> 33) % (uint64_t)(i + 1));
-            t = perm[i];
-            perm[i] = perm[j];
-            perm[j] = t;
-        }
+        shuffle(perm, tr.n, &rng);
         for (b = 0; b < nb; b++) {
             float loss = 0;
             int r;
@@ -447,18 +503,8 @@ int tyc_train_main(const struct tyc_train_paths *p, const char *const *overrides
             emit(line_fn, ud, "epoch=%d train_loss=%.4f epoch_time_s=%.2f samples_per_s=%.0f", e,
                  loss_sum / nb, secs, nb * h.batch / secs);
     }
-    if (p->model_dir) {
-        mkdirs(p->model_dir);
-        rc = tyc_session_save(s, p->model_dir, &err);
-        if (rc < 0)
-            goto fail;
-        if (write_text(p->model_dir, "model.json", tyc_model_json(m)) != 0) {
-            rc = tyc__err_set(&err, TYC_EIO, "model_dir", "cannot write model.json in '%s'",
-                              p->model_dir);
-            goto fail;
-        }
-        emit(line_fn, ud, "saved model to %s (model.json, weights.tyw)", p->model_dir);
-    }
+    if (p->model_dir && (rc = model_save(p, s, m, line_fn, ud, &err)) < 0)
+        goto fail;
     emit(line_fn, ud, "training finished in %.1f s", now_s() - t_all);
     rc = 0;
     goto out;
