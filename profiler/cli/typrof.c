@@ -176,24 +176,56 @@ static void prepend_env(const char *name, const char *value, char sep)
     free(v);
 }
 
-static int cmd_run(int argc, char **argv)
+/* The command's environment for libtyprof.so at lib: TYPROF_LIB, CUDA_INJECTION64_PATH (with
+   gpu_trace), LD_PRELOAD (with preload), and the smprof shim's folder on PYTHONPATH. */
+static void run_env_lib(const char *lib, int gpu_trace, int preload)
 {
-    const char *out = default_out(), *node = NULL;
-    unsigned interval = 0;
-    int gpu_trace = 1, preload = 0, i;
+    char py[4200], libdir[4096];
+
+    setenv("TYPROF_LIB", lib, 1);
+    if (gpu_trace) {
+        const char *old = getenv("CUDA_INJECTION64_PATH");
+        if (old && *old && strcmp(old, lib))
+            fprintf(stderr, "typrof: replacing CUDA_INJECTION64_PATH '%s'\n", old);
+        setenv("CUDA_INJECTION64_PATH", lib, 1);
+    }
+    if (preload)
+        prepend_env("LD_PRELOAD", lib, ':');
+    snprintf(libdir, sizeof(libdir), "%s", lib);
+    snprintf(py, sizeof(py), "%s/python", dirname(libdir));
+    if (access(py, R_OK) == 0)
+        prepend_env("PYTHONPATH", py, ':');
+}
+
+/* typrof run's settings: the profiler config file, then TYPROF_INTERVAL_MS, then the options. */
+struct run_opts {
+    const char *out, *node;
+    unsigned interval; /* ms */
+    int gpu_trace, preload;
+    int cmd; /* argv index of the command */
+};
+
+/* Reads run's settings from pc (read here), the environment and argv. 0, or 2 after a message
+   (a bad option, no command). */
+static int run_parse(int argc, char **argv, struct run_opts *ro, struct pconf *pc)
+{
     const char *iv = getenv("TYPROF_INTERVAL_MS");
-    struct pconf pc;
-    pconf_read(&pc);
-    if (pc.interval_ms)
-        interval = pc.interval_ms;
-    if (pc.local_path[0] && !getenv("TYPROF_OUT"))
-        out = pc.local_path;
-    if (pc.rotate_bytes[0])
-        setenv("TYPROF_ROTATE_BYTES", pc.rotate_bytes, 0);
-    if (pc.rotate_secs[0])
-        setenv("TYPROF_ROTATE_SECS", pc.rotate_secs, 0);
+    int i;
+
+    memset(ro, 0, sizeof(*ro));
+    ro->out = default_out();
+    ro->gpu_trace = 1;
+    pconf_read(pc);
+    if (pc->interval_ms)
+        ro->interval = pc->interval_ms;
+    if (pc->local_path[0] && !getenv("TYPROF_OUT"))
+        ro->out = pc->local_path;
+    if (pc->rotate_bytes[0])
+        setenv("TYPROF_ROTATE_BYTES", pc->rotate_bytes, 0);
+    if (pc->rotate_secs[0])
+        setenv("TYPROF_ROTATE_SECS", pc->rotate_secs, 0);
     if (iv && *iv)
-        interval = (unsigned)strtoul(iv, NULL, 10);
+        ro->interval = (unsigned)strtoul(iv, NULL, 10);
     for (i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--")) {
             i++;
@@ -205,15 +237,15 @@ static int cmd_run(int argc, char **argv)
                 fprintf(stderr, "typrof: invalid interval '%s' (10..3600000 ms)\n", argv[i]);
                 return 2;
             }
-            interval = (unsigned)v;
+            ro->interval = (unsigned)v;
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
-            out = argv[++i];
+            ro->out = argv[++i];
         } else if (!strcmp(argv[i], "--node") && i + 1 < argc) {
-            node = argv[++i];
+            ro->node = argv[++i];
         } else if (!strcmp(argv[i], "--no-gpu-trace")) {
-            gpu_trace = 0;
+            ro->gpu_trace = 0;
         } else if (!strcmp(argv[i], "--preload")) {
-            preload = 1;
+            ro->preload = 1;
         } else if (argv[i][0] != '-') {
             break;
         } else {
@@ -227,8 +259,23 @@ static int cmd_run(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (interval == 0)
-        interval = 500;
+    if (ro->interval == 0)
+        ro->interval = 500;
+    ro->cmd = i;
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    struct run_opts ro;
+    struct pconf pc;
+    int rc = run_parse(argc, argv, &ro, &pc), i = ro.cmd;
+    const char *out = ro.out, *node = ro.node;
+    unsigned interval = ro.interval;
+    int gpu_trace = ro.gpu_trace, preload = ro.preload;
+
+    if (rc != 0)
+        return rc;
     if (pc.disabled) {
         /* DisableProfiler: run the command as if typrof were not there */
         execvp(argv[i], argv + i);
@@ -255,22 +302,8 @@ static int cmd_run(int argc, char **argv)
     setenv("TYPROF_START_NS", num, 1);
     snprintf(num, sizeof(num), "%u", interval);
     setenv("TYPROF_INTERVAL_MS", num, 1);
-    if (have_lib) {
-        setenv("TYPROF_LIB", lib, 1);
-        if (gpu_trace) {
-            const char *old = getenv("CUDA_INJECTION64_PATH");
-            if (old && *old && strcmp(old, lib))
-                fprintf(stderr, "typrof: replacing CUDA_INJECTION64_PATH '%s'\n", old);
-            setenv("CUDA_INJECTION64_PATH", lib, 1);
-        }
-        if (preload)
-            prepend_env("LD_PRELOAD", lib, ':');
-        char py[4200], libdir[4096];
-        snprintf(libdir, sizeof(libdir), "%s", lib);
-        snprintf(py, sizeof(py), "%s/python", dirname(libdir));
-        if (access(py, R_OK) == 0)
-            prepend_env("PYTHONPATH", py, ':');
-    }
+    if (have_lib)
+        run_env_lib(lib, gpu_trace, preload);
 
     /* SIGCHLD is taken with sigtimedwait below; block it before the monitor thread exists so
      * that no other thread swallows it */
