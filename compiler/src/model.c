@@ -747,11 +747,104 @@ static void exec_release(struct exec *x, int force)
             tyc__safefree(x->g.t[i].data);
 }
 
+/* The weights and biases of a layered (non-transformer) model, Glorot/He-uniform from rng.
+   0 or -1 (out of memory). */
+static int init_layer_params(struct tyc_session *s, const struct tyc_model *m, uint64_t *rng)
+{
+    int l, i;
+
+    int C = m->spatial ? (m->in_nd == 3 ? m->in_dims[0] : 1) : 0;
+    int H = m->spatial ? m->in_dims[m->in_nd - 2] : 0,
+        W = m->spatial ? m->in_dims[m->in_nd - 1] : 0;
+    int flat = m->input;
+    for (l = 0; l < m->nlayers; l++) {
+        const struct layer *ly = &m->layers[l];
+        char nm[48];
+        int w, b, fan_in, fan_out, wd[4], bd[1];
+        float lim;
+        if (ly->type == L_POOL) {
+            H /= ly->size;
+            W /= ly->size;
+            flat = C * H * W;
+            continue;
+        }
+        if (ly->type == L_FLATTEN)
+            continue;
+        if (ly->type == L_CONV) {
+            wd[0] = ly->units;
+            wd[1] = C;
+            wd[2] = wd[3] = ly->kernel;
+            fan_in = C * ly->kernel * ly->kernel;
+            fan_out = ly->units * ly->kernel * ly->kernel;
+            snprintf(nm, sizeof(nm), "conv%d.weight", l);
+            w = add_entry(s, nm, 4, wd, 1);
+            snprintf(nm, sizeof(nm), "conv%d.bias", l);
+            H = (H + 2 * ly->pad - ly->kernel) / ly->stride + 1;
+            W = (W + 2 * ly->pad - ly->kernel) / ly->stride + 1;
+            C = ly->units;
+            flat = C * H * W;
+        } else {
+            wd[0] = flat;
+            wd[1] = ly->units;
+            fan_in = flat;
+            fan_out = ly->units;
+            snprintf(nm, sizeof(nm), "dense%d.weight", l);
+            w = add_entry(s, nm, 2, wd, 1);
+            snprintf(nm, sizeof(nm), "dense%d.bias", l);
+            flat = ly->units;
+        }
+        bd[0] = ly->units;
+        b = add_entry(s, nm, 1, bd, 1);
+        if (w < 0 || b < 0)
+            return -1;
+        lim = ly->act == OP_RELU ? sqrtf(6.0f / (float)fan_in)
+                                 : sqrtf(6.0f / (float)(fan_in + fan_out));
+        for (i = 0; i < (int)s->e[w].numel; i++) {
+            double u = (double)(splitmix(rng) >> 11) / 9007199254740992.0;
+            s->e[w].data[i] = (float)((2.0 * u - 1.0) * lim);
+        }
+    }
+    return 0;
+}
+
+/* Compiles the training graph for the GPU and loads it (NVRTC, then the CUDA driver); without
+   a GPU it logs the fallback to the CPU and returns 0. 0 or error with err. */
+static int cuda_prepare(struct tyc_session *s, const struct tyc_options *o, struct tyc_err *err)
+{
+    int rc = 0;
+
+    if (!tyc_cuda_available()) {
+        tyc__log(1, "event=tyc.cuda.unavailable fallback=cpu reason=%s",
+                 "no libcuda.so.1 or no device");
+    } else {
+        struct tyc__buf src;
+        char arch[32], *ptx = NULL;
+        int cached = 0;
+        tyc__cuda_arch(arch, sizeof(arch));
+        tyc__buf_init(&src, 64u << 20);
+        rc = tyc__cuda_codegen(&s->train.g, &src);
+        if (rc == 0)
+            rc = tyc_nvrtc_compile(src.p, arch, o->cache_dir, &ptx, &cached, err);
+        tyc__buf_cleanup(&src);
+        if (rc == 0) {
+            bind_inputs(&s->train, s, NULL);
+            rc = tyc__cuda_exec_new(&s->train.g, s->train.temp_bytes, ptx, &s->gpu);
+            if (rc < 0)
+                tyc__err_set(err, TYC_EGPU, "target", "cannot load the graph on the GPU");
+        }
+        tyc__free(ptx);
+        if (rc < 0)
+            return rc;
+        tyc__log(2, "event=tyc.cuda.ready arch=%s cached=%d", arch, cached);
+    }
+    return 0;
+}
+
 struct tyc_session *tyc_session_new(const struct tyc_model *m, const struct tyc_options *o,
                                     struct tyc_err *err)
 {
     struct tyc_session *s;
-    int l, i, ptens[TYC_MAX_PARAMS], grads[TYC_MAX_PARAMS], logits, loss, ydim, rc;
+    int i, ptens[TYC_MAX_PARAMS], grads[TYC_MAX_PARAMS], logits, loss, ydim, rc;
     int nstate;
     uint64_t rng;
     if (o->batch < 1 || o->batch > (1 << 20))
@@ -789,58 +882,8 @@ struct tyc_session *tyc_session_new(const struct tyc_model *m, const struct tyc_
             goto oom;
         for (i = 0; i < o->batch * m->tf.context; i++)
             s->posbuf[i] = (float)(i % m->tf.context);
-    } else {
-        int C = m->spatial ? (m->in_nd == 3 ? m->in_dims[0] : 1) : 0;
-        int H = m->spatial ? m->in_dims[m->in_nd - 2] : 0,
-            W = m->spatial ? m->in_dims[m->in_nd - 1] : 0;
-        int flat = m->input;
-        for (l = 0; l < m->nlayers; l++) {
-            const struct layer *ly = &m->layers[l];
-            char nm[48];
-            int w, b, fan_in, fan_out, wd[4], bd[1];
-            float lim;
-            if (ly->type == L_POOL) {
-                H /= ly->size;
-                W /= ly->size;
-                flat = C * H * W;
-                continue;
-            }
-            if (ly->type == L_FLATTEN)
-                continue;
-            if (ly->type == L_CONV) {
-                wd[0] = ly->units;
-                wd[1] = C;
-                wd[2] = wd[3] = ly->kernel;
-                fan_in = C * ly->kernel * ly->kernel;
-                fan_out = ly->units * ly->kernel * ly->kernel;
-                snprintf(nm, sizeof(nm), "conv%d.weight", l);
-                w = add_entry(s, nm, 4, wd, 1);
-                snprintf(nm, sizeof(nm), "conv%d.bias", l);
-                H = (H + 2 * ly->pad - ly->kernel) / ly->stride + 1;
-                W = (W + 2 * ly->pad - ly->kernel) / ly->stride + 1;
-                C = ly->units;
-                flat = C * H * W;
-            } else {
-                wd[0] = flat;
-                wd[1] = ly->units;
-                fan_in = flat;
-                fan_out = ly->units;
-                snprintf(nm, sizeof(nm), "dense%d.weight", l);
-                w = add_entry(s, nm, 2, wd, 1);
-                snprintf(nm, sizeof(nm), "dense%d.bias", l);
-                flat = ly->units;
-            }
-            bd[0] = ly->units;
-            b = add_entry(s, nm, 1, bd, 1);
-            if (w < 0 || b < 0)
-                goto oom;
-            lim = ly->act == OP_RELU ? sqrtf(6.0f / (float)fan_in)
-                                     : sqrtf(6.0f / (float)(fan_in + fan_out));
-            for (i = 0; i < (int)s->e[w].numel; i++) {
-                double u = (double)(splitmix(&rng) >> 11) / 9007199254740992.0;
-                s->e[w].data[i] = (float)((2.0 * u - 1.0) * lim);
-            }
-        }
+    } else if (init_layer_params(s, m, &rng) < 0) {
+        goto oom;
     }
     s->nparams = s->ne;
     for (i = 0; i < s->nparams; i++) {
@@ -907,32 +950,8 @@ struct tyc_session *tyc_session_new(const struct tyc_model *m, const struct tyc_
         goto oom;
     tyc__pool_ctx(s->pool, &s->ctx);
     s->train.ctx = s->eval.ctx = &s->ctx;
-    if (o->target == TYC_TARGET_CUDA) {
-        if (!tyc_cuda_available()) {
-            tyc__log(1, "event=tyc.cuda.unavailable fallback=cpu reason=%s",
-                     "no libcuda.so.1 or no device");
-        } else {
-            struct tyc__buf src;
-            char arch[32], *ptx = NULL;
-            int cached = 0;
-            tyc__cuda_arch(arch, sizeof(arch));
-            tyc__buf_init(&src, 64u << 20);
-            rc = tyc__cuda_codegen(&s->train.g, &src);
-            if (rc == 0)
-                rc = tyc_nvrtc_compile(src.p, arch, o->cache_dir, &ptx, &cached, err);
-            tyc__buf_cleanup(&src);
-            if (rc == 0) {
-                bind_inputs(&s->train, s, NULL);
-                rc = tyc__cuda_exec_new(&s->train.g, s->train.temp_bytes, ptx, &s->gpu);
-                if (rc < 0)
-                    tyc__err_set(err, TYC_EGPU, "target", "cannot load the graph on the GPU");
-            }
-            tyc__free(ptx);
-            if (rc < 0)
-                goto fail;
-            tyc__log(2, "event=tyc.cuda.ready arch=%s cached=%d", arch, cached);
-        }
-    }
+    if (o->target == TYC_TARGET_CUDA && cuda_prepare(s, o, err) < 0)
+        goto fail;
     tyc__log(2, "event=tyc.session mode=%s kernels=%d nodes=%d temp_bytes=%zu threads=%d gemm=%s",
              o->mode == TYC_COMPILED ? "compiled" : "eager", s->train.g.nn, s->train.nodes_before,
              s->train.temp_bytes, tyc__pool_threads(s->pool), tyc__gemm_isa());
