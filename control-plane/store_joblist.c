@@ -307,8 +307,18 @@ out:
     return rc;
 }
 
-/* Fills the LastModifiedTime of cands[0..n) with pipelined HGETs; drops vanished jobs. */
-static int store_fill_modified(struct store *s, struct store_cand *c, size_t *n, struct ty_err *err)
+/* Decides for one candidate from its job's field (a string reply): 1 keeps it (cand may be
+   updated), 0 drops it. */
+typedef int (*store_cand_keep_fn)(struct store_cand *cand, const char *val, size_t len,
+                                  const void *ud);
+
+/*
+ * One pipelined HGET of field per candidate of c[0..n), in chunks: keeps, in order, the
+ * candidates whose job still has the field and that keep() accepts; drops vanished jobs.
+ * OUT: *n. 0 or error (*n = 0 then).
+ */
+static int store_cands_hget(struct store *s, const char *field, store_cand_keep_fn keep,
+                            const void *ud, struct store_cand *c, size_t *n, struct ty_err *err)
 {
     enum { CHUNK = 1024 };
     char(*keys)[STORE_KEY_MAX] = malloc((size_t)CHUNK * STORE_KEY_MAX);
@@ -328,7 +338,7 @@ static int store_fill_modified(struct store *s, struct store_cand *c, size_t *n,
             snprintf(keys[i], STORE_KEY_MAX, "ty:job:%s", c[base + i].name);
             argv[i][0] = "HGET";
             argv[i][1] = keys[i];
-            argv[i][2] = "LastModifiedTime";
+            argv[i][2] = field;
             argvp[i] = argv[i];
             argc[i] = 3;
         }
@@ -337,13 +347,9 @@ static int store_fill_modified(struct store *s, struct store_cand *c, size_t *n,
             goto done;
         for (size_t i = 0; i < m; i++) {
             redisReply *r = rep[i];
-            if (r->type == REDIS_REPLY_STRING) {
-                struct store_cand cand = c[base + i];
-                json_t *mod = json_loadb(r->str, r->len, JSON_DECODE_ANY, NULL);
-                cand.modified = json_is_number(mod) ? json_number_value(mod) : cand.created;
-                json_decref(mod);
+            struct store_cand cand = c[base + i];
+            if (r->type == REDIS_REPLY_STRING && keep(&cand, r->str, r->len, ud))
                 c[out++] = cand;
-            }
             freeReplyObject(r);
             rep[i] = NULL;
         }
@@ -358,57 +364,25 @@ done:
     return rc;
 }
 
-/* Keeps the candidates whose WarmPoolStatus.Status is status (one HGET per candidate, pipelined
-   as store_fill_modified). 0 or error. */
-static int store_filter_warm(struct store *s, const char *status, struct store_cand *c, size_t *n,
-                             struct ty_err *err)
+/* store_cands_hget of LastModifiedTime: sets cand->modified (its creation time when unset). */
+static int store_keep_modified(struct store_cand *cand, const char *val, size_t len, const void *ud)
 {
-    enum { CHUNK = 1024 };
-    char(*keys)[STORE_KEY_MAX] = malloc((size_t)CHUNK * STORE_KEY_MAX);
-    const char *(*argv)[3] = malloc(CHUNK * sizeof(*argv));
-    const char *const **argvp = malloc(CHUNK * sizeof(*argvp));
-    int *argc = malloc(CHUNK * sizeof(*argc));
-    redisReply **rep = calloc(CHUNK, sizeof(*rep));
-    size_t out = 0;
-    int rc = 0;
-    if (!keys || !argv || !argvp || !argc || !rep) {
-        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-        goto done;
-    }
-    for (size_t base = 0; base < *n; base += CHUNK) {
-        size_t m = *n - base < CHUNK ? *n - base : CHUNK;
-        for (size_t i = 0; i < m; i++) {
-            snprintf(keys[i], STORE_KEY_MAX, "ty:job:%s", c[base + i].name);
-            argv[i][0] = "HGET";
-            argv[i][1] = keys[i];
-            argv[i][2] = "WarmPoolStatus";
-            argvp[i] = argv[i];
-            argc[i] = 3;
-        }
-        rc = store__pipeline(s, m, argc, argvp, rep, err);
-        if (rc < 0)
-            goto done;
-        for (size_t i = 0; i < m; i++) {
-            redisReply *r = rep[i];
-            if (r->type == REDIS_REPLY_STRING) {
-                json_t *w = json_loadb(r->str, r->len, 0, NULL);
-                const char *st = json_string_value(json_object_get(w, "Status"));
-                if (st && strcmp(st, status) == 0)
-                    c[out++] = c[base + i];
-                json_decref(w);
-            }
-            freeReplyObject(r);
-            rep[i] = NULL;
-        }
-    }
-done:
-    *n = rc < 0 ? 0 : out;
-    free(keys);
-    free(argv);
-    free(argvp);
-    free(argc);
-    free(rep);
-    return rc;
+    json_t *mod = json_loadb(val, len, JSON_DECODE_ANY, NULL);
+    (void)ud;
+    cand->modified = json_is_number(mod) ? json_number_value(mod) : cand->created;
+    json_decref(mod);
+    return 1;
+}
+
+/* store_cands_hget of WarmPoolStatus: keeps the candidates whose Status is ud (a string). */
+static int store_keep_warm(struct store_cand *cand, const char *val, size_t len, const void *ud)
+{
+    json_t *w = json_loadb(val, len, 0, NULL);
+    const char *st = json_string_value(json_object_get(w, "Status"));
+    int keep = st && strcmp(st, (const char *)ud) == 0;
+    (void)cand;
+    json_decref(w);
+    return keep;
 }
 
 /* The candidates of the creation-time index that pass q's name and creation-time filters.
@@ -463,7 +437,7 @@ static int store_filter_modified(struct store *s, const struct store_job_query *
                                  struct store_cand *c, size_t *n, struct ty_err *err)
 {
     size_t keep = 0;
-    if (store_fill_modified(s, c, n, err) < 0)
+    if (store_cands_hget(s, "LastModifiedTime", store_keep_modified, NULL, c, n, err) < 0)
         return -err->code;
     for (size_t i = 0; i < *n; i++) {
         if (q->modified_after > 0 && !(c[i].modified > q->modified_after))
@@ -562,7 +536,8 @@ json_t *store_job_list(struct store *s, const struct store_job_query *q, char **
     if ((q->modified_after > 0 || q->modified_before > 0) &&
         store_filter_modified(s, q, c, &n, err) < 0)
         goto out;
-    if (q->warm_pool_status && store_filter_warm(s, q->warm_pool_status, c, &n, err) < 0)
+    if (q->warm_pool_status &&
+        store_cands_hget(s, "WarmPoolStatus", store_keep_warm, q->warm_pool_status, c, &n, err) < 0)
         goto out;
     store_sort_cands(c, tmp, n, sort, asc);
     if (cur.name) {

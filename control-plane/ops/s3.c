@@ -18,6 +18,7 @@
 #include "sigv4.h"
 #include "store.h"
 #include "ty_buf.h"
+#include "ty_codec.h"
 #include "ty_log.h"
 #include "ty_xml.h"
 #include "worker.h"
@@ -37,48 +38,17 @@
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 
-static int s3_hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decodes n bytes of p into a new string; plus_space turns '+' into ' '. NULL when
    malformed or when the result holds a NUL. */
 char *s3__pct_decode(const char *p, size_t n, int plus_space)
 {
     char *o = malloc(n + 1);
-    size_t k = 0;
+    int flags = TY_PCT_NO_NUL | (plus_space ? TY_PCT_PLUS_SPACE : 0);
 
-    if (!o)
+    if (o && ty_pct_decode(p, n, flags, o, n + 1, NULL) != 0) {
+        free(o);
         return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] == '%') {
-            int a, b;
-            if (i + 2 >= n) {
-                free(o);
-                return NULL;
-            }
-            a = s3_hexval((unsigned char)p[i + 1]);
-            b = s3_hexval((unsigned char)p[i + 2]);
-            if (a < 0 || b < 0 || (a == 0 && b == 0)) {
-                free(o);
-                return NULL;
-            }
-            o[k++] = (char)(a * 16 + b);
-            i += 2;
-        } else if (p[i] == '+' && plus_space) {
-            o[k++] = ' ';
-        } else {
-            o[k++] = p[i];
-        }
     }
-    o[k] = '\0';
     return o;
 }
 
