@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE /* copy_file_range */
 #include "objstore.h"
+#include "objstore_int.h"
 
 #include "objstore_remote.h"
 
@@ -30,16 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define OBJSTORE_CHUNK     (1024 * 1024)
 #define OBJSTORE_NLOCKS    64
 #define OBJSTORE_MAX_DEPTH 64
 #define OBJSTORE_REDIS_KEY (OBJSTORE_MAX_KEY + 128)
-
-struct objstore {
-    char dir[PATH_MAX];
-    struct store *st;
-    struct s3c *remote; /* the external store (--s3-endpoint), NULL for the local one */
-};
 
 static pthread_mutex_t objstore_locks[OBJSTORE_NLOCKS];
 static pthread_once_t objstore_once = PTHREAD_ONCE_INIT;
@@ -61,14 +55,14 @@ static pthread_mutex_t *objstore_lock_for(const char *bucket, const char *key)
     return &objstore_locks[h % OBJSTORE_NLOCKS];
 }
 
-static int64_t objstore_now_ms(void)
+int64_t objstore__now_ms(void)
 {
     struct timeval tv;
     gettimeofday(&tv, NULL);
     return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
-static void objstore_hex(const unsigned char *p, size_t n, char *out)
+void objstore__hex(const unsigned char *p, size_t n, char *out)
 {
     static const char hx[] = "0123456789abcdef";
     for (size_t i = 0; i < n; i++) {
@@ -78,9 +72,7 @@ static void objstore_hex(const unsigned char *p, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-static int objstore_fmt(char *out, size_t n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int objstore_fmt(char *out, size_t n, const char *fmt, ...)
+int objstore__fmt(char *out, size_t n, const char *fmt, ...)
 {
     va_list ap;
     int w;
@@ -106,7 +98,7 @@ static int objstore_mkparent(const char *file)
     return ty_mkdirs(parent, 0755);
 }
 
-static void objstore_fsync_parent(const char *file)
+void objstore__fsync_parent(const char *file)
 {
     char parent[PATH_MAX];
     char *slash;
@@ -253,7 +245,7 @@ static int objstore_natural_rel(const char *bucket, const char *key, char *out, 
 {
     if (!objstore_key_is_path(key))
         return -1;
-    return objstore_fmt(out, n, "%s/%s", bucket, key);
+    return objstore__fmt(out, n, "%s/%s", bucket, key);
 }
 
 static int objstore_hashed_rel(const char *bucket, const char *key, char *out, size_t n)
@@ -264,11 +256,11 @@ static int objstore_hashed_rel(const char *bucket, const char *key, char *out, s
 
     if (EVP_Digest(key, strlen(key), md, &mdlen, EVP_sha256(), NULL) != 1)
         return -1;
-    objstore_hex(md, 32, hex);
-    return objstore_fmt(out, n, ".ty/obj/%s/%.2s/%s", bucket, hex, hex);
+    objstore__hex(md, 32, hex);
+    return objstore__fmt(out, n, ".ty/obj/%s/%.2s/%s", bucket, hex, hex);
 }
 
-static char *objstore_rkey(const char *fmt_prefix, const char *bucket, const char *key)
+char *objstore__rkey(const char *fmt_prefix, const char *bucket, const char *key)
 {
     size_t n = strlen(fmt_prefix) + strlen(bucket) + (key ? strlen(key) + 1 : 0) + 1;
     char *k = malloc(n);
@@ -319,13 +311,13 @@ int objstore_sweep_tmp(const char *s3_dir, int max_age_s)
     time_t now = time(NULL);
     int n = 0;
 
-    if (objstore_fmt(dir, sizeof(dir), "%s/.ty/tmp", s3_dir) != 0 || !(d = opendir(dir)))
+    if (objstore__fmt(dir, sizeof(dir), "%s/.ty/tmp", s3_dir) != 0 || !(d = opendir(dir)))
         return 0;
     while ((de = readdir(d)) != NULL) {
         char p[PATH_MAX];
         struct stat st;
         if (strncmp(de->d_name, "up.", 3) != 0 ||
-            objstore_fmt(p, sizeof(p), "%s/%s", dir, de->d_name) != 0 || lstat(p, &st) != 0 ||
+            objstore__fmt(p, sizeof(p), "%s/%s", dir, de->d_name) != 0 || lstat(p, &st) != 0 ||
             !S_ISREG(st.st_mode) || now - st.st_mtime < max_age_s)
             continue;
         if (unlink(p) == 0)
@@ -361,7 +353,7 @@ int objstore_is_remote(const struct objstore *os)
 
 /* The operations an external store does not get through this module: the S3 API forwards
    those requests whole (ops/s3_proxy.c). */
-static int objstore_local_only(const struct objstore *os, struct ty_err *err)
+int objstore__local_only(const struct objstore *os, struct ty_err *err)
 {
     if (!os->remote)
         return 0;
@@ -384,7 +376,7 @@ void objstore_meta_cleanup(struct objstore_meta *meta)
     }
 }
 
-static int objstore_meta_from_reply(const redisReply *r, struct objstore_meta *m, int want_hdrs)
+int objstore__meta_from_reply(const redisReply *r, struct objstore_meta *m, int want_hdrs)
 {
     memset(m, 0, sizeof(*m));
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements == 0)
@@ -414,7 +406,7 @@ static int objstore_meta_from_reply(const redisReply *r, struct objstore_meta *m
 static int objstore_meta_load(struct objstore *os, const char *bucket, const char *key,
                               struct objstore_meta *m, int want_hdrs, struct ty_err *err)
 {
-    char *rk = objstore_rkey("ty:s3:obj:", bucket, key);
+    char *rk = objstore__rkey("ty:s3:obj:", bucket, key);
     redisReply *r;
     int rc;
 
@@ -424,7 +416,7 @@ static int objstore_meta_load(struct objstore *os, const char *bucket, const cha
     free(rk);
     if (!r)
         return -TY_EREDIS;
-    rc = objstore_meta_from_reply(r, m, want_hdrs);
+    rc = objstore__meta_from_reply(r, m, want_hdrs);
     freeReplyObject(r);
     return rc == 0 ? 0 : -TY_ENOTFOUND;
 }
@@ -432,8 +424,8 @@ static int objstore_meta_load(struct objstore *os, const char *bucket, const cha
 static int objstore_index_put(struct objstore *os, const char *bucket, const char *key,
                               const struct objstore_meta *m, json_t *hdrs, struct ty_err *err)
 {
-    char *rk = objstore_rkey("ty:s3:obj:", bucket, key);
-    char *zk = objstore_rkey("ty:s3:keys:", bucket, NULL);
+    char *rk = objstore__rkey("ty:s3:obj:", bucket, key);
+    char *zk = objstore__rkey("ty:s3:keys:", bucket, NULL);
     char size[32], mtime[32], parts[16], ino[32];
     char *hj = hdrs ? json_dumps(hdrs, JSON_COMPACT) : NULL;
     redisReply *rep[4] = {0};
@@ -475,8 +467,8 @@ out:
 static int objstore_index_del(struct objstore *os, const char *bucket, const char *key,
                               struct ty_err *err)
 {
-    char *rk = objstore_rkey("ty:s3:obj:", bucket, key);
-    char *zk = objstore_rkey("ty:s3:keys:", bucket, NULL);
+    char *rk = objstore__rkey("ty:s3:obj:", bucket, key);
+    char *zk = objstore__rkey("ty:s3:keys:", bucket, NULL);
     redisReply *rep[2] = {0};
     int rc = 0;
 
@@ -517,7 +509,7 @@ static int objstore_md5_fd(int fd, char *hex, uint64_t *size)
     }
     if (r < 0 || EVP_DigestFinal_ex(c, md, &mdlen) != 1)
         goto out;
-    objstore_hex(md, 16, hex);
+    objstore__hex(md, 16, hex);
     *size = total;
     rc = 0;
 out:
@@ -541,8 +533,8 @@ int objstore_bucket_create(struct objstore *os, const char *name, const char *re
     long long added;
 
     snprintf(val, sizeof(val), "{\"created\":%lld,\"region\":\"%.32s\"}",
-             (long long)objstore_now_ms(), region && *region ? region : "us-east-1");
-    if (objstore_fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 || ty_mkdirs(p, 0755) != 0)
+             (long long)objstore__now_ms(), region && *region ? region : "us-east-1");
+    if (objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 || ty_mkdirs(p, 0755) != 0)
         return ty_err_set(err, TY_EIO, NULL, "cannot create the bucket directory");
     r = store__cmdv(os->st, err, "HSETNX", "ty:s3:buckets", name, val, NULL);
     if (!r)
@@ -600,7 +592,7 @@ int objstore_bucket_get(struct objstore *os, const char *name, struct objstore_b
     }
     freeReplyObject(r);
     /* a directory made outside the API (the agent, a test, a copy): adopt it and its files */
-    if (!objstore_bucket_dir_ok(name) || objstore_fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 ||
+    if (!objstore_bucket_dir_ok(name) || objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 ||
         stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
         goto missing;
     {
@@ -627,7 +619,7 @@ missing:
     return ty_err_set(err, TY_ENOTFOUND, "NoSuchBucket", "The specified bucket does not exist");
 }
 
-static int objstore_rmtree(const char *path, int depth)
+int objstore__rmtree(const char *path, int depth)
 {
     DIR *d;
     struct dirent *de;
@@ -643,12 +635,12 @@ static int objstore_rmtree(const char *path, int depth)
         struct stat st;
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        if (objstore_fmt(p, sizeof(p), "%s/%s", path, de->d_name) != 0 || lstat(p, &st) != 0) {
+        if (objstore__fmt(p, sizeof(p), "%s/%s", path, de->d_name) != 0 || lstat(p, &st) != 0) {
             rc = -1;
             continue;
         }
         if (S_ISDIR(st.st_mode))
-            rc |= objstore_rmtree(p, depth + 1);
+            rc |= objstore__rmtree(p, depth + 1);
         else if (unlink(p) != 0)
             rc = -1;
     }
@@ -670,11 +662,11 @@ int objstore_bucket_delete(struct objstore *os, const char *name, struct ty_err 
 
     if ((rc = objstore_bucket_get(os, name, NULL, err)) != 0)
         return rc;
-    zk = objstore_rkey("ty:s3:keys:", name, NULL);
+    zk = objstore__rkey("ty:s3:keys:", name, NULL);
     if (!zk)
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     /* files written beside the API since the bucket was adopted count as objects */
-    if (objstore_fmt(p, sizeof(p), "%s/%s", os->dir, name) == 0 &&
+    if (objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) == 0 &&
         (rc = objstore_adopt_tree(os, name, p, "", 0, &found, err)) != 0) {
         free(zk);
         return rc;
@@ -696,9 +688,9 @@ int objstore_bucket_delete(struct objstore *os, const char *name, struct ty_err 
     r = store__cmdv(os->st, err, "DEL", zk, NULL);
     freeReplyObject(r);
     free(zk);
-    objstore_rmtree(p, 0);
-    if (objstore_fmt(p, sizeof(p), "%s/.ty/obj/%s", os->dir, name) == 0)
-        objstore_rmtree(p, 0);
+    objstore__rmtree(p, 0);
+    if (objstore__fmt(p, sizeof(p), "%s/.ty/obj/%s", os->dir, name) == 0)
+        objstore__rmtree(p, 0);
     return 0;
 }
 
@@ -759,7 +751,7 @@ int objstore_tmp_create(struct objstore *os, char *path, size_t n, struct ty_err
 {
     int fd;
 
-    if (objstore_fmt(path, n, "%s/.ty/tmp/up.XXXXXX", os->dir) != 0)
+    if (objstore__fmt(path, n, "%s/.ty/tmp/up.XXXXXX", os->dir) != 0)
         return ty_err_set(err, TY_EIO, NULL, "temp path too long");
     fd = mkostemp(path, O_CLOEXEC);
     if (fd < 0)
@@ -774,10 +766,10 @@ static int objstore_place(struct objstore *os, const char *bucket, const char *k
     char abs[PATH_MAX];
 
     if (objstore_natural_rel(bucket, key, rel, reln) == 0 &&
-        objstore_fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) == 0) {
+        objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) == 0) {
         for (int attempt = 0; attempt < 2; attempt++) {
             if (objstore_mkparent(abs) == 0 && rename(tmp, abs) == 0) {
-                objstore_fsync_parent(abs);
+                objstore__fsync_parent(abs);
                 return 0;
             }
             if (errno != ENOENT)
@@ -786,10 +778,10 @@ static int objstore_place(struct objstore *os, const char *bucket, const char *k
     }
     /* not a plain path, or it collides with another key's file or directory */
     if (objstore_hashed_rel(bucket, key, rel, reln) != 0 ||
-        objstore_fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0 || objstore_mkparent(abs) != 0 ||
-        rename(tmp, abs) != 0)
+        objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0 ||
+        objstore_mkparent(abs) != 0 || rename(tmp, abs) != 0)
         return -1;
-    objstore_fsync_parent(abs);
+    objstore__fsync_parent(abs);
     return 0;
 }
 
@@ -797,12 +789,12 @@ static void objstore_unlink_rel(struct objstore *os, const char *bucket, const c
 {
     char abs[PATH_MAX], stop[PATH_MAX];
 
-    if (objstore_fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0)
+    if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0)
         return;
     unlink(abs);
     if (strncmp(rel, ".ty/", 4) == 0)
         return;
-    if (objstore_fmt(stop, sizeof(stop), "%s/%s", os->dir, bucket) == 0)
+    if (objstore__fmt(stop, sizeof(stop), "%s/%s", os->dir, bucket) == 0)
         objstore_prune(abs, stop);
 }
 
@@ -810,7 +802,7 @@ int objstore_put_tmp(struct objstore *os, const char *bucket, const char *key, c
                      const char *etag, uint64_t size, int parts, json_t *hdrs,
                      struct objstore_meta *meta, struct ty_err *err)
 {
-    if (objstore_local_only(os, err))
+    if (objstore__local_only(os, err))
         return -err->code;
     struct objstore_meta m, old;
     pthread_mutex_t *lk;
@@ -822,7 +814,7 @@ int objstore_put_tmp(struct objstore *os, const char *bucket, const char *key, c
     snprintf(m.etag, sizeof(m.etag), "%s", etag);
     m.size = size;
     m.parts = parts;
-    m.mtime_ms = objstore_now_ms();
+    m.mtime_ms = objstore__now_ms();
     {
         struct stat st;
         if (stat(tmp_path, &st) == 0)
@@ -848,18 +840,14 @@ out:
 }
 
 /* Copies fd into a new temp file while hashing. OUT: tmp path, md5 hex, size. */
-/* Copies at most limit bytes of in (from its offset) into a new temp file. */
-static int objstore_copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, char *tmp, size_t tn,
-                                  char *md5, uint64_t *size, struct ty_err *err);
-
 static int objstore_copy_to_tmp(struct objstore *os, int in, char *tmp, size_t tn, char *md5,
                                 uint64_t *size, struct ty_err *err)
 {
-    return objstore_copy_to_tmp_n(os, in, UINT64_MAX, tmp, tn, md5, size, err);
+    return objstore__copy_to_tmp_n(os, in, UINT64_MAX, tmp, tn, md5, size, err);
 }
 
-static int objstore_copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, char *tmp, size_t tn,
-                                  char *md5, uint64_t *size, struct ty_err *err)
+int objstore__copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, char *tmp, size_t tn,
+                            char *md5, uint64_t *size, struct ty_err *err)
 {
     EVP_MD_CTX *c = EVP_MD_CTX_new();
     unsigned char md[16];
@@ -899,7 +887,7 @@ static int objstore_copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, c
         unlink(tmp);
         goto done;
     }
-    objstore_hex(md, 16, md5);
+    objstore__hex(md, 16, md5);
     *size = total;
     rc = 0;
 done:
@@ -920,7 +908,7 @@ static int objstore_adopt_file(struct objstore *os, const char *bucket, const ch
     int fd, rc;
 
     memset(&m, 0, sizeof(m));
-    if (objstore_fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0)
+    if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0)
         return ty_err_set(err, TY_ENOTFOUND, "NoSuchKey", "The specified key does not exist.");
     fd = open(abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -955,10 +943,10 @@ static int objstore_adopt_tree(struct objstore *os, const char *bucket, const ch
         struct stat st;
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        if (objstore_fmt(p, sizeof(p), "%s/%s", abs, de->d_name) != 0 || lstat(p, &st) != 0)
+        if (objstore__fmt(p, sizeof(p), "%s/%s", abs, de->d_name) != 0 || lstat(p, &st) != 0)
             continue;
-        if (rel[0] ? objstore_fmt(k, sizeof(k), "%s/%s", rel, de->d_name)
-                   : objstore_fmt(k, sizeof(k), "%s", de->d_name))
+        if (rel[0] ? objstore__fmt(k, sizeof(k), "%s/%s", rel, de->d_name)
+                   : objstore__fmt(k, sizeof(k), "%s", de->d_name))
             continue;
         if (S_ISDIR(st.st_mode)) {
             rc = objstore_adopt_tree(os, bucket, p, k, depth + 1, found, err);
@@ -967,7 +955,7 @@ static int objstore_adopt_tree(struct objstore *os, const char *bucket, const ch
             if (objstore_meta_load(os, bucket, k, &m, 0, err) == 0)
                 continue;
             ty_err_clear(err);
-            if (objstore_fmt(r2, sizeof(r2), "%s/%s", bucket, k) != 0)
+            if (objstore__fmt(r2, sizeof(r2), "%s/%s", bucket, k) != 0)
                 continue;
             json_t *h = json_pack("{s:s}", "Content-Type", "binary/octet-stream");
             rc = objstore_adopt_file(os, bucket, k, r2, h, err);
@@ -1000,7 +988,7 @@ int objstore_put_file(struct objstore *os, const char *bucket, const char *key, 
         return rc;
     hdrs = json_pack("{s:s}", "Content-Type", content_type ? content_type : "binary/octet-stream");
     if (objstore_natural_rel(bucket, key, rel, sizeof(rel)) == 0 &&
-        objstore_fmt(natural, sizeof(natural), "%s/%s", os->dir, rel) == 0 &&
+        objstore__fmt(natural, sizeof(natural), "%s/%s", os->dir, rel) == 0 &&
         strcmp(natural, src) == 0) {
         pthread_mutex_t *lk = objstore_lock_for(bucket, key);
         pthread_mutex_lock(lk);
@@ -1028,7 +1016,7 @@ int objstore_put_file(struct objstore *os, const char *bucket, const char *key, 
 int objstore_copy(struct objstore *os, const char *sb, const char *sk, const char *db,
                   const char *dk, json_t *hdrs, struct objstore_meta *meta, struct ty_err *err)
 {
-    if (objstore_local_only(os, err))
+    if (objstore__local_only(os, err))
         return -err->code;
     struct objstore_meta src;
     char tmp[PATH_MAX], md5[33];
@@ -1094,7 +1082,7 @@ int objstore_head(struct objstore *os, const char *bucket, const char *key,
     if (rc == 0 && meta->ino) { /* the indexed version is the file there (else: repair) */
         char abs[PATH_MAX];
         struct stat st;
-        if (objstore_fmt(abs, sizeof(abs), "%s/%s", os->dir, meta->path) == 0 &&
+        if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, meta->path) == 0 &&
             stat(abs, &st) == 0 && (uint64_t)st.st_ino != meta->ino) {
             objstore_repair(os, bucket, key, abs, meta);
             objstore_meta_cleanup(meta);
@@ -1149,7 +1137,7 @@ int objstore_open_read(struct objstore *os, const char *bucket, const char *key,
         struct stat st;
         if ((rc = objstore_head(os, bucket, key, meta, err)) != 0)
             return rc;
-        if (objstore_fmt(abs, sizeof(abs), "%s/%s", os->dir, meta->path) != 0)
+        if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, meta->path) != 0)
             break;
         fd = open(abs, O_RDONLY | O_CLOEXEC);
         if (fd >= 0 && fstat(fd, &st) == 0 && (!meta->ino || (uint64_t)st.st_ino == meta->ino)) {
@@ -1188,957 +1176,10 @@ int objstore_delete(struct objstore *os, const char *bucket, const char *key, st
     else if (rc == 0 && objstore_natural_rel(bucket, key, rel, sizeof(rel)) == 0) {
         char abs[PATH_MAX];
         struct stat st;
-        if (objstore_fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) == 0 && lstat(abs, &st) == 0 &&
+        if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) == 0 && lstat(abs, &st) == 0 &&
             S_ISREG(st.st_mode))
             objstore_unlink_rel(os, bucket, rel);
     }
     pthread_mutex_unlock(lk);
     return rc;
-}
-
-/* ---- listing ------------------------------------------------------------------------------- */
-
-void objstore_listing_cleanup(struct objstore_listing *l)
-{
-    if (!l)
-        return;
-    for (size_t i = 0; i < l->n; i++)
-        free(l->e[i].key);
-    free(l->e);
-    free(l->next);
-    memset(l, 0, sizeof(*l));
-}
-
-static int objstore_b64(const unsigned char *in, size_t n, char **out)
-{
-    size_t cap = 4 * ((n + 2) / 3) + 1;
-    char *o = malloc(cap);
-    if (!o)
-        return -1;
-    EVP_EncodeBlock((unsigned char *)o, in, (int)n);
-    *out = o;
-    return 0;
-}
-
-static int objstore_unb64(const char *in, char *out, size_t outn, size_t *len)
-{
-    size_t n = strlen(in);
-    int w;
-
-    if (n == 0 || n % 4 || (n / 4) * 3 >= outn)
-        return -1;
-    w = EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)in, (int)n);
-    if (w < 0)
-        return -1;
-    while (n > 0 && in[n - 1] == '=') {
-        n--;
-        w--;
-    }
-    out[w] = '\0';
-    *len = (size_t)w;
-    return 0;
-}
-
-static int objstore_push(struct objstore_listing *l, size_t *cap, const char *key, size_t klen,
-                         int is_prefix)
-{
-    if (l->n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
-        struct objstore_entry *e = realloc(l->e, nc * sizeof(*e));
-        if (!e)
-            return -1;
-        l->e = e;
-        *cap = nc;
-    }
-    memset(&l->e[l->n], 0, sizeof(l->e[l->n]));
-    l->e[l->n].key = strndup(key, klen);
-    if (!l->e[l->n].key)
-        return -1;
-    l->e[l->n].is_prefix = is_prefix;
-    l->n++;
-    return 0;
-}
-
-/* The ZRANGEBYLEX bound the listing starts from ('[' inclusive, '(' exclusive): after token,
-   else after start_after, else at prefix. OUT: cursor (size n). 0 or -TY_EINVAL. */
-static int objstore_list_cursor(const char *prefix, const char *delim, const char *token,
-                                const char *start_after, char *cursor, size_t n, struct ty_err *err)
-{
-    size_t plen = prefix ? strlen(prefix) : 0, dlen = delim ? strlen(delim) : 0;
-
-    if (token && *token) {
-        char dec[OBJSTORE_MAX_KEY + 8];
-        size_t dl;
-        if (objstore_unb64(token, dec, sizeof(dec), &dl) != 0 || dl < 2 ||
-            dl > OBJSTORE_MAX_KEY + 1 || (dec[0] != 'k' && dec[0] != 'p') || strlen(dec) != dl)
-            return ty_err_set(err, TY_EINVAL, "InvalidArgument",
-                              "The continuation token provided is incorrect");
-        if (dec[0] == 'k')
-            snprintf(cursor, n, "(%.1024s", dec + 1);
-        else
-            snprintf(cursor, n, "[%.1024s\xff", dec + 1);
-    } else if (start_after && *start_after && (!prefix || strcmp(start_after, prefix) >= 0)) {
-        size_t sl = strlen(start_after);
-        if (sl > OBJSTORE_MAX_KEY)
-            return ty_err_set(err, TY_EINVAL, "InvalidArgument", "start-after too long");
-        /* a marker that is a common prefix (ListObjects v1's NextMarker) skips its keys */
-        if (dlen && sl >= dlen && memcmp(start_after + sl - dlen, delim, dlen) == 0)
-            snprintf(cursor, n, "[%.1024s\xff", start_after);
-        else
-            snprintf(cursor, n, "(%.1024s", start_after);
-    } else if (plen) {
-        snprintf(cursor, n, "[%.1024s", prefix);
-    } else {
-        snprintf(cursor, n, "-");
-    }
-    return 0;
-}
-
-/* Walks the key index zk from cursor (size cn, moved along), adding up to max keys and common
-   prefixes to l; sets l->truncated when more follow. 0 or error (l keeps what it has). */
-static int objstore_list_scan(struct objstore *os, const char *zk, const char *prefix,
-                              const char *delim, int max, char *cursor, size_t cn,
-                              struct objstore_listing *l, size_t *cap, struct ty_err *err)
-{
-    size_t plen = prefix ? strlen(prefix) : 0, dlen = delim ? strlen(delim) : 0;
-    int done = 0;
-
-    while (!done) {
-        char lim[16];
-        int want = max - (int)l->n + 1;
-        redisReply *r;
-        if (want < 1)
-            want = 1;
-        if (want > 1001)
-            want = 1001;
-        snprintf(lim, sizeof(lim), "%d", want);
-        r = store__cmdv(os->st, err, "ZRANGEBYLEX", zk, cursor, "+", "LIMIT", "0", lim, NULL);
-        if (!r)
-            return -TY_EREDIS;
-        if (r->type != REDIS_REPLY_ARRAY) {
-            int rc = store__reply_err(r, "s3 list", err);
-            freeReplyObject(r);
-            return rc;
-        }
-        if (r->elements == 0)
-            done = 1;
-        for (size_t i = 0; i < r->elements && !done; i++) {
-            const char *k = r->element[i]->str;
-            size_t kl = r->element[i]->len;
-            const char *d;
-            if (!k)
-                continue;
-            if (plen && (kl < plen || memcmp(k, prefix, plen) != 0)) {
-                done = 1;
-                break;
-            }
-            if ((int)l->n == max) {
-                l->truncated = 1;
-                done = 1;
-                break;
-            }
-            d = dlen ? strstr(k + plen, delim) : NULL;
-            if (d) {
-                size_t cl = (size_t)(d - k) + dlen;
-                if (objstore_push(l, cap, k, cl, 1) != 0) {
-                    freeReplyObject(r);
-                    return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-                }
-                /* skip every key under this common prefix: no UTF-8 key has a 0xff byte */
-                snprintf(cursor, cn, "[%.*s\xff", (int)cl, k);
-                break; /* re-query from the new cursor */
-            }
-            if (objstore_push(l, cap, k, kl, 0) != 0) {
-                freeReplyObject(r);
-                return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-            }
-            snprintf(cursor, cn, "(%.*s", (int)kl, k);
-        }
-        if (!done && r->elements < (size_t)want && (l->n == 0 || !l->e[l->n - 1].is_prefix))
-            done = 1;
-        freeReplyObject(r);
-    }
-    return 0;
-}
-
-/* Fills the metadata of l's objects (not its common prefixes), one pipeline. 0 or error. */
-static int objstore_list_meta(struct objstore *os, const char *bucket, struct objstore_listing *l,
-                              struct ty_err *err)
-{
-    size_t nobj = 0, j = 0;
-    const char ***cmds;
-    int *argc, rc = 0;
-    char **keys;
-    const char **argvs;
-    redisReply **rep;
-
-    for (size_t i = 0; i < l->n; i++)
-        nobj += !l->e[i].is_prefix;
-    if (!nobj)
-        return 0;
-    cmds = calloc(nobj, sizeof(*cmds));
-    argc = calloc(nobj, sizeof(*argc));
-    keys = calloc(nobj, sizeof(*keys));
-    argvs = calloc(nobj * 2, sizeof(*argvs));
-    rep = calloc(nobj, sizeof(*rep));
-    if (!cmds || !argc || !keys || !argvs || !rep) {
-        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    } else {
-        for (size_t i = 0; i < l->n && rc == 0; i++) {
-            if (l->e[i].is_prefix)
-                continue;
-            keys[j] = objstore_rkey("ty:s3:obj:", bucket, l->e[i].key);
-            if (!keys[j]) {
-                rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-                break;
-            }
-            argvs[2 * j] = "HGETALL";
-            argvs[2 * j + 1] = keys[j];
-            cmds[j] = &argvs[2 * j];
-            argc[j] = 2;
-            j++;
-        }
-        if (rc == 0 &&
-            store__pipeline(os->st, nobj, argc, (const char *const *const *)cmds, rep, err) != 0)
-            rc = -TY_EREDIS;
-        j = 0;
-        for (size_t i = 0; i < l->n && rc == 0; i++) {
-            if (l->e[i].is_prefix)
-                continue;
-            objstore_meta_from_reply(rep[j], &l->e[i].meta, 0);
-            freeReplyObject(rep[j]);
-            j++;
-        }
-    }
-    for (size_t i = 0; keys && i < nobj; i++)
-        free(keys[i]);
-    free(cmds);
-    free(argc);
-    free(keys);
-    free(argvs);
-    free(rep);
-    return rc;
-}
-
-/* Sets l->next, the continuation token after l's last entry. 0 or -TY_ENOMEM. */
-static int objstore_list_next(struct objstore_listing *l, struct ty_err *err)
-{
-    const struct objstore_entry *e = &l->e[l->n - 1];
-    size_t kl = strlen(e->key);
-    unsigned char *raw = malloc(kl + 1);
-    int rc;
-
-    if (!raw)
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    raw[0] = e->is_prefix ? 'p' : 'k';
-    memcpy(raw + 1, e->key, kl);
-    rc = objstore_b64(raw, kl + 1, &l->next);
-    free(raw);
-    return rc ? ty_err_set(err, TY_ENOMEM, NULL, "out of memory") : 0;
-}
-
-int objstore_list(struct objstore *os, const char *bucket, const char *prefix, const char *delim,
-                  const char *token, const char *start_after, int max, struct objstore_listing *out,
-                  struct ty_err *err)
-{
-    if (os->remote)
-        return objstore_remote_list(os->remote, bucket, prefix, delim, token, start_after, max, out,
-                                    err);
-    struct objstore_listing l;
-    size_t cap = 0, plen = prefix ? strlen(prefix) : 0, dlen = delim ? strlen(delim) : 0;
-    char *zk = NULL, cursor[OBJSTORE_MAX_KEY + 8];
-    int rc;
-
-    memset(&l, 0, sizeof(l));
-    if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
-        return rc;
-    if (plen > OBJSTORE_MAX_KEY || dlen > 64)
-        return ty_err_set(err, TY_EINVAL, "InvalidArgument", "prefix or delimiter too long");
-    if (max < 0)
-        max = 0;
-    if (max > 1000)
-        max = 1000;
-    if ((rc = objstore_list_cursor(prefix, delim, token, start_after, cursor, sizeof(cursor),
-                                   err)) != 0)
-        return rc;
-    zk = objstore_rkey("ty:s3:keys:", bucket, NULL);
-    if (!zk)
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    if ((rc = objstore_list_scan(os, zk, prefix, delim, max, cursor, sizeof(cursor), &l, &cap,
-                                 err)) != 0 ||
-        (rc = objstore_list_meta(os, bucket, &l, err)) != 0)
-        goto fail;
-    if (l.truncated && l.n) {
-        if ((rc = objstore_list_next(&l, err)) != 0)
-            goto fail;
-    } else {
-        l.truncated = 0;
-    }
-    free(zk);
-    *out = l;
-    return 0;
-fail:
-    free(zk);
-    objstore_listing_cleanup(&l);
-    return rc ? rc : -TY_EINTERNAL;
-}
-
-/* ---- multipart uploads --------------------------------------------------------------------- */
-
-static int objstore_id_ok(const char *id)
-{
-    size_t n = id ? strlen(id) : 0;
-    if (n != OBJSTORE_UPLOAD_ID_SZ - 1)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
-            return 0;
-    }
-    return 1;
-}
-
-static int objstore_no_upload(struct ty_err *err)
-{
-    return ty_err_set(err, TY_ENOTFOUND, "NoSuchUpload",
-                      "The specified upload does not exist. The upload ID may be invalid, or the "
-                      "upload may have been aborted or completed.");
-}
-
-int objstore_mpu_create(struct objstore *os, const char *bucket, const char *key, json_t *hdrs,
-                        char *upload_id, struct ty_err *err)
-{
-    if (objstore_local_only(os, err))
-        return -err->code;
-    unsigned char rnd[16];
-    char id[OBJSTORE_UPLOAD_ID_SZ], rk[64], dir[PATH_MAX], init[32];
-    char *zk, *member, *hj;
-    redisReply *rep[4] = {0};
-    int rc = 0;
-
-    if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
-        return rc;
-    if (RAND_bytes(rnd, sizeof(rnd)) != 1)
-        return ty_err_set(err, TY_EINTERNAL, NULL, "no randomness");
-    objstore_hex(rnd, 16, id);
-    snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
-    snprintf(init, sizeof(init), "%lld", (long long)objstore_now_ms());
-    if (objstore_fmt(dir, sizeof(dir), "%s/.ty/mpu/%s", os->dir, id) != 0 || mkdir(dir, 0755) != 0)
-        return ty_err_set(err, TY_EIO, NULL, "cannot create the upload: %s", strerror(errno));
-    zk = objstore_rkey("ty:s3:mpus:", bucket, NULL);
-    member = malloc(strlen(key) + sizeof(id) + 2);
-    hj = hdrs ? json_dumps(hdrs, JSON_COMPACT) : NULL;
-    if (!zk || !member) {
-        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-        goto out;
-    }
-    snprintf(member, strlen(key) + sizeof(id) + 2, "%s\n%s", key, id);
-    {
-        const char *c0[] = {"MULTI"};
-        const char *c1[] = {"HSET", rk,          "bucket", bucket, "key",
-                            key,    "initiated", init,     "hdrs", hj ? hj : "{}"};
-        const char *c2[] = {"ZADD", zk, "0", member};
-        const char *c3[] = {"EXEC"};
-        const char *const *cmds[] = {c0, c1, c2, c3};
-        const int argc[] = {1, 10, 4, 1};
-        if (store__pipeline(os->st, 4, argc, cmds, rep, err) != 0)
-            rc = -TY_EREDIS;
-        for (int i = 0; i < 4; i++)
-            freeReplyObject(rep[i]);
-    }
-    if (rc == 0)
-        memcpy(upload_id, id, sizeof(id));
-out:
-    if (rc)
-        rmdir(dir);
-    free(zk);
-    free(member);
-    free(hj);
-    return rc;
-}
-
-int objstore_mpu_get(struct objstore *os, const char *bucket, const char *key, const char *id,
-                     json_t **hdrs, struct ty_err *err)
-{
-    if (objstore_local_only(os, err))
-        return -err->code;
-    char rk[64];
-    redisReply *r;
-    int ok;
-
-    if (hdrs)
-        *hdrs = NULL;
-    if (!objstore_id_ok(id))
-        return objstore_no_upload(err);
-    snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
-    r = store__cmdv(os->st, err, "HMGET", rk, "bucket", "key", "hdrs", NULL);
-    if (!r)
-        return -TY_EREDIS;
-    ok = r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->str &&
-         r->element[1]->str && strcmp(r->element[0]->str, bucket) == 0 &&
-         strcmp(r->element[1]->str, key) == 0;
-    if (ok && hdrs && r->element[2]->str)
-        *hdrs = json_loads(r->element[2]->str, 0, NULL);
-    freeReplyObject(r);
-    return ok ? 0 : objstore_no_upload(err);
-}
-
-int objstore_mpu_put_part(struct objstore *os, const char *bucket, const char *key, const char *id,
-                          int number, const char *tmp_path, const char *etag, uint64_t size,
-                          struct ty_err *err)
-{
-    if (objstore_local_only(os, err))
-        return -err->code;
-    char dst[PATH_MAX], rk[64], num[16], val[96];
-    redisReply *r;
-    int rc;
-
-    if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
-        return rc;
-    if (number < 1 || number > OBJSTORE_MAX_PARTS)
-        return ty_err_set(err, TY_EINVAL, "InvalidArgument",
-                          "Part number must be an integer between 1 and 10000, inclusive");
-    if (objstore_fmt(dst, sizeof(dst), "%s/.ty/mpu/%s/%d", os->dir, id, number) != 0)
-        return ty_err_set(err, TY_EIO, NULL, "path too long");
-    if (rename(tmp_path, dst) != 0)
-        return errno == ENOENT
-                   ? objstore_no_upload(err)
-                   : ty_err_set(err, TY_EIO, NULL, "cannot store the part: %s", strerror(errno));
-    objstore_fsync_parent(dst);
-    snprintf(rk, sizeof(rk), "ty:s3:mpuparts:%s", id);
-    snprintf(num, sizeof(num), "%d", number);
-    snprintf(val, sizeof(val), "%s %llu %lld", etag, (unsigned long long)size,
-             (long long)objstore_now_ms());
-    r = store__cmdv(os->st, err, "HSET", rk, num, val, NULL);
-    if (!r)
-        return -TY_EREDIS;
-    freeReplyObject(r);
-    return 0;
-}
-
-int objstore_mpu_copy_part(struct objstore *os, const char *bucket, const char *key, const char *id,
-                           int number, const char *sb, const char *sk, uint64_t first,
-                           uint64_t last, struct objstore_part *out, struct ty_err *err)
-{
-    struct objstore_meta src;
-    char tmp[PATH_MAX];
-    uint64_t size = 0;
-    int fd, rc;
-
-    if (objstore_local_only(os, err))
-        return -err->code;
-    if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
-        return rc;
-    if (number < 1 || number > OBJSTORE_MAX_PARTS)
-        return ty_err_set(err, TY_EINVAL, "InvalidArgument",
-                          "Part number must be an integer between 1 and 10000, inclusive");
-    fd = objstore_open_read(os, sb, sk, &src, err);
-    if (fd < 0)
-        return fd;
-    if (last == UINT64_MAX && first == 0) {
-        last = src.size ? src.size - 1 : 0;
-    } else if (first >= src.size || last >= src.size) {
-        rc = ty_err_set(err, TY_EINVAL, "InvalidArgument",
-                        "Range specified is not valid for source object of size: %llu",
-                        (unsigned long long)src.size);
-        goto out;
-    }
-    if (lseek(fd, (off_t)first, SEEK_SET) < 0) {
-        rc = ty_err_set(err, TY_EIO, NULL, "seek: %s", strerror(errno));
-        goto out;
-    }
-    memset(out, 0, sizeof(*out));
-    rc = objstore_copy_to_tmp_n(os, fd, src.size ? last - first + 1 : 0, tmp, sizeof(tmp),
-                                out->etag, &size, err);
-    if (rc == 0 &&
-        (rc = objstore_mpu_put_part(os, bucket, key, id, number, tmp, out->etag, size, err)) != 0)
-        unlink(tmp);
-    out->number = number;
-    out->size = size;
-    out->mtime_ms = objstore_now_ms();
-out:
-    close(fd);
-    objstore_meta_cleanup(&src);
-    return rc;
-}
-
-static int objstore_part_cmp(const void *a, const void *b)
-{
-    return ((const struct objstore_part *)a)->number - ((const struct objstore_part *)b)->number;
-}
-
-int objstore_mpu_parts(struct objstore *os, const char *id, struct objstore_part **out, size_t *n,
-                       struct ty_err *err)
-{
-    if (objstore_local_only(os, err))
-        return -err->code;
-    char rk[64];
-    redisReply *r;
-    struct objstore_part *v;
-    size_t k = 0;
-
-    if (!objstore_id_ok(id))
-        return objstore_no_upload(err);
-    snprintf(rk, sizeof(rk), "ty:s3:mpuparts:%s", id);
-    r = store__cmdv(os->st, err, "HGETALL", rk, NULL);
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type != REDIS_REPLY_ARRAY) {
-        freeReplyObject(r);
-        return ty_err_set(err, TY_EREDIS, NULL, "bad reply");
-    }
-    v = calloc(r->elements / 2 + 1, sizeof(*v));
-    if (!v) {
-        freeReplyObject(r);
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    }
-    for (size_t i = 0; i + 1 < r->elements; i += 2) {
-        struct objstore_part *p = &v[k];
-        unsigned long long sz = 0;
-        long long mt = 0;
-        char et[48];
-        if (!r->element[i]->str || !r->element[i + 1]->str)
-            continue;
-        if (sscanf(r->element[i + 1]->str, "%47s %llu %lld", et, &sz, &mt) != 3)
-            continue;
-        p->number = (int)strtol(r->element[i]->str, NULL, 10);
-        snprintf(p->etag, sizeof(p->etag), "%s", et);
-        p->size = sz;
-        p->mtime_ms = mt;
-        k++;
-    }
-    freeReplyObject(r);
-    qsort(v, k, sizeof(*v), objstore_part_cmp);
-    *out = v;
-    *n = k;
-    return 0;
-}
-
-static void objstore_mpu_drop(struct objstore *os, const char *bucket, const char *key,
-                              const char *id)
-{
-    char rk[64], pk[64], dir[PATH_MAX];
-    char *zk = objstore_rkey("ty:s3:mpus:", bucket, NULL);
-    char *member = malloc(strlen(key) + strlen(id) + 2);
-    struct ty_err e;
-    redisReply *r;
-
-    ty_err_clear(&e);
-    snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
-    snprintf(pk, sizeof(pk), "ty:s3:mpuparts:%s", id);
-    r = store__cmdv(os->st, &e, "DEL", rk, pk, NULL);
-    freeReplyObject(r);
-    if (zk && member) {
-        snprintf(member, strlen(key) + strlen(id) + 2, "%s\n%s", key, id);
-        r = store__cmdv(os->st, &e, "ZREM", zk, member, NULL);
-        freeReplyObject(r);
-    }
-    free(zk);
-    free(member);
-    if (objstore_fmt(dir, sizeof(dir), "%s/.ty/mpu/%s", os->dir, id) == 0)
-        objstore_rmtree(dir, 0);
-}
-
-int objstore_mpu_abort(struct objstore *os, const char *bucket, const char *key, const char *id,
-                       struct ty_err *err)
-{
-    if (objstore_local_only(os, err))
-        return -err->code;
-    int rc;
-    if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
-        return rc;
-    objstore_mpu_drop(os, bucket, key, id);
-    return 0;
-}
-
-static int objstore_unhex(const char *hex, unsigned char *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned v = 0;
-        for (int j = 0; j < 2; j++) {
-            char c = hex[2 * i + j];
-            v <<= 4;
-            if (c >= '0' && c <= '9')
-                v |= (unsigned)(c - '0');
-            else if (c >= 'a' && c <= 'f')
-                v |= (unsigned)(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F')
-                v |= (unsigned)(c - 'A' + 10);
-            else
-                return -1;
-        }
-        out[i] = (unsigned char)v;
-    }
-    return 0;
-}
-
-/* Copies the whole file src into fd out (kernel copy when possible). */
-static int objstore_append_file(int out, const char *src)
-{
-    int in = open(src, O_RDONLY | O_CLOEXEC);
-    ssize_t r;
-    char *buf = NULL;
-
-    if (in < 0)
-        return -1;
-    for (;;) {
-        r = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
-        if (r == 0) {
-            close(in);
-            return 0;
-        }
-        if (r < 0)
-            break;
-    }
-    /* fall back to read/write (different file systems, old kernels) */
-    buf = malloc(OBJSTORE_CHUNK);
-    if (!buf) {
-        close(in);
-        return -1;
-    }
-    while ((r = read(in, buf, OBJSTORE_CHUNK)) > 0) {
-        for (ssize_t off = 0; off < r;) {
-            ssize_t w = write(out, buf + off, (size_t)(r - off));
-            if (w < 0) {
-                r = -1;
-                break;
-            }
-            off += w;
-        }
-        if (r < 0)
-            break;
-    }
-    free(buf);
-    close(in);
-    return r < 0 ? -1 : 0;
-}
-
-/* The SHA-256 of file path. OUT: md (32 bytes). 0 or -1 (errno). */
-static int objstore_sha256_file(const char *path, unsigned char *md)
-{
-    unsigned char buf[65536];
-    unsigned int ml = 0;
-    EVP_MD_CTX *c = EVP_MD_CTX_new();
-    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
-    ssize_t r;
-
-    if (fd < 0 || !c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1)
-        goto out;
-    while ((r = read(fd, buf, sizeof(buf))) > 0)
-        EVP_DigestUpdate(c, buf, (size_t)r);
-    if (r == 0 && EVP_DigestFinal_ex(c, md, &ml) == 1)
-        rc = 0;
-out:
-    if (fd >= 0)
-        close(fd);
-    EVP_MD_CTX_free(c);
-    return rc;
-}
-
-/* 1 when base64 b (with or without a "-N" suffix) is want (base64, "-N" suffixed). */
-static int objstore_same_ck(const char *b, const char *want)
-{
-    const char *dash = strrchr(want, '-');
-    size_t wl = dash ? (size_t)(dash - want) : strlen(want);
-    return strcmp(b, want) == 0 || (strlen(b) == wl && strncmp(b, want, wl) == 0);
-}
-
-/*
- * The checksum checks of objstore_mpu_complete_ck over the already matched parts (got[i] is
- * parts[i]'s stored part). OUT: composite. 0 or InvalidPart / BadDigest / EIO.
- */
-static int objstore_mpu_checksums(struct objstore *os, const char *id,
-                                  const struct objstore_part *const *got, size_t n,
-                                  const char *const *part_sha256, const char *expect,
-                                  char *composite, struct ty_err *err)
-{
-    EVP_MD_CTX *c = EVP_MD_CTX_new();
-    unsigned char md[32], all[32];
-    unsigned int ml = 0;
-    char b64[64], src[PATH_MAX];
-    int rc = 0;
-
-    if (!c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1) {
-        EVP_MD_CTX_free(c);
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (objstore_fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got[i]->number) != 0 ||
-            objstore_sha256_file(src, md) != 0) {
-            rc = ty_err_set(err, TY_EIO, NULL, "cannot read part %d: %s", got[i]->number,
-                            strerror(errno));
-            goto out;
-        }
-        if (part_sha256 && part_sha256[i] && part_sha256[i][0]) {
-            EVP_EncodeBlock((unsigned char *)b64, md, 32);
-            if (strcmp(b64, part_sha256[i]) != 0) {
-                rc = ty_err_set(err, TY_EINVAL, "InvalidPart",
-                                "One or more of the specified parts could not be found. The part "
-                                "may not have been uploaded, or the specified checksum may not "
-                                "match the part's checksum.");
-                goto out;
-            }
-        }
-        EVP_DigestUpdate(c, md, 32);
-    }
-    EVP_DigestFinal_ex(c, all, &ml);
-    EVP_EncodeBlock((unsigned char *)b64, all, 32); /* 44 characters */
-    b64[44] = '\0';
-    snprintf(composite, OBJSTORE_CK_SZ, "%.44s-%u", b64, (unsigned)(n % 100000));
-    if (expect && *expect && !objstore_same_ck(expect, composite))
-        rc = ty_err_set(err, TY_EINVAL, "BadDigest",
-                        "The sha256 you specified did not match the calculated checksum.");
-out:
-    EVP_MD_CTX_free(c);
-    return rc;
-}
-
-int objstore_mpu_complete(struct objstore *os, const char *bucket, const char *key, const char *id,
-                          const struct objstore_part *parts, size_t n, struct objstore_meta *meta,
-                          struct ty_err *err)
-{
-    return objstore_mpu_complete_ck(os, bucket, key, id, parts, n, NULL, NULL, NULL, meta, err);
-}
-
-int objstore_mpu_completed(struct objstore *os, const char *bucket, const char *key, const char *id,
-                           char *etag, char *composite, struct ty_err *err)
-{
-    char rk[96];
-    redisReply *r;
-    json_t *j;
-    int rc = ty_err_set(err, TY_ENOTFOUND, "NoSuchUpload",
-                        "The specified upload does not exist. The upload ID may be invalid, or "
-                        "the upload may have been aborted or completed.");
-
-    if (os->remote)
-        return rc;
-    snprintf(rk, sizeof(rk), "ty:s3:mpudone:%.64s", id);
-    r = store__cmdv(os->st, err, "GET", rk, NULL);
-    if (!r)
-        return -TY_EREDIS;
-    j = r->type == REDIS_REPLY_STRING ? json_loads(r->str, 0, NULL) : NULL;
-    freeReplyObject(r);
-    if (j && json_is_string(json_object_get(j, "b")) && json_is_string(json_object_get(j, "k")) &&
-        strcmp(json_string_value(json_object_get(j, "b")), bucket) == 0 &&
-        strcmp(json_string_value(json_object_get(j, "k")), key) == 0) {
-        const char *e = json_string_value(json_object_get(j, "e"));
-        const char *c = json_string_value(json_object_get(j, "c"));
-        snprintf(etag, 48, "%s", e ? e : "");
-        snprintf(composite, OBJSTORE_CK_SZ, "%s", c ? c : "");
-        rc = 0;
-    }
-    json_decref(j);
-    return rc;
-}
-
-/* Records that upload id completed bucket/key (for a repeated CompleteMultipartUpload). */
-static void objstore_mpu_done(struct objstore *os, const char *bucket, const char *key,
-                              const char *id, const char *etag, const char *composite)
-{
-    char rk[96];
-    struct ty_err e;
-    json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "b", bucket, "k", key, "e", etag, "c",
-                          composite ? composite : "");
-    char *v = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    redisReply *r;
-
-    json_decref(j);
-    if (!v)
-        return;
-    ty_err_clear(&e);
-    snprintf(rk, sizeof(rk), "ty:s3:mpudone:%.64s", id);
-    r = store__cmdv(os->st, &e, "SET", rk, v, "EX", "86400", NULL);
-    freeReplyObject(r);
-    free(v);
-}
-
-int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char *key,
-                             const char *id, const struct objstore_part *parts, size_t n,
-                             const char *const *part_sha256, const char *expect, char *composite,
-                             struct objstore_meta *meta, struct ty_err *err)
-{
-    if (objstore_local_only(os, err))
-        return -err->code;
-    struct objstore_part *have = NULL;
-    size_t nh = 0;
-    json_t *hdrs = NULL;
-    EVP_MD_CTX *c = NULL;
-    char tmp[PATH_MAX], etag[48];
-    unsigned char md[16];
-    unsigned int mdlen = 0;
-    uint64_t total = 0;
-    int fd = -1, rc;
-
-    tmp[0] = '\0';
-    if ((rc = objstore_mpu_get(os, bucket, key, id, &hdrs, err)) != 0)
-        return rc;
-    if ((rc = objstore_mpu_parts(os, id, &have, &nh, err)) != 0)
-        goto out;
-    if (n == 0) {
-        rc = ty_err_set(err, TY_EINVAL, "MalformedXML",
-                        "The XML you provided was not well-formed or did not validate against our "
-                        "published schema");
-        goto out;
-    }
-    for (size_t i = 1; i < n; i++) {
-        if (parts[i].number <= parts[i - 1].number) {
-            rc = ty_err_set(err, TY_EINVAL, "InvalidPartOrder",
-                            "The list of parts was not in ascending order. The parts list must be "
-                            "specified in order by part number.");
-            goto out;
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct objstore_part *want = &parts[i];
-        const struct objstore_part *got = NULL;
-        const char *e = want->etag;
-        size_t el;
-        for (size_t j = 0; j < nh; j++) {
-            if (have[j].number == want->number)
-                got = &have[j];
-        }
-        if (*e == '"')
-            e++;
-        el = strlen(e);
-        if (el && e[el - 1] == '"')
-            el--;
-        if (!got || strlen(got->etag) != el || strncasecmp(got->etag, e, el) != 0) {
-            rc = ty_err_set(err, TY_EINVAL, "InvalidPart",
-                            "One or more of the specified parts could not be found. The part may "
-                            "not have been uploaded, or the specified entity tag may not match "
-                            "the part's entity tag.");
-            goto out;
-        }
-        if (i + 1 < n && got->size < OBJSTORE_MIN_PART) {
-            rc = ty_err_set(err, TY_EINVAL, "EntityTooSmall",
-                            "Your proposed upload is smaller than the minimum allowed size");
-            goto out;
-        }
-    }
-    if (composite) {
-        const struct objstore_part **got = calloc(n, sizeof(*got));
-        if (!got) {
-            rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-            goto out;
-        }
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < nh; j++)
-                if (have[j].number == parts[i].number)
-                    got[i] = &have[j];
-        rc = objstore_mpu_checksums(os, id, got, n, part_sha256, expect, composite, err);
-        free(got);
-        if (rc != 0)
-            goto out;
-    }
-    c = EVP_MD_CTX_new();
-    if (!c || EVP_DigestInit_ex(c, EVP_md5(), NULL) != 1) {
-        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-        goto out;
-    }
-    fd = objstore_tmp_create(os, tmp, sizeof(tmp), err);
-    if (fd < 0) {
-        rc = fd;
-        tmp[0] = '\0';
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char src[PATH_MAX];
-        unsigned char pmd[16];
-        const struct objstore_part *got = NULL;
-        for (size_t j = 0; j < nh; j++) {
-            if (have[j].number == parts[i].number)
-                got = &have[j];
-        }
-        if (!got || objstore_unhex(got->etag, pmd, 16) != 0 ||
-            objstore_fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got->number) != 0 ||
-            objstore_append_file(fd, src) != 0) {
-            rc = ty_err_set(err, TY_EIO, NULL, "cannot assemble the object: %s", strerror(errno));
-            goto out;
-        }
-        EVP_DigestUpdate(c, pmd, 16);
-        total += got->size;
-    }
-    if (fsync(fd) != 0 || EVP_DigestFinal_ex(c, md, &mdlen) != 1) {
-        rc = ty_err_set(err, TY_EIO, NULL, "cannot write the object: %s", strerror(errno));
-        goto out;
-    }
-    close(fd);
-    fd = -1;
-    objstore_hex(md, 16, etag);
-    snprintf(etag + 32, sizeof(etag) - 32, "-%u", (unsigned)(n % 100000));
-    rc = objstore_put_tmp(os, bucket, key, tmp, etag, total, (int)n, hdrs, meta, err);
-    if (rc == 0) {
-        tmp[0] = '\0';
-        objstore_mpu_done(os, bucket, key, id, etag, composite);
-        objstore_mpu_drop(os, bucket, key, id);
-    }
-out:
-    if (fd >= 0)
-        close(fd);
-    if (rc != 0 && tmp[0])
-        unlink(tmp);
-    EVP_MD_CTX_free(c);
-    json_decref(hdrs);
-    free(have);
-    return rc;
-}
-
-int objstore_mpu_list(struct objstore *os, const char *bucket, const char *prefix, int max,
-                      struct objstore_upload **out, size_t *n, int *truncated, struct ty_err *err)
-{
-    if (objstore_local_only(os, err))
-        return -err->code;
-    char *zk;
-    char cursor[OBJSTORE_MAX_KEY + 8], lim[16];
-    redisReply *r;
-    struct objstore_upload *v;
-    size_t k = 0;
-    int rc;
-
-    if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
-        return rc;
-    if (max < 1 || max > 1000)
-        max = 1000;
-    if (prefix && strlen(prefix) > OBJSTORE_MAX_KEY)
-        return ty_err_set(err, TY_EINVAL, "InvalidArgument", "prefix too long");
-    snprintf(cursor, sizeof(cursor), prefix && *prefix ? "[%s" : "-", prefix ? prefix : "");
-    snprintf(lim, sizeof(lim), "%d", max + 1);
-    zk = objstore_rkey("ty:s3:mpus:", bucket, NULL);
-    if (!zk)
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    r = store__cmdv(os->st, err, "ZRANGEBYLEX", zk, cursor, "+", "LIMIT", "0", lim, NULL);
-    free(zk);
-    if (!r)
-        return -TY_EREDIS;
-    v = calloc(r->type == REDIS_REPLY_ARRAY ? r->elements + 1 : 1, sizeof(*v));
-    if (!v) {
-        freeReplyObject(r);
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    }
-    *truncated = 0;
-    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
-        const char *m = r->element[i]->str, *nl;
-        char rk[64];
-        redisReply *h;
-        if (!m || !(nl = strrchr(m, '\n')) || strlen(nl + 1) != OBJSTORE_UPLOAD_ID_SZ - 1)
-            continue;
-        if (prefix && *prefix && strncmp(m, prefix, strlen(prefix)) != 0)
-            break;
-        if ((int)k == max) {
-            *truncated = 1;
-            break;
-        }
-        v[k].key = strndup(m, (size_t)(nl - m));
-        memcpy(v[k].id, nl + 1, OBJSTORE_UPLOAD_ID_SZ);
-        snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", v[k].id);
-        h = store__cmdv(os->st, err, "HGET", rk, "initiated", NULL);
-        if (h && h->type == REDIS_REPLY_STRING)
-            v[k].initiated_ms = strtoll(h->str, NULL, 10);
-        freeReplyObject(h);
-        if (v[k].key)
-            k++;
-    }
-    freeReplyObject(r);
-    *out = v;
-    *n = k;
-    return 0;
 }

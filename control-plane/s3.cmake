@@ -1,4 +1,5 @@
-# ty_s3: the S3 data plane - the embedded object store (objstore.c) and the S3 REST API
+# ty_s3: the S3 data plane - the embedded object store (objstore.c; objstore_list.c listing,
+# objstore_multipart.c multipart uploads) and the S3 REST API
 # (ops/s3.c; ops/s3_body.c: aws-chunked bodies, checksums, chunk signatures) and STS
 # GetCallerIdentity (ops/sts.c); auth.c turns a SigV4 signature into a verified principal for
 # every front end (S3, STS, and through ty_server the JSON services and IAM).
@@ -10,7 +11,8 @@ add_library(ty_s3uri STATIC ${TY_CP_DIR}/s3uri.c)
 target_include_directories(ty_s3uri PUBLIC ${TY_CP_DIR})
 target_link_libraries(ty_s3uri PUBLIC ty_core)
 
-add_library(ty_s3 STATIC ${TY_CP_DIR}/objstore.c ${TY_CP_DIR}/objstore_remote.c
+add_library(ty_s3 STATIC ${TY_CP_DIR}/objstore.c ${TY_CP_DIR}/objstore_list.c
+  ${TY_CP_DIR}/objstore_multipart.c ${TY_CP_DIR}/objstore_remote.c
   ${TY_CP_DIR}/s3client.c ${TY_CP_DIR}/ops/s3_proxy.c ${TY_CP_DIR}/ops/s3.c ${TY_CP_DIR}/ops/s3_auth.c
   ${TY_CP_DIR}/ops/s3_bucket.c ${TY_CP_DIR}/ops/s3_object.c ${TY_CP_DIR}/ops/s3_body.c
   ${TY_CP_DIR}/ops/sts.c ${TY_CP_DIR}/auth.c ${TY_CP_DIR}/worker.c)

@@ -32,10 +32,10 @@ PKGS = ["jansson", "hiredis", "libmicrohttpd", "libcurl", "libcrypto", "libarchi
 # Library-internal symbols (x__y, STYLE.md) and the files allowed to use them. Everything else
 # reaches a library through its public header.
 INTERNAL = [
-    # ty_store's command helpers (store_int.h). console_login.c and objstore.c are known
+    # ty_store's command helpers (store_int.h). console_login.c and objstore*.c are known
     # exceptions (they run their own Redis commands): to be replaced by store functions.
     (r"\bstore__\w+",
-     r"^control-plane/(store\w*|queue|session|authgen|console_login|objstore)\.[ch]$"),
+     r"^control-plane/(store\w*|queue|session|authgen|console_login|objstore(_list|_multipart)?)\.[ch]$"),
     (r"\btyprof__\w+", r"^profiler/"),
     (r"\btyc__\w+", r"^(compiler|runtime-image)/"),
 ]

@@ -1,0 +1,51 @@
+/*
+ * objstore_int.h - internals shared by objstore.c (paths, metadata, buckets, objects),
+ * objstore_list.c (listing) and objstore_multipart.c (multipart uploads); not an API.
+ *
+ * Owns: struct objstore and the helpers the three files share (objstore__*).
+ */
+#ifndef TY_CP_OBJSTORE_INT_H
+#define TY_CP_OBJSTORE_INT_H
+
+#include <hiredis/hiredis.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "objstore.h"
+#include "ty_err.h"
+
+#define OBJSTORE_CHUNK (1024 * 1024)
+
+struct s3c;
+struct store;
+
+struct objstore {
+    char dir[PATH_MAX];
+    struct store *st;
+    struct s3c *remote; /* the external store (--s3-endpoint), NULL for the local one */
+};
+
+/* Milliseconds since the epoch. */
+int64_t objstore__now_ms(void);
+/* Lowercase hex of p[0..n). OUT: out (2n+1 bytes). */
+void objstore__hex(const unsigned char *p, size_t n, char *out);
+/* snprintf into out (size n). 0, or -1 when it does not fit. */
+int objstore__fmt(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* fsyncs the directory holding file. */
+void objstore__fsync_parent(const char *file);
+/* "<fmt_prefix><bucket>[/<key>]" (key may be NULL). Caller frees; NULL when out of memory. */
+char *objstore__rkey(const char *fmt_prefix, const char *bucket, const char *key);
+/* Nonzero (err set: NotImplemented) when os forwards to an external store. */
+int objstore__local_only(const struct objstore *os, struct ty_err *err);
+/* Fills m from an HGETALL reply of an object's hash (hdrs only when want_hdrs; caller cleans m
+   with objstore_meta_cleanup). 0, or -1 when r is not an object. */
+int objstore__meta_from_reply(const redisReply *r, struct objstore_meta *m, int want_hdrs);
+/* Removes the tree at path (depth: the recursion depth, 0 at the top). 0 or nonzero. */
+int objstore__rmtree(const char *path, int depth);
+/* Copies at most limit bytes of in (from its offset) into a new temp file while hashing.
+   OUT: tmp (size tn), md5 (33 bytes, hex), size. 0 or error (no temp file left behind). */
+int objstore__copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, char *tmp, size_t tn,
+                            char *md5, uint64_t *size, struct ty_err *err);
+
+#endif

@@ -1,0 +1,682 @@
+/*
+ * objstore_multipart.c - multipart uploads in the embedded object store: create, parts (put and
+ * copy), list, abort and complete (parts concatenated with copy_file_range, the multipart ETag
+ * and the composite checksums computed on the way).
+ */
+#define _GNU_SOURCE /* copy_file_range */
+#include "objstore.h"
+#include "objstore_int.h"
+
+#include "store_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- multipart uploads --------------------------------------------------------------------- */
+
+static int objstore_id_ok(const char *id)
+{
+    size_t n = id ? strlen(id) : 0;
+    if (n != OBJSTORE_UPLOAD_ID_SZ - 1)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+            return 0;
+    }
+    return 1;
+}
+
+static int objstore_no_upload(struct ty_err *err)
+{
+    return ty_err_set(err, TY_ENOTFOUND, "NoSuchUpload",
+                      "The specified upload does not exist. The upload ID may be invalid, or the "
+                      "upload may have been aborted or completed.");
+}
+
+int objstore_mpu_create(struct objstore *os, const char *bucket, const char *key, json_t *hdrs,
+                        char *upload_id, struct ty_err *err)
+{
+    if (objstore__local_only(os, err))
+        return -err->code;
+    unsigned char rnd[16];
+    char id[OBJSTORE_UPLOAD_ID_SZ], rk[64], dir[PATH_MAX], init[32];
+    char *zk, *member, *hj;
+    redisReply *rep[4] = {0};
+    int rc = 0;
+
+    if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
+        return rc;
+    if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+        return ty_err_set(err, TY_EINTERNAL, NULL, "no randomness");
+    objstore__hex(rnd, 16, id);
+    snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
+    snprintf(init, sizeof(init), "%lld", (long long)objstore__now_ms());
+    if (objstore__fmt(dir, sizeof(dir), "%s/.ty/mpu/%s", os->dir, id) != 0 || mkdir(dir, 0755) != 0)
+        return ty_err_set(err, TY_EIO, NULL, "cannot create the upload: %s", strerror(errno));
+    zk = objstore__rkey("ty:s3:mpus:", bucket, NULL);
+    member = malloc(strlen(key) + sizeof(id) + 2);
+    hj = hdrs ? json_dumps(hdrs, JSON_COMPACT) : NULL;
+    if (!zk || !member) {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    snprintf(member, strlen(key) + sizeof(id) + 2, "%s\n%s", key, id);
+    {
+        const char *c0[] = {"MULTI"};
+        const char *c1[] = {"HSET", rk,          "bucket", bucket, "key",
+                            key,    "initiated", init,     "hdrs", hj ? hj : "{}"};
+        const char *c2[] = {"ZADD", zk, "0", member};
+        const char *c3[] = {"EXEC"};
+        const char *const *cmds[] = {c0, c1, c2, c3};
+        const int argc[] = {1, 10, 4, 1};
+        if (store__pipeline(os->st, 4, argc, cmds, rep, err) != 0)
+            rc = -TY_EREDIS;
+        for (int i = 0; i < 4; i++)
+            freeReplyObject(rep[i]);
+    }
+    if (rc == 0)
+        memcpy(upload_id, id, sizeof(id));
+out:
+    if (rc)
+        rmdir(dir);
+    free(zk);
+    free(member);
+    free(hj);
+    return rc;
+}
+
+int objstore_mpu_get(struct objstore *os, const char *bucket, const char *key, const char *id,
+                     json_t **hdrs, struct ty_err *err)
+{
+    if (objstore__local_only(os, err))
+        return -err->code;
+    char rk[64];
+    redisReply *r;
+    int ok;
+
+    if (hdrs)
+        *hdrs = NULL;
+    if (!objstore_id_ok(id))
+        return objstore_no_upload(err);
+    snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
+    r = store__cmdv(os->st, err, "HMGET", rk, "bucket", "key", "hdrs", NULL);
+    if (!r)
+        return -TY_EREDIS;
+    ok = r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->str &&
+         r->element[1]->str && strcmp(r->element[0]->str, bucket) == 0 &&
+         strcmp(r->element[1]->str, key) == 0;
+    if (ok && hdrs && r->element[2]->str)
+        *hdrs = json_loads(r->element[2]->str, 0, NULL);
+    freeReplyObject(r);
+    return ok ? 0 : objstore_no_upload(err);
+}
+
+int objstore_mpu_put_part(struct objstore *os, const char *bucket, const char *key, const char *id,
+                          int number, const char *tmp_path, const char *etag, uint64_t size,
+                          struct ty_err *err)
+{
+    if (objstore__local_only(os, err))
+        return -err->code;
+    char dst[PATH_MAX], rk[64], num[16], val[96];
+    redisReply *r;
+    int rc;
+
+    if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
+        return rc;
+    if (number < 1 || number > OBJSTORE_MAX_PARTS)
+        return ty_err_set(err, TY_EINVAL, "InvalidArgument",
+                          "Part number must be an integer between 1 and 10000, inclusive");
+    if (objstore__fmt(dst, sizeof(dst), "%s/.ty/mpu/%s/%d", os->dir, id, number) != 0)
+        return ty_err_set(err, TY_EIO, NULL, "path too long");
+    if (rename(tmp_path, dst) != 0)
+        return errno == ENOENT
+                   ? objstore_no_upload(err)
+                   : ty_err_set(err, TY_EIO, NULL, "cannot store the part: %s", strerror(errno));
+    objstore__fsync_parent(dst);
+    snprintf(rk, sizeof(rk), "ty:s3:mpuparts:%s", id);
+    snprintf(num, sizeof(num), "%d", number);
+    snprintf(val, sizeof(val), "%s %llu %lld", etag, (unsigned long long)size,
+             (long long)objstore__now_ms());
+    r = store__cmdv(os->st, err, "HSET", rk, num, val, NULL);
+    if (!r)
+        return -TY_EREDIS;
+    freeReplyObject(r);
+    return 0;
+}
+
+int objstore_mpu_copy_part(struct objstore *os, const char *bucket, const char *key, const char *id,
+                           int number, const char *sb, const char *sk, uint64_t first,
+                           uint64_t last, struct objstore_part *out, struct ty_err *err)
+{
+    struct objstore_meta src;
+    char tmp[PATH_MAX];
+    uint64_t size = 0;
+    int fd, rc;
+
+    if (objstore__local_only(os, err))
+        return -err->code;
+    if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
+        return rc;
+    if (number < 1 || number > OBJSTORE_MAX_PARTS)
+        return ty_err_set(err, TY_EINVAL, "InvalidArgument",
+                          "Part number must be an integer between 1 and 10000, inclusive");
+    fd = objstore_open_read(os, sb, sk, &src, err);
+    if (fd < 0)
+        return fd;
+    if (last == UINT64_MAX && first == 0) {
+        last = src.size ? src.size - 1 : 0;
+    } else if (first >= src.size || last >= src.size) {
+        rc = ty_err_set(err, TY_EINVAL, "InvalidArgument",
+                        "Range specified is not valid for source object of size: %llu",
+                        (unsigned long long)src.size);
+        goto out;
+    }
+    if (lseek(fd, (off_t)first, SEEK_SET) < 0) {
+        rc = ty_err_set(err, TY_EIO, NULL, "seek: %s", strerror(errno));
+        goto out;
+    }
+    memset(out, 0, sizeof(*out));
+    rc = objstore__copy_to_tmp_n(os, fd, src.size ? last - first + 1 : 0, tmp, sizeof(tmp),
+                                 out->etag, &size, err);
+    if (rc == 0 &&
+        (rc = objstore_mpu_put_part(os, bucket, key, id, number, tmp, out->etag, size, err)) != 0)
+        unlink(tmp);
+    out->number = number;
+    out->size = size;
+    out->mtime_ms = objstore__now_ms();
+out:
+    close(fd);
+    objstore_meta_cleanup(&src);
+    return rc;
+}
+
+static int objstore_part_cmp(const void *a, const void *b)
+{
+    return ((const struct objstore_part *)a)->number - ((const struct objstore_part *)b)->number;
+}
+
+int objstore_mpu_parts(struct objstore *os, const char *id, struct objstore_part **out, size_t *n,
+                       struct ty_err *err)
+{
+    if (objstore__local_only(os, err))
+        return -err->code;
+    char rk[64];
+    redisReply *r;
+    struct objstore_part *v;
+    size_t k = 0;
+
+    if (!objstore_id_ok(id))
+        return objstore_no_upload(err);
+    snprintf(rk, sizeof(rk), "ty:s3:mpuparts:%s", id);
+    r = store__cmdv(os->st, err, "HGETALL", rk, NULL);
+    if (!r)
+        return -TY_EREDIS;
+    if (r->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(r);
+        return ty_err_set(err, TY_EREDIS, NULL, "bad reply");
+    }
+    v = calloc(r->elements / 2 + 1, sizeof(*v));
+    if (!v) {
+        freeReplyObject(r);
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    }
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        struct objstore_part *p = &v[k];
+        unsigned long long sz = 0;
+        long long mt = 0;
+        char et[48];
+        if (!r->element[i]->str || !r->element[i + 1]->str)
+            continue;
+        if (sscanf(r->element[i + 1]->str, "%47s %llu %lld", et, &sz, &mt) != 3)
+            continue;
+        p->number = (int)strtol(r->element[i]->str, NULL, 10);
+        snprintf(p->etag, sizeof(p->etag), "%s", et);
+        p->size = sz;
+        p->mtime_ms = mt;
+        k++;
+    }
+    freeReplyObject(r);
+    qsort(v, k, sizeof(*v), objstore_part_cmp);
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+static void objstore_mpu_drop(struct objstore *os, const char *bucket, const char *key,
+                              const char *id)
+{
+    char rk[64], pk[64], dir[PATH_MAX];
+    char *zk = objstore__rkey("ty:s3:mpus:", bucket, NULL);
+    char *member = malloc(strlen(key) + strlen(id) + 2);
+    struct ty_err e;
+    redisReply *r;
+
+    ty_err_clear(&e);
+    snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
+    snprintf(pk, sizeof(pk), "ty:s3:mpuparts:%s", id);
+    r = store__cmdv(os->st, &e, "DEL", rk, pk, NULL);
+    freeReplyObject(r);
+    if (zk && member) {
+        snprintf(member, strlen(key) + strlen(id) + 2, "%s\n%s", key, id);
+        r = store__cmdv(os->st, &e, "ZREM", zk, member, NULL);
+        freeReplyObject(r);
+    }
+    free(zk);
+    free(member);
+    if (objstore__fmt(dir, sizeof(dir), "%s/.ty/mpu/%s", os->dir, id) == 0)
+        objstore__rmtree(dir, 0);
+}
+
+int objstore_mpu_abort(struct objstore *os, const char *bucket, const char *key, const char *id,
+                       struct ty_err *err)
+{
+    if (objstore__local_only(os, err))
+        return -err->code;
+    int rc;
+    if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
+        return rc;
+    objstore_mpu_drop(os, bucket, key, id);
+    return 0;
+}
+
+static int objstore_unhex(const char *hex, unsigned char *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = 0;
+        for (int j = 0; j < 2; j++) {
+            char c = hex[2 * i + j];
+            v <<= 4;
+            if (c >= '0' && c <= '9')
+                v |= (unsigned)(c - '0');
+            else if (c >= 'a' && c <= 'f')
+                v |= (unsigned)(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F')
+                v |= (unsigned)(c - 'A' + 10);
+            else
+                return -1;
+        }
+        out[i] = (unsigned char)v;
+    }
+    return 0;
+}
+
+/* Copies the whole file src into fd out (kernel copy when possible). */
+static int objstore_append_file(int out, const char *src)
+{
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    ssize_t r;
+    char *buf = NULL;
+
+    if (in < 0)
+        return -1;
+    for (;;) {
+        r = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+        if (r == 0) {
+            close(in);
+            return 0;
+        }
+        if (r < 0)
+            break;
+    }
+    /* fall back to read/write (different file systems, old kernels) */
+    buf = malloc(OBJSTORE_CHUNK);
+    if (!buf) {
+        close(in);
+        return -1;
+    }
+    while ((r = read(in, buf, OBJSTORE_CHUNK)) > 0) {
+        for (ssize_t off = 0; off < r;) {
+            ssize_t w = write(out, buf + off, (size_t)(r - off));
+            if (w < 0) {
+                r = -1;
+                break;
+            }
+            off += w;
+        }
+        if (r < 0)
+            break;
+    }
+    free(buf);
+    close(in);
+    return r < 0 ? -1 : 0;
+}
+
+/* The SHA-256 of file path. OUT: md (32 bytes). 0 or -1 (errno). */
+static int objstore_sha256_file(const char *path, unsigned char *md)
+{
+    unsigned char buf[65536];
+    unsigned int ml = 0;
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
+    ssize_t r;
+
+    if (fd < 0 || !c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1)
+        goto out;
+    while ((r = read(fd, buf, sizeof(buf))) > 0)
+        EVP_DigestUpdate(c, buf, (size_t)r);
+    if (r == 0 && EVP_DigestFinal_ex(c, md, &ml) == 1)
+        rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    EVP_MD_CTX_free(c);
+    return rc;
+}
+
+/* 1 when base64 b (with or without a "-N" suffix) is want (base64, "-N" suffixed). */
+static int objstore_same_ck(const char *b, const char *want)
+{
+    const char *dash = strrchr(want, '-');
+    size_t wl = dash ? (size_t)(dash - want) : strlen(want);
+    return strcmp(b, want) == 0 || (strlen(b) == wl && strncmp(b, want, wl) == 0);
+}
+
+/*
+ * The checksum checks of objstore_mpu_complete_ck over the already matched parts (got[i] is
+ * parts[i]'s stored part). OUT: composite. 0 or InvalidPart / BadDigest / EIO.
+ */
+static int objstore_mpu_checksums(struct objstore *os, const char *id,
+                                  const struct objstore_part *const *got, size_t n,
+                                  const char *const *part_sha256, const char *expect,
+                                  char *composite, struct ty_err *err)
+{
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    unsigned char md[32], all[32];
+    unsigned int ml = 0;
+    char b64[64], src[PATH_MAX];
+    int rc = 0;
+
+    if (!c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(c);
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (objstore__fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got[i]->number) != 0 ||
+            objstore_sha256_file(src, md) != 0) {
+            rc = ty_err_set(err, TY_EIO, NULL, "cannot read part %d: %s", got[i]->number,
+                            strerror(errno));
+            goto out;
+        }
+        if (part_sha256 && part_sha256[i] && part_sha256[i][0]) {
+            EVP_EncodeBlock((unsigned char *)b64, md, 32);
+            if (strcmp(b64, part_sha256[i]) != 0) {
+                rc = ty_err_set(err, TY_EINVAL, "InvalidPart",
+                                "One or more of the specified parts could not be found. The part "
+                                "may not have been uploaded, or the specified checksum may not "
+                                "match the part's checksum.");
+                goto out;
+            }
+        }
+        EVP_DigestUpdate(c, md, 32);
+    }
+    EVP_DigestFinal_ex(c, all, &ml);
+    EVP_EncodeBlock((unsigned char *)b64, all, 32); /* 44 characters */
+    b64[44] = '\0';
+    snprintf(composite, OBJSTORE_CK_SZ, "%.44s-%u", b64, (unsigned)(n % 100000));
+    if (expect && *expect && !objstore_same_ck(expect, composite))
+        rc = ty_err_set(err, TY_EINVAL, "BadDigest",
+                        "The sha256 you specified did not match the calculated checksum.");
+out:
+    EVP_MD_CTX_free(c);
+    return rc;
+}
+
+int objstore_mpu_complete(struct objstore *os, const char *bucket, const char *key, const char *id,
+                          const struct objstore_part *parts, size_t n, struct objstore_meta *meta,
+                          struct ty_err *err)
+{
+    return objstore_mpu_complete_ck(os, bucket, key, id, parts, n, NULL, NULL, NULL, meta, err);
+}
+
+int objstore_mpu_completed(struct objstore *os, const char *bucket, const char *key, const char *id,
+                           char *etag, char *composite, struct ty_err *err)
+{
+    char rk[96];
+    redisReply *r;
+    json_t *j;
+    int rc = ty_err_set(err, TY_ENOTFOUND, "NoSuchUpload",
+                        "The specified upload does not exist. The upload ID may be invalid, or "
+                        "the upload may have been aborted or completed.");
+
+    if (os->remote)
+        return rc;
+    snprintf(rk, sizeof(rk), "ty:s3:mpudone:%.64s", id);
+    r = store__cmdv(os->st, err, "GET", rk, NULL);
+    if (!r)
+        return -TY_EREDIS;
+    j = r->type == REDIS_REPLY_STRING ? json_loads(r->str, 0, NULL) : NULL;
+    freeReplyObject(r);
+    if (j && json_is_string(json_object_get(j, "b")) && json_is_string(json_object_get(j, "k")) &&
+        strcmp(json_string_value(json_object_get(j, "b")), bucket) == 0 &&
+        strcmp(json_string_value(json_object_get(j, "k")), key) == 0) {
+        const char *e = json_string_value(json_object_get(j, "e"));
+        const char *c = json_string_value(json_object_get(j, "c"));
+        snprintf(etag, 48, "%s", e ? e : "");
+        snprintf(composite, OBJSTORE_CK_SZ, "%s", c ? c : "");
+        rc = 0;
+    }
+    json_decref(j);
+    return rc;
+}
+
+/* Records that upload id completed bucket/key (for a repeated CompleteMultipartUpload). */
+static void objstore_mpu_done(struct objstore *os, const char *bucket, const char *key,
+                              const char *id, const char *etag, const char *composite)
+{
+    char rk[96];
+    struct ty_err e;
+    json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "b", bucket, "k", key, "e", etag, "c",
+                          composite ? composite : "");
+    char *v = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    redisReply *r;
+
+    json_decref(j);
+    if (!v)
+        return;
+    ty_err_clear(&e);
+    snprintf(rk, sizeof(rk), "ty:s3:mpudone:%.64s", id);
+    r = store__cmdv(os->st, &e, "SET", rk, v, "EX", "86400", NULL);
+    freeReplyObject(r);
+    free(v);
+}
+
+int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char *key,
+                             const char *id, const struct objstore_part *parts, size_t n,
+                             const char *const *part_sha256, const char *expect, char *composite,
+                             struct objstore_meta *meta, struct ty_err *err)
+{
+    if (objstore__local_only(os, err))
+        return -err->code;
+    struct objstore_part *have = NULL;
+    size_t nh = 0;
+    json_t *hdrs = NULL;
+    EVP_MD_CTX *c = NULL;
+    char tmp[PATH_MAX], etag[48];
+    unsigned char md[16];
+    unsigned int mdlen = 0;
+    uint64_t total = 0;
+    int fd = -1, rc;
+
+    tmp[0] = '\0';
+    if ((rc = objstore_mpu_get(os, bucket, key, id, &hdrs, err)) != 0)
+        return rc;
+    if ((rc = objstore_mpu_parts(os, id, &have, &nh, err)) != 0)
+        goto out;
+    if (n == 0) {
+        rc = ty_err_set(err, TY_EINVAL, "MalformedXML",
+                        "The XML you provided was not well-formed or did not validate against our "
+                        "published schema");
+        goto out;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if (parts[i].number <= parts[i - 1].number) {
+            rc = ty_err_set(err, TY_EINVAL, "InvalidPartOrder",
+                            "The list of parts was not in ascending order. The parts list must be "
+                            "specified in order by part number.");
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct objstore_part *want = &parts[i];
+        const struct objstore_part *got = NULL;
+        const char *e = want->etag;
+        size_t el;
+        for (size_t j = 0; j < nh; j++) {
+            if (have[j].number == want->number)
+                got = &have[j];
+        }
+        if (*e == '"')
+            e++;
+        el = strlen(e);
+        if (el && e[el - 1] == '"')
+            el--;
+        if (!got || strlen(got->etag) != el || strncasecmp(got->etag, e, el) != 0) {
+            rc = ty_err_set(err, TY_EINVAL, "InvalidPart",
+                            "One or more of the specified parts could not be found. The part may "
+                            "not have been uploaded, or the specified entity tag may not match "
+                            "the part's entity tag.");
+            goto out;
+        }
+        if (i + 1 < n && got->size < OBJSTORE_MIN_PART) {
+            rc = ty_err_set(err, TY_EINVAL, "EntityTooSmall",
+                            "Your proposed upload is smaller than the minimum allowed size");
+            goto out;
+        }
+    }
+    if (composite) {
+        const struct objstore_part **got = calloc(n, sizeof(*got));
+        if (!got) {
+            rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < nh; j++)
+                if (have[j].number == parts[i].number)
+                    got[i] = &have[j];
+        rc = objstore_mpu_checksums(os, id, got, n, part_sha256, expect, composite, err);
+        free(got);
+        if (rc != 0)
+            goto out;
+    }
+    c = EVP_MD_CTX_new();
+    if (!c || EVP_DigestInit_ex(c, EVP_md5(), NULL) != 1) {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    fd = objstore_tmp_create(os, tmp, sizeof(tmp), err);
+    if (fd < 0) {
+        rc = fd;
+        tmp[0] = '\0';
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char src[PATH_MAX];
+        unsigned char pmd[16];
+        const struct objstore_part *got = NULL;
+        for (size_t j = 0; j < nh; j++) {
+            if (have[j].number == parts[i].number)
+                got = &have[j];
+        }
+        if (!got || objstore_unhex(got->etag, pmd, 16) != 0 ||
+            objstore__fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got->number) != 0 ||
+            objstore_append_file(fd, src) != 0) {
+            rc = ty_err_set(err, TY_EIO, NULL, "cannot assemble the object: %s", strerror(errno));
+            goto out;
+        }
+        EVP_DigestUpdate(c, pmd, 16);
+        total += got->size;
+    }
+    if (fsync(fd) != 0 || EVP_DigestFinal_ex(c, md, &mdlen) != 1) {
+        rc = ty_err_set(err, TY_EIO, NULL, "cannot write the object: %s", strerror(errno));
+        goto out;
+    }
+    close(fd);
+    fd = -1;
+    objstore__hex(md, 16, etag);
+    snprintf(etag + 32, sizeof(etag) - 32, "-%u", (unsigned)(n % 100000));
+    rc = objstore_put_tmp(os, bucket, key, tmp, etag, total, (int)n, hdrs, meta, err);
+    if (rc == 0) {
+        tmp[0] = '\0';
+        objstore_mpu_done(os, bucket, key, id, etag, composite);
+        objstore_mpu_drop(os, bucket, key, id);
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0 && tmp[0])
+        unlink(tmp);
+    EVP_MD_CTX_free(c);
+    json_decref(hdrs);
+    free(have);
+    return rc;
+}
+
+int objstore_mpu_list(struct objstore *os, const char *bucket, const char *prefix, int max,
+                      struct objstore_upload **out, size_t *n, int *truncated, struct ty_err *err)
+{
+    if (objstore__local_only(os, err))
+        return -err->code;
+    char *zk;
+    char cursor[OBJSTORE_MAX_KEY + 8], lim[16];
+    redisReply *r;
+    struct objstore_upload *v;
+    size_t k = 0;
+    int rc;
+
+    if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
+        return rc;
+    if (max < 1 || max > 1000)
+        max = 1000;
+    if (prefix && strlen(prefix) > OBJSTORE_MAX_KEY)
+        return ty_err_set(err, TY_EINVAL, "InvalidArgument", "prefix too long");
+    snprintf(cursor, sizeof(cursor), prefix && *prefix ? "[%s" : "-", prefix ? prefix : "");
+    snprintf(lim, sizeof(lim), "%d", max + 1);
+    zk = objstore__rkey("ty:s3:mpus:", bucket, NULL);
+    if (!zk)
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    r = store__cmdv(os->st, err, "ZRANGEBYLEX", zk, cursor, "+", "LIMIT", "0", lim, NULL);
+    free(zk);
+    if (!r)
+        return -TY_EREDIS;
+    v = calloc(r->type == REDIS_REPLY_ARRAY ? r->elements + 1 : 1, sizeof(*v));
+    if (!v) {
+        freeReplyObject(r);
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    }
+    *truncated = 0;
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const char *m = r->element[i]->str, *nl;
+        char rk[64];
+        redisReply *h;
+        if (!m || !(nl = strrchr(m, '\n')) || strlen(nl + 1) != OBJSTORE_UPLOAD_ID_SZ - 1)
+            continue;
+        if (prefix && *prefix && strncmp(m, prefix, strlen(prefix)) != 0)
+            break;
+        if ((int)k == max) {
+            *truncated = 1;
+            break;
+        }
+        v[k].key = strndup(m, (size_t)(nl - m));
+        memcpy(v[k].id, nl + 1, OBJSTORE_UPLOAD_ID_SZ);
+        snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", v[k].id);
+        h = store__cmdv(os->st, err, "HGET", rk, "initiated", NULL);
+        if (h && h->type == REDIS_REPLY_STRING)
+            v[k].initiated_ms = strtoll(h->str, NULL, 10);
+        freeReplyObject(h);
+        if (v[k].key)
+            k++;
+    }
+    freeReplyObject(r);
+    *out = v;
+    *n = k;
+    return 0;
+}
