@@ -36,6 +36,8 @@ INTERNAL = [
     # exceptions (they run their own Redis commands): to be replaced by store functions.
     (r"\bstore__\w+",
      r"^control-plane/(store\w*|queue|session|authgen|console_login|objstore(_list|_multipart)?)\.[ch]$"),
+    # one job's run (control-plane/agent/run_int.h).
+    (r"\brun__\w+", r"^control-plane/agent/run\w*\.[ch]$"),
     (r"\btyprof__\w+", r"^profiler/"),
     (r"\btyc__\w+", r"^(compiler|runtime-image)/"),
 ]

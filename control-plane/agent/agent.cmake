@@ -17,6 +17,8 @@ if(TARGET ty_store AND TARGET ty_docker AND EXISTS ${TY_CP_DIR}/s3.cmake)
   # prof.c evaluates the profiler rules and writes the dashboard in-process through the
   # profiler's public typrof_report.h (typrof_report, declared by profiler/ later).
   add_library(ty_agent STATIC ${TY_CP_DIR}/agent/agent.c ${TY_CP_DIR}/agent/run.c
+    ${TY_CP_DIR}/agent/run_logs.c ${TY_CP_DIR}/agent/run_status.c ${TY_CP_DIR}/agent/run_upload.c
+    ${TY_CP_DIR}/agent/run_container.c ${TY_CP_DIR}/agent/run_reattach.c
     ${TY_CP_DIR}/agent/transfer.c ${TY_CP_DIR}/agent/prof.c ${TY_CP_DIR}/agent/access.c
     ${TY_CP_DIR}/agent/reap.c ${TY_CP_DIR}/agent/janitor.c ${TY_CP_DIR}/agent/outbox.c
     ${TY_CP_DIR}/agent/warmpool.c)

@@ -1,0 +1,760 @@
+/*
+ * run_container.c - the job's containers and what surrounds them: the role's credentials and
+ * trainyard's API inside (session.h, relay.h), the sandbox that owns each host's network
+ * namespace, the job network's fence, container create and start, starting the log readers,
+ * supervising (Stop, MaxRuntime, exits, instance metrics, the profiler's live uploads), the
+ * kill, draining the logs and the failure reason.
+ *
+ * Does not own what happens after the containers end (run.c, run_upload.c). Runner thread
+ * only; the log readers it starts are run_logs.c's.
+ */
+#include "run_int.h"
+
+#include "fence.h"
+#include "gpumetrics.h"
+#include "instances.h"
+#include "instmetrics.h"
+#include "metrics.h"
+#include "prof.h"
+#include "reap.h"
+#include "relay.h"
+#include "ty_log.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define RUN_TICK_MS        200
+#define RUN_POLL_MS        1000  /* job document poll (Stop, MaxRuntime) */
+#define RUN_METRICS_MS     5000  /* FinalMetricDataList refresh while training */
+#define RUN_INSTANCE_MS    2000  /* instance metrics (CPU, memory, disk) sampling */
+#define RUN_PROF_LIVE_MS   2000  /* the profiler's system metrics uploaded while training */
+#define RUN_KILL_WAIT_S    30    /* after SIGKILL */
+#define RUN_LOGS_DRAIN_S   10    /* for the log reader after the container is gone */
+#define RUN_CKPT_MS        10000 /* checkpoint upload period while training */
+#define RUN_CREDS_SLACK_S  3600  /* container token life past MaxRuntime (staging, upload) */
+#define RUN_SANDBOX_MEMORY (64LL * 1024 * 1024)
+#define RUN_SANDBOX_PIDS   8
+#define RUN_TYPROF         "/usr/local/bin/typrof"
+
+/* ---- container ---- */
+
+/* Deletes the host firewall rules of the job network's bridge (fence.h). */
+void run__unfence(struct run_ctx *r)
+{
+    char br[FENCE_IFNAME_MAX];
+    fence_ifname(r->net_job[0] ? r->net_job : r->job, br, sizeof(br));
+    fence_unbridge(br);
+}
+
+/* Removes containers (and the network) of this job left by a previous (dead) agent on this
+   engine. */
+void run__remove_leftovers(struct run_ctx *r)
+{
+    struct ty_err err;
+
+    reap_job(r->d, r->job, 0); /* containers, sandboxes, network, fence (reap.h) */
+    for (int h = 0; h < r->nh; h++)
+        docker_remove(r->d, r->h[h].cname, 1, &err);
+}
+
+/* ---- role credentials and trainyard's API inside the containers (session.h, relay.h) ---- */
+
+/* 1 when the job's containers get trainyard's API (and the role's credentials) on
+   127.0.0.1:RELAY_PORT: not with EnableNetworkIsolation (as on SageMaker, no credentials
+   either), and only when the agent knows trainyard's address. */
+int run__relay_wanted(const struct run_ctx *r)
+{
+    const char *ep = r->a->cfg.endpoint_url;
+    return !r->sp.network_isolation && ep && ep[0];
+}
+
+/* Grants the job a container token for its RoleArn (revoking what an earlier run of the job
+   left). 0 (also when the job gets none), or -1 with reason filled. */
+int run__creds_grant(struct run_ctx *r, char *reason, size_t n)
+{
+    struct ty_err err;
+    long ttl;
+
+    if (!run__relay_wanted(r) || !r->sp.role_arn[0])
+        return 0;
+    ttl = (r->sp.max_runtime_s > 0 ? r->sp.max_runtime_s : RUN_CREDS_DEF_S) + RUN_CREDS_SLACK_S;
+    if (ttl > SESSION_MAX_TTL_S)
+        ttl = SESSION_MAX_TTL_S;
+    if (!r->s)
+        run__store_reopen(r);
+    ty_err_clear(&err);
+    if (!r->s || session_job_revoke(r->s, r->job, &err) != 0 ||
+        session_job_grant(r->s, r->job, r->sp.role_arn, (int)ttl, r->token, sizeof(r->token),
+                          &err) != 0) {
+        r->token[0] = '\0';
+        run__fmt(reason, n, "InternalServerError: cannot grant the role '%s' to the job: %s",
+                 r->sp.role_arn, r->s ? err.msg : "no connection to the store");
+        return -1;
+    }
+    r->granted = 1;
+    ty_log(TY_LOG_INFO, "agent.job.creds_granted", "job=%s role='%s' ttl_s=%ld", r->job,
+           r->sp.role_arn, ttl);
+    return 0;
+}
+
+/* Revokes the job's token and every credential minted from it (when the job ends). */
+static void run_creds_revoke(struct run_ctx *r)
+{
+    struct ty_err err;
+
+    if (!r->granted)
+        return;
+    if (!r->s)
+        run__store_reopen(r);
+    if (r->s && session_job_revoke(r->s, r->job, &err) == 0) {
+        r->granted = 0;
+        memset(r->token, 0, sizeof(r->token));
+        ty_log(TY_LOG_INFO, "agent.job.creds_revoked", "job=%s", r->job);
+    } else {
+        ty_log(TY_LOG_WARN, "agent.job.creds_revoke_failed", "job=%s error='%s'", r->job,
+               r->s ? err.msg : "no connection to the store");
+    }
+}
+
+/* Starts host h's relay inside the network namespace of process pid. */
+void run__relay_start(struct run_ctx *r, struct run_host *h, int pid)
+{
+    struct relay_opts o = {.pid = pid, .port = RELAY_PORT, .target = r->a->cfg.endpoint_url};
+    struct ty_err err;
+
+    ty_err_clear(&err);
+    if (!(h->relay = relay_start(&o, &err)))
+        ty_log(TY_LOG_WARN, "agent.relay.failed",
+               "job=%s host=%s pid=%d error='%s' note='no trainyard API or credentials inside'",
+               r->job, h->name, pid, err.msg);
+    else
+        ty_log(TY_LOG_INFO, "agent.relay.started", "job=%s host=%s port=%d target='%s'", r->job,
+               h->name, RELAY_PORT, o.target);
+}
+
+/* Removes host h's sandbox container (SIGKILL first: its sleep ignores SIGTERM as PID 1). */
+static void run_sandbox_remove(struct run_ctx *r, struct run_host *h)
+{
+    struct ty_err err;
+
+    if (!h->sbid[0])
+        return;
+    docker_kill(r->d, h->sbid, "SIGKILL", &err);
+    if (docker_remove(r->d, h->sbid, 1, &err) == 0)
+        h->sbid[0] = '\0';
+}
+
+/*
+ * Creates and starts host h's sandbox: a sleeping container of the runtime image that owns the
+ * host's network namespace (the job network with the host's alias, or none for one host), and
+ * binds the relay inside it, all before the training container (which joins it with
+ * NetworkMode container:<sandbox>) exists, so that its first connection finds the relay. When
+ * no sandbox can be made (no runtime image), the relay is bound right after the training
+ * container starts (run__relay_late). 0, or -1 with no sandbox.
+ */
+int run__sandbox(struct run_ctx *r, struct run_host *h)
+{
+    static const char *const ep[] = {"/bin/sleep", NULL};
+    static const char *const cmd[] = {"2147483647", NULL};
+    const char *aliases[2] = {h->name, NULL};
+    const char *image = r->a->cfg.runtime_image;
+    struct docker_create c = {0};
+    struct docker_state st;
+    struct ty_err err;
+    char name[240];
+    json_t *labels = NULL;
+
+    if (!run__relay_wanted(r))
+        return 0;
+    ty_err_clear(&err);
+    if (h->sbid[0]) { /* a warm pool's (run_warm_take checked that it runs) */
+        if (docker_inspect(r->d, h->sbid, &st, &err) == 0 && st.running && st.pid > 0) {
+            run__relay_start(r, h, st.pid);
+            return 0;
+        }
+        run_sandbox_remove(r, h);
+        h->sbid[0] = '\0';
+    }
+    if (!image || docker_image_exists(r->d, image, &err) != 1) {
+        ty_log(TY_LOG_WARN, "agent.sandbox.no_image",
+               "job=%s image='%s' note='relay bound after the container starts'", r->job,
+               image ? image : "");
+        return -1;
+    }
+    run__fmt(name, sizeof(name), "%s-net", h->cname);
+    docker_remove(r->d, name, 1, &err); /* a stale one with our name */
+    labels = json_pack("{s:s, s:s, s:s, s:s}", "trainyard.job", r->job, "trainyard.agent", r->a->id,
+                       "trainyard.host", h->name, "trainyard.sandbox", "1");
+    c.image = image;
+    c.name = name;
+    c.hostname = h->name;
+    c.entrypoint = ep;
+    c.cmd = cmd;
+    c.labels = labels;
+    c.memory_bytes = RUN_SANDBOX_MEMORY;
+    c.cap_drop_all = 1; /* it only sleeps: no capability, no new privilege, nothing to write */
+    c.no_new_privileges = 1;
+    c.readonly_rootfs = 1;
+    c.pids_limit = RUN_SANDBOX_PIDS;
+    if (r->net[0]) {
+        c.network = r->net;
+        c.aliases = aliases;
+    } else {
+        c.network_none = 1;
+    }
+    if (!labels || docker_create(r->d, &c, h->sbid, sizeof(h->sbid), &err) != 0) {
+        h->sbid[0] = '\0';
+        goto fail;
+    }
+    if (docker_start(r->d, h->sbid, &err) != 0 || docker_inspect(r->d, h->sbid, &st, &err) != 0)
+        goto fail;
+    if (st.pid <= 0) {
+        run__fmt(err.msg, sizeof(err.msg), "no State.Pid");
+        goto fail;
+    }
+    json_decref(labels);
+    run__relay_start(r, h, st.pid);
+    return 0;
+fail:
+    ty_log(TY_LOG_WARN, "agent.sandbox.failed",
+           "job=%s host=%s error='%s' note='relay bound after the container starts'", r->job,
+           h->name, err.msg);
+    json_decref(labels);
+    run_sandbox_remove(r, h);
+    h->sbid[0] = '\0';
+    return -1;
+}
+
+/* Without a sandbox: binds the relay in the training container's namespace right after it
+   started. Its first connections may come before (refused; botocore's container provider
+   retries). */
+void run__relay_late(struct run_ctx *r, struct run_host *h)
+{
+    struct docker_state st = {0};
+    struct ty_err err;
+
+    if (!run__relay_wanted(r) || h->sbid[0] || h->relay)
+        return;
+    if (docker_inspect(r->d, h->cid, &st, &err) != 0 || st.pid <= 0) {
+        ty_log(TY_LOG_WARN, "agent.relay.failed", "job=%s host=%s error='%s'", r->job, h->name,
+               st.pid <= 0 ? "no State.Pid" : err.msg);
+        return;
+    }
+    run__relay_start(r, h, st.pid);
+}
+
+/* Stops every host's relay, removes its sandbox (with remove; not when the job is abandoned
+   with its containers running: the training container lives in the sandbox's namespace, and a
+   reclaim removes both by label), then revokes the job's credentials. */
+void run__relay_cleanup(struct run_ctx *r, int remove)
+{
+    for (int i = 0; i < r->nh; i++) {
+        relay_stop(r->h[i].relay);
+        r->h[i].relay = NULL;
+        if (r->d && remove)
+            run_sandbox_remove(r, &r->h[i]);
+    }
+    run_creds_revoke(r);
+}
+
+/* Creates host h's container. 0, or -1 with reason filled. */
+int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
+{
+    const char *aliases[2] = {h->name, NULL};
+    static const char *const train_cmd[] = {"train", NULL};
+    static const char *const no_args[] = {NULL};
+    struct instances_limits lim;
+    struct stage_env_opts eo = {0};
+    struct docker_create c = {0};
+    struct ty_err err;
+    char bind[PATH_MAX + 16], bind2[2 * PATH_MAX + 16], tmp[64], vartmp[64];
+    const char *tmpfs[4] = {tmp, vartmp, "/run:rw,nosuid,nodev,size=67108864,mode=0755", NULL};
+    const char *binds[3] = {bind, NULL, NULL};
+    char **env = NULL, **prof_ep = NULL;
+    json_t *labels = NULL;
+    int rc = -1, ex;
+
+    ex = docker_image_exists(r->d, r->sp.image, &err);
+    if (ex == 0) {
+        run__fmt(reason, n,
+                 "ClientError: image '%s' not found on this agent's container engine and no "
+                 "registry is reachable; import it into the engine first",
+                 r->sp.image);
+        return -1;
+    }
+    if (ex < 0) {
+        run__fmt(reason, n, "InternalServerError: container engine: %s", err.msg);
+        return -1;
+    }
+    instances_limits(r->sp.instance_type, r->a->host_cpus, r->a->host_memory, r->a->host_gpus,
+                     &lim);
+    if (!lim.known)
+        ty_log(TY_LOG_WARN, "agent.job.instance_unknown", "job=%s type='%s' limits=none", r->job,
+               r->sp.instance_type);
+    if (lim.clamped)
+        ty_log(TY_LOG_INFO, "agent.job.limits_clamped",
+               "job=%s type=%s cpus=%d memory_bytes=%lld host_cpus=%d host_memory=%lld", r->job,
+               r->sp.instance_type, lim.cpus, (long long)lim.memory_bytes, r->a->host_cpus,
+               (long long)r->a->host_memory);
+    eo.cpus = lim.cpus;
+    eo.gpus = lim.gpus;
+    eo.region = r->a->cfg.region;
+    eo.endpoint_url = r->a->cfg.endpoint_url;
+    eo.host = h->index;
+    if (run__relay_wanted(r) && (h->relay || !h->sbid[0])) { /* no sandbox: bound after start */
+        eo.relay_port = RELAY_PORT;
+        eo.creds_path = SESSION_CREDENTIALS_PATH;
+        eo.creds_token = r->token;
+    }
+    env = stage_env(&r->sp, &eo);
+    labels = json_pack("{s:s, s:s, s:s}", "trainyard.job", r->job, "trainyard.agent", r->a->id,
+                       "trainyard.host", h->name);
+    run__fmt(bind, sizeof(bind), "%s:/opt/ml", h->dir);
+    if (r->sp.checkpoint_uri[0] && strncmp(r->sp.checkpoint_local, "/opt/ml/", 8) != 0) {
+        run__fmt(bind2, sizeof(bind2), "%s:%s", h->ckpt_dir, r->sp.checkpoint_local);
+        binds[1] = bind2;
+    }
+    if (!env || !labels) {
+        run__fmt(reason, n, "InternalServerError: out of memory");
+        goto done;
+    }
+    c.image = r->sp.image;
+    c.name = h->cname;
+    c.hostname = h->name;
+    if (r->sp.entrypoint) {
+        c.entrypoint = (const char *const *)r->sp.entrypoint;
+        c.cmd = r->sp.arguments ? (const char *const *)r->sp.arguments : no_args;
+    } else {
+        c.cmd = r->sp.arguments ? (const char *const *)r->sp.arguments : train_cmd;
+    }
+    if (r->prof_on && run__image_has_typrof(r)) {
+        /* typrof run -- <entrypoint or the image's command>: system metrics, traces */
+        size_t ne = 0;
+        while (r->sp.entrypoint && r->sp.entrypoint[ne])
+            ne++;
+        if (!(prof_ep = calloc(ne + 4, sizeof(*prof_ep)))) {
+            run__fmt(reason, n, "InternalServerError: out of memory");
+            goto done;
+        }
+        prof_ep[0] = (char *)RUN_TYPROF;
+        prof_ep[1] = (char *)"run";
+        prof_ep[2] = (char *)"--";
+        for (size_t i = 0; i < ne; i++)
+            prof_ep[3 + i] = r->sp.entrypoint[i];
+        c.entrypoint = (const char *const *)prof_ep;
+    } else if (r->prof_on) {
+        ty_log(TY_LOG_WARN, "agent.profiler.no_typrof",
+               "job=%s image='%s' note='profiling needs typrof in the image (the runtime image "
+               "has it); the command runs unprofiled'",
+               r->job, r->sp.image);
+    }
+    c.env = (const char *const *)env;
+    c.binds = binds;
+    c.labels = labels;
+    c.memory_bytes = lim.memory_bytes;
+    c.nano_cpus = lim.nano_cpus;
+    c.network_none = r->sp.network_isolation;
+    if (!c.network_none && r->net[0]) { /* the hosts find each other by name */
+        c.network = r->net;
+        c.aliases = aliases;
+    }
+    c.gpus = lim.gpus;
+    r->gpus = lim.gpus;
+    /* confinement, docs/job-sandbox.md: the root file system is read-only, /opt/ml (binds) and
+       these tmpfs are the writable places */
+    run__fmt(tmp, sizeof(tmp), "/tmp:rw,nosuid,nodev,size=%lld,mode=1777",
+             (long long)lim.tmp_bytes);
+    run__fmt(vartmp, sizeof(vartmp), "/var/tmp:rw,nosuid,nodev,size=%lld,mode=1777",
+             (long long)lim.tmp_bytes / 4);
+    c.cap_drop_all = 1;
+    c.cap_add = instances_caps;
+    c.no_new_privileges = 1;
+    c.pids_limit = lim.pids_limit;
+    c.readonly_rootfs = 1;
+    c.tmpfs = tmpfs;
+    c.shm_bytes = lim.shm_bytes;
+    if (h->sbid[0])
+        c.net_container = h->sbid; /* the sandbox's namespace, with the relay already in it */
+    if (docker_create(r->d, &c, h->cid, sizeof(h->cid), &err) != 0) {
+        h->cid[0] = '\0';
+        run__fmt(reason, n, "ClientError: cannot create the training container: %s", err.msg);
+        goto done;
+    }
+    ty_log(TY_LOG_INFO, "agent.job.container_created",
+           "job=%s host=%s container=%.12s image='%s' cpus=%d memory_bytes=%lld gpus=%d", r->job,
+           h->name, h->cid, r->sp.image, lim.cpus, (long long)lim.memory_bytes, lim.gpus);
+    rc = 0;
+done:
+    free(prof_ep);
+    stage_env_free(env);
+    json_decref(labels);
+    return rc;
+}
+
+/* Starts the log reader for host h's running container; its first skip lines are in the
+   stream already (0 for a new container). 0 or -1. */
+int run__start_logs(struct run_ctx *r, struct run_host *h, long skip)
+{
+    struct run_logs *l = calloc(1, sizeof(*l));
+
+    if (!l)
+        return -1;
+    atomic_init(&l->refs, 1);
+    atomic_init(&l->abandon, 0);
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    l->redis_url = strdup(r->a->cfg.redis_url);
+    l->docker_host = strdup(r->a->cfg.docker_host);
+    l->batch = json_array();
+    l->mpend = json_array();
+    l->metrics = metrics_new(r->sp.metric_defs);
+    run__fmt(l->container, sizeof(l->container), "%s", h->cid);
+    run__fmt(l->job, sizeof(l->job), "%s", r->job);
+    run__fmt(l->region, sizeof(l->region), "%s", r->region);
+    run__fmt(l->account, sizeof(l->account), "%s", r->account);
+    run__fmt(l->stream, sizeof(l->stream), "%s", h->stream);
+    l->last_ts = h->last_log_ts;
+    /* an engine that stamps whole seconds would put the first lines (and their metric points)
+       before TrainingStartTime, where TrainingJobAnalytics does not look */
+    if (r->t_start > 0 && (int64_t)(r->t_start * 1000.0) > l->last_ts)
+        l->last_ts = (int64_t)(r->t_start * 1000.0);
+    l->skip = skip > 0 ? skip : 0;
+    h->logs = l;
+    if (!l->redis_url || !l->docker_host || !l->batch || !l->mpend || !l->metrics)
+        return -1;
+    atomic_fetch_add(&l->refs, 1);
+    if (pthread_create(&h->log_thr, NULL, run__logs_thread, l) != 0) {
+        atomic_fetch_sub(&l->refs, 1);
+        return -1;
+    }
+    h->log_started = 1;
+    return 0;
+}
+
+/* 1 when host h's container is not running any more (or gone; h->st then holds its end and
+   h->exited is set), 0 while it runs, -1 unknown. */
+static int run_exited(struct run_ctx *r, struct run_host *h)
+{
+    struct ty_err err;
+    int rc;
+
+    if (h->exited)
+        return 1;
+    rc = docker_inspect(r->d, h->cid, &h->st, &err);
+    if (rc == -TY_ENOTFOUND) {
+        memset(&h->st, 0, sizeof(h->st));
+        h->st.exit_code = 137;
+        h->exited = 1;
+        return 1;
+    }
+    if (rc != 0)
+        return -1;
+    h->exited = !h->st.running;
+    return h->exited;
+}
+
+/* 1 when every host's container has exited. */
+static int run_all_exited(struct run_ctx *r)
+{
+    int all = 1;
+    for (int i = 0; i < r->nh; i++)
+        all &= run_exited(r, &r->h[i]) == 1;
+    return all;
+}
+
+/* Waits until the reader is done, at most ms. Returns 1 when done. */
+static int run_logs_wait(struct run_logs *l, int ms)
+{
+    struct timespec ts;
+    int done;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&l->mu);
+    while (!l->done) {
+        if (pthread_cond_timedwait(&l->cv, &l->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+    done = l->done;
+    pthread_mutex_unlock(&l->mu);
+    return done;
+}
+
+/* 1 once the reader returned (the container's log stream ended). */
+static int run_logs_done(struct run_logs *l)
+{
+    int done;
+
+    pthread_mutex_lock(&l->mu);
+    done = l->done;
+    pthread_mutex_unlock(&l->mu);
+    return done;
+}
+
+/* One tick: waits for a reader still reading (it ends when its container does) or
+   RUN_TICK_MS. */
+static void run_tick(struct run_ctx *r)
+{
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        if (h->logs && h->log_started && !run_logs_done(h->logs)) {
+            run_logs_wait(h->logs, RUN_TICK_MS);
+            return;
+        }
+    }
+    agent__sleep(r->a, RUN_TICK_MS);
+}
+
+/* Signals every host's container that has not exited. */
+static void run_signal_all(struct run_ctx *r, const char *sig)
+{
+    struct ty_err err;
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        if (h->cid[0] && !h->exited && docker_kill(r->d, h->cid, sig, &err) != 0)
+            ty_log(TY_LOG_WARN, "agent.job.kill_failed", "job=%s host=%s signal=%s error='%s'",
+                   r->job, h->name, sig, err.msg);
+    }
+}
+
+/* SIGTERM to every host still running, up to stop_grace_s for them to exit, SIGKILL, then wait
+   for them to be gone. Returns 0, or -1 when the agent began stopping meanwhile (the containers
+   are left to a reclaim). */
+int run__kill(struct run_ctx *r)
+{
+    struct ty_err err;
+    double deadline;
+
+    run_signal_all(r, "SIGTERM");
+    deadline = run__now() + r->a->cfg.stop_grace_s;
+    while (run__now() < deadline) {
+        if (run_all_exited(r))
+            return 0;
+        if (atomic_load(&r->a->stopping))
+            return -1;
+        run_tick(r);
+    }
+    ty_log(TY_LOG_INFO, "agent.job.sigkill", "job=%s grace_s=%d", r->job, r->a->cfg.stop_grace_s);
+    run_signal_all(r, "SIGKILL");
+    deadline = run__now() + RUN_KILL_WAIT_S;
+    while (run__now() < deadline) {
+        if (run_all_exited(r))
+            return 0;
+        run_tick(r);
+    }
+    /* Still there: force-remove them; the job ends either way. */
+    for (int i = 0; i < r->nh; i++) {
+        if (r->h[i].cid[0] && !r->h[i].exited) {
+            docker_remove(r->d, r->h[i].cid, 1, &err);
+            r->h[i].exited = 1;
+            r->h[i].st.exit_code = 137;
+        }
+    }
+    return 0;
+}
+
+/* UpdateTrainingJob changed ProfilerConfig (pc, borrowed): rewrites profilerconfig.json, which
+   typrof in the container re-reads when its mtime changes. */
+static void run_profiler_update(struct run_ctx *r, json_t *pc)
+{
+    if (!pc || !prof_config_changed(r->prof_cfg, pc))
+        return;
+    for (int i = 0; i < r->nh; i++) {
+        if (prof_write_config(r->h[i].dir, pc) != 0) {
+            ty_log(TY_LOG_WARN, "agent.profiler.config_failed", "job=%s host=%s", r->job,
+                   r->h[i].name);
+            return;
+        }
+    }
+    json_decref(r->prof_cfg);
+    r->prof_cfg = json_deep_copy(pc);
+    ty_log(TY_LOG_INFO, "agent.profiler.config_updated", "job=%s disabled=%d", r->job,
+           !prof_enabled(pc));
+}
+
+/* 1 when host h exited with a non-zero code. */
+int run__host_failed(const struct run_host *h)
+{
+    return h->exited && h->st.exit_code != 0;
+}
+
+/* Watches the running containers until all exited (or one failed while others run), the job is
+   stopped, hits MaxRuntime, or the agent stops. */
+/* Samples each running host's CPUUtilization, MemoryUtilization and DiskUtilization into its
+   CloudWatch series (Host = <job>/algo-N), as SageMaker publishes them (instmetrics.h), and the
+   GPU ones when the agent has NVML (gpumetrics.h). */
+static void run_instance_metrics(struct run_ctx *r)
+{
+    static const char *const names[] = {"CPUUtilization", "MemoryUtilization", "DiskUtilization",
+                                        "GPUUtilization", "GPUMemoryUtilization"};
+
+    if (!r->s)
+        return; /* Redis away (the connection was dropped): no sample this time */
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        struct docker_stats cur;
+        struct instmetrics m;
+        struct ty_err err;
+        double gutil, gmem;
+        char host[200];
+        json_t *dims;
+        int64_t now = run__now_ms();
+
+        if (!h->cid[0] || h->exited || docker_stats(r->d, h->cid, &cur, &err) != 0)
+            continue;
+        instmetrics_compute(h->st_have ? &h->st_prev : NULL, &cur, h->dir, &m);
+        h->st_prev = cur;
+        h->st_have = 1;
+        run__fmt(host, sizeof(host), "%s/%s", r->job, h->name);
+        dims = json_pack("[{s:s,s:s}]", "Name", "Host", "Value", host);
+        /* with GPUs and NVML: GPUUtilization and GPUMemoryUtilization, summed over the GPUs
+           the container was given (the engine hands out the first ones) */
+        if (r->gpus == 0 || gpumetrics_sample(r->a->gpu, r->gpus, &gutil, &gmem) != 0)
+            gutil = gmem = -1;
+        for (int k = 0; dims && k < 5; k++) {
+            double v = k == 0 ? m.cpu : k == 1 ? m.mem : k == 2 ? m.disk : k == 3 ? gutil : gmem;
+            struct store_metric_point p = {now, (long)(now / 1000), v};
+            if (v >= 0 && store_metrics_put(r->s, STORE_METRICS_NS_SAGEMAKER, names[k], dims, &p, 1,
+                                            now, &err) != 0)
+                break; /* Redis away: the next sample will do */
+        }
+        json_decref(dims);
+    }
+}
+
+enum run_outcome run__supervise(struct run_ctx *r)
+{
+    double next_poll = 0, next_metrics = run__now() + RUN_METRICS_MS / 1000.0, next_inst = 0;
+    double next_prof = run__now() + RUN_PROF_LIVE_MS / 1000.0;
+    double next_ckpt = run__now() + RUN_CKPT_MS / 1000.0;
+
+    for (;;) {
+        double now;
+        int ex;
+
+        run_tick(r);
+        if (atomic_load(&r->a->stopping))
+            return RUN_ABANDON;
+        run__logs_flush_all(r, 0);
+        now = run__now();
+        ex = 1;
+        for (int i = 0; i < r->nh; i++) {
+            struct run_host *h = &r->h[i];
+            if (!h->exited &&
+                ((h->logs && h->log_started && run_logs_done(h->logs)) || now >= next_poll))
+                run_exited(r, h);
+            if (run__host_failed(h) && r->nh > 1)
+                return RUN_HOST_FAILED; /* one host failed: the job fails, the rest are stopped */
+            ex &= h->exited;
+        }
+        if (ex)
+            return RUN_EXITED;
+        if (now < next_poll)
+            continue;
+        next_poll = now + RUN_POLL_MS / 1000.0;
+        {
+            int gone;
+            json_t *doc = run__get(r, &gone);
+            const char *status = run__status_of(doc);
+            int stop = gone || strcmp(status, "Stopping") == 0 || strcmp(status, "Stopped") == 0;
+            if (doc && !stop && r->prof_on)
+                run_profiler_update(r, json_object_get(doc, "ProfilerConfig"));
+            json_decref(doc);
+            if (stop)
+                return RUN_STOPPED;
+        }
+        if (r->sp.max_runtime_s > 0 && now - r->t_start >= (double)r->sp.max_runtime_s)
+            return RUN_MAXRUNTIME;
+        if (now >= next_ckpt) {
+            run__checkpoints_sync(r, 0);
+            next_ckpt = run__now() + RUN_CKPT_MS / 1000.0;
+        }
+        if (now >= next_inst) {
+            run_instance_metrics(r);
+            next_inst = now + RUN_INSTANCE_MS / 1000.0;
+        }
+        if (now >= next_prof) {
+            run__profiler_live(r);
+            next_prof = run__now() + RUN_PROF_LIVE_MS / 1000.0;
+        }
+        if (now >= next_metrics && r->h[0].logs) {
+            int changed = 0;
+            json_t *m = metrics_final(r->h[0].logs->metrics, &changed);
+            next_metrics = now + RUN_METRICS_MS / 1000.0;
+            if (changed && m && json_array_size(m) > 0) {
+                json_t *set = json_pack("{s:O}", "FinalMetricDataList", m);
+                run__transition(r, "InProgress", NULL, NULL, NULL, set);
+            }
+            json_decref(m);
+        }
+    }
+}
+
+/* After the containers are gone: lets the readers drain, then flushes what is left. */
+void run__drain_logs(struct run_ctx *r)
+{
+    double deadline = run__now() + RUN_LOGS_DRAIN_S;
+
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        if (!h->logs)
+            continue;
+        if (h->log_started) {
+            int left_ms = (int)((deadline - run__now()) * 1000.0);
+            if (run_logs_wait(h->logs, left_ms > 0 ? left_ms : 0)) {
+                pthread_join(h->log_thr, NULL);
+            } else {
+                atomic_store(&h->logs->abandon, 1);
+                pthread_detach(h->log_thr);
+                ty_log(TY_LOG_WARN, "agent.logs.detached", "job=%s host=%s", r->job, h->name);
+            }
+            h->log_started = 0;
+        }
+    }
+    run__logs_flush_all(r, 1);
+    for (int i = 0; i < r->nh; i++) {
+        struct run_host *h = &r->h[i];
+        if (h->logs && h->logs->dropped)
+            ty_log(TY_LOG_WARN, "agent.logs.dropped", "job=%s host=%s events=%ld", r->job, h->name,
+                   h->logs->dropped);
+    }
+}
+
+/* The failure reason of a job one of whose hosts exited with a non-zero code: the first such
+   host that wrote /opt/ml/output/failure, else the first that failed. */
+void run__failure_reason(struct run_ctx *r, char *reason, size_t n)
+{
+    const struct run_host *f = NULL;
+
+    for (int i = 0; i < r->nh; i++) {
+        if (!run__host_failed(&r->h[i]))
+            continue;
+        if (!f)
+            f = &r->h[i];
+        if (stage_read_failure(r->h[i].dir, reason, n))
+            return;
+    }
+    if (!f)
+        f = &r->h[0];
+    if (f->st.oom_killed)
+        run__fmt(reason, n,
+                 "OutOfMemoryError: the training container ran out of memory (instance type %s, "
+                 "exit code %d). Use an instance type with more memory or reduce the memory "
+                 "the training uses.",
+                 r->sp.instance_type[0] ? r->sp.instance_type : "unknown", f->st.exit_code);
+    else if (r->nh > 1)
+        run__fmt(reason, n,
+                 "AlgorithmError: the training container of host %s exited with exit code %d. "
+                 "See the job logs for more information.",
+                 f->name, f->st.exit_code);
+    else
+        run__fmt(reason, n,
+                 "AlgorithmError: the training container exited with exit code %d. See the job "
+                 "logs for more information.",
+                 f->st.exit_code);
+}

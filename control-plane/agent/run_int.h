@@ -1,0 +1,200 @@
+/*
+ * run_int.h - what the files of one job's run share (run.c and its run_*.c): the runner's
+ * context (struct run_ctx), a host (struct run_host), the state a runner shares with its log
+ * readers (struct run_logs), the timings and messages, and the run__* functions one file
+ * calls in another. Not part of the agent's contract (agent.h); agent.c sees only run_thread
+ * (agent_int.h).
+ *
+ * Invariants: a struct run_ctx belongs to one runner thread; a struct run_logs is shared by
+ * the runner and one log reader under its mutex and freed by the last run__logs_unref().
+ */
+#ifndef TY_CP_AGENT_RUN_INT_H
+#define TY_CP_AGENT_RUN_INT_H
+
+#include "agent_int.h"
+#include "docker.h"
+#include "session.h"
+#include "spec.h"
+#include "stage.h"
+#include "store.h"
+#include "store_metrics.h"
+#include "transfer.h"
+#include "warmpool.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdint.h>
+
+#define RUN_LOG_GROUP     "/aws/sagemaker/TrainingJobs"
+#define RUN_REASON_MAX    1024
+#define RUN_RETRY_BASE_MS 1000  /* backoff of uploads and staging while Redis is away */
+#define RUN_RETRY_MAX_MS  15000 /* its cap */
+#define RUN_CREDS_DEF_S   86400 /* a job without MaxRuntimeInSeconds: SageMaker's default */
+
+#define MSG_STOPPING "Stopping the training job"
+
+/* Shared by a runner and its log reader; freed by the last run__logs_unref(). */
+struct run_logs {
+    atomic_int refs;
+    atomic_int abandon; /* the runner asks the reader to stop at the next line */
+    atomic_int spill;   /* Redis refused a batch: the reader keeps its events for the runner,
+                           which moves them into the job's outbox (outbox.h), in order */
+    char *redis_url;    /* owned */
+    char *docker_host;  /* owned */
+    char container[72];
+    char job[64];
+    char stream[128]; /* <job>/algo-1-<epoch> */
+    char region[32];  /* for the log stream ARN, from the job ARN */
+    char account[32];
+    struct metrics *metrics; /* owned; thread-safe itself */
+    pthread_mutex_t mu;      /* guards the members below and serialises appends */
+    pthread_cond_t cv;       /* signalled when done is set */
+    json_t *batch;           /* events not yet appended */
+    json_t *mpend;           /* metric points not yet put: [[def, ts, seq, value], ...] */
+    size_t batch_bytes;
+    int done;        /* the reader returned */
+    long dropped;    /* events dropped while Redis refused them */
+    int64_t last_ts; /* timestamp of the last event: a stream's timestamps never go back */
+    long skip;       /* the container's first lines already in the stream (an earlier agent of
+                        the job appended them, reattach.h): matched for metrics, not appended */
+};
+
+/* RUN_HOST_FAILED: one host of several exited non-zero while others still run. */
+enum run_outcome { RUN_EXITED, RUN_STOPPED, RUN_MAXRUNTIME, RUN_ABANDON, RUN_HOST_FAILED };
+
+/* One host of the job (InstanceCount N -> algo-1..algo-N): its /opt/ml, container and logs. */
+struct run_host {
+    int index;             /* 0-based */
+    char name[16];         /* algo-<index + 1> */
+    char dir[PATH_MAX];    /* <job dir>/<name>, bind-mounted at /opt/ml */
+    char cname[200];       /* trainyard-<job>-<name> */
+    char cid[72];          /* container id, "" before create */
+    char stream[128];      /* <job>/<name>-<epoch>: its log stream, named when staging starts */
+    struct run_logs *logs; /* one ref held by the runner */
+    pthread_t log_thr;
+    int log_started;
+    int64_t last_log_ts;         /* timestamp of the agent's last own line in the stream */
+    long log_base;               /* events in the stream when the container started, -1 unknown */
+    char ckpt_dir[PATH_MAX];     /* host side of CheckpointConfig.LocalPath */
+    json_t *ckpt_seen;           /* owned: path -> signature of uploaded checkpoint files */
+    struct docker_state st;      /* its end, once exited */
+    struct docker_stats st_prev; /* the previous engine stats sample (instance metrics) */
+    int st_have;                 /* st_prev holds one */
+    int exited;
+
+    char sbid[72];       /* its sandbox container (owns the network namespace the training
+                            container joins), "" when none */
+    struct relay *relay; /* owned: trainyard's API on 127.0.0.1:RELAY_PORT inside, or NULL */
+};
+
+struct run_ctx {
+    struct agent *a;
+    struct agent_run *run;
+    struct store *s;  /* owned */
+    struct docker *d; /* owned */
+    struct spec sp;
+    char job[128];
+    char dir[PATH_MAX]; /* <staging_dir>/<HMAC of the job name> (stage.h) */
+    struct run_host h[STAGE_MAX_HOSTS];
+    int nh;                 /* hosts in use: InstanceCount once the job is read, 1 before */
+    int log_host;           /* host whose stream gets the agent's own lines (staging) */
+    char net[200];          /* the job's network (several hosts), "" when none */
+    double t_start, t_end;  /* container start and end, epoch seconds */
+    char cur[64];           /* current TrainingJobStatus after a conflict */
+    char region[32];        /* of the job (from its ARN), else the agent's */
+    char account[32];       /* of the job (from its ARN), "" when unknown */
+    int store_down;         /* the last store call failed on Redis */
+    int ob;                 /* the job's outbox holds writes not yet replayed: every write goes
+                               there, behind them, until a replay empties it (outbox.h) */
+    double drain_after;     /* no replay try before this time (the last one failed) */
+    struct store *os_store; /* owned: the objstore's own connection */
+    struct objstore *os;    /* owned, NULL until first used */
+    json_t *prof_cfg;       /* owned: ProfilerConfig as last written, NULL when none */
+    json_t *prof_rules;     /* owned: ProfilerRuleConfigurations, NULL when none */
+    int prof_on;            /* profilerconfig.json written at the start */
+    json_t *prof_seen;      /* owned: system-metrics files uploaded while training (signatures) */
+
+    char token[SESSION_TOKEN_LEN]; /* the job's container token (session.h), "" when none */
+    int granted;                   /* session_job_grant succeeded and no revoke since */
+
+    /* warm pools (warmpool.h) */
+    char warm_key[WARMPOOL_KEY_MAX]; /* the job's match key, "" when none */
+    int warm;                        /* runs on a pool an earlier job retained */
+    char net_job[64];                /* the job whose name r->net's bridge carries ("" = r->job) */
+    int gpus;                        /* GPUs each host's container was given (-1: all) */
+    long keep_alive;                 /* KeepAlivePeriodInSeconds when the job was claimed */
+    struct warmpool_entry keep;      /* the sandboxes and network, detached from the job when
+                                        its containers were removed (keep.nh > 0): retained
+                                        (warmpool_put) or released when the job has ended */
+};
+
+/* run.c */
+int run__image_has_typrof(const struct run_ctx *r);
+__attribute__((format(printf, 3, 4))) int run__fmt(char *out, size_t n, const char *fmt, ...);
+double run__now(void);
+int64_t run__now_ms(void);
+int run__conclude(struct run_ctx *r, enum run_outcome out);
+void run__ckpt_dir(struct run_ctx *r, struct run_host *h);
+
+/* run_logs.c */
+void run__logs_unref(struct run_logs *l);
+void run__metrics_collect(struct run_logs *l);
+json_t *run__metrics_dims(const struct run_logs *l);
+json_t *run__metrics_job_dims(const struct run_logs *l);
+void run__metrics_job_seq(const struct run_logs *l, struct store_metric_point *p, size_t k);
+size_t run__metrics_of(struct run_logs *l, int def, size_t *from, struct store_metric_point *p,
+                       size_t max);
+void run__logs_flush(struct run_logs *l, struct store *s);
+void *run__logs_thread(void *arg);
+
+/* run_status.c */
+void run__store_reopen(struct run_ctx *r);
+int run__outbox_drain(struct run_ctx *r);
+void run__logs_flush_all(struct run_ctx *r, int force);
+int run__transition(struct run_ctx *r, const char *expect, const char *status,
+                    const char *secondary, const char *message, json_t *set);
+int run__redis_down(struct run_ctx *r);
+int run__transient(struct run_ctx *r, const struct ty_err *err);
+double run__retry_deadline(struct run_ctx *r);
+int run__backoff(struct run_ctx *r, double deadline, int *attempt);
+void run__arn_identity(struct run_ctx *r);
+json_t *run__get(struct run_ctx *r, int *gone);
+const char *run__status_of(json_t *doc);
+void run__set_times(struct run_ctx *r, json_t *set);
+void run__set_metrics(struct run_ctx *r, json_t *set);
+
+/* run_upload.c */
+struct objstore *run__objstore(struct run_ctx *r, struct ty_err *err);
+void run__objstore_reset(struct run_ctx *r);
+void run__log_line(void *ud, const char *line);
+void run__transfer_init(struct run_ctx *r, struct transfer *t, struct objstore *os);
+const char *run__ckpt_root(const struct run_ctx *r, const struct run_host *h, const char **rel);
+void run__checkpoints_sync(struct run_ctx *r, int final);
+void run__profiler_live(struct run_ctx *r);
+int run__upload(struct run_ctx *r, json_t *set, int with_model, char *reason, size_t n);
+int run__finish_stopped(struct run_ctx *r, int maxruntime, json_t *set);
+int run__finish_failed(struct run_ctx *r, const char *reason);
+int run__settle_conflict(struct run_ctx *r);
+
+/* run_container.c */
+void run__unfence(struct run_ctx *r);
+void run__remove_leftovers(struct run_ctx *r);
+int run__relay_wanted(const struct run_ctx *r);
+int run__creds_grant(struct run_ctx *r, char *reason, size_t n);
+void run__relay_start(struct run_ctx *r, struct run_host *h, int pid);
+int run__sandbox(struct run_ctx *r, struct run_host *h);
+void run__relay_late(struct run_ctx *r, struct run_host *h);
+void run__relay_cleanup(struct run_ctx *r, int remove);
+int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n);
+int run__start_logs(struct run_ctx *r, struct run_host *h, long skip);
+int run__kill(struct run_ctx *r);
+int run__host_failed(const struct run_host *h);
+enum run_outcome run__supervise(struct run_ctx *r);
+void run__drain_logs(struct run_ctx *r);
+void run__failure_reason(struct run_ctx *r, char *reason, size_t n);
+
+/* run_reattach.c */
+void run__host_init(struct run_ctx *r, int i);
+int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int stopping, int *out);
+
+#endif
