@@ -56,28 +56,28 @@ static int iam_name_ok(const char *name)
 }
 
 /* The key names of one kind of IAM entity (users and roles share iam.lua's verbs). */
-struct iam__kind {
+struct store_iam_kind {
     const char *ent, *set, *tags, *pol, *polsz, *keys; /* key prefixes / the sorted set */
     const char *field, *what;                          /* "UserName", "user" */
 };
 
-static const struct iam__kind iam_user_kind = {
+static const struct store_iam_kind iam_user_kind = {
     "ty:iam:user:",   "ty:iam:users",  "ty:iam:utags:", "ty:iam:upol:",
     "ty:iam:upolsz:", "ty:iam:ukeys:", "UserName",      "user"};
-static const struct iam__kind iam_role_kind = {
+static const struct store_iam_kind iam_role_kind = {
     "ty:iam:role:",   "ty:iam:roles",  "ty:iam:rtags:", "ty:iam:rpol:",
     "ty:iam:rpolsz:", "ty:iam:rkeys:", "RoleName",      "role"};
 
 /* The eight keys of iam.lua for entity name (lower-cased) of kind kd. */
-struct iam__keys {
+struct store_iam_keys {
     char user[IAM_KEY_MAX], tags[IAM_KEY_MAX], pol[IAM_KEY_MAX], polsz[IAM_KEY_MAX],
         keys[IAM_KEY_MAX], prin[IAM_KEY_MAX];
     const char *k[8];
-    const struct iam__kind *kd;
+    const struct store_iam_kind *kd;
 };
 
-static int iam_keys_init_kind(struct iam__keys *k, const struct iam__kind *kd, const char *name,
-                              struct ty_err *err)
+static int iam_keys_init_kind(struct store_iam_keys *k, const struct store_iam_kind *kd,
+                              const char *name, struct ty_err *err)
 {
     char lname[STORE_IAM_NAME_MAX + 1];
     size_t i;
@@ -105,7 +105,7 @@ static int iam_keys_init_kind(struct iam__keys *k, const struct iam__kind *kd, c
 }
 
 /* Maps iam.lua's error replies. */
-static int iam_script_err(const redisReply *r, const struct iam__kind *kd, struct ty_err *err)
+static int iam_script_err(const redisReply *r, const struct store_iam_kind *kd, struct ty_err *err)
 {
     if (r && r->type == REDIS_REPLY_ERROR) {
         /* Redis prefixes "ERR " to an error reply whose text is one word */
@@ -130,11 +130,11 @@ static int iam_script_err(const redisReply *r, const struct iam__kind *kd, struc
  * Runs iam.lua verb for user name with extra args (n of them, lens may be NULL), with the
  * principal key of akid when akid is not NULL. OUT: *ret (may be NULL) the integer reply.
  */
-static int iam_run_kind(struct store *s, const struct iam__kind *kd, const char *name,
+static int iam_run_kind(struct store *s, const struct store_iam_kind *kd, const char *name,
                         const char *verb, const char *akid, size_t n, const char *const *args,
                         const size_t *alens, long long *ret, struct ty_err *err)
 {
-    struct iam__keys k;
+    struct store_iam_keys k;
     const char *argv[IAM_MAX_ARGV];
     size_t lens[IAM_MAX_ARGV];
     int argc = 0, rc = 0;
@@ -285,11 +285,11 @@ static json_t *iam_tag_array(json_t *obj)
 }
 
 /* Runs the pipeline HMGET user fields + extra commands (HGETALL of keys); replies new. */
-static int iam_read_kind(struct store *s, const struct iam__kind *kd, const char *name,
+static int iam_read_kind(struct store *s, const struct store_iam_kind *kd, const char *name,
                          size_t nextra, const char *const *extra, redisReply **rep,
                          struct ty_err *err)
 {
-    struct iam__keys k;
+    struct store_iam_keys k;
     const char *hm[] = {"HMGET", NULL, "name", "id", "path", "arn", "created", "ver"};
     const char *hg[4][2];
     const char *const *cmds[5];
@@ -346,7 +346,7 @@ int store_iam_user_get(struct store *s, const char *name, struct store_iam_user 
     return rc;
 }
 
-static int iam_head_kind(struct store *s, const struct iam__kind *kd, const char *name,
+static int iam_head_kind(struct store *s, const struct store_iam_kind *kd, const char *name,
                          struct store_iam_user *u, struct ty_err *err)
 {
     redisReply *rep[1] = {NULL};
@@ -361,7 +361,7 @@ static int iam_head_kind(struct store *s, const struct iam__kind *kd, const char
     return rc;
 }
 
-static int iam_load_kind(struct store *s, const struct iam__kind *kd, const char *name,
+static int iam_load_kind(struct store *s, const struct store_iam_kind *kd, const char *name,
                          struct store_iam_user *u, json_t **policies, json_t **tags,
                          struct ty_err *err)
 {
@@ -511,7 +511,7 @@ int store_iam_user_untag(struct store *s, const char *name, json_t *keys, struct
     return iam_run(s, name, "untag", NULL, n, args, NULL, NULL, err);
 }
 
-static int iam_policy_put(struct store *s, const struct iam__kind *kd, const char *name,
+static int iam_policy_put(struct store *s, const struct store_iam_kind *kd, const char *name,
                           const char *polname, const char *doc, size_t len, size_t size,
                           size_t limit, struct ty_err *err)
 {
@@ -544,10 +544,10 @@ int store_iam_role_policy_put(struct store *s, const char *name, const char *pol
     return iam_policy_put(s, &iam_role_kind, name, polname, doc, len, size, limit, err);
 }
 
-static char *iam_policy_get(struct store *s, const struct iam__kind *kd, const char *name,
+static char *iam_policy_get(struct store *s, const struct store_iam_kind *kd, const char *name,
                             const char *polname, struct ty_err *err)
 {
-    struct iam__keys k;
+    struct store_iam_keys k;
     const char *a1[] = {"EXISTS", NULL};
     const char *a2[] = {"HGET", NULL, polname};
     const char *const *cmds[] = {a1, a2};
@@ -590,10 +590,10 @@ static int iam_cmp_str(const void *a, const void *b)
 }
 
 /* EXISTS user + HKEYS/HGETALL of one of its hashes. */
-static redisReply *iam_hash_kind(struct store *s, const struct iam__kind *kd, const char *name,
+static redisReply *iam_hash_kind(struct store *s, const struct store_iam_kind *kd, const char *name,
                                  const char *which, struct ty_err *err)
 {
-    struct iam__keys k;
+    struct store_iam_keys k;
     const char *a1[] = {"EXISTS", NULL};
     const char *a2[] = {"HGETALL", NULL};
     const char *const *cmds[] = {a1, a2};
@@ -639,7 +639,7 @@ static void iam_sort(json_t *arr, int (*cmp)(const void *, const void *))
     free(v);
 }
 
-static json_t *iam_policy_list(struct store *s, const struct iam__kind *kd, const char *name,
+static json_t *iam_policy_list(struct store *s, const struct store_iam_kind *kd, const char *name,
                                struct ty_err *err)
 {
     redisReply *r = iam_hash_kind(s, kd, name, "pol", err);
@@ -819,7 +819,7 @@ int store_iam_role_create(struct store *s, const struct store_iam_role *r, const
 int store_iam_role_get(struct store *s, const char *name, struct store_iam_role *r, char **trust,
                        json_t **tags, struct ty_err *err)
 {
-    struct iam__keys k;
+    struct store_iam_keys k;
     const char *hm[] = {"HMGET",   NULL,  "name", "id",      "path", "arn",
                         "created", "ver", "desc", "maxsess", "trust"};
     const char *hg[] = {"HGETALL", NULL};

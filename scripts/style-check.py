@@ -36,6 +36,8 @@ INTERNAL = [
     # exceptions (they run their own Redis commands): to be replaced by store functions.
     (r"\bstore__\w+",
      r"^control-plane/(store\w*|queue|session|authgen|console_login|objstore(_list|_multipart)?)\.[ch]$"),
+    # ty_iam's compiled policies and matchers (iam_int.h).
+    (r"\biam__\w+", r"^control-plane/iam\w*\.[ch]$"),
     # one job's run (control-plane/agent/run_int.h).
     (r"\brun__\w+", r"^control-plane/agent/run\w*\.[ch]$"),
     (r"\btyprof__\w+", r"^profiler/"),
