@@ -38,6 +38,8 @@ INTERNAL = [
      r"^control-plane/(store\w*|queue|session|authgen|console_login|objstore(_list|_multipart)?)\.[ch]$"),
     # ty_iam's compiled policies and matchers (iam_int.h).
     (r"\biam__\w+", r"^control-plane/iam\w*\.[ch]$"),
+    # the IAM query API's files (ops/iamapi_int.h).
+    (r"\biamapi__\w+", r"^control-plane/ops/iamapi\w*\.[ch]$"),
     # one job's run (control-plane/agent/run_int.h).
     (r"\brun__\w+", r"^control-plane/agent/run\w*\.[ch]$"),
     (r"\btyprof__\w+", r"^profiler/"),

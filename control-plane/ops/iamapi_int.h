@@ -1,0 +1,86 @@
+/*
+ * iamapi_int.h - what the files of the IAM query API share (iamapi.c and its iamapi_*.c):
+ * one verified call, a handler's context and signature, the XML and parameter helpers, and
+ * the handlers the action table (iamapi.c) names. Not part of the API's contract
+ * (iamapi.h).
+ *
+ * Invariant: a handler writes only the <Result> members into x->out and reports failures
+ * through err with IAM's code and wording; the envelope and the error document are
+ * iamapi.c's.
+ */
+#ifndef TY_CP_OPS_IAMAPI_INT_H
+#define TY_CP_OPS_IAMAPI_INT_H
+
+#include "iamapi.h"
+#include "ty_buf.h"
+
+/* One verified call: who calls, where. */
+struct iamapi__call {
+    struct http_request *req;
+    struct store *store;
+    const char *account_id;
+    const char *region;
+    const char *principal_arn;
+};
+
+/* A handler's context and signature (the action table in iamapi.c names them). */
+struct iamapi__ctx {
+    const struct iamapi__call *c;
+    json_t *in;
+    struct ty_buf *out; /* the <Result> members */
+};
+
+typedef int (*iamapi__fn)(struct iamapi__ctx *x, struct ty_err *err);
+
+/* iamapi.c */
+void iamapi__xml_el(struct ty_buf *b, const char *tag, const char *value);
+void iamapi__xml_date(struct ty_buf *b, const char *tag, double t);
+void iamapi__urlencode(struct ty_buf *b, const char *s, size_t n);
+int iamapi__invalid(struct ty_err *err, const char *member, const char *value, const char *what);
+const char *iamapi__s(json_t *in, const char *k);
+const char *iamapi__target(struct iamapi__ctx *x);
+int iamapi__no_user(struct ty_err *err, const char *name);
+long iamapi__max_items(json_t *in);
+void iamapi__page_end(struct ty_buf *b, int truncated, const char *marker);
+
+/* iamapi_users.c */
+void iamapi__tags_xml(struct ty_buf *b, json_t *tags);
+int iamapi__create_user(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__get_user(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__list_users(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__delete_user(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__tag_user(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__untag_user(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__list_user_tags(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__create_access_key(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__list_access_keys(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__delete_access_key(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__put_user_policy(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__get_user_policy(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__list_user_policies(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__delete_user_policy(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__update_access_key(struct iamapi__ctx *x, struct ty_err *err);
+
+/* iamapi_roles.c */
+int iamapi__create_role(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__get_role(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__list_roles(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__delete_role(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__put_role_policy(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__get_role_policy(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__list_role_policies(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__delete_role_policy(struct iamapi__ctx *x, struct ty_err *err);
+
+/* iamapi_login.c */
+int iamapi__create_login_profile(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__update_login_profile(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__get_login_profile(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__delete_login_profile(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__change_password(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__authorize(struct store *s, const char *op, json_t *in, const char *arn,
+                      const char *region, const char *account, struct ty_err *err);
+int iamapi__get_password_policy(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__update_password_policy(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__delete_password_policy(struct iamapi__ctx *x, struct ty_err *err);
+
+#endif

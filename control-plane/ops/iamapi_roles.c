@@ -1,0 +1,268 @@
+/*
+ * iamapi_roles.c - the IAM query API's role actions: roles (create with their trust policy,
+ * get, list, delete) and their inline policies, with IAM's aggregate inline-policy limit.
+ *
+ * Does not own the storage (store_iam.h) nor the protocol (iamapi.c). Each handler writes
+ * its <Result> members into x->out.
+ */
+#include "iamapi_int.h"
+
+#include "iam.h"
+#include "store_iam.h"
+#include "ty_log.h"
+#include "ty_rand.h"
+
+#include <ctype.h>
+#include <string.h>
+
+/* ---- roles ---- */
+
+#define IAMAPI_ROLE_INLINE_MAX 10240 /* aggregate of one role's inline policies */
+
+static int iamapi_no_role(struct ty_err *err, const char *name)
+{
+    return ty_err_set(err, TY_ENOTFOUND, "RoleName", "The role with name %.64s cannot be found.",
+                      name);
+}
+
+static void iamapi_role_xml(struct ty_buf *b, const char *tag, const struct store_iam_role *r,
+                            const char *trust, json_t *tags)
+{
+    ty_buf_printf(b, "<%s>", tag);
+    iamapi__xml_el(b, "Path", r->path);
+    iamapi__xml_el(b, "RoleName", r->name);
+    iamapi__xml_el(b, "RoleId", r->id);
+    iamapi__xml_el(b, "Arn", r->arn);
+    iamapi__xml_date(b, "CreateDate", r->created);
+    ty_buf_puts(b, "<AssumeRolePolicyDocument>");
+    iamapi__urlencode(b, trust, strlen(trust));
+    ty_buf_puts(b, "</AssumeRolePolicyDocument>");
+    if (r->desc[0])
+        iamapi__xml_el(b, "Description", r->desc);
+    ty_buf_printf(b, "<MaxSessionDuration>%d</MaxSessionDuration>", r->max_session);
+    if (json_array_size(tags) > 0)
+        iamapi__tags_xml(b, tags);
+    ty_buf_printf(b, "</%s>", tag);
+}
+
+int iamapi__create_role(struct iamapi__ctx *x, struct ty_err *err)
+{
+    struct store_iam_role r;
+    const char *name = iamapi__s(x->in, "RoleName");
+    const char *path = iamapi__s(x->in, "Path");
+    const char *desc = iamapi__s(x->in, "Description");
+    const char *msd = iamapi__s(x->in, "MaxSessionDuration");
+    json_t *jdoc = json_object_get(x->in, "AssumeRolePolicyDocument");
+    const char *trust = json_string_value(jdoc);
+    json_t *tags = json_object_get(x->in, "Tags");
+    int rc;
+
+    rc = iam_trust_check(trust, json_string_length(jdoc), NULL, NULL, NULL, 0, NULL, err);
+    if (rc)
+        return rc;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.name, sizeof(r.name), "%s", name);
+    snprintf(r.path, sizeof(r.path), "%s", path ? path : "/");
+    snprintf(r.desc, sizeof(r.desc), "%s", desc ? desc : "");
+    r.max_session = msd ? (int)strtol(msd, NULL, 10) : 3600;
+    memcpy(r.id, "AROA", 4);
+    if (ty_rand_string(r.id + 4, 17, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != 0)
+        return ty_err_set(err, TY_EINTERNAL, NULL, "cannot generate an id");
+    if (snprintf(r.arn, sizeof(r.arn), "arn:aws:iam::%s:role%s%s", x->c->account_id, r.path,
+                 r.name) >= (int)sizeof(r.arn))
+        return ty_err_set(err, TY_EINVAL, "Path", "The ARN of role %s would be too long.", name);
+    r.created = (double)time(NULL);
+    rc = store_iam_role_create(x->c->store, &r, trust, tags, err);
+    if (rc == -TY_EINUSE)
+        return ty_err_set(err, TY_EINUSE, "RoleName", "Role with name %s already exists.", name);
+    if (rc == -TY_ELIMIT)
+        return ty_err_set(err, TY_ELIMIT, "Tags",
+                          "The number of tags has reached the maximum "
+                          "limit.");
+    if (rc)
+        return rc;
+    ty_log(TY_LOG_INFO, "iam.role_created", "role=%s", r.arn);
+    iamapi_role_xml(x->out, "Role", &r, trust, tags);
+    return 0;
+}
+
+int iamapi__get_role(struct iamapi__ctx *x, struct ty_err *err)
+{
+    struct store_iam_role r;
+    const char *name = iamapi__s(x->in, "RoleName");
+    json_t *tags = NULL;
+    char *trust = NULL;
+    int rc = store_iam_role_get(x->c->store, name, &r, &trust, &tags, err);
+    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
+        return iamapi_no_role(err, name);
+    if (rc)
+        return rc;
+    iamapi_role_xml(x->out, "Role", &r, trust, tags);
+    free(trust);
+    json_decref(tags);
+    return 0;
+}
+
+int iamapi__list_roles(struct iamapi__ctx *x, struct ty_err *err)
+{
+    const char *prefix = iamapi__s(x->in, "PathPrefix");
+    const char *marker = iamapi__s(x->in, "Marker");
+    long max = iamapi__max_items(x->in), n = 0;
+    json_t *roles = store_iam_role_list(x->c->store, err), *j;
+    char next[STORE_IAM_NAME_MAX + 1] = "";
+    size_t i;
+    if (!roles)
+        return -err->code;
+    ty_buf_puts(x->out, "<Roles>");
+    json_array_foreach(roles, i, j)
+    {
+        struct store_iam_role r;
+        char lname[STORE_IAM_NAME_MAX + 1];
+        const char *name = json_string_value(json_object_get(j, "RoleName"));
+        const char *path = json_string_value(json_object_get(j, "Path"));
+        const char *trust = json_string_value(json_object_get(j, "AssumeRolePolicyDocument"));
+        size_t k;
+        if (!name || !path || !trust)
+            continue;
+        for (k = 0; k < STORE_IAM_NAME_MAX && name[k]; k++)
+            lname[k] = (char)tolower((unsigned char)name[k]);
+        lname[k] = '\0';
+        if (prefix && strncmp(path, prefix, strlen(prefix)) != 0)
+            continue;
+        if (marker && strcmp(lname, marker) < 0)
+            continue;
+        if (n == max) {
+            snprintf(next, sizeof(next), "%s", lname);
+            break;
+        }
+        memset(&r, 0, sizeof(r));
+        snprintf(r.name, sizeof(r.name), "%s", name);
+        snprintf(r.path, sizeof(r.path), "%s", path);
+        snprintf(r.id, sizeof(r.id), "%s", json_string_value(json_object_get(j, "RoleId")));
+        snprintf(r.arn, sizeof(r.arn), "%s", json_string_value(json_object_get(j, "Arn")));
+        snprintf(r.desc, sizeof(r.desc), "%s",
+                 json_string_value(json_object_get(j, "Description")));
+        r.created = json_number_value(json_object_get(j, "CreateDate"));
+        r.max_session = (int)json_integer_value(json_object_get(j, "MaxSessionDuration"));
+        iamapi_role_xml(x->out, "member", &r, trust, NULL);
+        n++;
+    }
+    ty_buf_puts(x->out, "</Roles>");
+    iamapi__page_end(x->out, next[0] != '\0', next);
+    json_decref(roles);
+    return 0;
+}
+
+int iamapi__delete_role(struct iamapi__ctx *x, struct ty_err *err)
+{
+    const char *name = iamapi__s(x->in, "RoleName");
+    int rc = store_iam_role_delete(x->c->store, name, err);
+    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
+        return iamapi_no_role(err, name);
+    if (rc == -TY_ECONFLICT)
+        return ty_err_set(err, TY_ECONFLICT, "RoleName",
+                          "Cannot delete entity, must delete policies first.");
+    if (rc == 0)
+        ty_log(TY_LOG_INFO, "iam.role_deleted", "role=%s", name);
+    return rc;
+}
+
+static int iamapi_no_role_policy(struct ty_err *err, const char *pname)
+{
+    return ty_err_set(err, TY_ENOTFOUND, "PolicyName",
+                      "The role policy with name %.128s cannot be found.", pname);
+}
+
+int iamapi__put_role_policy(struct iamapi__ctx *x, struct ty_err *err)
+{
+    const char *name = iamapi__s(x->in, "RoleName");
+    const char *pname = iamapi__s(x->in, "PolicyName");
+    json_t *jdoc = json_object_get(x->in, "PolicyDocument");
+    const char *doc = json_string_value(jdoc);
+    size_t len = json_string_length(jdoc), size;
+    struct iam_policy *p = NULL;
+    int rc = iam_policy_parse(doc, len, &p, err);
+    if (rc == -TY_EINVAL)
+        return ty_err_set(err, TY_EINVAL, "PolicyDocument", "%s", err->msg);
+    if (rc)
+        return rc;
+    iam_policy_free(p);
+    size = iam_policy_chars(doc, len);
+    rc = store_iam_role_policy_put(x->c->store, name, pname, doc, len, size, IAMAPI_ROLE_INLINE_MAX,
+                                   err);
+    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
+        return iamapi_no_role(err, name);
+    if (rc == -TY_ELIMIT)
+        return ty_err_set(err, TY_ELIMIT, "PolicyDocument",
+                          "Maximum policy size of %d bytes exceeded for role %s",
+                          IAMAPI_ROLE_INLINE_MAX, name);
+    return rc;
+}
+
+int iamapi__get_role_policy(struct iamapi__ctx *x, struct ty_err *err)
+{
+    const char *name = iamapi__s(x->in, "RoleName");
+    const char *pname = iamapi__s(x->in, "PolicyName");
+    struct store_iam_role r;
+    char *doc;
+    int rc = store_iam_role_get(x->c->store, name, &r, NULL, NULL, err);
+    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
+        return iamapi_no_role(err, name);
+    if (rc)
+        return rc;
+    doc = store_iam_role_policy_get(x->c->store, name, pname, err);
+    if (!doc) {
+        if (err->code == TY_ENOTFOUND && strcmp(err->msg, "policy") == 0)
+            return iamapi_no_role_policy(err, pname);
+        if (err->code == TY_ENOTFOUND)
+            return iamapi_no_role(err, name);
+        return -err->code;
+    }
+    iamapi__xml_el(x->out, "RoleName", r.name);
+    iamapi__xml_el(x->out, "PolicyName", pname);
+    ty_buf_puts(x->out, "<PolicyDocument>");
+    iamapi__urlencode(x->out, doc, strlen(doc));
+    ty_buf_puts(x->out, "</PolicyDocument>");
+    free(doc);
+    return 0;
+}
+
+int iamapi__list_role_policies(struct iamapi__ctx *x, struct ty_err *err)
+{
+    const char *name = iamapi__s(x->in, "RoleName");
+    const char *marker = iamapi__s(x->in, "Marker");
+    long max = iamapi__max_items(x->in), n = 0;
+    json_t *names = store_iam_role_policy_list(x->c->store, name, err), *p;
+    const char *next = NULL;
+    size_t i;
+    if (!names)
+        return err->code == TY_ENOTFOUND ? iamapi_no_role(err, name) : -err->code;
+    ty_buf_puts(x->out, "<PolicyNames>");
+    json_array_foreach(names, i, p)
+    {
+        if (marker && strcmp(json_string_value(p), marker) < 0)
+            continue;
+        if (n == max) {
+            next = json_string_value(p);
+            break;
+        }
+        iamapi__xml_el(x->out, "member", json_string_value(p));
+        n++;
+    }
+    ty_buf_puts(x->out, "</PolicyNames>");
+    iamapi__page_end(x->out, next != NULL, next);
+    json_decref(names);
+    return 0;
+}
+
+int iamapi__delete_role_policy(struct iamapi__ctx *x, struct ty_err *err)
+{
+    const char *name = iamapi__s(x->in, "RoleName");
+    const char *pname = iamapi__s(x->in, "PolicyName");
+    int rc = store_iam_role_policy_delete(x->c->store, name, pname, err);
+    if (rc == -TY_ENOTFOUND && strcmp(err->msg, "policy") == 0)
+        return iamapi_no_role_policy(err, pname);
+    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
+        return iamapi_no_role(err, name);
+    return rc;
+}
