@@ -99,12 +99,173 @@ static int pos_int(const struct tyc__json *j, int max)
     return (int)j->num;
 }
 
+/* 'input': a positive integer, or [N], [H, W] or [C, H, W]. 0, or -1 with err. */
+static int parse_input(struct tyc_model *m, const struct tyc__json *v, struct tyc_err *err)
+{
+    m->input = 1;
+    if (v && v->type == TJ_ARR && v->nkids >= 1 && v->nkids <= 3) {
+        for (int i = 0; i < v->nkids; i++) {
+            int d = pos_int(&v->kids[i], 1 << 16);
+            if (d < 0 || m->input > (1 << 24) / d) {
+                tyc__err_set(err, TYC_EMODEL, "input", "'input' must list positive dimensions");
+                return -1;
+            }
+            m->input *= d;
+            m->in_dims[i] = d;
+        }
+        m->in_nd = v->nkids;
+    } else if ((m->input = pos_int(v, 1 << 24)) < 0) {
+        tyc__err_set(err, TYC_EMODEL, "input",
+                     "'input' must be a positive integer or an array of dimensions");
+        return -1;
+    }
+    return 0;
+}
+
+/* The output shape of the layers parsed so far: C x H x W, and nd4 (0 before any layer, 1
+   after a spatial layer, 2 once flat). */
+struct shape {
+    int C, H, W, nd4;
+};
+
+/* A conv2d or maxpool2d layer (t: its type) at layers[i] ("field"); updates the shape. */
+static int parse_spatial(struct tyc_model *m, const struct tyc__json *l, const struct tyc__json *t,
+                         int i, const char *field, struct shape *sh, struct tyc_err *err)
+{
+    const struct tyc__json *pj = tyc__json_get(l, "padding");
+    struct layer *ly = &m->layers[i];
+
+    if (sh->nd4 == 2) {
+        tyc__err_set(err, TYC_EMODEL, field, "'%s' is a %s after a dense or flatten layer", field,
+                     t->str);
+        return -1;
+    }
+    if (m->in_nd < 2) {
+        tyc__err_set(err, TYC_EMODEL, "input", "'input' must be [H, W] or [C, H, W] for %s layers",
+                     t->str);
+        return -1;
+    }
+    sh->nd4 = 1;
+    if (t->str[0] == 'c') {
+        ly->type = L_CONV;
+        ly->units = pos_int(tyc__json_get(l, "filters"), 4096);
+        ly->kernel = pos_int(tyc__json_get(l, "kernel"), 15);
+        ly->stride = tyc__json_get(l, "stride") ? pos_int(tyc__json_get(l, "stride"), 8) : 1;
+        if (pj && pj->type == TJ_STR && strcmp(pj->str, "same") == 0)
+            ly->pad = ly->kernel / 2;
+        else if (pj && pj->type == TJ_NUM && pj->num >= 0 && pj->num <= 8 &&
+                 pj->num == floor(pj->num))
+            ly->pad = (int)pj->num;
+        else if (pj && !(pj->type == TJ_STR && strcmp(pj->str, "valid") == 0)) {
+            tyc__err_set(err, TYC_EMODEL, field, "'%s.padding' must be 'same', 'valid' or 0..8",
+                         field);
+            return -1;
+        }
+        if (ly->units < 0 || ly->kernel < 0 || ly->stride < 0) {
+            tyc__err_set(err, TYC_EMODEL, field,
+                         "'%s' needs 'filters' (1..4096), 'kernel' (1..15) and an "
+                         "optional 'stride' (1..8)",
+                         field);
+            return -1;
+        }
+        sh->H = (sh->H + 2 * ly->pad - ly->kernel) / ly->stride + 1;
+        sh->W = (sh->W + 2 * ly->pad - ly->kernel) / ly->stride + 1;
+        sh->C = ly->units;
+    } else {
+        ly->type = L_POOL;
+        ly->size = tyc__json_get(l, "size") ? pos_int(tyc__json_get(l, "size"), 8) : 2;
+        if (ly->size < 0 || ly->size > sh->H || ly->size > sh->W) {
+            tyc__err_set(err, TYC_EMODEL, field, "'%s.size' must be 1..8 and fit the %dx%d input",
+                         field, sh->H, sh->W);
+            return -1;
+        }
+        sh->H /= ly->size;
+        sh->W /= ly->size;
+    }
+    if (sh->H < 1 || sh->W < 1 || (size_t)sh->C * sh->H * sh->W > (1u << 24)) {
+        tyc__err_set(err, TYC_EMODEL, field, "'%s' leaves an empty or huge output", field);
+        return -1;
+    }
+    if (i == 0)
+        m->spatial = 1;
+    return 0;
+}
+
+/* 'layers' (1..TYC_MAX_LAYERS, the last dense with 'classes' units) into m->layers. */
+static int parse_layers(struct tyc_model *m, const struct tyc__json *ls, struct tyc_err *err)
+{
+    struct shape sh = {1, 1, 1, 0};
+
+    if (!ls || ls->type != TJ_ARR || ls->nkids < 1 || ls->nkids > TYC_MAX_LAYERS) {
+        tyc__err_set(err, TYC_EMODEL, "layers", "'layers' must be an array of 1 to %d layers",
+                     TYC_MAX_LAYERS);
+        return -1;
+    }
+    if (m->in_nd == 3)
+        sh.C = m->in_dims[0], sh.H = m->in_dims[1], sh.W = m->in_dims[2];
+    else if (m->in_nd == 2)
+        sh.H = m->in_dims[0], sh.W = m->in_dims[1];
+    for (int i = 0; i < ls->nkids; i++) {
+        const struct tyc__json *l = &ls->kids[i], *t = tyc__json_get(l, "type");
+        const struct tyc__json *a = tyc__json_get(l, "activation");
+        struct layer *ly = &m->layers[i];
+        char field[32];
+        snprintf(field, sizeof(field), "layers[%d]", i);
+        if (!t || t->type != TJ_STR) {
+            tyc__err_set(err, TYC_EMODEL, field, "'%s.type' is missing", field);
+            return -1;
+        }
+        if (a && a->type != TJ_STR) {
+            tyc__err_set(err, TYC_EMODEL, field, "'%s.activation' must be a string", field);
+            return -1;
+        }
+        ly->act = parse_act(a ? a->str : NULL);
+        if (ly->act < 0) {
+            tyc__err_set(err, TYC_EMODEL, field,
+                         "'%s.activation' is '%s'; use relu, gelu, tanh, sigmoid or none", field,
+                         a->str);
+            return -1;
+        }
+        if (strcmp(t->str, "dense") == 0) {
+            ly->type = L_DENSE;
+            ly->units = pos_int(tyc__json_get(l, "units"), 1 << 16);
+            if (ly->units < 0) {
+                tyc__err_set(err, TYC_EMODEL, field, "'%s.units' must be an integer in 1..65536",
+                             field);
+                return -1;
+            }
+            sh.nd4 = 2;
+        } else if (strcmp(t->str, "conv2d") == 0 || strcmp(t->str, "maxpool2d") == 0) {
+            if (parse_spatial(m, l, t, i, field, &sh, err) < 0)
+                return -1;
+        } else if (strcmp(t->str, "flatten") == 0) {
+            ly->type = L_FLATTEN;
+            sh.nd4 = 2;
+        } else {
+            tyc__err_set(err, TYC_EMODEL, field,
+                         "'%s.type' is '%s'; use dense, conv2d, maxpool2d or flatten", field,
+                         t->str);
+            return -1;
+        }
+    }
+    m->nlayers = ls->nkids;
+    if (m->layers[m->nlayers - 1].type != L_DENSE) {
+        tyc__err_set(err, TYC_EMODEL, "layers", "the last layer must be dense");
+        return -1;
+    }
+    if (m->layers[m->nlayers - 1].units != m->classes) {
+        tyc__err_set(err, TYC_EMODEL, "layers", "the last layer has %d units but 'classes' is %d",
+                     m->layers[m->nlayers - 1].units, m->classes);
+        return -1;
+    }
+    return 0;
+}
+
 struct tyc_model *tyc_model_parse(const char *json, size_t len, struct tyc_err *err)
 {
     struct tyc__json *j;
-    const struct tyc__json *v, *ls;
+    const struct tyc__json *v;
     struct tyc_model *m = NULL;
-    int i;
     if (len > TYC_MAX_SPEC) {
         tyc__err_set(err, TYC_EMODEL, "model", "model spec is larger than %u bytes", TYC_MAX_SPEC);
         return NULL;
@@ -132,24 +293,8 @@ struct tyc_model *tyc_model_parse(const char *json, size_t len, struct tyc_err *
         m->input = m->tf.context;
         goto done;
     }
-    v = tyc__json_get(j, "input");
-    m->input = 1;
-    if (v && v->type == TJ_ARR && v->nkids >= 1 && v->nkids <= 3) {
-        for (i = 0; i < v->nkids; i++) {
-            int d = pos_int(&v->kids[i], 1 << 16);
-            if (d < 0 || m->input > (1 << 24) / d) {
-                tyc__err_set(err, TYC_EMODEL, "input", "'input' must list positive dimensions");
-                goto fail;
-            }
-            m->input *= d;
-            m->in_dims[i] = d;
-        }
-        m->in_nd = v->nkids;
-    } else if ((m->input = pos_int(v, 1 << 24)) < 0) {
-        tyc__err_set(err, TYC_EMODEL, "input",
-                     "'input' must be a positive integer or an array of dimensions");
+    if (parse_input(m, tyc__json_get(j, "input"), err) < 0)
         goto fail;
-    }
     m->classes = pos_int(tyc__json_get(j, "classes"), 1 << 16);
     if (m->classes < 2) {
         tyc__err_set(err, TYC_EMODEL, "classes", "'classes' must be an integer >= 2");
@@ -160,129 +305,8 @@ struct tyc_model *tyc_model_parse(const char *json, size_t len, struct tyc_err *
         tyc__err_set(err, TYC_EMODEL, "loss", "'loss' must be 'softmax_cross_entropy'");
         goto fail;
     }
-    ls = tyc__json_get(j, "layers");
-    if (!ls || ls->type != TJ_ARR || ls->nkids < 1 || ls->nkids > TYC_MAX_LAYERS) {
-        tyc__err_set(err, TYC_EMODEL, "layers", "'layers' must be an array of 1 to %d layers",
-                     TYC_MAX_LAYERS);
+    if (parse_layers(m, tyc__json_get(j, "layers"), err) < 0)
         goto fail;
-    }
-    {
-        int C = 1, H = 1, W = 1, nd4 = 0, flat = m->input;
-        if (m->in_nd == 3)
-            C = m->in_dims[0], H = m->in_dims[1], W = m->in_dims[2];
-        else if (m->in_nd == 2)
-            H = m->in_dims[0], W = m->in_dims[1];
-        for (i = 0; i < ls->nkids; i++) {
-            const struct tyc__json *l = &ls->kids[i], *t = tyc__json_get(l, "type");
-            const struct tyc__json *a = tyc__json_get(l, "activation");
-            struct layer *ly = &m->layers[i];
-            char field[32];
-            snprintf(field, sizeof(field), "layers[%d]", i);
-            if (!t || t->type != TJ_STR) {
-                tyc__err_set(err, TYC_EMODEL, field, "'%s.type' is missing", field);
-                goto fail;
-            }
-            if (a && a->type != TJ_STR) {
-                tyc__err_set(err, TYC_EMODEL, field, "'%s.activation' must be a string", field);
-                goto fail;
-            }
-            ly->act = parse_act(a ? a->str : NULL);
-            if (ly->act < 0) {
-                tyc__err_set(err, TYC_EMODEL, field,
-                             "'%s.activation' is '%s'; use relu, gelu, tanh, sigmoid or none",
-                             field, a->str);
-                goto fail;
-            }
-            if (strcmp(t->str, "dense") == 0) {
-                ly->type = L_DENSE;
-                ly->units = pos_int(tyc__json_get(l, "units"), 1 << 16);
-                if (ly->units < 0) {
-                    tyc__err_set(err, TYC_EMODEL, field,
-                                 "'%s.units' must be an integer in 1..65536", field);
-                    goto fail;
-                }
-                flat = ly->units;
-                nd4 = 2;
-            } else if (strcmp(t->str, "conv2d") == 0 || strcmp(t->str, "maxpool2d") == 0) {
-                const struct tyc__json *pj = tyc__json_get(l, "padding");
-                if (nd4 == 2) {
-                    tyc__err_set(err, TYC_EMODEL, field,
-                                 "'%s' is a %s after a dense or flatten layer", field, t->str);
-                    goto fail;
-                }
-                if (m->in_nd < 2) {
-                    tyc__err_set(err, TYC_EMODEL, "input",
-                                 "'input' must be [H, W] or [C, H, W] for %s layers", t->str);
-                    goto fail;
-                }
-                nd4 = 1;
-                if (t->str[0] == 'c') {
-                    ly->type = L_CONV;
-                    ly->units = pos_int(tyc__json_get(l, "filters"), 4096);
-                    ly->kernel = pos_int(tyc__json_get(l, "kernel"), 15);
-                    ly->stride =
-                        tyc__json_get(l, "stride") ? pos_int(tyc__json_get(l, "stride"), 8) : 1;
-                    if (pj && pj->type == TJ_STR && strcmp(pj->str, "same") == 0)
-                        ly->pad = ly->kernel / 2;
-                    else if (pj && pj->type == TJ_NUM && pj->num >= 0 && pj->num <= 8 &&
-                             pj->num == floor(pj->num))
-                        ly->pad = (int)pj->num;
-                    else if (pj && !(pj->type == TJ_STR && strcmp(pj->str, "valid") == 0)) {
-                        tyc__err_set(err, TYC_EMODEL, field,
-                                     "'%s.padding' must be 'same', 'valid' or 0..8", field);
-                        goto fail;
-                    }
-                    if (ly->units < 0 || ly->kernel < 0 || ly->stride < 0) {
-                        tyc__err_set(err, TYC_EMODEL, field,
-                                     "'%s' needs 'filters' (1..4096), 'kernel' (1..15) and an "
-                                     "optional 'stride' (1..8)",
-                                     field);
-                        goto fail;
-                    }
-                    H = (H + 2 * ly->pad - ly->kernel) / ly->stride + 1;
-                    W = (W + 2 * ly->pad - ly->kernel) / ly->stride + 1;
-                    C = ly->units;
-                } else {
-                    ly->type = L_POOL;
-                    ly->size = tyc__json_get(l, "size") ? pos_int(tyc__json_get(l, "size"), 8) : 2;
-                    if (ly->size < 0 || ly->size > H || ly->size > W) {
-                        tyc__err_set(err, TYC_EMODEL, field,
-                                     "'%s.size' must be 1..8 and fit the %dx%d input", field, H, W);
-                        goto fail;
-                    }
-                    H /= ly->size;
-                    W /= ly->size;
-                }
-                if (H < 1 || W < 1 || (size_t)C * H * W > (1u << 24)) {
-                    tyc__err_set(err, TYC_EMODEL, field, "'%s' leaves an empty or huge output",
-                                 field);
-                    goto fail;
-                }
-                flat = C * H * W;
-                if (i == 0)
-                    m->spatial = 1;
-            } else if (strcmp(t->str, "flatten") == 0) {
-                ly->type = L_FLATTEN;
-                nd4 = 2;
-            } else {
-                tyc__err_set(err, TYC_EMODEL, field,
-                             "'%s.type' is '%s'; use dense, conv2d, maxpool2d or flatten", field,
-                             t->str);
-                goto fail;
-            }
-        }
-        (void)flat;
-    }
-    m->nlayers = ls->nkids;
-    if (m->layers[m->nlayers - 1].type != L_DENSE) {
-        tyc__err_set(err, TYC_EMODEL, "layers", "the last layer must be dense");
-        goto fail;
-    }
-    if (m->layers[m->nlayers - 1].units != m->classes) {
-        tyc__err_set(err, TYC_EMODEL, "layers", "the last layer has %d units but 'classes' is %d",
-                     m->layers[m->nlayers - 1].units, m->classes);
-        goto fail;
-    }
 done:
     m->json = tyc__malloc(len + 1);
     if (!m->json) {
