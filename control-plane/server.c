@@ -20,6 +20,7 @@
 #include "s3client.h"
 #include "store.h"
 #include "tuning.h"
+#include "ty_fs.h"
 #include "ty_log.h"
 #include "ty_mem.h"
 #include "ty_opts.h"
@@ -136,23 +137,6 @@ static int server_parse(int argc, char **argv, struct server_cfg *cfg)
 static int server_int(const char *name, const char *v, int lo, int hi, int *out)
 {
     return ty_opts_int(&server_prog, name, v, lo, hi, out);
-}
-
-static int server_mkdirs(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return -1;
-    return 0;
 }
 
 /* The engine and the embedded agents as /healthz and /metrics see them (route.h): one engine
@@ -349,7 +333,7 @@ int main(int argc, char **argv)
     char endpoint[300];
     struct server_num num;
     struct server_paths paths;
-    int sig, status = 1;
+    int sig, status = 1, mk;
     struct janitor *janitor = NULL;
     struct tuning_driver *tuning = NULL;
     struct tuning_config tc;
@@ -389,13 +373,14 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (server_mkdirs(cfg.data_dir) != 0 || !realpath(cfg.data_dir, data_dir)) {
+    mk = ty_mkdirs(cfg.data_dir, 0755);
+    if (mk != 0 || !realpath(cfg.data_dir, data_dir)) {
         fprintf(stderr, "trainyard-server: cannot create --data-dir '%s': %s\n", cfg.data_dir,
-                strerror(errno));
+                strerror(mk != 0 ? -mk : errno));
         return 1;
     }
     snprintf(s3_dir, sizeof(s3_dir), "%s/s3", data_dir);
-    server_mkdirs(s3_dir);
+    ty_mkdirs(s3_dir, 0755);
 
     model = model_load_embedded(&err);
     if (!model)

@@ -1,7 +1,7 @@
 /*
  * session.c - temporary role credentials for training jobs (session.h).
  *
- * Randomness comes from OpenSSL's CSPRNG (RAND_bytes); hashes are SHA-256 (EVP). The two
+ * Randomness comes from the kernel's CSPRNG (ty_rand.h); hashes are SHA-256 (EVP). The two
  * writes that must not interleave with a revoke (a grant, a mint) are one Lua script each, so
  * a revoke either sees what they wrote or makes them write nothing.
  */
@@ -11,11 +11,11 @@
 #include "store.h"
 #include "store_int.h"
 #include "ty_log.h"
+#include "ty_rand.h"
 
 #include <hiredis/hiredis.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,25 +95,6 @@ int session_is_temporary_key(const char *k)
         if (!((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
             return 0;
     return 1;
-}
-
-/* n characters drawn uniformly from alphabet (length al <= 256) into OUT: out (n+1 bytes). */
-static int session_random_chars(char *out, size_t n, const char *alphabet, size_t al)
-{
-    unsigned char b[64];
-    size_t k = 0;
-    unsigned int lim = 256u - 256u % (unsigned int)al; /* rejection sampling: no modulo bias */
-
-    while (k < n) {
-        if (RAND_bytes(b, (int)sizeof(b)) != 1)
-            return -1;
-        for (size_t i = 0; i < sizeof(b) && k < n; i++)
-            if (b[i] < lim)
-                out[k++] = alphabet[b[i] % al];
-    }
-    out[n] = '\0';
-    OPENSSL_cleanse(b, sizeof(b));
-    return 0;
 }
 
 /* A job name as a key component: 1..255 printable characters (job names are [a-zA-Z0-9-]). */
@@ -197,7 +178,7 @@ int session_job_grant(struct store *s, const char *job, const char *role_arn, in
                           SESSION_MAX_TTL_S);
     if (!token || n < SESSION_TOKEN_LEN)
         return ty_err_set(err, TY_EINVAL, "token", "session: token buffer too small");
-    if (session_random_chars(tok, 64, "0123456789abcdef", 16) != 0)
+    if (ty_rand_hex(tok, 64) != 0)
         return ty_err_set(err, TY_EINTERNAL, NULL, "session: no randomness");
     session_sha256_hex(tok, sha);
     snprintf(tkey, sizeof(tkey), "ty:jobtoken:%s", sha);
@@ -307,9 +288,9 @@ int session_mint(struct store *s, const char *token, int lifetime_s, time_t now,
         return ty_err_set(err, TY_EINTERNAL, NULL, "session: assumed-role ARN too long");
     memcpy(c.access_key, "ASIA", 4);
     memcpy(c.token, "IQoJ", 4);
-    if (session_random_chars(c.access_key + 4, SESSION_AKID_LEN - 5, upper, 36) != 0 ||
-        session_random_chars(c.secret, SESSION_SECRET_LEN - 1, b64, 64) != 0 ||
-        session_random_chars(c.token + 4, SESSION_STOKEN_LEN - 5, b64, 64) != 0) {
+    if (ty_rand_string(c.access_key + 4, SESSION_AKID_LEN - 5, upper) != 0 ||
+        ty_rand_string(c.secret, SESSION_SECRET_LEN - 1, b64) != 0 ||
+        ty_rand_string(c.token + 4, SESSION_STOKEN_LEN - 5, b64) != 0) {
         OPENSSL_cleanse(&c, sizeof(c));
         return ty_err_set(err, TY_EINTERNAL, NULL, "session: no randomness");
     }
