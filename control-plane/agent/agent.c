@@ -11,6 +11,7 @@
 #include "agent_int.h"
 #include "docker.h"
 #include "gpumetrics.h"
+#include "leftover.h"
 #include "outbox.h"
 #include "queue.h"
 #include "stage.h"
@@ -35,6 +36,7 @@
 #define AGENT_DEFAULT_TTL_S  10
 #define AGENT_DEFAULT_GRACE  120
 #define AGENT_OWN_RESCAN_S   30 /* period of the look for own entries no runner holds */
+#define AGENT_LEFTOVER_S     15 /* period of the look for dead agents' leftovers (leftover.h) */
 
 int agent__sleep(struct agent *a, int ms)
 {
@@ -195,6 +197,8 @@ static void *agent_claim_thread(void *arg)
     int backoff_ms = 500, own_done = 0, rescan = 0;
     char own_after[64] = "";
     double next_own = agent_now() + AGENT_OWN_RESCAN_S;
+    double next_leftover = agent_now() + AGENT_CLAIM_BLOCK_MS / 1000.0;
+    struct docker *d = NULL; /* for the leftover sweep only */
 
     while (!atomic_load(&a->stopping)) {
         struct queue_item item;
@@ -213,6 +217,15 @@ static void *agent_claim_thread(void *arg)
             agent__sleep(a, backoff_ms);
             backoff_ms = backoff_ms < 8000 ? backoff_ms * 2 : backoff_ms;
             continue;
+        }
+        if (agent_now() >= next_leftover) {
+            next_leftover = agent_now() + AGENT_LEFTOVER_S;
+            if (!d)
+                d = docker_open(a->cfg.docker_host, &err);
+            if (d && leftover_sweep(s, d, a->id, 3 * a->cfg.heartbeat_ttl_s) < 0) {
+                docker_close(d); /* the engine or Redis did not answer: fresh ones next time */
+                d = NULL;
+            }
         }
         if (own_done && agent_now() >= next_own) {
             /* Alive, look again for entries of our own that no runner holds (a runner that
@@ -286,6 +299,7 @@ static void *agent_claim_thread(void *arg)
         backoff_ms = 500;
     }
     store_close(s);
+    docker_close(d);
     return NULL;
 }
 

@@ -21,7 +21,7 @@ if(TARGET ty_store AND TARGET ty_docker AND EXISTS ${TY_CP_DIR}/s3.cmake)
     ${TY_CP_DIR}/agent/run_container.c ${TY_CP_DIR}/agent/run_reattach.c
     ${TY_CP_DIR}/agent/transfer.c ${TY_CP_DIR}/agent/prof.c ${TY_CP_DIR}/agent/access.c
     ${TY_CP_DIR}/agent/reap.c ${TY_CP_DIR}/agent/janitor.c ${TY_CP_DIR}/agent/outbox.c
-    ${TY_CP_DIR}/agent/warmpool.c)
+    ${TY_CP_DIR}/agent/warmpool.c ${TY_CP_DIR}/agent/leftover.c)
   target_include_directories(ty_agent PRIVATE ${TY_CP_DIR}/agent)
   ty_public_headers(ty_agent agent/agent.h agent/janitor.h)
   target_link_libraries(ty_agent PUBLIC ty_agent_core ty_authz ty_s3 ty_store ty_docker ty_core typrof_report

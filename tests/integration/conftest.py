@@ -114,6 +114,7 @@ def _retire(s):
             os.kill(pid, 9)
         except OSError:
             pass
+    H.reap_agent_containers([i for pid in getattr(s, "pids", []) for i in H.agent_ids_of(pid)])
 
 
 @pytest.fixture
@@ -129,6 +130,7 @@ def procs():
     yield start
     for p in started:
         p.kill()
+    H.reap_agent_containers([i for p in started for i in H.agent_ids_of(p.p.pid, p.argv)])
 
 
 @pytest.fixture(autouse=True)

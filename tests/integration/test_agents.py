@@ -21,21 +21,11 @@ def _held(agent):
     return None
 
 
-def _private_redis(procs, d):
-    """A redis-server of the test's own on a unix socket in d (created). Returns its URL."""
-    os.makedirs(d)
-    sock = os.path.join(d, "redis.sock")
-    procs([H.REDIS_SERVER, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
-           "--save", "", "--appendonly", "no", "--dir", d], log_path=os.path.join(d, "redis.log"))
-    H.wait_for(lambda: os.path.exists(sock), 20, "redis-server's socket")
-    return f"unix://{sock}"
-
-
 def test_two_agents_one_killed(make_server, procs, workdir):
     for b in (H.AGENT_BIN, H.SERVER_BIN):
         assert os.access(b, os.X_OK), f"{b} missing"
     d = os.path.join(workdir, "two-agents")
-    redis_url = _private_redis(procs, d)
+    redis_url = H.private_redis(procs, d)
     s = make_server(agents=0, extra=["--redis", redis_url])
     agents = {}
     for aid in ("it-agent-a", "it-agent-b"):
@@ -98,7 +88,7 @@ def test_agent_restarted_under_same_id_resumes_its_job(make_server, procs, workd
     back what its earlier run claimed and the container it started, which completes the job:
     the script runs once."""
     d = os.path.join(workdir, "same-id")
-    redis_url = _private_redis(procs, d)
+    redis_url = H.private_redis(procs, d)
     s = make_server(agents=0, extra=["--redis", redis_url])
     argv = [H.AGENT_BIN, "--redis", redis_url, "--docker-host", H.DOCKER_HOST,
             "--data-dir", os.path.join(d, "agent"), "--id", "it-same-id", "--stop-grace", "2",

@@ -4,6 +4,8 @@ reuses it with a fresh container and a fresh /opt/ml; WarmPoolStatus (Available,
 Terminated), UpdateTrainingJob of the period, ListTrainingJobs WarmPoolStatusEquals.
 A private server with one agent, so that the matching job meets the pool. Job names start wp-."""
 import json
+import os
+import time
 import urllib.parse
 
 import botocore.exceptions
@@ -158,3 +160,51 @@ def test_warm_pool_two_hosts_keep_their_network(make_server):
     _wait_wp(sm, b, "Terminated", timeout=15)
     H.wait_for(lambda: _sandboxes(a) == [] and _networks(a) == [], 10,
                "the sandboxes and the network removed")
+
+
+def test_dead_agents_pool_is_removed_by_a_live_agent(make_server, procs, workdir):
+    """An agent killed hard holding a warm pool leaves its sandbox on the engine. Once the pool's
+    period (plus three heartbeat TTLs) is over, another agent of the deployment removes it; a
+    container of a job this deployment does not know (another deployment's, on the same engine)
+    is left alone."""
+    d = os.path.join(workdir, H.unique("wp-dead"))
+    redis_url = H.private_redis(procs, os.path.join(d, "redis"))
+    s = make_server(agents=0, extra=["--redis", redis_url])
+    sm = s.client("sagemaker")
+
+    def agent(aid):
+        return procs([H.AGENT_BIN, "--redis", redis_url, "--docker-host", H.DOCKER_HOST,
+                      "--data-dir", os.path.join(d, aid), "--staging-dir", os.path.join(d, "stg"),
+                      "--s3-dir", os.path.join(s.data_dir, "s3"), "--id", aid,
+                      "--endpoint-url", s.url,
+                      "--stop-grace", "2", "--heartbeat-ttl", "2",
+                      "--runtime-image-tar", H.RUNTIME_TAR],
+                     log_path=os.path.join(d, aid + ".log"))
+
+    first = agent("it-wp-dead-a")
+    first.wait_line("event=agent.started", 120)
+    a = H.unique("wp-dead")
+    sm.create_training_job(**H.job_request(a, "echo hi",
+                                           ResourceConfig={"KeepAlivePeriodInSeconds": 1}))
+    assert H.wait_job(sm, a)["TrainingJobStatus"] == "Completed"
+    _wait_wp(sm, a, "Available")
+    first.kill()  # SIGKILL: the pool's sandbox stays, and nobody will end it
+    assert len(_sandboxes(a)) == 1
+
+    # another deployment's leftover on the same engine: a job our Redis has never seen
+    foreign = H.unique("wp-foreign")
+    body = json.dumps({"Image": H.RUNTIME_IMAGE, "Entrypoint": ["sleep"], "Cmd": ["600"],
+                       "Labels": {"trainyard.job": foreign, "trainyard.agent": "it-wp-gone",
+                                  "trainyard.sandbox": "1"}})
+    st, out = H.engine_request("POST", f"/containers/create?name={foreign}-net", body=body)
+    assert st == 201, out
+    try:
+        # the pool ended at _warm_since + 1 s; three 2 s TTLs later it is any agent's to remove
+        time.sleep(7)
+        second = agent("it-wp-dead-b")
+        second.wait_line("event=agent.leftover.reap", 60)
+        H.wait_for(lambda: not _sandboxes(a), 30, "the dead agent's sandbox removed")
+        assert len(_sandboxes(foreign)) == 1, "another deployment's container was removed"
+        assert sm.describe_training_job(TrainingJobName=a)["TrainingJobStatus"] == "Completed"
+    finally:
+        H.engine_request("DELETE", f"/containers/{foreign}-net?force=1", timeout=30)

@@ -104,6 +104,52 @@ def engine_ping(docker_host=DOCKER_HOST):
         return False
 
 
+def agent_ids_of(pid, argv=()):
+    """What a trainyard process's agents are called: "--id X" when given, and the default
+    "<hostname>-<pid>-" prefix (agent.c) of the agents it starts on its own."""
+    ids = [f"{socket.gethostname()}-{pid}-"]
+    argv = list(argv)
+    if "--id" in argv[:-1]:
+        ids.append(argv[argv.index("--id") + 1])
+    return ids
+
+
+def reap_agent_containers(ids, docker_host=DOCKER_HOST):
+    """Removes the containers and job networks of agents whose id is in ids (or starts with one
+    ending in "-"): test hygiene for agents killed with their whole deployment (Redis included),
+    whose leftovers no surviving agent can tell apart from another deployment's. Training
+    containers go before the sandboxes whose network they share. Best effort."""
+    def ours(agent):
+        return any(agent == i or (i.endswith("-") and agent.startswith(i)) for i in ids)
+
+    try:
+        q = urllib.parse.urlencode({"all": "1",
+                                    "filters": json.dumps({"label": ["trainyard.agent"]})})
+        status, body = engine_request("GET", f"/v1.41/containers/json?{q}", docker_host)
+        if status != 200:
+            return
+        mine = [c for c in json.loads(body) if ours(c.get("Labels", {}).get("trainyard.agent", ""))]
+        mine.sort(key=lambda c: "trainyard.sandbox" in c.get("Labels", {}))
+        for c in mine:
+            engine_request("DELETE", f"/v1.41/containers/{c['Id']}?force=1&t=0", docker_host,
+                           timeout=30)
+        for job in {c["Labels"].get("trainyard.job") for c in mine} - {None}:
+            engine_request("DELETE", f"/v1.41/networks/trainyard-{job}", docker_host, timeout=30)
+    except (OSError, ValueError):
+        pass
+
+
+def private_redis(procs, d):
+    """A redis-server of the test's own on a unix socket in d (created), started through the
+    procs fixture. Returns its URL."""
+    os.makedirs(d)
+    sock = os.path.join(d, "redis.sock")
+    procs([REDIS_SERVER, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
+           "--save", "", "--appendonly", "no", "--dir", d], log_path=os.path.join(d, "redis.log"))
+    wait_for(lambda: os.path.exists(sock), 20, "redis-server's socket")
+    return f"unix://{sock}"
+
+
 def procs_mentioning(text):
     """pids of processes whose command line contains text (read-only /proc scan)."""
     out = []
@@ -233,6 +279,7 @@ class Server:
     def start(self, timeout=90):
         os.makedirs(self.data_dir, exist_ok=True)
         self.proc = Proc(self.argv(), env=self.env, log_path=self.log_path)
+        self.pids = getattr(self, "pids", []) + [self.proc.p.pid]
         self.proc.wait_line("event=server.ready", timeout)
         # job_request()'s default output bucket: a job whose output bucket is missing fails, as
         # on SageMaker. Best effort (a server may start without Redis, or with other keys).

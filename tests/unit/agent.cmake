@@ -45,6 +45,15 @@ if(TARGET ty_agent)
   ty_unit_test(test_warmpool SOURCES ${TY_TESTS_DIR}/unit/test_warmpool.c LIBS ty_agent)
 endif()
 
+# test_leftover: which dead agents' containers a live agent removes: ended jobs of this
+# deployment only, warm pools only once over (leftover.h).
+if(TARGET ty_agent)
+  ty_unit_test(test_leftover SOURCES ${TY_TESTS_DIR}/unit/test_leftover.c LIBS ty_agent)
+  if(TARGET test_leftover)
+    target_include_directories(test_leftover PRIVATE ${CMAKE_SOURCE_DIR}/control-plane/agent)
+  endif()
+endif()
+
 # test_gpumetrics: GPUUtilization/GPUMemoryUtilization without a GPU: the folding, no metrics when
 # libnvidia-ml is absent, and the dlopen path through the profiler's stand-in NVML.
 ty_unit_test(test_gpumetrics SOURCES ${TY_TESTS_DIR}/unit/test_gpumetrics.c LIBS ty_agent_core)
