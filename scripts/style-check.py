@@ -2,7 +2,8 @@
 # The style check (docs/style.md), run by scripts/test.sh before anything is built; about 15 s.
 # Checks the tracked C files: clang-format (the repo's .clang-format), every public header
 # compiles alone, no banned function, the static naming rule, the dependency rules of
-# docs/design.md, and that the README's map of the tree is the one scripts/tree-map.py prints.
+# docs/design.md, no source file over 1,500 lines and no function over 150 (tests excluded),
+# and that the README's map of the tree is the one scripts/tree-map.py prints.
 # Usage: scripts/style-check.py [--cc CC]  (from anywhere; exits 1 listing every finding)
 import argparse
 import os
@@ -160,6 +161,58 @@ def check_sources(files, findings):
                 findings.append(f"{where}: the agent uses the profiler through typrof_report.h")
 
 
+# Sizes (docs/style.md): the product's sources only (tests are not held to them).
+SIZE_DIRS = ("control-plane/", "compiler/", "profiler/", "runtime-image/", "agent/")
+FILE_MAX_LINES = 1500
+FUNC_MAX_LINES = 150
+
+
+def function_spans(code):
+    """(name, first line, last line) of each top-level function body in code (comments and
+    strings already blanked): a brace-matching scan; a '{' at depth 0 opens a function when
+    the text before it (since the last ';', '}' or directive) ends with ')'."""
+    code = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group(0)),
+                  code, flags=re.M)
+    spans, depth, start, head_at = [], 0, None, 0
+    for i, ch in enumerate(code):
+        if ch == "{":
+            if depth == 0:
+                head = code[head_at:i].strip()
+                if head.endswith(")") and "=" not in head:
+                    m = re.search(r"(\w+)\s*\(", head)
+                    hs = head_at + len(code[head_at:i]) - len(code[head_at:i].lstrip())
+                    start = (m.group(1) if m else "?", code.count("\n", 0, hs) + 1)
+                else:
+                    start = None
+            depth += 1
+        elif ch == "}":
+            depth = max(depth - 1, 0)
+            if depth == 0:
+                if start:
+                    spans.append((start[0], start[1], code.count("\n", 0, i) + 1))
+                start, head_at = None, i + 1
+        elif ch == ";" and depth == 0:
+            head_at = i + 1
+    return spans
+
+
+def check_sizes(files, findings):
+    for f in files:
+        if not f.startswith(SIZE_DIRS) or "/tests/" in f:
+            continue
+        raw = read(f)
+        n = raw.count("\n")
+        if n > FILE_MAX_LINES:
+            findings.append(f"{f}: {n} lines; split it by concern (docs/style.md: at most "
+                            f"{FILE_MAX_LINES})")
+        if not f.endswith(".c"):
+            continue
+        for name, first, last in function_spans(strip_comments(raw)):
+            if last - first + 1 > FUNC_MAX_LINES:
+                findings.append(f"{f}:{first}: function {name} is {last - first + 1} lines "
+                                f"(docs/style.md: at most {FUNC_MAX_LINES})")
+
+
 def check_tree_map(findings):
     readme = read("README.md")
     m = re.search(r"<!-- tree-map begin -->\n(.*?)<!-- tree-map end -->", readme, re.S)
@@ -179,6 +232,7 @@ def main():
     files = git_files("*.c", "*.h")
     findings = []
     check_sources(files, findings)
+    check_sizes(files, findings)
     check_tree_map(findings)
     check_headers(args.cc, findings)
     check_format(files, findings)
