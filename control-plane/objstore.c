@@ -421,14 +421,17 @@ static int objstore_meta_load(struct objstore *os, const char *bucket, const cha
     return rc == 0 ? 0 : -TY_ENOTFOUND;
 }
 
+/* Writes the index of bucket/key: its hash (replaced whole) and its place in the key set.
+   psizes (may be NULL): a multipart object's part sizes, "s1,s2,...". */
 static int objstore_index_put(struct objstore *os, const char *bucket, const char *key,
-                              const struct objstore_meta *m, json_t *hdrs, struct ty_err *err)
+                              const struct objstore_meta *m, json_t *hdrs, const char *psizes,
+                              struct ty_err *err)
 {
     char *rk = objstore__rkey("ty:s3:obj:", bucket, key);
     char *zk = objstore__rkey("ty:s3:keys:", bucket, NULL);
     char size[32], mtime[32], parts[16], ino[32];
     char *hj = hdrs ? json_dumps(hdrs, JSON_COMPACT) : NULL;
-    redisReply *rep[4] = {0};
+    redisReply *rep[5] = {0};
     int rc = 0;
 
     if (!rk || !zk) {
@@ -441,20 +444,21 @@ static int objstore_index_put(struct objstore *os, const char *bucket, const cha
     snprintf(ino, sizeof(ino), "%llu", (unsigned long long)m->ino);
     {
         const char *c0[] = {"MULTI"};
-        const char *c1[] = {"HSET",  rk,    "etag", m->etag,       "size",  size,
-                            "mtime", mtime, "path", m->path,       "parts", parts,
-                            "ino",   ino,   "hdrs", hj ? hj : "{}"};
+        const char *cd[] = {"DEL", rk};
+        const char *c1[] = {"HSET",  rk,    "etag", m->etag,        "size",   size,
+                            "mtime", mtime, "path", m->path,        "parts",  parts,
+                            "ino",   ino,   "hdrs", hj ? hj : "{}", "psizes", psizes ? psizes : ""};
         const char *c2[] = {"ZADD", zk, "0", key};
         const char *c3[] = {"EXEC"};
-        const char *const *cmds[] = {c0, c1, c2, c3};
-        const int argc[] = {1, 16, 4, 1};
-        if (store__pipeline(os->st, 4, argc, cmds, rep, err) != 0) {
+        const char *const *cmds[] = {c0, cd, c1, c2, c3};
+        const int argc[] = {1, 2, psizes ? 18 : 16, 4, 1};
+        if (store__pipeline(os->st, 5, argc, cmds, rep, err) != 0) {
             rc = -TY_EREDIS;
             goto out;
         }
-        if (!rep[3] || rep[3]->type != REDIS_REPLY_ARRAY)
-            rc = store__reply_err(rep[3], "s3 index", err);
-        for (int i = 0; i < 4; i++)
+        if (!rep[4] || rep[4]->type != REDIS_REPLY_ARRAY)
+            rc = store__reply_err(rep[4], "s3 index", err);
+        for (int i = 0; i < 5; i++)
             freeReplyObject(rep[i]);
     }
 out:
@@ -798,9 +802,46 @@ static void objstore_unlink_rel(struct objstore *os, const char *bucket, const c
         objstore_prune(abs, stop);
 }
 
-int objstore_put_tmp(struct objstore *os, const char *bucket, const char *key, const char *tmp_path,
-                     const char *etag, uint64_t size, int parts, json_t *hdrs,
-                     struct objstore_meta *meta, struct ty_err *err)
+/* 1 when etag is in list (If-Match's form: "*", or ETags, quoted or not, comma-separated). */
+static int objstore_etag_in(const char *list, const char *etag)
+{
+    const char *p = list;
+    size_t el = strlen(etag);
+
+    while (p && *p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p == '*')
+            return 1;
+        if (*p == '"' && strncmp(p + 1, etag, el) == 0 && p[1 + el] == '"')
+            return 1;
+        if (strncmp(p, etag, el) == 0 && (p[el] == '\0' || p[el] == ',' || p[el] == ' '))
+            return 1;
+        p = strchr(p, ',');
+    }
+    return 0;
+}
+
+int objstore__check_cond(const struct objstore_cond *cond, const struct objstore_meta *old,
+                         struct ty_err *err)
+{
+    if (!cond)
+        return 0;
+    if (cond->if_none_match && old)
+        return ty_err_set(err, TY_ECONFLICT, "PreconditionFailed",
+                          "At least one of the pre-conditions you specified did not hold");
+    if (cond->if_match && !old)
+        return ty_err_set(err, TY_ENOTFOUND, "NoSuchKey", "The specified key does not exist.");
+    if (cond->if_match && !objstore_etag_in(cond->if_match, old->etag))
+        return ty_err_set(err, TY_ECONFLICT, "PreconditionFailed",
+                          "At least one of the pre-conditions you specified did not hold");
+    return 0;
+}
+
+int objstore__put_tmp(struct objstore *os, const char *bucket, const char *key,
+                      const char *tmp_path, const char *etag, uint64_t size, int parts,
+                      json_t *hdrs, const char *psizes, const struct objstore_cond *cond,
+                      struct objstore_meta *meta, struct ty_err *err)
 {
     if (objstore__local_only(os, err))
         return -err->code;
@@ -824,11 +865,13 @@ int objstore_put_tmp(struct objstore *os, const char *bucket, const char *key, c
     pthread_mutex_lock(lk);
     had_old = objstore_meta_load(os, bucket, key, &old, 0, err) == 0;
     ty_err_clear(err);
+    if ((rc = objstore__check_cond(cond, had_old ? &old : NULL, err)) != 0)
+        goto out;
     if (objstore_place(os, bucket, key, tmp_path, m.path, sizeof(m.path)) != 0) {
         rc = ty_err_set(err, TY_EIO, NULL, "cannot store the object: %s", strerror(errno));
         goto out;
     }
-    if ((rc = objstore_index_put(os, bucket, key, &m, hdrs, err)) != 0)
+    if ((rc = objstore_index_put(os, bucket, key, &m, hdrs, psizes, err)) != 0)
         goto out;
     if (had_old && strcmp(old.path, m.path) != 0)
         objstore_unlink_rel(os, bucket, old.path);
@@ -837,6 +880,93 @@ int objstore_put_tmp(struct objstore *os, const char *bucket, const char *key, c
 out:
     pthread_mutex_unlock(lk);
     return rc;
+}
+
+int objstore_put_tmp(struct objstore *os, const char *bucket, const char *key, const char *tmp_path,
+                     const char *etag, uint64_t size, int parts, json_t *hdrs,
+                     struct objstore_meta *meta, struct ty_err *err)
+{
+    return objstore__put_tmp(os, bucket, key, tmp_path, etag, size, parts, hdrs, NULL, NULL, meta,
+                             err);
+}
+
+int objstore_put_tmp_cond(struct objstore *os, const char *bucket, const char *key,
+                          const char *tmp_path, const char *etag, uint64_t size, json_t *hdrs,
+                          const struct objstore_cond *cond, struct objstore_meta *meta,
+                          struct ty_err *err)
+{
+    return objstore__put_tmp(os, bucket, key, tmp_path, etag, size, 0, hdrs, NULL, cond, meta, err);
+}
+
+int objstore_cond_check(struct objstore *os, const char *bucket, const char *key,
+                        const struct objstore_cond *cond, struct ty_err *err)
+{
+    struct objstore_meta m;
+    int rc;
+
+    if (!cond || (!cond->if_match && !cond->if_none_match))
+        return 0;
+    memset(&m, 0, sizeof(m));
+    rc = objstore_head(os, bucket, key, &m, err);
+    if (rc != 0 && rc != -TY_ENOTFOUND)
+        return rc;
+    if (rc == -TY_ENOTFOUND && strcmp(err->field, "NoSuchBucket") == 0)
+        return rc;
+    ty_err_clear(err);
+    rc = objstore__check_cond(cond, rc == 0 ? &m : NULL, err);
+    objstore_meta_cleanup(&m);
+    return rc;
+}
+
+int objstore_part_range(struct objstore *os, const char *bucket, const char *key,
+                        const struct objstore_meta *m, int number, uint64_t *first, uint64_t *len,
+                        struct ty_err *err)
+{
+    char *rk;
+    redisReply *r;
+    uint64_t off = 0, total = 0, found_len = 0;
+    int i = 0, found = 0;
+
+    if (number < 1 || number > (m->parts ? m->parts : 1))
+        return ty_err_set(err, TY_EINVAL, "InvalidPartNumber",
+                          "The requested partnumber is not satisfiable");
+    if (!m->parts) {
+        *first = 0;
+        *len = m->size;
+        return 0;
+    }
+    if (os->remote)
+        return ty_err_set(err, TY_EINVAL, "NotImplemented",
+                          "partNumber is not served by the external S3 store");
+    rk = objstore__rkey("ty:s3:obj:", bucket, key);
+    if (!rk)
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    r = store__cmdv(os->st, err, "HGET", rk, "psizes", NULL);
+    free(rk);
+    if (!r)
+        return -TY_EREDIS;
+    for (const char *p = r->type == REDIS_REPLY_STRING ? r->str : ""; *p;) {
+        char *e;
+        unsigned long long v = strtoull(p, &e, 10);
+        if (e == p)
+            break;
+        i++;
+        if (i == number) {
+            *first = off;
+            found_len = v;
+            found = 1;
+        }
+        off += v;
+        total += v;
+        p = *e == ',' ? e + 1 : e;
+    }
+    freeReplyObject(r);
+    /* the sizes must describe this version (a newer one may have replaced it) */
+    if (!found || i != m->parts || total != m->size)
+        return ty_err_set(err, TY_EINVAL, "InvalidPartNumber",
+                          "The requested partnumber is not satisfiable");
+    *len = found_len;
+    return 0;
 }
 
 /* Copies fd into a new temp file while hashing. OUT: tmp path, md5 hex, size. */
@@ -923,7 +1053,7 @@ static int objstore_adopt_file(struct objstore *os, const char *bucket, const ch
     m.mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
     m.ino = (uint64_t)st.st_ino;
     snprintf(m.path, sizeof(m.path), "%s", rel);
-    return objstore_index_put(os, bucket, key, &m, hdrs, err);
+    return objstore_index_put(os, bucket, key, &m, hdrs, NULL, err);
 }
 
 static int objstore_adopt_tree(struct objstore *os, const char *bucket, const char *abs,

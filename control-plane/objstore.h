@@ -17,7 +17,8 @@
  *   ty:s3:keys:<bucket>          sorted set of keys, score 0: ZRANGEBYLEX gives prefix, start-after
  *                                and continuation listing in O(log n + page)
  *   ty:s3:obj:<bucket>/<key>     hash: etag, size, mtime (ms), path (relative to <s3>), parts,
- *                                hdrs (JSON object of the headers replayed on GET/HEAD)
+ *                                hdrs (JSON object of the headers replayed on GET/HEAD), psizes
+ *                                (a multipart object's part sizes "s1,s2,...", for partNumber)
  *   ty:s3:mpu:<id>               hash: bucket, key, initiated, hdrs
  *   ty:s3:mpuparts:<id>          hash: part number -> "<etag> <size> <mtime>"
  *   ty:s3:mpus:<bucket>          sorted set "<key>\n<id>", score 0
@@ -140,6 +141,33 @@ int objstore_put_tmp(struct objstore *os, const char *bucket, const char *key, c
                      const char *etag, uint64_t size, int parts, json_t *hdrs,
                      struct objstore_meta *meta, struct ty_err *err);
 
+/* A conditional write's conditions (PutObject, CompleteMultipartUpload), checked under the
+   key's lock when the object is committed. */
+struct objstore_cond {
+    const char *if_match; /* If-Match: ETags (quoted or not, comma-separated) or "*"; NULL: none */
+    int if_none_match;    /* If-None-Match: * (the key must not exist) */
+};
+/*
+ * As objstore_put_tmp (a simple object) when cond (borrowed, may be NULL) holds: If-None-Match
+ * on an existing key and If-Match with another ETag are 412 PreconditionFailed (-TY_ECONFLICT),
+ * If-Match on a missing key is NoSuchKey (-TY_ENOTFOUND); nothing is written then.
+ */
+int objstore_put_tmp_cond(struct objstore *os, const char *bucket, const char *key,
+                          const char *tmp_path, const char *etag, uint64_t size, json_t *hdrs,
+                          const struct objstore_cond *cond, struct objstore_meta *meta,
+                          struct ty_err *err);
+/* The same check against the current object, without writing (before costly work; the commit
+   checks again). 0 or the error objstore_put_tmp_cond would give. */
+int objstore_cond_check(struct objstore *os, const char *bucket, const char *key,
+                        const struct objstore_cond *cond, struct ty_err *err);
+/*
+ * The bytes of part number of the object m describes (m from objstore_head/open_read of
+ * bucket/key): a multipart object's part, or the whole of a simple one for part 1.
+ * OUT: first, len. 0, or -TY_EINVAL (field InvalidPartNumber) when there is no such part.
+ */
+int objstore_part_range(struct objstore *os, const char *bucket, const char *key,
+                        const struct objstore_meta *m, int number, uint64_t *first, uint64_t *len,
+                        struct ty_err *err);
 /*
  * Stores the file at src (any path; read, hashed and copied, so src is left as it is) as
  * bucket/key with content_type (NULL: binary/octet-stream). For the agent and tools.
@@ -211,24 +239,30 @@ int objstore_mpu_complete(struct objstore *os, const char *bucket, const char *k
                           const struct objstore_part *parts, size_t n, struct objstore_meta *meta,
                           struct ty_err *err);
 /*
- * As objstore_mpu_complete, with SHA-256 checksums (S3's ChecksumSHA256): part_sha256[i]
- * (base64; NULL, or a NULL/"" entry = not given) must be the SHA-256 of part i's bytes, else
- * InvalidPart; the composite checksum, base64(SHA-256(the parts' binary SHA-256s)) "-" n, goes
- * to OUT: composite (OBJSTORE_CK_SZ) and, when expect (base64, with or without "-n") is given,
- * must equal it, else BadDigest. Both are checked before anything is written.
+ * As objstore_mpu_complete, with S3's additional checksums: algo ("CRC32", "CRC32C", "SHA1",
+ * "SHA256"; NULL = none, then nothing below is checked). part_ck[i] (base64; NULL, or a
+ * NULL/"" entry = not given) must be that checksum of part i's bytes, else InvalidPart; the
+ * composite, base64(algo(the parts' binary checksums, concatenated)) "-" n (CRCs as 4 big-endian
+ * bytes), goes to OUT: composite (OBJSTORE_CK_SZ), is kept with the object (header
+ * x-amz-checksum-<algo>) and, when expect (base64, with or without "-n") is given, must equal
+ * it, else BadDigest. A part number listed twice (a part uploaded again) counts once, as the
+ * listed ETag that matches the stored part. cond (may be NULL): as objstore_put_tmp_cond. All
+ * is checked before anything is written.
  */
 #define OBJSTORE_CK_SZ 64
 int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char *key,
                              const char *id, const struct objstore_part *parts, size_t n,
-                             const char *const *part_sha256, const char *expect, char *composite,
+                             const char *algo, const char *const *part_ck, const char *expect,
+                             char *composite, const struct objstore_cond *cond,
                              struct objstore_meta *meta, struct ty_err *err);
 /*
  * Whether upload id completed bucket/key within the last day (S3 answers a repeated
- * CompleteMultipartUpload with the same result): 0 with OUT: etag (48) and composite
- * (OBJSTORE_CK_SZ, "" when none), or -TY_ENOTFOUND (NoSuchUpload), -TY_EREDIS.
+ * CompleteMultipartUpload with the same result): 0 with OUT: etag (48), algo (16, "CRC32" ...,
+ * "" when none) and composite (OBJSTORE_CK_SZ, "" when none), or -TY_ENOTFOUND (NoSuchUpload),
+ * -TY_EREDIS.
  */
 int objstore_mpu_completed(struct objstore *os, const char *bucket, const char *key, const char *id,
-                           char *etag, char *composite, struct ty_err *err);
+                           char *etag, char *algo, char *composite, struct ty_err *err);
 /* Aborts upload id, removing its parts. 0 or -TY_ENOTFOUND (NoSuchUpload). */
 int objstore_mpu_abort(struct objstore *os, const char *bucket, const char *key, const char *id,
                        struct ty_err *err);

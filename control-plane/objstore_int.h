@@ -48,4 +48,15 @@ int objstore__rmtree(const char *path, int depth);
 int objstore__copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, char *tmp, size_t tn,
                             char *md5, uint64_t *size, struct ty_err *err);
 
+/* objstore_put_tmp with the part sizes psizes ("s1,s2,..."; NULL for a simple object) and the
+   conditions cond (may be NULL) of a conditional write. */
+int objstore__put_tmp(struct objstore *os, const char *bucket, const char *key,
+                      const char *tmp_path, const char *etag, uint64_t size, int parts,
+                      json_t *hdrs, const char *psizes, const struct objstore_cond *cond,
+                      struct objstore_meta *meta, struct ty_err *err);
+/* Whether cond holds for the current object old (NULL: none). 0, or PreconditionFailed
+   (-TY_ECONFLICT) / NoSuchKey (-TY_ENOTFOUND) in err. */
+int objstore__check_cond(const struct objstore_cond *cond, const struct objstore_meta *old,
+                         struct ty_err *err);
+
 #endif

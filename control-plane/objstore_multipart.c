@@ -9,6 +9,9 @@
 
 #include "store_int.h"
 
+#include "ty_crc32c.h"
+
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -18,8 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /* ---- multipart uploads --------------------------------------------------------------------- */
 
@@ -350,21 +355,81 @@ static int objstore_append_file(int out, const char *src)
     return r < 0 ? -1 : 0;
 }
 
-/* The SHA-256 of file path. OUT: md (32 bytes). 0 or -1 (errno). */
-static int objstore_sha256_file(const char *path, unsigned char *md)
+/* S3's additional checksum algorithms, as objstore_mpu_complete_ck names them. */
+enum mpu_ck { MPU_CK_NONE, MPU_CK_CRC32, MPU_CK_CRC32C, MPU_CK_SHA1, MPU_CK_SHA256 };
+
+static enum mpu_ck mpu_ck_of(const char *algo)
+{
+    if (!algo || !*algo)
+        return MPU_CK_NONE;
+    if (strcasecmp(algo, "CRC32") == 0)
+        return MPU_CK_CRC32;
+    if (strcasecmp(algo, "CRC32C") == 0)
+        return MPU_CK_CRC32C;
+    if (strcasecmp(algo, "SHA1") == 0)
+        return MPU_CK_SHA1;
+    if (strcasecmp(algo, "SHA256") == 0)
+        return MPU_CK_SHA256;
+    return MPU_CK_NONE;
+}
+
+/* The checksum ck of p[0..n), continued in *crc (CRCs) or c (digests). */
+static void mpu_ck_update(enum mpu_ck ck, uint32_t *crc, EVP_MD_CTX *c, const void *p, size_t n)
+{
+    if (ck == MPU_CK_CRC32)
+        *crc = (uint32_t)crc32(*crc, p, (uInt)n);
+    else if (ck == MPU_CK_CRC32C)
+        *crc = ty_crc32c(*crc, p, n);
+    else
+        EVP_DigestUpdate(c, p, n);
+}
+
+/* Starts a checksum ck. new: *c (digests; EVP_MD_CTX_free). 0 or -1. */
+static int mpu_ck_init(enum mpu_ck ck, uint32_t *crc, EVP_MD_CTX **c)
+{
+    *crc = 0;
+    *c = NULL;
+    if (ck == MPU_CK_CRC32 || ck == MPU_CK_CRC32C)
+        return 0;
+    *c = EVP_MD_CTX_new();
+    return *c && EVP_DigestInit_ex(*c, ck == MPU_CK_SHA1 ? EVP_sha1() : EVP_sha256(), NULL) == 1
+               ? 0
+               : -1;
+}
+
+/* Ends a checksum. OUT: md (up to 32 bytes; CRCs big-endian). Returns its length. */
+static size_t mpu_ck_final(enum mpu_ck ck, uint32_t crc, EVP_MD_CTX *c, unsigned char *md)
+{
+    unsigned int ml = 0;
+
+    if (ck == MPU_CK_CRC32 || ck == MPU_CK_CRC32C) {
+        md[0] = (unsigned char)(crc >> 24);
+        md[1] = (unsigned char)(crc >> 16);
+        md[2] = (unsigned char)(crc >> 8);
+        md[3] = (unsigned char)crc;
+        return 4;
+    }
+    EVP_DigestFinal_ex(c, md, &ml);
+    return ml;
+}
+
+/* The checksum ck of file path. OUT: md (32 bytes), *ml. 0 or -1 (errno). */
+static int mpu_ck_file(enum mpu_ck ck, const char *path, unsigned char *md, size_t *ml)
 {
     unsigned char buf[65536];
-    unsigned int ml = 0;
-    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    EVP_MD_CTX *c = NULL;
+    uint32_t crc = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
     ssize_t r;
 
-    if (fd < 0 || !c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1)
+    if (fd < 0 || mpu_ck_init(ck, &crc, &c) != 0)
         goto out;
     while ((r = read(fd, buf, sizeof(buf))) > 0)
-        EVP_DigestUpdate(c, buf, (size_t)r);
-    if (r == 0 && EVP_DigestFinal_ex(c, md, &ml) == 1)
+        mpu_ck_update(ck, &crc, c, buf, (size_t)r);
+    if (r == 0) {
+        *ml = mpu_ck_final(ck, crc, c, md);
         rc = 0;
+    }
 out:
     if (fd >= 0)
         close(fd);
@@ -384,31 +449,32 @@ static int objstore_same_ck(const char *b, const char *want)
  * The checksum checks of objstore_mpu_complete_ck over the already matched parts (got[i] is
  * parts[i]'s stored part). OUT: composite. 0 or InvalidPart / BadDigest / EIO.
  */
-static int objstore_mpu_checksums(struct objstore *os, const char *id,
+static int objstore_mpu_checksums(struct objstore *os, const char *id, enum mpu_ck ck,
                                   const struct objstore_part *const *got, size_t n,
-                                  const char *const *part_sha256, const char *expect,
-                                  char *composite, struct ty_err *err)
+                                  const char *const *part_ck, const char *expect, char *composite,
+                                  struct ty_err *err)
 {
-    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    EVP_MD_CTX *c = NULL;
     unsigned char md[32], all[32];
-    unsigned int ml = 0;
+    size_t ml = 0, al;
+    uint32_t crc = 0;
     char b64[64], src[PATH_MAX];
     int rc = 0;
 
-    if (!c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1) {
+    if (mpu_ck_init(ck, &crc, &c) != 0) {
         EVP_MD_CTX_free(c);
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     }
     for (size_t i = 0; i < n; i++) {
         if (objstore__fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got[i]->number) != 0 ||
-            objstore_sha256_file(src, md) != 0) {
+            mpu_ck_file(ck, src, md, &ml) != 0) {
             rc = ty_err_set(err, TY_EIO, NULL, "cannot read part %d: %s", got[i]->number,
                             strerror(errno));
             goto out;
         }
-        if (part_sha256 && part_sha256[i] && part_sha256[i][0]) {
-            EVP_EncodeBlock((unsigned char *)b64, md, 32);
-            if (strcmp(b64, part_sha256[i]) != 0) {
+        if (part_ck && part_ck[i] && part_ck[i][0]) {
+            EVP_EncodeBlock((unsigned char *)b64, md, (int)ml);
+            if (strcmp(b64, part_ck[i]) != 0) {
                 rc = ty_err_set(err, TY_EINVAL, "InvalidPart",
                                 "One or more of the specified parts could not be found. The part "
                                 "may not have been uploaded, or the specified checksum may not "
@@ -416,15 +482,24 @@ static int objstore_mpu_checksums(struct objstore *os, const char *id,
                 goto out;
             }
         }
-        EVP_DigestUpdate(c, md, 32);
+        mpu_ck_update(ck, &crc, c, md, ml);
     }
-    EVP_DigestFinal_ex(c, all, &ml);
-    EVP_EncodeBlock((unsigned char *)b64, all, 32); /* 44 characters */
-    b64[44] = '\0';
+    al = mpu_ck_final(ck, crc, c, all);
+    EVP_EncodeBlock((unsigned char *)b64, all, (int)al); /* at most 44 characters */
     snprintf(composite, OBJSTORE_CK_SZ, "%.44s-%u", b64, (unsigned)(n % 100000));
-    if (expect && *expect && !objstore_same_ck(expect, composite))
+    if (expect && *expect && !objstore_same_ck(expect, composite)) {
+        char low[16];
+        size_t k;
+        const char *name = ck == MPU_CK_CRC32    ? "crc32"
+                           : ck == MPU_CK_CRC32C ? "crc32c"
+                           : ck == MPU_CK_SHA1   ? "sha1"
+                                                 : "sha256";
+        for (k = 0; name[k] && k + 1 < sizeof(low); k++)
+            low[k] = name[k];
+        low[k] = '\0';
         rc = ty_err_set(err, TY_EINVAL, "BadDigest",
-                        "The sha256 you specified did not match the calculated checksum.");
+                        "The %s you specified did not match the calculated checksum.", low);
+    }
 out:
     EVP_MD_CTX_free(c);
     return rc;
@@ -434,11 +509,12 @@ int objstore_mpu_complete(struct objstore *os, const char *bucket, const char *k
                           const struct objstore_part *parts, size_t n, struct objstore_meta *meta,
                           struct ty_err *err)
 {
-    return objstore_mpu_complete_ck(os, bucket, key, id, parts, n, NULL, NULL, NULL, meta, err);
+    return objstore_mpu_complete_ck(os, bucket, key, id, parts, n, NULL, NULL, NULL, NULL, NULL,
+                                    meta, err);
 }
 
 int objstore_mpu_completed(struct objstore *os, const char *bucket, const char *key, const char *id,
-                           char *etag, char *composite, struct ty_err *err)
+                           char *etag, char *algo, char *composite, struct ty_err *err)
 {
     char rk[96];
     redisReply *r;
@@ -460,8 +536,11 @@ int objstore_mpu_completed(struct objstore *os, const char *bucket, const char *
         strcmp(json_string_value(json_object_get(j, "k")), key) == 0) {
         const char *e = json_string_value(json_object_get(j, "e"));
         const char *c = json_string_value(json_object_get(j, "c"));
+        const char *a = json_string_value(json_object_get(j, "a"));
         snprintf(etag, 48, "%s", e ? e : "");
         snprintf(composite, OBJSTORE_CK_SZ, "%s", c ? c : "");
+        /* records from before "a" was kept were SHA-256 */
+        snprintf(algo, 16, "%s", a && *a ? a : (c && *c ? "SHA256" : ""));
         rc = 0;
     }
     json_decref(j);
@@ -470,12 +549,13 @@ int objstore_mpu_completed(struct objstore *os, const char *bucket, const char *
 
 /* Records that upload id completed bucket/key (for a repeated CompleteMultipartUpload). */
 static void objstore_mpu_done(struct objstore *os, const char *bucket, const char *key,
-                              const char *id, const char *etag, const char *composite)
+                              const char *id, const char *etag, const char *algo,
+                              const char *composite)
 {
     char rk[96];
     struct ty_err e;
-    json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "b", bucket, "k", key, "e", etag, "c",
-                          composite ? composite : "");
+    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s}", "b", bucket, "k", key, "e", etag, "c",
+                          composite ? composite : "", "a", algo ? algo : "");
     char *v = j ? json_dumps(j, JSON_COMPACT) : NULL;
     redisReply *r;
 
@@ -489,22 +569,146 @@ static void objstore_mpu_done(struct objstore *os, const char *bucket, const cha
     free(v);
 }
 
+/* 1 when the client's ETag e (quotes optional) is the stored part's. */
+static int mpu_etag_is(const char *e, const struct objstore_part *got)
+{
+    size_t el;
+
+    if (*e == '"')
+        e++;
+    el = strlen(e);
+    if (el && e[el - 1] == '"')
+        el--;
+    return strlen(got->etag) == el && strncasecmp(got->etag, e, el) == 0;
+}
+
+/*
+ * Matches the client's list parts[0..n) with the stored parts have[0..nh): numbers must not go
+ * down; a number listed more than once counts once, as its entry whose ETag is the stored
+ * part's. OUT: got[k] (the stored part), idx[k] (its entry in parts), *ng. 0 or InvalidPartOrder,
+ * InvalidPart, EntityTooSmall.
+ */
+static int mpu_match_parts(const struct objstore_part *parts, size_t n,
+                           const struct objstore_part *have, size_t nh,
+                           const struct objstore_part **got, size_t *idx, size_t *ng,
+                           struct ty_err *err)
+{
+    size_t k = 0;
+
+    for (size_t i = 1; i < n; i++) {
+        if (parts[i].number < parts[i - 1].number)
+            return ty_err_set(err, TY_EINVAL, "InvalidPartOrder",
+                              "The list of parts was not in ascending order. The parts list must "
+                              "be specified in order by part number.");
+    }
+    for (size_t i = 0; i < n;) {
+        const struct objstore_part *g = NULL;
+        size_t j = i, pick = n;
+        for (size_t h = 0; h < nh; h++) {
+            if (have[h].number == parts[i].number)
+                g = &have[h];
+        }
+        for (; j < n && parts[j].number == parts[i].number; j++) {
+            if (g && pick == n && mpu_etag_is(parts[j].etag, g))
+                pick = j;
+        }
+        if (pick == n)
+            return ty_err_set(err, TY_EINVAL, "InvalidPart",
+                              "One or more of the specified parts could not be found. The part "
+                              "may not have been uploaded, or the specified entity tag may not "
+                              "match the part's entity tag.");
+        got[k] = g;
+        idx[k] = pick;
+        k++;
+        i = j;
+    }
+    for (size_t i = 0; i + 1 < k; i++) {
+        if (got[i]->size < OBJSTORE_MIN_PART)
+            return ty_err_set(err, TY_EINVAL, "EntityTooSmall",
+                              "Your proposed upload is smaller than the minimum allowed size");
+    }
+    *ng = k;
+    return 0;
+}
+
+/*
+ * Concatenates the parts got[0..n) of upload id into a new temp file. OUT: tmp (PATH_MAX), etag
+ * (48: MD5 of the binary part MD5s "-" n), *total, psizes (new: "s1,s2,..."). 0 or EIO.
+ */
+static int mpu_assemble(struct objstore *os, const char *id, const struct objstore_part **got,
+                        size_t n, char *tmp, char *etag, uint64_t *total, char **psizes,
+                        struct ty_err *err)
+{
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    unsigned char md[16];
+    unsigned int mdlen = 0;
+    char *ps = calloc(n, 22);
+    size_t pl = 0;
+    int fd = -1, rc = 0;
+
+    tmp[0] = '\0';
+    *total = 0;
+    if (!c || !ps || EVP_DigestInit_ex(c, EVP_md5(), NULL) != 1) {
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    fd = objstore_tmp_create(os, tmp, PATH_MAX, err);
+    if (fd < 0) {
+        rc = fd;
+        tmp[0] = '\0';
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char src[PATH_MAX];
+        unsigned char pmd[16];
+        if (objstore_unhex(got[i]->etag, pmd, 16) != 0 ||
+            objstore__fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got[i]->number) != 0 ||
+            objstore_append_file(fd, src) != 0) {
+            rc = ty_err_set(err, TY_EIO, NULL, "cannot assemble the object: %s", strerror(errno));
+            goto out;
+        }
+        EVP_DigestUpdate(c, pmd, 16);
+        *total += got[i]->size;
+        pl +=
+            (size_t)snprintf(ps + pl, 22, "%s%llu", i ? "," : "", (unsigned long long)got[i]->size);
+    }
+    if (fsync(fd) != 0 || EVP_DigestFinal_ex(c, md, &mdlen) != 1) {
+        rc = ty_err_set(err, TY_EIO, NULL, "cannot write the object: %s", strerror(errno));
+        goto out;
+    }
+    objstore__hex(md, 16, etag);
+    snprintf(etag + 32, 48 - 32, "-%u", (unsigned)(n % 100000));
+    *psizes = ps;
+    ps = NULL;
+out:
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0 && tmp[0]) {
+        unlink(tmp);
+        tmp[0] = '\0';
+    }
+    EVP_MD_CTX_free(c);
+    free(ps);
+    return rc;
+}
+
 int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char *key,
                              const char *id, const struct objstore_part *parts, size_t n,
-                             const char *const *part_sha256, const char *expect, char *composite,
+                             const char *algo, const char *const *part_ck, const char *expect,
+                             char *composite, const struct objstore_cond *cond,
                              struct objstore_meta *meta, struct ty_err *err)
 {
     if (objstore__local_only(os, err))
         return -err->code;
     struct objstore_part *have = NULL;
-    size_t nh = 0;
+    const struct objstore_part **got = NULL;
+    const char **ck_of = NULL;
+    size_t nh = 0, ng = 0, *idx = NULL;
+    enum mpu_ck ck = mpu_ck_of(algo);
     json_t *hdrs = NULL;
-    EVP_MD_CTX *c = NULL;
-    char tmp[PATH_MAX], etag[48];
-    unsigned char md[16];
-    unsigned int mdlen = 0;
+    char tmp[PATH_MAX], etag[48], *psizes = NULL;
     uint64_t total = 0;
-    int fd = -1, rc;
+    int rc;
 
     tmp[0] = '\0';
     if ((rc = objstore_mpu_get(os, bucket, key, id, &hdrs, err)) != 0)
@@ -517,106 +721,53 @@ int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char
                         "published schema");
         goto out;
     }
-    for (size_t i = 1; i < n; i++) {
-        if (parts[i].number <= parts[i - 1].number) {
-            rc = ty_err_set(err, TY_EINVAL, "InvalidPartOrder",
-                            "The list of parts was not in ascending order. The parts list must be "
-                            "specified in order by part number.");
-            goto out;
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct objstore_part *want = &parts[i];
-        const struct objstore_part *got = NULL;
-        const char *e = want->etag;
-        size_t el;
-        for (size_t j = 0; j < nh; j++) {
-            if (have[j].number == want->number)
-                got = &have[j];
-        }
-        if (*e == '"')
-            e++;
-        el = strlen(e);
-        if (el && e[el - 1] == '"')
-            el--;
-        if (!got || strlen(got->etag) != el || strncasecmp(got->etag, e, el) != 0) {
-            rc = ty_err_set(err, TY_EINVAL, "InvalidPart",
-                            "One or more of the specified parts could not be found. The part may "
-                            "not have been uploaded, or the specified entity tag may not match "
-                            "the part's entity tag.");
-            goto out;
-        }
-        if (i + 1 < n && got->size < OBJSTORE_MIN_PART) {
-            rc = ty_err_set(err, TY_EINVAL, "EntityTooSmall",
-                            "Your proposed upload is smaller than the minimum allowed size");
-            goto out;
-        }
-    }
-    if (composite) {
-        const struct objstore_part **got = calloc(n, sizeof(*got));
-        if (!got) {
-            rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-            goto out;
-        }
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < nh; j++)
-                if (have[j].number == parts[i].number)
-                    got[i] = &have[j];
-        rc = objstore_mpu_checksums(os, id, got, n, part_sha256, expect, composite, err);
-        free(got);
-        if (rc != 0)
-            goto out;
-    }
-    c = EVP_MD_CTX_new();
-    if (!c || EVP_DigestInit_ex(c, EVP_md5(), NULL) != 1) {
+    got = calloc(n, sizeof(*got));
+    idx = calloc(n, sizeof(*idx));
+    ck_of = calloc(n, sizeof(*ck_of));
+    if (!got || !idx || !ck_of) {
         rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
         goto out;
     }
-    fd = objstore_tmp_create(os, tmp, sizeof(tmp), err);
-    if (fd < 0) {
-        rc = fd;
-        tmp[0] = '\0';
+    if ((rc = mpu_match_parts(parts, n, have, nh, got, idx, &ng, err)) != 0 ||
+        (rc = objstore_cond_check(os, bucket, key, cond, err)) != 0)
         goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char src[PATH_MAX];
-        unsigned char pmd[16];
-        const struct objstore_part *got = NULL;
-        for (size_t j = 0; j < nh; j++) {
-            if (have[j].number == parts[i].number)
-                got = &have[j];
-        }
-        if (!got || objstore_unhex(got->etag, pmd, 16) != 0 ||
-            objstore__fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got->number) != 0 ||
-            objstore_append_file(fd, src) != 0) {
-            rc = ty_err_set(err, TY_EIO, NULL, "cannot assemble the object: %s", strerror(errno));
+    if (composite)
+        composite[0] = '\0';
+    if (composite && ck != MPU_CK_NONE) {
+        for (size_t i = 0; i < ng; i++)
+            ck_of[i] = part_ck ? part_ck[idx[i]] : NULL;
+        if ((rc = objstore_mpu_checksums(os, id, ck, got, ng, ck_of, expect, composite, err)) != 0)
             goto out;
-        }
-        EVP_DigestUpdate(c, pmd, 16);
-        total += got->size;
     }
-    if (fsync(fd) != 0 || EVP_DigestFinal_ex(c, md, &mdlen) != 1) {
-        rc = ty_err_set(err, TY_EIO, NULL, "cannot write the object: %s", strerror(errno));
+    if ((rc = mpu_assemble(os, id, got, ng, tmp, etag, &total, &psizes, err)) != 0)
         goto out;
+    if (!hdrs)
+        hdrs = json_object();
+    json_object_del(hdrs, "x-amz-checksum-algorithm");
+    if (composite && composite[0]) {
+        char hn[40];
+        snprintf(hn, sizeof(hn), "x-amz-checksum-%s", algo);
+        for (char *p = hn; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        json_object_set_new(hdrs, hn, json_string(composite));
     }
-    close(fd);
-    fd = -1;
-    objstore__hex(md, 16, etag);
-    snprintf(etag + 32, sizeof(etag) - 32, "-%u", (unsigned)(n % 100000));
-    rc = objstore_put_tmp(os, bucket, key, tmp, etag, total, (int)n, hdrs, meta, err);
+    rc = objstore__put_tmp(os, bucket, key, tmp, etag, total, (int)ng, hdrs, psizes, cond, meta,
+                           err);
     if (rc == 0) {
         tmp[0] = '\0';
-        objstore_mpu_done(os, bucket, key, id, etag, composite);
+        objstore_mpu_done(os, bucket, key, id, etag, composite && *composite ? algo : NULL,
+                          composite);
         objstore_mpu_drop(os, bucket, key, id);
     }
 out:
-    if (fd >= 0)
-        close(fd);
     if (rc != 0 && tmp[0])
         unlink(tmp);
-    EVP_MD_CTX_free(c);
     json_decref(hdrs);
     free(have);
+    free(got);
+    free(idx);
+    free(ck_of);
+    free(psizes);
     return rc;
 }
 

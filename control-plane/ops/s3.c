@@ -266,15 +266,25 @@ struct s3_code {
 };
 
 static const struct s3_code s3_codes[] = {
-    {"NoSuchBucket", 404},         {"NoSuchKey", 404},
-    {"NoSuchUpload", 404},         {"BucketAlreadyOwnedByYou", 409},
-    {"BucketAlreadyExists", 409},  {"BucketNotEmpty", 409},
-    {"InvalidRange", 416},         {"SignatureDoesNotMatch", 403},
-    {"InvalidAccessKeyId", 403},   {"AccessDenied", 403},
-    {"RequestTimeTooSkewed", 403}, {"MethodNotAllowed", 405},
-    {"NotImplemented", 501},       {"InternalError", 500},
-    {"ServiceUnavailable", 503},   {"PreconditionFailed", 412},
+    {"NoSuchBucket", 404},
+    {"NoSuchKey", 404},
+    {"NoSuchUpload", 404},
+    {"BucketAlreadyOwnedByYou", 409},
+    {"BucketAlreadyExists", 409},
+    {"BucketNotEmpty", 409},
+    {"InvalidRange", 416},
+    {"SignatureDoesNotMatch", 403},
+    {"InvalidAccessKeyId", 403},
+    {"AccessDenied", 403},
+    {"RequestTimeTooSkewed", 403},
+    {"MethodNotAllowed", 405},
+    {"NotImplemented", 501},
+    {"InternalError", 500},
+    {"ServiceUnavailable", 503},
+    {"PreconditionFailed", 412},
     {"MissingContentLength", 411},
+    {"InvalidPartNumber", 416},
+    {"ConditionalRequestConflict", 409},
 };
 
 static int s3_status_of(const char *code)
@@ -648,7 +658,8 @@ static int s3_check_target(struct http_request *req, struct http_response *resp,
             snprintf(sz, sizeof(sz), "%zu", strlen(r->key));
             s3__error(req, resp, "KeyTooLongError", "Your key is too long", r, &x);
         } else {
-            s3__error(req, resp, "InvalidArgument", "Object key is not valid UTF-8", r, NULL);
+            /* AWS's answer to a key that is not UTF-8 */
+            s3__error(req, resp, "InvalidURI", "Couldn't parse the specified URI.", r, NULL);
         }
         return -1;
     }

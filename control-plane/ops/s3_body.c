@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "objstore.h"
+#include "ty_crc32c.h"
 
 #define S3B_LINE_MAX     4096
 #define S3B_WBUF         (256 * 1024) /* writes to the temp file go out in blocks this large */
@@ -71,43 +72,6 @@ static void s3b_hex(const unsigned char *p, size_t n, char *out)
         out[2 * i + 1] = hx[p[i] & 15];
     }
     out[2 * n] = '\0';
-}
-
-static uint32_t s3b_crc32c_table[8][256];
-static int s3b_crc32c_ready;
-
-static void s3b_crc32c_init(void)
-{
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-        s3b_crc32c_table[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; i++) {
-        for (int t = 1; t < 8; t++)
-            s3b_crc32c_table[t][i] = (s3b_crc32c_table[t - 1][i] >> 8) ^
-                                     s3b_crc32c_table[0][s3b_crc32c_table[t - 1][i] & 0xff];
-    }
-    __atomic_store_n(&s3b_crc32c_ready, 1, __ATOMIC_RELEASE);
-}
-
-static uint32_t s3b_crc32c(uint32_t crc, const unsigned char *p, size_t n)
-{
-    crc = ~crc;
-    while (n >= 8) {
-        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                             (uint32_t)p[3] << 24);
-        crc = s3b_crc32c_table[7][lo & 0xff] ^ s3b_crc32c_table[6][(lo >> 8) & 0xff] ^
-              s3b_crc32c_table[5][(lo >> 16) & 0xff] ^ s3b_crc32c_table[4][lo >> 24] ^
-              s3b_crc32c_table[3][p[4]] ^ s3b_crc32c_table[2][p[5]] ^ s3b_crc32c_table[1][p[6]] ^
-              s3b_crc32c_table[0][p[7]];
-        p += 8;
-        n -= 8;
-    }
-    while (n--)
-        crc = s3b_crc32c_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
-    return ~crc;
 }
 
 enum s3_ck s3_ck_from_name(const char *name)
@@ -177,8 +141,6 @@ struct s3_body *s3_body_new(int fd, const char *path, const struct http_request 
         unlink(path);
         return NULL;
     }
-    if (!__atomic_load_n(&s3b_crc32c_ready, __ATOMIC_ACQUIRE))
-        s3b_crc32c_init();
     b->fd = fd;
     b->wbuf = malloc(S3B_WBUF);
     snprintf(b->path, sizeof(b->path), "%s", path);
@@ -294,7 +256,7 @@ static int s3b_emit(struct s3_body *b, const char *p, size_t n)
         }
         break;
     case S3_CK_CRC32C:
-        b->crc = s3b_crc32c(b->crc, (const unsigned char *)p, n);
+        b->crc = ty_crc32c(b->crc, p, n);
         break;
     case S3_CK_SHA1:
     case S3_CK_SHA256:

@@ -255,8 +255,10 @@ void s3__list_uploads(struct http_request *req, struct http_response *resp, stru
         ty_buf_puts(&b, "<Upload><Key>");
         s3__xml_esc(&b, u[i].key);
         ty_buf_printf(&b,
-                      "</Key><UploadId>%s</UploadId><Initiator><ID>trainyard</ID></Initiator>"
-                      "<Owner><ID>trainyard</ID></Owner><StorageClass>STANDARD</StorageClass>"
+                      "</Key><UploadId>%s</UploadId><Initiator><ID>trainyard</ID>"
+                      "<DisplayName>trainyard</DisplayName></Initiator><Owner><ID>trainyard</ID>"
+                      "<DisplayName>trainyard</DisplayName></Owner><StorageClass>STANDARD"
+                      "</StorageClass>"
                       "<Initiated>%s</Initiated></Upload>",
                       u[i].id, d);
         free(u[i].key);

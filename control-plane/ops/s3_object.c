@@ -49,6 +49,57 @@ static const char *const s3_kept_headers[] = {
     "x-amz-tagging-count",
 };
 
+/*
+ * Keeps user metadata value v (the header's bytes) as h[name]: a string when v is UTF-8, else
+ * {"latin1": v read as ISO-8859-1} so that the same bytes go back out (JSON holds only UTF-8).
+ */
+static void s3_meta_set(json_t *h, const char *name, const char *v)
+{
+    json_t *s = json_string(v);
+    char *u;
+    size_t k = 0;
+
+    if (s) {
+        json_object_set_new(h, name, s);
+        return;
+    }
+    u = malloc(2 * strlen(v) + 1);
+    if (!u)
+        return;
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        if (*p < 0x80) {
+            u[k++] = (char)*p;
+        } else {
+            u[k++] = (char)(0xc0 | (*p >> 6));
+            u[k++] = (char)(0x80 | (*p & 0x3f));
+        }
+    }
+    u[k] = '\0';
+    json_object_set_new(h, name, json_pack("{s:s}", "latin1", u));
+    free(u);
+}
+
+/* The bytes of a value s3_meta_set kept as {"latin1": ...}. new (free()), or NULL. */
+static char *s3_meta_bytes(const json_t *v)
+{
+    const char *s = json_string_value(json_object_get(v, "latin1"));
+    char *out;
+    size_t k = 0;
+
+    if (!s || !(out = malloc(strlen(s) + 1)))
+        return NULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p & 0xe0) == 0xc0 && (p[1] & 0xc0) == 0x80) {
+            out[k++] = (char)(((*p & 0x1f) << 6) | (p[1] & 0x3f));
+            p++;
+        } else {
+            out[k++] = (char)*p;
+        }
+    }
+    out[k] = '\0';
+    return out;
+}
+
 /* new: the headers of req to keep with an object (standard ones, SSE, x-amz-meta-*). */
 static json_t *s3_object_headers(const struct http_request *req, int meta_too)
 {
@@ -94,7 +145,7 @@ static json_t *s3_object_headers(const struct http_request *req, int meta_too)
             for (k = 0; n[k] && k + 1 < sizeof(low); k++)
                 low[k] = (char)tolower((unsigned char)n[k]);
             low[k] = '\0';
-            json_object_set_new(h, low, json_string(req->headers[i].value));
+            s3_meta_set(h, low, req->headers[i].value);
         }
     }
     return h;
@@ -114,6 +165,13 @@ static void s3_emit_object_headers(struct http_response *resp, const struct objs
     http_response_header(resp, "Accept-Ranges", "bytes");
     json_object_foreach(m->hdrs, k, v)
     {
+        if (json_is_object(v)) { /* user metadata that was not UTF-8: its own bytes */
+            char *raw = s3_meta_bytes(v);
+            if (raw)
+                http_response_header_dup(resp, k, raw);
+            free(raw);
+            continue;
+        }
         if (!json_is_string(v))
             continue;
         if (strncmp(k, "x-amz-checksum-", 15) == 0 && !with_checksum)
@@ -186,9 +244,50 @@ static void s3_echo_sse(struct http_request *req, struct http_response *resp, js
     (void)req;
 }
 
+/* The conditions of a conditional write (If-None-Match: *, If-Match: <etag>). OUT: c. 0, or -1
+   with the error written (If-None-Match takes only "*", as on AWS). */
+static int s3_write_cond(struct http_request *req, struct http_response *resp,
+                         const struct s3_req *r, struct objstore_cond *c)
+{
+    const char *inm = http_header(req, "If-None-Match");
+
+    memset(c, 0, sizeof(*c));
+    c->if_match = http_header(req, "If-Match");
+    if (c->if_match && !*c->if_match)
+        c->if_match = NULL;
+    if (inm) {
+        const char *p = inm;
+        while (*p == ' ')
+            p++;
+        if (strcmp(p, "*") != 0) {
+            struct s3_errx x = {{"Header", "additionalMessage"},
+                                {"If-None-Match", "We don't accept the provided value of "
+                                                  "If-None-Match header for this API"},
+                                2};
+            s3__error(req, resp, "NotImplemented",
+                      "A header you provided implies functionality that is not implemented", r, &x);
+            return -1;
+        }
+        c->if_none_match = 1;
+    }
+    return 0;
+}
+
+/* Drops the headers already added to resp (a late error replaces a prepared answer). */
+static void s3_drop_headers(struct http_response *resp)
+{
+    for (int i = 0; i < resp->nhdr; i++) {
+        free(resp->hdr_value[i]);
+        free(resp->hdr_name_dyn[i]);
+        resp->hdr_name_dyn[i] = NULL;
+    }
+    resp->nhdr = 0;
+}
+
 void s3__put_object(struct http_request *req, struct http_response *resp, struct objstore *os,
                     const struct s3_req *r)
 {
+    struct objstore_cond cond;
     struct s3_body *b;
     struct objstore_meta m;
     struct ty_err err;
@@ -200,20 +299,17 @@ void s3__put_object(struct http_request *req, struct http_response *resp, struct
         s3__error_from(req, resp, &err, r);
         return;
     }
+    if (s3_write_cond(req, resp, r, &cond) != 0)
+        return;
     if (!(b = s3__finish_body(req, resp, os, r)))
         return;
     hdrs = s3_object_headers(req, 1);
     s3__empty(req, resp, 200);
     s3_checksum_header(resp, b, hdrs);
-    if (objstore_put_tmp(os, r->bucket, r->key, s3_body_path(b), s3_body_md5(b), s3_body_size(b), 0,
-                         hdrs, &m, &err) != 0) {
+    if (objstore_put_tmp_cond(os, r->bucket, r->key, s3_body_path(b), s3_body_md5(b),
+                              s3_body_size(b), hdrs, &cond, &m, &err) != 0) {
         json_decref(hdrs);
-        for (int i = 0; i < resp->nhdr; i++) {
-            free(resp->hdr_value[i]);
-            free(resp->hdr_name_dyn[i]);
-            resp->hdr_name_dyn[i] = NULL;
-        }
-        resp->nhdr = 0;
+        s3_drop_headers(resp);
         s3__error_from(req, resp, &err, r);
         return;
     }
@@ -460,6 +556,19 @@ int s3__etag_match(const char *list, const char *etag)
     return 0;
 }
 
+/* GetObject/HeadObject's partNumber: 1..10000 without a Range header, or -1 after answering
+   InvalidArgument / InvalidRequest. */
+static int s3_get_part_number(struct http_request *req, struct http_response *resp,
+                              const struct s3_req *r)
+{
+    if (http_header(req, "Range")) {
+        s3__error(req, resp, "InvalidRequest",
+                  "Cannot specify both Range header and partNumber query parameter", r, NULL);
+        return -1;
+    }
+    return s3_part_number(req, resp, r);
+}
+
 void s3__get_object(struct http_request *req, struct http_response *resp, struct objstore *os,
                     const struct s3_req *r, int head)
 {
@@ -491,7 +600,21 @@ void s3__get_object(struct http_request *req, struct http_response *resp, struct
         objstore_meta_cleanup(&m);
         return;
     }
-    rg = s3__range(http_header(req, "Range"), m.size, &a, &z);
+    if (s3__qget(r, "partNumber")) { /* a part of a multipart object: its bytes, as a range */
+        uint64_t len = 0;
+        int pn = s3_get_part_number(req, resp, r);
+        if (pn < 0 || objstore_part_range(os, r->bucket, r->key, &m, pn, &a, &len, &err) != 0) {
+            close(fd);
+            objstore_meta_cleanup(&m);
+            if (pn >= 0)
+                s3__error_from(req, resp, &err, r);
+            return;
+        }
+        rg = len ? 1 : 0;
+        z = len ? a + len - 1 : 0;
+    } else {
+        rg = s3__range(http_header(req, "Range"), m.size, &a, &z);
+    }
     if (rg < 0) {
         char cr[64];
         close(fd);
@@ -573,6 +696,9 @@ void s3__create_upload(struct http_request *req, struct http_response *resp, str
     const char *algo = http_header(req, "x-amz-checksum-algorithm");
 
     ty_err_clear(&err);
+    if (algo && s3_ck_from_name(algo) != S3_CK_NONE) /* for CompleteMultipartUpload */
+        json_object_set_new(hdrs, "x-amz-checksum-algorithm",
+                            json_string(s3_ck_name(s3_ck_from_name(algo))));
     if (objstore_mpu_create(os, r->bucket, r->key, hdrs, id, &err) != 0) {
         json_decref(hdrs);
         s3__error_from(req, resp, &err, r);
@@ -591,10 +717,11 @@ void s3__create_upload(struct http_request *req, struct http_response *resp, str
     json_decref(hdrs);
 }
 
-/* CompleteMultipartUploadResult for bucket/key with etag (and ChecksumSHA256 when composite is
+/* CompleteMultipartUploadResult for bucket/key with etag (and Checksum<algo> when composite is
    not empty). */
 static void s3_complete_result(struct http_request *req, struct http_response *resp,
-                               const struct s3_req *r, const char *etag, const char *composite)
+                               const struct s3_req *r, const char *etag, const char *algo,
+                               const char *composite)
 {
     struct ty_buf b;
     const char *host = http_header(req, "Host");
@@ -613,39 +740,73 @@ static void s3_complete_result(struct http_request *req, struct http_response *r
     s3__xml_esc(&b, r->key);
     ty_buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag>", etag);
     if (composite && *composite) {
-        ty_buf_puts(&b, "<ChecksumSHA256>");
+        ty_buf_printf(&b, "<Checksum%s>", algo);
         s3__xml_esc(&b, composite);
-        ty_buf_puts(&b, "</ChecksumSHA256><ChecksumType>COMPOSITE</ChecksumType>");
+        ty_buf_printf(&b, "</Checksum%s><ChecksumType>COMPOSITE</ChecksumType>", algo);
     }
     ty_buf_puts(&b, "</CompleteMultipartUploadResult>");
     s3__xml_resp(req, resp, 200, &b);
 }
 
+/*
+ * The additional checksum of a CompleteMultipartUpload: the algorithm the upload was created
+ * with, else the one whose x-amz-checksum-<algo> header the request has, else the one its
+ * parts name (<ChecksumCRC32> ...). OUT: *expect (the header's value, borrowed, or NULL).
+ * Returns the algorithm's name ("CRC32", ...) or NULL.
+ */
+static const char *s3_complete_algo(struct http_request *req, json_t *up_hdrs, const char *in,
+                                    const char *in_end, const char **expect)
+{
+    static const char *const algos[] = {"CRC32", "CRC32C", "SHA1", "SHA256"};
+    const char *created = json_string_value(json_object_get(up_hdrs, "x-amz-checksum-algorithm"));
+    const char *pick = NULL;
+
+    *expect = NULL;
+    for (size_t i = 0; i < 4; i++) {
+        char hn[40], el[24];
+        const char *v, *ci, *ce;
+        snprintf(hn, sizeof(hn), "x-amz-checksum-%s", algos[i]);
+        snprintf(el, sizeof(el), "Checksum%s", algos[i]);
+        v = http_header(req, hn);
+        if (created && strcasecmp(created, algos[i]) == 0) {
+            *expect = v;
+            return algos[i];
+        }
+        if (!pick && v) {
+            pick = algos[i];
+            *expect = v;
+        }
+        if (!pick && in && ty_xml_find(in, in_end, el, &ci, &ce))
+            pick = algos[i];
+    }
+    return pick;
+}
+
 void s3__complete_upload(struct http_request *req, struct http_response *resp, struct objstore *os,
                          const struct s3_req *r, const char *id)
 {
-    const char *in, *in_end, *p, *pi, *pe, *end;
-    const char *expect = http_header(req, "x-amz-checksum-sha256");
-    const char *algo = http_header(req, "x-amz-checksum-algorithm");
+    const char *in = NULL, *in_end = NULL, *p, *pi, *pe, *end, *expect = NULL, *algo = NULL;
     struct objstore_part *parts = NULL;
-    char(*psha)[OBJSTORE_CK_SZ] = NULL;
-    const char **pshap = NULL;
+    char(*pck)[OBJSTORE_CK_SZ] = NULL;
+    const char **pckp = NULL;
+    struct objstore_cond cond;
     struct objstore_meta m;
     struct ty_err err;
     size_t n = 0;
     json_t *hdrs = NULL;
-    int want_ck = (expect && *expect) || (algo && strcasecmp(algo, "SHA256") == 0);
-    char composite[OBJSTORE_CK_SZ] = "";
+    char composite[OBJSTORE_CK_SZ] = "", ckel[24] = "";
 
     ty_err_clear(&err);
+    if (s3_write_cond(req, resp, r, &cond) != 0)
+        return;
     if (objstore_mpu_get(os, r->bucket, r->key, id, &hdrs, &err) != 0) {
-        char etag[48];
+        char etag[48], done_algo[16];
         struct ty_err e2;
         ty_err_clear(&e2);
         /* completed already: S3 answers the same result again */
-        if (err.code == TY_ENOTFOUND &&
-            objstore_mpu_completed(os, r->bucket, r->key, id, etag, composite, &e2) == 0) {
-            s3_complete_result(req, resp, r, etag, composite);
+        if (err.code == TY_ENOTFOUND && objstore_mpu_completed(os, r->bucket, r->key, id, etag,
+                                                               done_algo, composite, &e2) == 0) {
+            s3_complete_result(req, resp, r, etag, done_algo, composite);
             return;
         }
         s3__error_from(req, resp, &err, r);
@@ -660,10 +821,13 @@ void s3__complete_upload(struct http_request *req, struct http_response *resp, s
         s3__malformed(req, resp, r);
         goto out;
     }
+    algo = s3_complete_algo(req, hdrs, in, in_end, &expect);
+    if (algo)
+        snprintf(ckel, sizeof(ckel), "Checksum%s", algo);
     parts = calloc(OBJSTORE_MAX_PARTS, sizeof(*parts));
-    psha = calloc(OBJSTORE_MAX_PARTS, sizeof(*psha));
-    pshap = calloc(OBJSTORE_MAX_PARTS, sizeof(*pshap));
-    if (!parts || !psha || !pshap) {
+    pck = calloc(OBJSTORE_MAX_PARTS, sizeof(*pck));
+    pckp = calloc(OBJSTORE_MAX_PARTS, sizeof(*pckp));
+    if (!parts || !pck || !pckp) {
         s3__error(req, resp, "InternalError", "out of memory", r, NULL);
         goto out;
     }
@@ -688,12 +852,11 @@ void s3__complete_upload(struct http_request *req, struct http_response *resp, s
         }
         snprintf(parts[n].etag, sizeof(parts[n].etag), "%s", etag);
         free(etag);
-        if (ty_xml_find(pi, pe, "ChecksumSHA256", &ci, &ce)) {
+        if (algo && ty_xml_find(pi, pe, ckel, &ci, &ce)) {
             char *ck = ty_xml_text(ci, ce);
-            snprintf(psha[n], sizeof(psha[n]), "%s", ck ? ck : "");
+            snprintf(pck[n], sizeof(pck[n]), "%s", ck ? ck : "");
             free(ck);
-            pshap[n] = psha[n];
-            want_ck = 1;
+            pckp[n] = pck[n];
         }
         n++;
     }
@@ -701,22 +864,22 @@ void s3__complete_upload(struct http_request *req, struct http_response *resp, s
         s3__malformed(req, resp, r);
         goto out;
     }
-    if (objstore_mpu_complete_ck(os, r->bucket, r->key, id, parts, n, pshap, expect,
-                                 want_ck ? composite : NULL, &m, &err) != 0) {
+    if (objstore_mpu_complete_ck(os, r->bucket, r->key, id, parts, n, algo, pckp, expect, composite,
+                                 &cond, &m, &err) != 0) {
         if (strcmp(err.field, "BadDigest") == 0)
             s3__error(req, resp, "BadDigest", err.msg, r, NULL);
         else
             s3__error_from(req, resp, &err, r);
         goto out;
     }
-    s3_complete_result(req, resp, r, m.etag, want_ck ? composite : NULL);
+    s3_complete_result(req, resp, r, m.etag, algo, composite);
     s3_echo_sse(req, resp, hdrs);
     objstore_meta_cleanup(&m);
 out:
     json_decref(hdrs);
     free(parts);
-    free(psha);
-    free(pshap);
+    free(pck);
+    free(pckp);
 }
 
 void s3__list_parts(struct http_request *req, struct http_response *resp, struct objstore *os,

@@ -1,8 +1,10 @@
 """S3 behaviour that clients and conformance suites rely on, beyond test_s3.py: SigV2 (boto3's
 default presigned URLs in us-east-1, `aws s3 presign`, the "AWS key:signature" header) under the
 same IAM authorization as SigV4, and the answers AWS gives for FetchOwner, EncodingType=url,
-empty user metadata, X-Amz-Expires, repeated and checksummed multipart completion and
-CreateBucket of an owned bucket. Buckets are named cpt-*.
+empty user metadata, X-Amz-Expires, repeated and checksummed multipart completion,
+CreateBucket of an owned bucket; partNumber reads, user metadata bytes, conditional writes,
+CRC32/CRC32C/SHA-1 composites, a part sent twice, upload owners and keys that are not UTF-8.
+Buckets are named cpt-* and s3g-*.
 """
 import base64
 import email.utils
@@ -339,3 +341,260 @@ def test_multipart_sha256_and_repeated_complete(s3, bucket):
         s3.complete_multipart_upload(Bucket=bucket, Key="mp/other", UploadId=up2,
                                      MultipartUpload=one)
     assert ei.value.response["Error"]["Code"] == "NoSuchUpload"
+
+
+# ---------------------------------------------------------------------------------------------
+# The gaps ceph/s3-tests found after the first round: partNumber reads, user metadata bytes,
+# conditional writes, multipart checksums beyond SHA-256, a part sent twice, upload owners and
+# keys that are not UTF-8. Buckets are named s3g-*.
+
+@pytest.fixture
+def gbucket(s3):
+    name = "s3g-" + uuid.uuid4().hex[:12]
+    s3.create_bucket(Bucket=name)
+    return name
+
+
+def with_headers(client, op, headers):
+    """Registers a hook that adds headers to client's op (as a client that knows them would)."""
+    def add(params, **_):
+        params["headers"].update(headers)
+    client.meta.events.register(f"before-call.s3.{op}", add)
+    return add
+
+
+def test_get_and_head_part_number(s3, gbucket):
+    key = "parts.bin"
+    p1, p2 = os.urandom(5 * 1024 * 1024), b"the last part"
+    up = s3.create_multipart_upload(Bucket=gbucket, Key=key)["UploadId"]
+    e1 = s3.upload_part(Bucket=gbucket, Key=key, UploadId=up, PartNumber=1, Body=p1)["ETag"]
+    e2 = s3.upload_part(Bucket=gbucket, Key=key, UploadId=up, PartNumber=2, Body=p2)["ETag"]
+    with pytest.raises(ClientError) as e:  # not completed yet: no object
+        s3.get_object(Bucket=gbucket, Key=key, PartNumber=1)
+    assert e.value.response["Error"]["Code"] == "NoSuchKey"
+    etag = s3.complete_multipart_upload(
+        Bucket=gbucket, Key=key, UploadId=up,
+        MultipartUpload={"Parts": [{"ETag": e1, "PartNumber": 1},
+                                   {"ETag": e2, "PartNumber": 2}]})["ETag"]
+    total = len(p1) + len(p2)
+    for n, first, data in ((1, 0, p1), (2, len(p1), p2)):
+        h = s3.head_object(Bucket=gbucket, Key=key, PartNumber=n)
+        assert (h["PartsCount"], h["ETag"], h["ContentLength"]) == (2, etag, len(data))
+        assert h["ResponseMetadata"]["HTTPStatusCode"] == 206
+        g = s3.get_object(Bucket=gbucket, Key=key, PartNumber=n)
+        assert g["ResponseMetadata"]["HTTPStatusCode"] == 206 and g["PartsCount"] == 2
+        assert g["ContentRange"] == f"bytes {first}-{first + len(data) - 1}/{total}"
+        assert g["Body"].read() == data and g["ETag"] == etag
+    # a part the object does not have: 416 InvalidPartNumber (AWS's answer)
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=gbucket, Key=key, PartNumber=3)
+    assert e.value.response["Error"]["Code"] == "InvalidPartNumber"
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 416
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=gbucket, Key=key, PartNumber=1, Range="bytes=0-1")
+    assert e.value.response["Error"]["Code"] == "InvalidRequest"
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=gbucket, Key=key, PartNumber=10001)
+    assert e.value.response["Error"]["Code"] == "InvalidArgument"
+    # a simple object is its own part 1
+    put = s3.put_object(Bucket=gbucket, Key="simple", Body=b"body")
+    g = s3.get_object(Bucket=gbucket, Key="simple", PartNumber=1)
+    assert g["Body"].read() == b"body" and g["ETag"] == put["ETag"] and "PartsCount" not in g
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=gbucket, Key="simple", PartNumber=2)
+    assert e.value.response["Error"]["Code"] == "InvalidPartNumber"
+    # an object written over the multipart one has no parts left
+    s3.put_object(Bucket=gbucket, Key=key, Body=b"replaced")
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=gbucket, Key=key, PartNumber=2)
+    assert e.value.response["Error"]["Code"] == "InvalidPartNumber"
+
+
+def test_user_metadata_bytes_come_back_unchanged(s3server, s3, gbucket):
+    # botocore sends a str header as UTF-8 and reads response headers as ISO-8859-1: the same
+    # bytes must come back
+    with_headers(s3, "PutObject", {"x-amz-meta-word": "Hello World\xe9"})
+    s3.put_object(Bucket=gbucket, Key="utf8", Body=b"x")
+    got = s3.head_object(Bucket=gbucket, Key="utf8")["Metadata"]["word"]
+    assert got.encode("latin-1") == "Hello World\xe9".encode("utf-8")
+    # a value that is not UTF-8 (an ISO-8859-1 byte), sent unsigned beside a signed request
+    akid, secret = s3server.credentials()
+    req = botocore.awsrequest.AWSRequest(method="PUT", url=f"{s3server.url}/{gbucket}/latin1",
+                                         data=b"y")
+    req.headers["x-amz-content-sha256"] = hashlib.sha256(b"y").hexdigest()
+    botocore.auth.S3SigV4Auth(botocore.credentials.Credentials(akid, secret), "s3",
+                              "us-east-1").add_auth(req)
+    conn = http.client.HTTPConnection("127.0.0.1", s3server.port, timeout=30)
+    try:
+        conn.putrequest("PUT", f"/{gbucket}/latin1", skip_accept_encoding=True)
+        for k, v in req.headers.items():
+            conn.putheader(k, v)
+        conn.putheader("x-amz-meta-word", b"caf\xe9")
+        conn.putheader("Content-Length", "1")
+        conn.endheaders(b"y")
+        r = conn.getresponse()
+        assert r.status == 200, r.read()
+        r.read()
+    finally:
+        conn.close()
+    got = s3.head_object(Bucket=gbucket, Key="latin1")["Metadata"]["word"]
+    assert got.encode("latin-1") == b"caf\xe9"
+    # a copy keeps them
+    s3.copy_object(Bucket=gbucket, Key="copy", CopySource={"Bucket": gbucket, "Key": "latin1"})
+    assert s3.head_object(Bucket=gbucket, Key="copy")["Metadata"]["word"] == got
+
+
+def test_conditional_put_and_complete(s3server, gbucket):
+    s3 = s3server.client("s3", region="us-east-1", s3={"addressing_style": "path"})
+    code = lambda e: (e.value.response["ResponseMetadata"]["HTTPStatusCode"],  # noqa: E731
+                      e.value.response["Error"]["Code"])
+    hooks = {}
+
+    def cond(op, **h):
+        if op in hooks:
+            s3.meta.events.unregister(f"before-call.s3.{op}", hooks.pop(op))
+        if h:
+            hooks[op] = with_headers(s3, op, h)
+
+    cond("PutObject", **{"If-None-Match": "*"})
+    first = s3.put_object(Bucket=gbucket, Key="k", Body=b"one")["ETag"]
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=gbucket, Key="k", Body=b"two")
+    assert code(e) == (412, "PreconditionFailed")
+    cond("PutObject", **{"If-None-Match": first})  # AWS takes only "*"
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=gbucket, Key="k", Body=b"two")
+    assert code(e) == (501, "NotImplemented")
+    cond("PutObject", **{"If-Match": '"0123456789abcdef0123456789abcdef"'})
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=gbucket, Key="k", Body=b"two")
+    assert code(e) == (412, "PreconditionFailed")
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=gbucket, Key="missing", Body=b"two")
+    assert code(e) == (404, "NoSuchKey")
+    cond("PutObject", **{"If-Match": first})
+    second = s3.put_object(Bucket=gbucket, Key="k", Body=b"two")["ETag"]
+    cond("PutObject")
+    assert s3.get_object(Bucket=gbucket, Key="k")["Body"].read() == b"two"
+    # CompleteMultipartUpload: checked before the parts are joined; the upload stays
+    up = s3.create_multipart_upload(Bucket=gbucket, Key="k")["UploadId"]
+    pe = s3.upload_part(Bucket=gbucket, Key="k", UploadId=up, PartNumber=1, Body=b"mp")["ETag"]
+    mp = {"Parts": [{"ETag": pe, "PartNumber": 1}]}
+    cond("CompleteMultipartUpload", **{"If-None-Match": "*"})
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=gbucket, Key="k", UploadId=up, MultipartUpload=mp)
+    assert code(e) == (412, "PreconditionFailed")
+    cond("CompleteMultipartUpload", **{"If-Match": first})
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=gbucket, Key="k", UploadId=up, MultipartUpload=mp)
+    assert code(e) == (412, "PreconditionFailed")
+    cond("CompleteMultipartUpload", **{"If-Match": second})
+    s3.complete_multipart_upload(Bucket=gbucket, Key="k", UploadId=up, MultipartUpload=mp)
+    assert s3.get_object(Bucket=gbucket, Key="k")["Body"].read() == b"mp"
+
+
+def _crc32c_table():
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+        table.append(c)
+    return table
+
+
+CRC32C_TABLE = _crc32c_table()
+
+
+def crc32c(data):
+    """CRC-32C (Castagnoli), table-driven; about a second for 5 MiB."""
+    crc, t = 0xFFFFFFFF, CRC32C_TABLE
+    for b in data:
+        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+@pytest.mark.parametrize("algo", ["CRC32", "CRC32C", "SHA1"])
+def test_multipart_composite_checksums(s3, gbucket, algo):
+    import zlib
+    fn = {"CRC32": lambda b: zlib.crc32(b).to_bytes(4, "big"),
+          "CRC32C": lambda b: crc32c(b).to_bytes(4, "big"),
+          "SHA1": lambda b: hashlib.sha1(b).digest()}[algo]
+    b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
+    key = f"ck-{algo}"
+    p1, p2 = os.urandom(5 * 1024 * 1024), b"tail bytes"
+    d1, d2 = fn(p1), fn(p2)
+    composite = b64(fn(d1 + d2)) + "-2"
+    field = f"Checksum{algo}"
+    up = s3.create_multipart_upload(Bucket=gbucket, Key=key, ChecksumAlgorithm=algo)["UploadId"]
+    e1 = s3.upload_part(Bucket=gbucket, Key=key, UploadId=up, PartNumber=1, Body=p1,
+                        **{field: b64(d1)})
+    e2 = s3.upload_part(Bucket=gbucket, Key=key, UploadId=up, PartNumber=2, Body=p2,
+                        **{field: b64(d2)})
+    assert (e1[field], e2[field]) == (b64(d1), b64(d2))
+    parts = [{"ETag": e1["ETag"], "PartNumber": 1, field: b64(d1)},
+             {"ETag": e2["ETag"], "PartNumber": 2, field: b64(d2)}]
+    bad = [dict(parts[0], **{field: b64(d2)}), parts[1]]
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=gbucket, Key=key, UploadId=up,
+                                     MultipartUpload={"Parts": bad})
+    assert e.value.response["Error"]["Code"] == "InvalidPart"
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=gbucket, Key=key, UploadId=up,
+                                     MultipartUpload={"Parts": parts}, **{field: b64(d1)})
+    assert e.value.response["Error"]["Code"] == "BadDigest"
+    r = s3.complete_multipart_upload(Bucket=gbucket, Key=key, UploadId=up,
+                                     MultipartUpload={"Parts": parts}, **{field: composite})
+    assert r[field] == composite
+    assert field not in s3.head_object(Bucket=gbucket, Key=key)
+    assert s3.head_object(Bucket=gbucket, Key=key, ChecksumMode="ENABLED")[field] == composite
+    g = s3.get_object(Bucket=gbucket, Key=key, ChecksumMode="ENABLED")
+    assert g[field] == composite and g["Body"].read() == p1 + p2
+    again = s3.complete_multipart_upload(Bucket=gbucket, Key=key, UploadId=up,
+                                         MultipartUpload={"Parts": parts})
+    assert again[field] == composite
+
+
+def test_part_sent_twice_first_finishing_last(s3, gbucket):
+    """Part 1 is uploaded twice and the client lists both; the part stored last is the one whose
+    ETag matches, and it is the object (not InvalidPartOrder)."""
+    key = "twice"
+    up = s3.create_multipart_upload(Bucket=gbucket, Key=key)["UploadId"]
+    eb = s3.upload_part(Bucket=gbucket, Key=key, UploadId=up, PartNumber=1, Body=b"B" * 8)["ETag"]
+    ea = s3.upload_part(Bucket=gbucket, Key=key, UploadId=up, PartNumber=1, Body=b"A" * 8)["ETag"]
+    s3.complete_multipart_upload(
+        Bucket=gbucket, Key=key, UploadId=up,
+        MultipartUpload={"Parts": [{"ETag": eb, "PartNumber": 1},
+                                   {"ETag": ea, "PartNumber": 1}]})
+    assert s3.get_object(Bucket=gbucket, Key=key)["Body"].read() == b"A" * 8
+    # numbers going down are still refused
+    up = s3.create_multipart_upload(Bucket=gbucket, Key=key)["UploadId"]
+    e1 = s3.upload_part(Bucket=gbucket, Key=key, UploadId=up, PartNumber=1, Body=b"1")["ETag"]
+    e2 = s3.upload_part(Bucket=gbucket, Key=key, UploadId=up, PartNumber=2, Body=b"2")["ETag"]
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(
+            Bucket=gbucket, Key=key, UploadId=up,
+            MultipartUpload={"Parts": [{"ETag": e2, "PartNumber": 2},
+                                       {"ETag": e1, "PartNumber": 1}]})
+    assert e.value.response["Error"]["Code"] == "InvalidPartOrder"
+    s3.abort_multipart_upload(Bucket=gbucket, Key=key, UploadId=up)
+
+
+def test_list_uploads_owner_and_initiator(s3, gbucket):
+    up = s3.create_multipart_upload(Bucket=gbucket, Key="u")["UploadId"]
+    (u,) = s3.list_multipart_uploads(Bucket=gbucket)["Uploads"]
+    assert u["UploadId"] == up
+    for who in ("Owner", "Initiator"):
+        assert u[who]["ID"] and u[who]["DisplayName"], u
+    s3.abort_multipart_upload(Bucket=gbucket, Key="u", UploadId=up)
+
+
+def test_key_not_utf8_is_invalid_uri(s3server, gbucket):
+    akid, secret = s3server.credentials()
+    date = email.utils.formatdate(usegmt=True)
+    sts = f"GET\n\n\n{date}\n/{gbucket}/%FF%FE"
+    sig = base64.b64encode(hmac.new(secret.encode(), sts.encode(), "sha1").digest()).decode()
+    st, body = raw(s3server, "GET", f"/{gbucket}/%FF%FE",
+                   {"Date": date, "Authorization": f"AWS {akid}:{sig}"})
+    assert st == 400 and xml_code(body) == "InvalidURI", body
+    assert b"parse the specified URI." in body
