@@ -11,7 +11,8 @@ if(TARGET ty_sigv4 AND TARGET ty_model AND TARGET ty_store AND TARGET ty_docker 
     ${TY_CP_DIR}/console_sysmon.c
     ${TY_CONSOLE_ASSETS_C}
     ${TY_CP_DIR}/quota.c ${TY_CP_DIR}/ops/iamapi.c ${TY_CP_DIR}/ops/iamapi_users.c
-    ${TY_CP_DIR}/ops/iamapi_roles.c ${TY_CP_DIR}/ops/iamapi_login.c ${TY_CP_DIR}/ops/cloudwatch.c
+    ${TY_CP_DIR}/ops/iamapi_roles.c ${TY_CP_DIR}/ops/iamapi_login.c ${TY_CP_DIR}/ops/iamapi_inline.c
+    ${TY_CP_DIR}/ops/cloudwatch.c
     ${TY_CP_DIR}/ops/tuning.c ${TY_CP_DIR}/tuning.c
     ${TY_CP_DIR}/metrics_scrape.c)
   target_include_directories(ty_server PUBLIC ${TY_CP_DIR})

@@ -24,13 +24,32 @@ struct iamapi__call {
 };
 
 /* A handler's context and signature (the action table in iamapi.c names them). */
+struct iamapi__owner;
+
 struct iamapi__ctx {
     const struct iamapi__call *c;
     json_t *in;
-    struct ty_buf *out; /* the <Result> members */
+    struct ty_buf *out;                /* the <Result> members */
+    const struct iamapi__owner *owner; /* the action's owner of inline policies, or NULL */
 };
 
 typedef int (*iamapi__fn)(struct iamapi__ctx *x, struct ty_err *err);
+
+/* A user or a role as the owner of inline policies (iamapi_inline.c). */
+struct iamapi__owner {
+    const char *param; /* its request and result member: "UserName", "RoleName" */
+    const char *noun;  /* in "The <noun> policy with name ... cannot be found." */
+    /* Its name as stored into out (size n): 0, -TY_ENOTFOUND or -TY_EINVAL when none. */
+    int (*get)(struct store *s, const char *name, char *out, size_t n, struct ty_err *err);
+    int (*no_owner)(struct ty_err *err, const char *name); /* its NoSuchEntity */
+    size_t limit; /* the aggregate size of its inline policies (IAM's characters) */
+    int (*policy_put)(struct store *s, const char *name, const char *polname, const char *doc,
+                      size_t len, size_t size, size_t limit, struct ty_err *err);
+    char *(*policy_get)(struct store *s, const char *name, const char *polname, struct ty_err *err);
+    json_t *(*policy_list)(struct store *s, const char *name, struct ty_err *err);
+    int (*policy_delete)(struct store *s, const char *name, const char *polname,
+                         struct ty_err *err);
+};
 
 /* iamapi.c */
 void iamapi__xml_el(struct ty_buf *b, const char *tag, const char *value);
@@ -55,10 +74,6 @@ int iamapi__list_user_tags(struct iamapi__ctx *x, struct ty_err *err);
 int iamapi__create_access_key(struct iamapi__ctx *x, struct ty_err *err);
 int iamapi__list_access_keys(struct iamapi__ctx *x, struct ty_err *err);
 int iamapi__delete_access_key(struct iamapi__ctx *x, struct ty_err *err);
-int iamapi__put_user_policy(struct iamapi__ctx *x, struct ty_err *err);
-int iamapi__get_user_policy(struct iamapi__ctx *x, struct ty_err *err);
-int iamapi__list_user_policies(struct iamapi__ctx *x, struct ty_err *err);
-int iamapi__delete_user_policy(struct iamapi__ctx *x, struct ty_err *err);
 int iamapi__update_access_key(struct iamapi__ctx *x, struct ty_err *err);
 
 /* iamapi_roles.c */
@@ -66,10 +81,6 @@ int iamapi__create_role(struct iamapi__ctx *x, struct ty_err *err);
 int iamapi__get_role(struct iamapi__ctx *x, struct ty_err *err);
 int iamapi__list_roles(struct iamapi__ctx *x, struct ty_err *err);
 int iamapi__delete_role(struct iamapi__ctx *x, struct ty_err *err);
-int iamapi__put_role_policy(struct iamapi__ctx *x, struct ty_err *err);
-int iamapi__get_role_policy(struct iamapi__ctx *x, struct ty_err *err);
-int iamapi__list_role_policies(struct iamapi__ctx *x, struct ty_err *err);
-int iamapi__delete_role_policy(struct iamapi__ctx *x, struct ty_err *err);
 
 /* iamapi_login.c */
 int iamapi__create_login_profile(struct iamapi__ctx *x, struct ty_err *err);
@@ -82,5 +93,15 @@ int iamapi__authorize(struct store *s, const char *op, json_t *in, const char *a
 int iamapi__get_password_policy(struct iamapi__ctx *x, struct ty_err *err);
 int iamapi__update_password_policy(struct iamapi__ctx *x, struct ty_err *err);
 int iamapi__delete_password_policy(struct iamapi__ctx *x, struct ty_err *err);
+
+/* iamapi_users.c, iamapi_roles.c */
+extern const struct iamapi__owner iamapi__user_owner;
+extern const struct iamapi__owner iamapi__role_owner;
+
+/* iamapi_inline.c: the handlers of the actions whose table entry names an owner */
+int iamapi__inline_put(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__inline_get(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__inline_list(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__inline_delete(struct iamapi__ctx *x, struct ty_err *err);
 
 #endif

@@ -167,102 +167,25 @@ int iamapi__delete_role(struct iamapi__ctx *x, struct ty_err *err)
     return rc;
 }
 
-static int iamapi_no_role_policy(struct ty_err *err, const char *pname)
+/* A role as the owner of inline policies (iamapi_inline.c). */
+static int role_stored_name(struct store *s, const char *name, char *out, size_t n,
+                            struct ty_err *err)
 {
-    return ty_err_set(err, TY_ENOTFOUND, "PolicyName",
-                      "The role policy with name %.128s cannot be found.", pname);
-}
-
-int iamapi__put_role_policy(struct iamapi__ctx *x, struct ty_err *err)
-{
-    const char *name = iamapi__s(x->in, "RoleName");
-    const char *pname = iamapi__s(x->in, "PolicyName");
-    json_t *jdoc = json_object_get(x->in, "PolicyDocument");
-    const char *doc = json_string_value(jdoc);
-    size_t len = json_string_length(jdoc), size;
-    struct iam_policy *p = NULL;
-    int rc = iam_policy_parse(doc, len, &p, err);
-    if (rc == -TY_EINVAL)
-        return ty_err_set(err, TY_EINVAL, "PolicyDocument", "%s", err->msg);
-    if (rc)
-        return rc;
-    iam_policy_free(p);
-    size = iam_policy_chars(doc, len);
-    rc = store_iam_role_policy_put(x->c->store, name, pname, doc, len, size, IAMAPI_ROLE_INLINE_MAX,
-                                   err);
-    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi_no_role(err, name);
-    if (rc == -TY_ELIMIT)
-        return ty_err_set(err, TY_ELIMIT, "PolicyDocument",
-                          "Maximum policy size of %d bytes exceeded for role %s",
-                          IAMAPI_ROLE_INLINE_MAX, name);
-    return rc;
-}
-
-int iamapi__get_role_policy(struct iamapi__ctx *x, struct ty_err *err)
-{
-    const char *name = iamapi__s(x->in, "RoleName");
-    const char *pname = iamapi__s(x->in, "PolicyName");
     struct store_iam_role r;
-    char *doc;
-    int rc = store_iam_role_get(x->c->store, name, &r, NULL, NULL, err);
-    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi_no_role(err, name);
-    if (rc)
-        return rc;
-    doc = store_iam_role_policy_get(x->c->store, name, pname, err);
-    if (!doc) {
-        if (err->code == TY_ENOTFOUND && strcmp(err->msg, "policy") == 0)
-            return iamapi_no_role_policy(err, pname);
-        if (err->code == TY_ENOTFOUND)
-            return iamapi_no_role(err, name);
-        return -err->code;
-    }
-    iamapi__xml_el(x->out, "RoleName", r.name);
-    iamapi__xml_el(x->out, "PolicyName", pname);
-    ty_buf_puts(x->out, "<PolicyDocument>");
-    iamapi__urlencode(x->out, doc, strlen(doc));
-    ty_buf_puts(x->out, "</PolicyDocument>");
-    free(doc);
-    return 0;
-}
-
-int iamapi__list_role_policies(struct iamapi__ctx *x, struct ty_err *err)
-{
-    const char *name = iamapi__s(x->in, "RoleName");
-    const char *marker = iamapi__s(x->in, "Marker");
-    long max = iamapi__max_items(x->in), n = 0;
-    json_t *names = store_iam_role_policy_list(x->c->store, name, err), *p;
-    const char *next = NULL;
-    size_t i;
-    if (!names)
-        return err->code == TY_ENOTFOUND ? iamapi_no_role(err, name) : -err->code;
-    ty_buf_puts(x->out, "<PolicyNames>");
-    json_array_foreach(names, i, p)
-    {
-        if (marker && strcmp(json_string_value(p), marker) < 0)
-            continue;
-        if (n == max) {
-            next = json_string_value(p);
-            break;
-        }
-        iamapi__xml_el(x->out, "member", json_string_value(p));
-        n++;
-    }
-    ty_buf_puts(x->out, "</PolicyNames>");
-    iamapi__page_end(x->out, next != NULL, next);
-    json_decref(names);
-    return 0;
-}
-
-int iamapi__delete_role_policy(struct iamapi__ctx *x, struct ty_err *err)
-{
-    const char *name = iamapi__s(x->in, "RoleName");
-    const char *pname = iamapi__s(x->in, "PolicyName");
-    int rc = store_iam_role_policy_delete(x->c->store, name, pname, err);
-    if (rc == -TY_ENOTFOUND && strcmp(err->msg, "policy") == 0)
-        return iamapi_no_role_policy(err, pname);
-    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi_no_role(err, name);
+    int rc = store_iam_role_get(s, name, &r, NULL, NULL, err);
+    if (rc == 0)
+        snprintf(out, n, "%s", r.name);
     return rc;
 }
+
+const struct iamapi__owner iamapi__role_owner = {
+    .param = "RoleName",
+    .noun = "role",
+    .get = role_stored_name,
+    .limit = IAMAPI_ROLE_INLINE_MAX,
+    .policy_put = store_iam_role_policy_put,
+    .no_owner = iamapi_no_role,
+    .policy_get = store_iam_role_policy_get,
+    .policy_list = store_iam_role_policy_list,
+    .policy_delete = store_iam_role_policy_delete,
+};
