@@ -494,6 +494,49 @@ void iamapi__page_end(struct ty_buf *b, int truncated, const char *marker)
         iamapi__xml_el(b, "Marker", marker);
 }
 
+/* ListUsers and ListRoles over the store's list (an array of objects, by lower-cased name):
+   under <wrap>, the entries whose Path starts with PathPrefix, from Marker on, at most
+   MaxItems, each written by emit; entries without name_key, Path or need (when not NULL) are
+   passed over. Takes list. */
+int iamapi__list_page(struct iamapi__ctx *x, json_t *list, const char *wrap, const char *name_key,
+                      const char *need, iamapi__emit emit)
+{
+    const char *prefix = iamapi__s(x->in, "PathPrefix");
+    const char *marker = iamapi__s(x->in, "Marker");
+    long max = iamapi__max_items(x->in), n = 0;
+    char next[STORE_IAM_NAME_MAX + 1] = "";
+    size_t i;
+    json_t *j;
+
+    ty_buf_printf(x->out, "<%s>", wrap);
+    json_array_foreach(list, i, j)
+    {
+        char lname[STORE_IAM_NAME_MAX + 1];
+        const char *name = json_string_value(json_object_get(j, name_key));
+        const char *path = json_string_value(json_object_get(j, "Path"));
+        size_t k;
+        if (!name || !path || (need && !json_string_value(json_object_get(j, need))))
+            continue;
+        for (k = 0; k < STORE_IAM_NAME_MAX && name[k]; k++)
+            lname[k] = (char)tolower((unsigned char)name[k]);
+        lname[k] = '\0';
+        if (prefix && strncmp(path, prefix, strlen(prefix)) != 0)
+            continue;
+        if (marker && strcmp(lname, marker) < 0)
+            continue;
+        if (n == max) {
+            snprintf(next, sizeof(next), "%s", lname);
+            break;
+        }
+        emit(x->out, j, name, path);
+        n++;
+    }
+    ty_buf_printf(x->out, "</%s>", wrap);
+    iamapi__page_end(x->out, next[0] != '\0', next);
+    json_decref(list);
+    return 0;
+}
+
 /* ---- the action table ---- */
 
 #define P_USER_REQ                                                                                 \

@@ -34,6 +34,8 @@ struct iamapi__ctx {
 };
 
 typedef int (*iamapi__fn)(struct iamapi__ctx *x, struct ty_err *err);
+/* Writes one listed entry j (its name and Path already read) as a <member> (list_page). */
+typedef void (*iamapi__emit)(struct ty_buf *out, json_t *j, const char *name, const char *path);
 
 /* A user or a role as the owner of inline policies (iamapi_inline.c). */
 struct iamapi__owner {
@@ -61,6 +63,8 @@ const char *iamapi__target(struct iamapi__ctx *x);
 int iamapi__no_user(struct ty_err *err, const char *name);
 long iamapi__max_items(json_t *in);
 void iamapi__page_end(struct ty_buf *b, int truncated, const char *marker);
+int iamapi__list_page(struct iamapi__ctx *x, json_t *list, const char *wrap, const char *name_key,
+                      const char *need, iamapi__emit emit);
 
 /* iamapi_users.c */
 void iamapi__tags_xml(struct ty_buf *b, json_t *tags);

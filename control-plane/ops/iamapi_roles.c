@@ -103,54 +103,29 @@ int iamapi__get_role(struct iamapi__ctx *x, struct ty_err *err)
     return 0;
 }
 
+/* One role of ListRoles. */
+static void role_member(struct ty_buf *out, json_t *j, const char *name, const char *path)
+{
+    struct store_iam_role r;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.name, sizeof(r.name), "%s", name);
+    snprintf(r.path, sizeof(r.path), "%s", path);
+    snprintf(r.id, sizeof(r.id), "%s", json_string_value(json_object_get(j, "RoleId")));
+    snprintf(r.arn, sizeof(r.arn), "%s", json_string_value(json_object_get(j, "Arn")));
+    snprintf(r.desc, sizeof(r.desc), "%s", json_string_value(json_object_get(j, "Description")));
+    r.created = json_number_value(json_object_get(j, "CreateDate"));
+    r.max_session = (int)json_integer_value(json_object_get(j, "MaxSessionDuration"));
+    iamapi_role_xml(out, "member", &r,
+                    json_string_value(json_object_get(j, "AssumeRolePolicyDocument")), NULL);
+}
+
 int iamapi__list_roles(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *prefix = iamapi__s(x->in, "PathPrefix");
-    const char *marker = iamapi__s(x->in, "Marker");
-    long max = iamapi__max_items(x->in), n = 0;
-    json_t *roles = store_iam_role_list(x->c->store, err), *j;
-    char next[STORE_IAM_NAME_MAX + 1] = "";
-    size_t i;
+    json_t *roles = store_iam_role_list(x->c->store, err);
     if (!roles)
         return -err->code;
-    ty_buf_puts(x->out, "<Roles>");
-    json_array_foreach(roles, i, j)
-    {
-        struct store_iam_role r;
-        char lname[STORE_IAM_NAME_MAX + 1];
-        const char *name = json_string_value(json_object_get(j, "RoleName"));
-        const char *path = json_string_value(json_object_get(j, "Path"));
-        const char *trust = json_string_value(json_object_get(j, "AssumeRolePolicyDocument"));
-        size_t k;
-        if (!name || !path || !trust)
-            continue;
-        for (k = 0; k < STORE_IAM_NAME_MAX && name[k]; k++)
-            lname[k] = (char)tolower((unsigned char)name[k]);
-        lname[k] = '\0';
-        if (prefix && strncmp(path, prefix, strlen(prefix)) != 0)
-            continue;
-        if (marker && strcmp(lname, marker) < 0)
-            continue;
-        if (n == max) {
-            snprintf(next, sizeof(next), "%s", lname);
-            break;
-        }
-        memset(&r, 0, sizeof(r));
-        snprintf(r.name, sizeof(r.name), "%s", name);
-        snprintf(r.path, sizeof(r.path), "%s", path);
-        snprintf(r.id, sizeof(r.id), "%s", json_string_value(json_object_get(j, "RoleId")));
-        snprintf(r.arn, sizeof(r.arn), "%s", json_string_value(json_object_get(j, "Arn")));
-        snprintf(r.desc, sizeof(r.desc), "%s",
-                 json_string_value(json_object_get(j, "Description")));
-        r.created = json_number_value(json_object_get(j, "CreateDate"));
-        r.max_session = (int)json_integer_value(json_object_get(j, "MaxSessionDuration"));
-        iamapi_role_xml(x->out, "member", &r, trust, NULL);
-        n++;
-    }
-    ty_buf_puts(x->out, "</Roles>");
-    iamapi__page_end(x->out, next[0] != '\0', next);
-    json_decref(roles);
-    return 0;
+    return iamapi__list_page(x, roles, "Roles", "RoleName", "AssumeRolePolicyDocument",
+                             role_member);
 }
 
 int iamapi__delete_role(struct iamapi__ctx *x, struct ty_err *err)

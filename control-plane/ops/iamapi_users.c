@@ -90,56 +90,31 @@ int iamapi__get_user(struct iamapi__ctx *x, struct ty_err *err)
     return 0;
 }
 
+/* One user of ListUsers. */
+static void user_member(struct ty_buf *out, json_t *u, const char *name, const char *path)
+{
+    struct store_iam_user su;
+    memset(&su, 0, sizeof(su));
+    snprintf(su.name, sizeof(su.name), "%s", name);
+    snprintf(su.path, sizeof(su.path), "%s", path);
+    snprintf(su.id, sizeof(su.id), "%s", json_string_value(json_object_get(u, "UserId")));
+    snprintf(su.arn, sizeof(su.arn), "%s", json_string_value(json_object_get(u, "Arn")));
+    su.created = json_number_value(json_object_get(u, "CreateDate"));
+    ty_buf_puts(out, "<member>");
+    iamapi__xml_el(out, "Path", su.path);
+    iamapi__xml_el(out, "UserName", su.name);
+    iamapi__xml_el(out, "UserId", su.id);
+    iamapi__xml_el(out, "Arn", su.arn);
+    iamapi__xml_date(out, "CreateDate", su.created);
+    ty_buf_puts(out, "</member>");
+}
+
 int iamapi__list_users(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *prefix = iamapi__s(x->in, "PathPrefix");
-    const char *marker = iamapi__s(x->in, "Marker");
-    long max = iamapi__max_items(x->in), n = 0;
-    json_t *users = store_iam_user_list(x->c->store, err), *u;
-    char next[STORE_IAM_NAME_MAX + 1] = "";
-    size_t i;
+    json_t *users = store_iam_user_list(x->c->store, err);
     if (!users)
         return -err->code;
-    ty_buf_puts(x->out, "<Users>");
-    json_array_foreach(users, i, u)
-    {
-        struct store_iam_user su;
-        char lname[STORE_IAM_NAME_MAX + 1];
-        const char *name = json_string_value(json_object_get(u, "UserName"));
-        const char *path = json_string_value(json_object_get(u, "Path"));
-        size_t k;
-        if (!name || !path)
-            continue;
-        for (k = 0; k < STORE_IAM_NAME_MAX && name[k]; k++)
-            lname[k] = (char)tolower((unsigned char)name[k]);
-        lname[k] = '\0';
-        if (prefix && strncmp(path, prefix, strlen(prefix)) != 0)
-            continue;
-        if (marker && strcmp(lname, marker) < 0)
-            continue;
-        if (n == max) {
-            snprintf(next, sizeof(next), "%s", lname);
-            break;
-        }
-        memset(&su, 0, sizeof(su));
-        snprintf(su.name, sizeof(su.name), "%s", name);
-        snprintf(su.path, sizeof(su.path), "%s", path);
-        snprintf(su.id, sizeof(su.id), "%s", json_string_value(json_object_get(u, "UserId")));
-        snprintf(su.arn, sizeof(su.arn), "%s", json_string_value(json_object_get(u, "Arn")));
-        su.created = json_number_value(json_object_get(u, "CreateDate"));
-        ty_buf_puts(x->out, "<member>");
-        iamapi__xml_el(x->out, "Path", su.path);
-        iamapi__xml_el(x->out, "UserName", su.name);
-        iamapi__xml_el(x->out, "UserId", su.id);
-        iamapi__xml_el(x->out, "Arn", su.arn);
-        iamapi__xml_date(x->out, "CreateDate", su.created);
-        ty_buf_puts(x->out, "</member>");
-        n++;
-    }
-    ty_buf_puts(x->out, "</Users>");
-    iamapi__page_end(x->out, next[0] != '\0', next);
-    json_decref(users);
-    return 0;
+    return iamapi__list_page(x, users, "Users", "UserName", NULL, user_member);
 }
 
 int iamapi__delete_user(struct iamapi__ctx *x, struct ty_err *err)
