@@ -8,6 +8,7 @@
 #include "redis_child.h"
 
 #include "ty_log.h"
+#include "ty_time.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -131,13 +132,7 @@ static int redis_child_backoff(struct redis_child *rc, double secs)
 {
     struct timespec ts;
     int stopping;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)secs;
-    ts.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    ty_deadline_ms(&ts, (long)(secs * 1000.0));
     pthread_mutex_lock(&rc->mu);
     while (!rc->stopping && pthread_cond_timedwait(&rc->cv, &rc->mu, &ts) != ETIMEDOUT)
         ;

@@ -17,6 +17,7 @@
 #include "stage.h"
 #include "store.h"
 #include "ty_log.h"
+#include "ty_time.h"
 #include "warmpool.h"
 
 #include <dirent.h>
@@ -43,13 +44,7 @@ int agent__sleep(struct agent *a, int ms)
     struct timespec ts;
     int stopping;
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    ty_deadline_ms(&ts, ms);
     pthread_mutex_lock(&a->mu);
     while (!atomic_load(&a->stopping)) {
         if (pthread_cond_timedwait(&a->cv, &a->mu, &ts) == ETIMEDOUT)

@@ -19,6 +19,7 @@
 #include "reap.h"
 #include "relay.h"
 #include "ty_log.h"
+#include "ty_time.h"
 
 #include <errno.h>
 #include <string.h>
@@ -468,13 +469,7 @@ static int run_logs_wait(struct run_logs *l, int ms)
     struct timespec ts;
     int done;
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    ty_deadline_ms(&ts, ms);
     pthread_mutex_lock(&l->mu);
     while (!l->done) {
         if (pthread_cond_timedwait(&l->cv, &l->mu, &ts) == ETIMEDOUT)

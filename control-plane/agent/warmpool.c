@@ -15,6 +15,7 @@
 #include "fence.h"
 #include "store.h"
 #include "ty_log.h"
+#include "ty_time.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -340,12 +341,7 @@ static void *warmpool_thread(void *arg)
         struct timespec ts;
         warmpool_sweep(wp, &s, &d);
         pthread_mutex_lock(&wp->mu);
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += (long)WARMPOOL_SWEEP_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        ty_deadline_ms(&ts, WARMPOOL_SWEEP_MS);
         if (!atomic_load(&wp->stop))
             pthread_cond_timedwait(&wp->cv, &wp->mu, &ts);
         pthread_mutex_unlock(&wp->mu);

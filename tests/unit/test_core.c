@@ -24,6 +24,7 @@
 #include "ty_mem.h"
 #include "ty_opts.h"
 #include "ty_rand.h"
+#include "ty_time.h"
 
 /* ASan and valgrind replace malloc: glibc's trim has nothing to hand back under them. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -199,6 +200,22 @@ static long test_rss_anon_kb(void)
     return kb;
 }
 
+static void test_deadline_ms(void **state)
+{
+    struct timespec now, ts;
+    long long d;
+    (void)state;
+    for (long ms = 0; ms < 3000; ms += 333) {
+        clock_gettime(CLOCK_REALTIME, &now);
+        ty_deadline_ms(&ts, ms);
+        assert_true(ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000L);
+        d = (long long)(ts.tv_sec - now.tv_sec) * 1000 + (ts.tv_nsec - now.tv_nsec) / 1000000;
+        assert_true(d >= ms && d <= ms + 50);
+    }
+    ty_deadline_ms(&ts, 999);
+    assert_true(ts.tv_nsec < 1000000000L);
+}
+
 static void test_mem_init_honours_env(void **state)
 {
     (void)state;
@@ -264,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_pct_decode),
         cmocka_unit_test(test_mkdirs),
         cmocka_unit_test(test_rand_strings),
+        cmocka_unit_test(test_deadline_ms),
         cmocka_unit_test(test_mem_init_honours_env),
         cmocka_unit_test(test_mem_trim_returns_free_pages),
         cmocka_unit_test(test_mem_sigwait_takes_pending_signal),

@@ -1,0 +1,19 @@
+/*
+ * ty_time.c - deadlines for timed waits (ty_time.h).
+ *
+ * Invariant: the result's tv_nsec is always in 0..999999999, whatever ms is.
+ */
+#include "ty_time.h"
+
+void ty_deadline_ms(struct timespec *ts, long ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    if (ms < 0)
+        ms = 0;
+    ts->tv_sec += (time_t)(ms / 1000);
+    ts->tv_nsec += (ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}

@@ -1,0 +1,15 @@
+/*
+ * ty_time.h - deadlines for timed waits: the absolute CLOCK_REALTIME time that
+ * pthread_cond_timedwait measures against, some milliseconds from now.
+ *
+ * Owns: nothing beyond the call. Thread-safe (no shared state).
+ */
+#ifndef TY_CP_CORE_TY_TIME_H
+#define TY_CP_CORE_TY_TIME_H
+
+#include <time.h>
+
+/* OUT: ts = now (CLOCK_REALTIME) + ms (ms >= 0), tv_nsec normalised to 0..999999999. */
+void ty_deadline_ms(struct timespec *ts, long ms);
+
+#endif
