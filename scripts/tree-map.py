@@ -16,7 +16,8 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # folder -> what it holds (the order of the map)
 WHAT = {
     "control-plane/core": "shared core (`ty_core`): errors (`TY_ERR_MAP`), logger, bounded buffers, "
-                          "XML reader, options, hex/percent decoding, `mkdir -p`, random strings, wait deadlines",
+                          "XML reader, options, hex/percent decoding, CRC-32C, `mkdir -p`, random "
+                          "strings, wait deadlines",
     "control-plane": "the server's libraries (docs/design.md): HTTP, dispatch, authentication "
                      "(SigV4, sessions), IAM policies, validation from `api/`, Redis state, queue "
                      "and scripts, the object store, the console",
