@@ -227,9 +227,11 @@ static int auth_cache_check(const struct auth_cache_entry *e, const struct sigv4
     return 0;
 }
 
-/* auth_lookup through c (NULL: straight from Redis). */
+/* auth_lookup through c (NULL: straight from Redis). OUT: *kc = the signing-key cache of the
+   principal's entry in c (borrowed), or NULL when it has none. */
 static int auth_lookup_in(struct auth_cache *c, struct store *s, const struct sigv4_auth *a,
-                          time_t now, struct auth_principal *p, struct ty_err *err)
+                          time_t now, struct auth_principal *p, struct sigv4_key **kc,
+                          struct ty_err *err)
 {
     struct auth_cache_entry *e, *victim;
     unsigned long long gen;
@@ -237,6 +239,7 @@ static int auth_lookup_in(struct auth_cache *c, struct store *s, const struct si
     char token_sha[65] = "";
     int rc;
 
+    *kc = NULL;
     if (!c) {
         rc = auth_lookup_store(s, a, now, p, &expires, token_sha, err);
         OPENSSL_cleanse(token_sha, sizeof(token_sha));
@@ -249,6 +252,7 @@ static int auth_lookup_in(struct auth_cache *c, struct store *s, const struct si
             return rc;
         e->used = ++c->tick;
         *p = e->p;
+        *kc = &e->key;
         return 0;
     }
     if ((rc = auth_lookup_store(s, a, now, p, &expires, token_sha, err)) != 0)
@@ -272,13 +276,15 @@ static int auth_lookup_in(struct auth_cache *c, struct store *s, const struct si
     victim->gen = gen;
     victim->used = ++c->tick;
     victim->p = *p;
+    *kc = &victim->key;
     return 0;
 }
 
 int auth_lookup(struct store *s, const struct sigv4_auth *a, time_t now, struct auth_principal *p,
                 struct ty_err *err)
 {
-    return auth_lookup_in(NULL, s, a, now, p, err);
+    struct sigv4_key *kc;
+    return auth_lookup_in(NULL, s, a, now, p, &kc, err);
 }
 
 /* auth_verify through the principal cache c (NULL: none). */
@@ -287,14 +293,15 @@ static int auth_verify_in(struct auth_cache *c, struct store *s, const struct si
                           struct auth_principal *p, struct ty_err *err)
 {
     struct auth_principal out;
+    struct sigv4_key *kc;
     int rc;
 
     if ((rc = auth_check_scope(a, service, err)) != 0)
         return rc;
-    if ((rc = auth_lookup_in(c, s, a, now, &out, err)) != 0)
+    if ((rc = auth_lookup_in(c, s, a, now, &out, &kc, err)) != 0)
         return rc;
     rc = a->sigv2 ? sigv2_verify(req, a, out.secret, now, err)
-                  : sigv4_verify(req, a, out.secret, now, err);
+                  : sigv4_verify_key(req, a, out.secret, kc, now, err);
     auth_principal_cleanse(&out);
     if (rc == 0)
         *p = out;

@@ -52,6 +52,7 @@ struct auth_cache_entry {
     unsigned long long gen;  /* authgen_current() before the principal was read */
     unsigned long long used; /* LRU tick */
     struct auth_principal p;
+    struct sigv4_key key; /* p.secret's signing key for the last scope seen (sigv4.h) */
 };
 
 /* Zero-initialised before use; auth_cache_cleanup wipes the secrets. */

@@ -25,6 +25,7 @@
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,11 +182,50 @@ const char *http_header(const struct http_request *req, const char *name)
     return NULL;
 }
 
+/* splitmix64's finaliser: a bijection of 64-bit words that mixes every bit into every bit. */
+static uint64_t http_mix(uint64_t x)
+{
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/*
+ * OUT: id (37 bytes) = a new request id in UUID form. Per thread: a key drawn once from the
+ * kernel and a counter; the first half is a bijection of the counter (unique per thread for 2^64
+ * requests), so no id repeats on a thread and threads differ by their keys. Not a secret: it
+ * only names a request in logs and answers, so one draw per thread instead of one per request.
+ */
+static void http_request_id(char *id)
+{
+    static _Thread_local uint64_t key[2], ctr;
+    static _Thread_local int seeded;
+    static const char hex[] = "0123456789abcdef";
+    static const int groups[] = {8, 4, 4, 4, 12};
+    uint64_t w[2];
+    int g = 0, left = groups[0];
+
+    if (!seeded) {
+        if (RAND_bytes((unsigned char *)key, sizeof(key)) != 1)
+            key[0] = (uint64_t)http_now() * 1000003ULL ^ (uint64_t)(uintptr_t)&seeded;
+        seeded = 1;
+    }
+    w[0] = http_mix(key[0] + ++ctr * 0x9e3779b97f4a7c15ULL);
+    w[1] = http_mix(w[0] ^ key[1]);
+    for (int i = 0; i < 32; i++) {
+        *id++ = hex[(w[i / 16] >> (60 - 4 * (i % 16))) & 15];
+        if (--left == 0 && g < 4) {
+            *id++ = '-';
+            left = groups[++g];
+        }
+    }
+    *id = '\0';
+}
+
 static void *http_uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     struct http_request *req;
     const char *q;
-    unsigned char rnd[16];
     (void)cls;
     (void)conn;
 
@@ -201,12 +241,7 @@ static void *http_uri_log(void *cls, const char *uri, struct MHD_Connection *con
         req->query = strdup("");
     }
     ty_buf_init(&req->body, HTTP_MAX_BODY);
-    if (RAND_bytes(rnd, sizeof(rnd)) != 1)
-        memset(rnd, 0, sizeof(rnd));
-    snprintf(req->request_id, sizeof(req->request_id),
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
-             rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7], rnd[8], rnd[9], rnd[10], rnd[11],
-             rnd[12], rnd[13], rnd[14], rnd[15]);
+    http_request_id(req->request_id);
     return req;
 }
 

@@ -653,13 +653,47 @@ static int auth_bounded(const struct sigv4_auth *a)
            bounded(a->session_token, sizeof(a->session_token));
 }
 
-/* Computes the hex signature of req under auth with secret into sig (65 bytes). */
+/* OUT: key = the signing key of secret for auth's scope (date, region, service); 0 or
+   -TY_EINTERNAL. */
+static int derive_key(const struct sigv4_auth *auth, const char *secret, size_t slen,
+                      unsigned char key[32])
+{
+    char key0[SIGV4_MAX_SECRET + 8];
+    unsigned char k2[32];
+    int rc;
+
+    memcpy(key0, "AWS4", 5);
+    memcpy(key0 + 4, secret, slen + 1);
+    rc = hmac256(key0, slen + 4, auth->date, key);
+    OPENSSL_cleanse(key0, sizeof(key0));
+    if (rc == 0)
+        rc = hmac256(key, 32, auth->region, k2);
+    if (rc == 0)
+        rc = hmac256(k2, 32, auth->service, key);
+    if (rc == 0)
+        rc = hmac256(key, 32, SIGV4_TERMINATOR, k2);
+    if (rc == 0)
+        memcpy(key, k2, 32);
+    OPENSSL_cleanse(k2, sizeof(k2));
+    return rc;
+}
+
+/* 1 when kc holds the key of auth's scope. */
+static int key_matches(const struct sigv4_key *kc, const struct sigv4_auth *auth)
+{
+    return kc->date[0] && strcmp(kc->date, auth->date) == 0 &&
+           strcmp(kc->region, auth->region) == 0 && strcmp(kc->service, auth->service) == 0;
+}
+
+/* Computes the hex signature of req under auth with secret into sig (65 bytes); the signing
+   key comes from kc when it holds auth's scope, else is derived (and kept in kc when not NULL). */
 static int compute_signature(const struct sigv4_request *req, const struct sigv4_auth *auth,
-                             const char *secret, char *sig, struct ty_err *err)
+                             const char *secret, struct sigv4_key *kc, char *sig,
+                             struct ty_err *err)
 {
     struct ty_buf cr;
-    char crhash[65], sts[512], key0[SIGV4_MAX_SECRET + 8];
-    unsigned char k[32], k2[32];
+    char crhash[65], sts[512];
+    unsigned char k[32], key[32];
     size_t slen = strlen(secret);
     int rc, n;
 
@@ -681,21 +715,24 @@ static int compute_signature(const struct sigv4_request *req, const struct sigv4
                  auth->date, auth->region, auth->service, SIGV4_TERMINATOR, crhash);
     if (n < 0 || (size_t)n >= sizeof(sts))
         return ty_err_set(err, TY_EINVAL, NULL, "credential scope too long");
-    memcpy(key0, "AWS4", 5);
-    memcpy(key0 + 4, secret, slen + 1);
-    rc = hmac256(key0, slen + 4, auth->date, k);
-    OPENSSL_cleanse(key0, sizeof(key0));
+    if (kc && key_matches(kc, auth)) {
+        memcpy(key, kc->key, 32);
+    } else {
+        rc = derive_key(auth, secret, slen, key);
+        if (rc == 0 && kc) {
+            OPENSSL_cleanse(kc, sizeof(*kc));
+            /* the scope fits: date, region and service are bounded as kc's are */
+            memcpy(kc->date, auth->date, sizeof(kc->date));
+            memcpy(kc->region, auth->region, sizeof(kc->region));
+            memcpy(kc->service, auth->service, sizeof(kc->service));
+            memcpy(kc->key, key, 32);
+        }
+    }
     if (rc == 0)
-        rc = hmac256(k, 32, auth->region, k2);
-    if (rc == 0)
-        rc = hmac256(k2, 32, auth->service, k);
-    if (rc == 0)
-        rc = hmac256(k, 32, SIGV4_TERMINATOR, k2);
-    if (rc == 0)
-        rc = hmac256(k2, 32, sts, k);
+        rc = hmac256(key, 32, sts, k);
     if (rc == 0)
         to_hex(k, 32, sig);
-    OPENSSL_cleanse(k2, sizeof(k2));
+    OPENSSL_cleanse(key, sizeof(key));
     OPENSSL_cleanse(k, sizeof(k));
     if (rc)
         return ty_err_set(err, TY_EINTERNAL, NULL, "cannot compute the request signature");
@@ -1049,6 +1086,12 @@ static int is_sha256_hex(const char *s, size_t n)
 int sigv4_verify(const struct sigv4_request *req, const struct sigv4_auth *auth,
                  const char *secret_key, time_t now, struct ty_err *err)
 {
+    return sigv4_verify_key(req, auth, secret_key, NULL, now, err);
+}
+
+int sigv4_verify_key(const struct sigv4_request *req, const struct sigv4_auth *auth,
+                     const char *secret_key, struct sigv4_key *kc, time_t now, struct ty_err *err)
+{
     char sig[65];
     const char *h;
     time_t t;
@@ -1064,7 +1107,7 @@ int sigv4_verify(const struct sigv4_request *req, const struct sigv4_auth *auth,
                           auth->amz_date);
     if ((rc = check_time(auth, t, now, err)) != 0)
         return rc;
-    if ((rc = compute_signature(req, auth, secret_key, sig, err)) != 0)
+    if ((rc = compute_signature(req, auth, secret_key, kc, sig, err)) != 0)
         return rc;
     if (strlen(auth->signature) != 64 || CRYPTO_memcmp(sig, auth->signature, 64) != 0)
         return ty_err_set(err, TY_EBADSIG, NULL, "%s", sigv4_msg_mismatch);
@@ -1179,7 +1222,7 @@ int sigv4_sign(const struct sigv4_request *req, const char *access_key, const ch
     rc = sign_prepare(req, access_key, region, service, amz_date, &a);
     if (rc == 0 && !header_get(req, "x-amz-date"))
         rc = -TY_EINVAL;
-    if (rc == 0 && compute_signature(req, &a, secret_key, sig, NULL) != 0)
+    if (rc == 0 && compute_signature(req, &a, secret_key, NULL, sig, NULL) != 0)
         rc = -TY_EINVAL;
     if (rc == 0) {
         len = snprintf(out, n, "%s Credential=%s/%s/%s/%s/%s, SignedHeaders=%s, Signature=%s",
@@ -1232,7 +1275,7 @@ int sigv4_presign(const struct sigv4_request *req, const char *access_key, const
     if (rc == 0) {
         r = *req;
         r.query = q.data;
-        rc = compute_signature(&r, &a, secret_key, sig, NULL);
+        rc = compute_signature(&r, &a, secret_key, NULL, sig, NULL);
     }
     if (rc == 0)
         rc = ty_buf_printf(&q, "&X-Amz-Signature=%s", sig);

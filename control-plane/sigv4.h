@@ -79,6 +79,27 @@ int sigv4_verify(const struct sigv4_request *req, const struct sigv4_auth *auth,
                  const char *secret_key, time_t now, struct ty_err *err);
 
 /*
+ * A signing key derived from one secret for one scope (date, region, service), kept by the caller
+ * beside that secret (auth.c keeps one per cached principal) so that a request in a scope seen
+ * before costs one HMAC instead of five. Zero-initialised = empty. Holds key material: the owner
+ * cleanses it (OPENSSL_cleanse) with the secret.
+ */
+struct sigv4_key {
+    char date[9];
+    char region[64];
+    char service[64];
+    unsigned char key[32];
+};
+
+/*
+ * sigv4_verify with the signing key taken from kc when it holds auth's scope, else derived and
+ * stored into kc (IN/OUT; NULL: derived every time). kc must only ever be used with the same
+ * secret_key. Same results and errors as sigv4_verify.
+ */
+int sigv4_verify_key(const struct sigv4_request *req, const struct sigv4_auth *auth,
+                     const char *secret_key, struct sigv4_key *kc, time_t now, struct ty_err *err);
+
+/*
  * Signs a request as a client would (used by tests, benchmarks and the agent's own calls):
  * writes the value of the Authorization header into OUT: out (size n) for the given headers,
  * which must already include host and x-amz-date; every header in req is signed. The payload

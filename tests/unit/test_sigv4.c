@@ -966,6 +966,51 @@ static void test_hostile_input(void **state)
     free(big);
 }
 
+/* sigv4_verify_key: the cached signing key is used for its scope, re-derived for another. */
+static void test_key_cache(void **state)
+{
+    static const char body[] = "{}";
+    struct sigv4_header h[] = {{"Host", "localhost:8080"},
+                               {"X-Amz-Date", "20261202T103000Z"},
+                               {"X-Amz-Target", "SageMaker.DescribeTrainingJob"},
+                               {"Authorization", NULL}};
+    struct sigv4_request r = {"POST", "/", "", h, 3, body, sizeof(body) - 1};
+    static const char *const regions[] = {"us-east-1", "eu-west-1", "us-east-1"};
+    struct sigv4_key kc;
+    char out[1024];
+    (void)state;
+
+    memset(&kc, 0, sizeof(kc));
+    for (size_t i = 0; i < 3; i++) {
+        struct sigv4_auth a;
+        struct ty_err err;
+        r.nheaders = 3;
+        assert_int_equal(sigv4_sign(&r, BOTO_AKID, BOTO_SECRET, regions[i], "sagemaker",
+                                    "20261202T103000Z", out, sizeof(out)),
+                         0);
+        h[3].value = out;
+        r.nheaders = 4;
+        assert_int_equal(sigv4_parse(&r, &a, &err), 0);
+        assert_int_equal(sigv4_verify_key(&r, &a, BOTO_SECRET, &kc, BOTO_T0, &err), 0);
+        assert_string_equal(kc.region, regions[i]);
+        assert_string_equal(kc.date, "20261202");
+        assert_string_equal(kc.service, "sagemaker");
+        /* the second call takes the key from kc: a damaged one is noticed */
+        assert_int_equal(sigv4_verify_key(&r, &a, BOTO_SECRET, &kc, BOTO_T0, &err), 0);
+        kc.key[0] ^= 1;
+        assert_int_equal(sigv4_verify_key(&r, &a, BOTO_SECRET, &kc, BOTO_T0, &err), -TY_EBADSIG);
+        assert_string_equal(err.msg, MISMATCH);
+        kc.key[0] ^= 1;
+        /* the other checks stay: a wrong body, a stale date */
+        r.body = "{ }";
+        assert_int_equal(sigv4_verify_key(&r, &a, BOTO_SECRET, &kc, BOTO_T0, &err), -TY_EBADSIG);
+        r.body = body;
+        assert_int_equal(sigv4_verify_key(&r, &a, BOTO_SECRET, &kc, BOTO_T0 + 901, &err),
+                         -TY_EBADSIG);
+        assert_int_equal(sigv4_verify(&r, &a, BOTO_SECRET, BOTO_T0, &err), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -987,6 +1032,7 @@ int main(void)
         cmocka_unit_test(test_payload_hash_literal),
         cmocka_unit_test(test_canonical_encoding),
         cmocka_unit_test(test_hostile_input),
+        cmocka_unit_test(test_key_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
