@@ -116,7 +116,7 @@ static void route_json(struct http_response *resp, int status, json_t *body, con
 {
     resp->status = status;
     resp->content_type = ctype;
-    resp->body = json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(15));
+    resp->body = json_dumps(body, OP_JSON_FLAGS);
     resp->len = resp->body ? strlen(resp->body) : 0;
 }
 
@@ -499,6 +499,7 @@ static void route_serve_json(struct route_call *c)
     if (authz_request(ao.store, op->service, op->name, in, ao.p.arn, ao.a.region, rc->account_id,
                       &err) != 0)
         goto fail;
+    memset(&ctx, 0, sizeof(ctx));
     ctx.store = ao.store;
     ctx.region = ao.a.region;
     ctx.account_id = rc->account_id;
@@ -507,9 +508,20 @@ static void route_serve_json(struct route_call *c)
     ctx.host = http_header(req, "Host");
     ctx.s3_dir = rc->s3_dir;
     ctx.s3_remote = rc->s3_remote;
-    if (op->fn(&ctx, in, &out, &err) != 0)
+    ctx.jobmemo = c->w ? &c->w->jobmemo : NULL;
+    ctx.answer_text = 1;
+    if (op->fn(&ctx, in, &out, &err) != 0) {
+        free(ctx.text);
         goto fail;
-    route_json(c->resp, 200, out, ctype);
+    }
+    if (ctx.text) {
+        c->resp->status = 200;
+        c->resp->content_type = ctype;
+        c->resp->body = ctx.text;
+        c->resp->len = ctx.text_len;
+    } else {
+        route_json(c->resp, 200, out, ctype);
+    }
     http_response_header(c->resp, "x-amzn-RequestId", req->request_id);
     ty_log(TY_LOG_DEBUG, "http.ok", "req=%s op=%s", req->request_id, op->name);
     json_decref(in);

@@ -30,6 +30,7 @@ static void worker_free(void *p)
     for (int i = 0; i < w->nhooks; i++)
         w->hooks[i]();
     auth_cache_cleanup(&w->cache);
+    store_jobmemo_cleanup(&w->jobmemo);
     worker_close(w);
     free(w);
 }

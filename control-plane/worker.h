@@ -1,7 +1,7 @@
 /*
  * worker.h - the per-thread context of an HTTP worker: the one Redis connection every front
  * end of that thread uses (route.c, ops/s3*.c, ops/sts.c, ops/cloudwatch.c), the S3 object
- * store handle on it, the principal cache of auth.c, and scratch space.
+ * store handle on it, the principal cache of auth.c, the job-answer memo, and scratch space.
  *
  * Owns: opening the connection on first use, dropping it (and everything opened on it) after
  * a Redis failure so that the thread's next request opens a new one, and closing all of it
@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "auth.h"
+#include "store_jobmemo.h"
 #include "ty_err.h"
 
 struct objstore;
@@ -25,10 +26,11 @@ struct store;
 #define WORKER_MAX_HOOKS 4
 
 struct worker {
-    struct store *store;     /* the thread's Redis connection; NULL until worker_store() */
-    struct objstore *os;     /* S3's object store on store; NULL until worker_objstore() */
-    struct auth_cache cache; /* verified principals (auth.c) */
-    char principal[512];     /* the ARN of the request being served ("" before auth) */
+    struct store *store;          /* the thread's Redis connection; NULL until worker_store() */
+    struct objstore *os;          /* S3's object store on store; NULL until worker_objstore() */
+    struct auth_cache cache;      /* verified principals (auth.c) */
+    struct store_jobmemo jobmemo; /* DescribeTrainingJob answers (store_jobmemo.h) */
+    char principal[512];          /* the ARN of the request being served ("" before auth) */
     void (*hooks[WORKER_MAX_HOOKS])(void);
     int nhooks;
 };

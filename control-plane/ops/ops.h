@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "store.h"
+#include "store_jobmemo.h"
 #include "ty_err.h"
 
 struct s3c_config;
@@ -24,7 +25,16 @@ struct op_ctx {
     const char *host;          /* the request's Host header, NULL when absent (untrusted) */
     const char *s3_dir;        /* the embedded object store's directory, NULL when none */
     const struct s3c_config *s3_remote; /* the external store (--s3-endpoint), NULL when none */
+    struct store_jobmemo *jobmemo;      /* the thread's memo of job answers, NULL when none */
+    /* OUT: a handler may answer with ready JSON text (malloc'd; the caller frees it) instead of
+     *out, only when answer_text is set (the caller can send text) */
+    int answer_text;
+    char *text;
+    size_t text_len;
 };
+
+/* How every JSON answer is serialised (route.c, and answers built as text). */
+#define OP_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
 
 /* ops/doc.c: borrowed string member of in, or NULL. */
 const char *op_str(json_t *in, const char *key);

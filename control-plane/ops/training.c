@@ -258,8 +258,9 @@ static json_t *op_get_job(struct op_ctx *ctx, json_t *in, struct ty_err *err)
 
 /* An Available warm pool's ResourceRetainedBillableTimeInSeconds grows until it ends: computed
    from _warm_since (the agent's record of when the pool was retained). One past its period by
-   more than OP_WARM_GRACE_S is shown Terminated, billed for its period. */
-static void op_warm_billable(struct op_ctx *ctx, json_t *doc)
+   more than OP_WARM_GRACE_S is shown Terminated, billed for its period. Returns 1 when doc
+   now depends on ctx->now (an Available pool), 0 when it was left as stored. */
+static int op_warm_billable(struct op_ctx *ctx, json_t *doc)
 {
     json_t *wp = json_object_get(doc, "WarmPoolStatus");
     json_t *since = json_object_get(doc, "_warm_since");
@@ -269,7 +270,7 @@ static void op_warm_billable(struct op_ctx *ctx, json_t *doc)
     double t0, held;
 
     if (!st || strcmp(st, "Available") != 0 || !json_is_number(since))
-        return;
+        return 0;
     t0 = json_number_value(since);
     held = ctx->now > t0 ? ctx->now - t0 : 0;
     if (json_is_integer(keep) && held > (double)json_integer_value(keep) + OP_WARM_GRACE_S) {
@@ -278,15 +279,45 @@ static void op_warm_billable(struct op_ctx *ctx, json_t *doc)
     }
     json_object_set_new(wp, "ResourceRetainedBillableTimeInSeconds",
                         json_integer((json_int_t)held));
+    return 1;
 }
 
+/*
+ * The answer is a pure function of the stored document unless a warm pool is Available (its
+ * billable time grows with the clock): such answers are kept as text in the thread's memo
+ * (store_jobmemo.h) and served from it while the job's hash stays byte for byte the same.
+ */
 int op_training_describe(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
-    json_t *doc = op_get_job(ctx, in, err);
-    if (!doc)
-        return -err->code;
-    op_warm_billable(ctx, doc);
+    struct store_jobmemo *m = ctx->answer_text ? ctx->jobmemo : NULL;
+    json_t *doc;
+    char *text;
+    size_t len;
+    int rc =
+        store_jobmemo_get(ctx->store, m, op_str(in, "TrainingJobName"), &doc, &text, &len, err);
+
+    if (rc < 0) {
+        if (err->code == TY_ENOTFOUND)
+            ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
+        return rc;
+    }
+    if (rc == 1) {
+        ctx->text = text;
+        ctx->text_len = len;
+        return 0;
+    }
+    if (op_warm_billable(ctx, doc) || !m) {
+        *out = op_public(doc);
+        return 0;
+    }
     *out = op_public(doc);
+    if ((text = json_dumps(*out, OP_JSON_FLAGS))) {
+        ctx->text = text;
+        ctx->text_len = strlen(text);
+        store_jobmemo_put(m, text, ctx->text_len);
+        json_decref(*out);
+        *out = NULL;
+    }
     return 0;
 }
 

@@ -19,6 +19,7 @@
 
 #include "redis_fixture.h"
 #include "store.h"
+#include "store_jobmemo.h"
 
 static struct redis_fixture fx;
 
@@ -432,6 +433,76 @@ static void test_job_transitions(void **state)
     d = transition(s, "job-none", NULL, NULL, "Failed", NULL, NULL, T0, NULL, &err);
     assert_null(d);
     assert_int_equal(err.code, TY_ENOTFOUND);
+}
+
+/* The memo of answers: a hit only for the very document an answer was attached to. */
+static void test_job_memo(void **state)
+{
+    struct store *s = *state;
+    struct store_jobmemo m;
+    struct ty_err err;
+    json_t *doc, *want;
+    char *text;
+    size_t len;
+
+    memset(&m, 0, sizeof(m));
+    create_job(s, "memo-a", "InProgress", T0);
+    create_job(s, "memo-b", "InProgress", T0);
+    /* first read: the document, as store_job_get builds it */
+    assert_int_equal(store_jobmemo_get(s, &m, "memo-a", &doc, &text, &len, &err), 0);
+    assert_null(text);
+    want = store_job_get(s, "memo-a", &err);
+    assert_json_same(want, doc);
+    json_decref(want);
+    json_decref(doc);
+    store_jobmemo_put(&m, "answer-a1", 9);
+    /* the same document: the answer */
+    assert_int_equal(store_jobmemo_get(s, &m, "memo-a", &doc, &text, &len, &err), 1);
+    assert_null(doc);
+    assert_string_equal(text, "answer-a1");
+    assert_int_equal(len, 9);
+    free(text);
+    /* another job: no answer of its own, and put after a hit attaches nothing */
+    store_jobmemo_put(&m, "stray", 5);
+    assert_int_equal(store_jobmemo_get(s, &m, "memo-b", &doc, &text, &len, &err), 0);
+    json_decref(doc);
+    /* a change to the job: a miss, then the new answer replaces the old */
+    json_decref(transition(s, "memo-a", NULL, NULL, NULL, "Starting", "m", T0 + 1, NULL, &err));
+    assert_int_equal(store_jobmemo_get(s, &m, "memo-a", &doc, &text, &len, &err), 0);
+    assert_string_equal(json_string_value(json_object_get(doc, "SecondaryStatus")), "Starting");
+    json_decref(doc);
+    store_jobmemo_put(&m, "answer-a2", 9);
+    assert_int_equal(store_jobmemo_get(s, &m, "memo-a", &doc, &text, &len, &err), 1);
+    assert_string_equal(text, "answer-a2");
+    free(text);
+    {
+        int n = 0;
+        for (int i = 0; i < STORE_JOBMEMO_N; i++)
+            n += m.e[i].key != NULL;
+        assert_int_equal(n, 1);
+    }
+    /* unknown job: the store's error; and no memo at all: always the document */
+    assert_int_equal(store_jobmemo_get(s, &m, "memo-none", &doc, &text, &len, &err), -TY_ENOTFOUND);
+    store_jobmemo_put(&m, "x", 1);
+    assert_int_equal(store_jobmemo_get(s, NULL, "memo-a", &doc, &text, &len, &err), 0);
+    assert_non_null(doc);
+    json_decref(doc);
+    /* more jobs than entries: the least recently used answer goes */
+    for (int i = 0; i < STORE_JOBMEMO_N + 2; i++) {
+        char name[32], ans[32];
+        snprintf(name, sizeof(name), "memo-lru-%d", i);
+        snprintf(ans, sizeof(ans), "ans-%d", i);
+        create_job(s, name, "InProgress", T0);
+        assert_int_equal(store_jobmemo_get(s, &m, name, &doc, &text, &len, &err), 0);
+        json_decref(doc);
+        store_jobmemo_put(&m, ans, strlen(ans));
+    }
+    assert_int_equal(store_jobmemo_get(s, &m, "memo-lru-0", &doc, &text, &len, &err), 0);
+    json_decref(doc);
+    assert_int_equal(store_jobmemo_get(s, &m, "memo-lru-9", &doc, &text, &len, &err), 1);
+    assert_string_equal(text, "ans-9");
+    free(text);
+    store_jobmemo_cleanup(&m);
 }
 
 static void test_job_delete(void **state)
@@ -877,6 +948,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_job_create_duplicate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_get_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_get_not_found, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_memo, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_transitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_list, setup, teardown),

@@ -1,0 +1,135 @@
+/*
+ * store_jobmemo.c - the per-thread memo of answers built from job documents (store_jobmemo.h).
+ *
+ * Invariant: an entry's key is the job's name, a NUL, then for each element of the HGETALL reply
+ * its length (4 bytes, host order) and its bytes; two reads with equal keys returned the same
+ * document, so the answer built from the first serves the second.
+ */
+#include "store_jobmemo.h"
+
+#include <hiredis/hiredis.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+
+/* OUT: m->cur = the key of name's reply r; 0, or -1 when r cannot be memoised. */
+static int store_jobmemo_key(struct store_jobmemo *m, const char *name, const redisReply *r)
+{
+    ty_buf_reset(&m->cur);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||
+        ty_buf_append(&m->cur, name, strlen(name) + 1) != 0)
+        return -1;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        uint32_t n;
+        if (e->type != REDIS_REPLY_STRING || e->len > STORE_JOBMEMO_MAX)
+            return -1;
+        n = (uint32_t)e->len;
+        if (ty_buf_append(&m->cur, &n, sizeof(n)) != 0 || ty_buf_append(&m->cur, e->str, n) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The entry whose key is m->cur, or NULL. */
+static struct store_jobmemo_entry *store_jobmemo_find(struct store_jobmemo *m)
+{
+    for (int i = 0; i < STORE_JOBMEMO_N; i++) {
+        struct store_jobmemo_entry *e = &m->e[i];
+        if (e->key && e->key_len == m->cur.len && memcmp(e->key, m->cur.data, e->key_len) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+int store_jobmemo_get(struct store *s, struct store_jobmemo *m, const char *name, json_t **doc,
+                      char **text, size_t *len, struct ty_err *err)
+{
+    char key[STORE_KEY_MAX];
+    struct store_jobmemo_entry *e;
+    redisReply *r;
+
+    *doc = NULL;
+    *text = NULL;
+    *len = 0;
+    if (m) {
+        if (!m->cur.max)
+            ty_buf_init(&m->cur, STORE_JOBMEMO_MAX);
+        m->cur_ok = 0;
+    }
+    if (store__key(key, sizeof(key), "ty:job:", name, NULL, err) < 0)
+        return -err->code;
+    if (!(r = store__cmdv(s, err, "HGETALL", key, NULL)))
+        return -err->code;
+    if (m && store_jobmemo_key(m, name, r) == 0) {
+        if ((e = store_jobmemo_find(m)) && (*text = malloc(e->text_len + 1))) {
+            memcpy(*text, e->text, e->text_len + 1);
+            *len = e->text_len;
+            e->used = ++m->tick;
+            freeReplyObject(r);
+            return 1;
+        }
+        m->cur_ok = 1;
+    }
+    *doc = store__doc_from_reply(r, err);
+    freeReplyObject(r);
+    if (!*doc) {
+        if (m)
+            m->cur_ok = 0;
+        return -err->code;
+    }
+    return 0;
+}
+
+void store_jobmemo_put(struct store_jobmemo *m, const char *text, size_t len)
+{
+    struct store_jobmemo_entry *victim;
+    const char *name;
+    char *k, *t;
+
+    if (!m || !m->cur_ok || !text)
+        return;
+    m->cur_ok = 0;
+    name = m->cur.data;
+    victim = &m->e[0];
+    for (int i = 0; i < STORE_JOBMEMO_N; i++) {
+        struct store_jobmemo_entry *e = &m->e[i];
+        if (e->key && strcmp(e->key, name) == 0) { /* the same job's older document */
+            victim = e;
+            break;
+        }
+        if (!e->key || (victim->key && e->used < victim->used))
+            victim = e;
+    }
+    k = malloc(m->cur.len);
+    t = malloc(len + 1);
+    if (!k || !t) {
+        free(k);
+        free(t);
+        return;
+    }
+    memcpy(k, m->cur.data, m->cur.len);
+    memcpy(t, text, len);
+    t[len] = '\0';
+    free(victim->key);
+    free(victim->text);
+    victim->key = k;
+    victim->key_len = m->cur.len;
+    victim->text = t;
+    victim->text_len = len;
+    victim->used = ++m->tick;
+}
+
+void store_jobmemo_cleanup(struct store_jobmemo *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < STORE_JOBMEMO_N; i++) {
+        free(m->e[i].key);
+        free(m->e[i].text);
+    }
+    ty_buf_cleanup(&m->cur);
+    memset(m, 0, sizeof(*m));
+}
