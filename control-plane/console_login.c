@@ -2,14 +2,12 @@
  * console_login.c - login profiles, the password policy, the KDF and the sign-in lock-out
  * (console_login.h).
  *
- * Invariants: a password reaches only the KDF (never a key, a log line or a reply); every
- * user name is checked ([\w+=,.@-], 1..64) before it builds a key; every redisReply is freed
- * on every path.
+ * Invariants: a password reaches only the KDF (never a key, a log line or a reply). The
+ * Redis side (keys, replies) is store_login.c's.
  */
 #include "console_login.h"
 
 #include <ctype.h>
-#include <hiredis/hiredis.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -19,10 +17,7 @@
 #include <time.h>
 
 #include "store_iam.h"
-#include "store_int.h"
-
-#define LOGIN_KEY_MAX    128
-#define LOGIN_POLICY_KEY "ty:iam:pwpolicy"
+#include "store_login.h"
 
 /* A dummy hash verified for unknown users (same iteration count: same time). */
 #define LOGIN_DUMMY                                                                                \
@@ -177,26 +172,6 @@ int console_login_verify(const char *password, const char *encoded)
     return ok;
 }
 
-/* ---- keys ---- */
-
-/* The ty:iam:<what>:<lname> key of user name; -1 for a name IAM would refuse. */
-static int login_key(const char *what, const char *name, char *out, size_t n)
-{
-    char lname[65];
-    size_t i;
-    for (i = 0; name && name[i]; i++) {
-        int c = (unsigned char)name[i];
-        if (i >= 64 || !(isalnum(c) || strchr("_+=,.@-", c)))
-            return -1;
-        lname[i] = (char)tolower(c);
-    }
-    if (i == 0)
-        return -1;
-    lname[i] = '\0';
-    snprintf(out, n, "ty:iam:%s:%s", what, lname);
-    return 0;
-}
-
 static int login_no_profile(struct ty_err *err, const char *name)
 {
     return ty_err_set(err, TY_ENOTFOUND, "UserName",
@@ -207,31 +182,28 @@ static int login_no_profile(struct ty_err *err, const char *name)
 
 int console_login_policy_get(struct store *s, struct console_login_policy *p, struct ty_err *err)
 {
-    redisReply *r = store__cmdv(s, err, "GET", LOGIN_POLICY_KEY, NULL);
+    char *text;
     json_t *doc;
-    if (!r)
-        return -TY_EREDIS;
-    console_login_policy_default(p);
-    if (r->type == REDIS_REPLY_STRING) {
-        doc = json_loads(r->str, 0, NULL);
-        if (json_is_object(doc)) {
-            json_t *v;
-            p->custom = 1;
-            if (json_is_integer(v = json_object_get(doc, "MinimumPasswordLength")))
-                p->min_length = (int)json_integer_value(v);
-            p->req_symbols = json_is_true(json_object_get(doc, "RequireSymbols"));
-            p->req_numbers = json_is_true(json_object_get(doc, "RequireNumbers"));
-            p->req_upper = json_is_true(json_object_get(doc, "RequireUppercaseCharacters"));
-            p->req_lower = json_is_true(json_object_get(doc, "RequireLowercaseCharacters"));
-            p->allow_change = json_is_true(json_object_get(doc, "AllowUsersToChangePassword"));
-        }
-        json_decref(doc);
-    } else if (r->type == REDIS_REPLY_ERROR) {
-        int rc = store__reply_err(r, "GET pwpolicy", err);
-        freeReplyObject(r);
+    int rc = store_login_policy_get(s, &text, err);
+    if (rc)
         return rc;
+    console_login_policy_default(p);
+    if (!text)
+        return 0;
+    doc = json_loads(text, 0, NULL);
+    free(text);
+    if (json_is_object(doc)) {
+        json_t *v;
+        p->custom = 1;
+        if (json_is_integer(v = json_object_get(doc, "MinimumPasswordLength")))
+            p->min_length = (int)json_integer_value(v);
+        p->req_symbols = json_is_true(json_object_get(doc, "RequireSymbols"));
+        p->req_numbers = json_is_true(json_object_get(doc, "RequireNumbers"));
+        p->req_upper = json_is_true(json_object_get(doc, "RequireUppercaseCharacters"));
+        p->req_lower = json_is_true(json_object_get(doc, "RequireLowercaseCharacters"));
+        p->allow_change = json_is_true(json_object_get(doc, "AllowUsersToChangePassword"));
     }
-    freeReplyObject(r);
+    json_decref(doc);
     return 0;
 }
 
@@ -244,79 +216,38 @@ int console_login_policy_put(struct store *s, const struct console_login_policy 
                   "RequireUppercaseCharacters", p->req_upper, "RequireLowercaseCharacters",
                   p->req_lower, "AllowUsersToChangePassword", p->allow_change);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    redisReply *r;
-    int rc = 0;
+    int rc;
     json_decref(doc);
     if (!text)
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    r = store__cmdv(s, err, "SET", LOGIN_POLICY_KEY, text, NULL);
+    rc = store_login_policy_set(s, text, err);
     free(text);
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type == REDIS_REPLY_ERROR)
-        rc = store__reply_err(r, "SET pwpolicy", err);
-    freeReplyObject(r);
     return rc;
 }
 
 int console_login_policy_delete(struct store *s, struct ty_err *err)
 {
-    redisReply *r = store__cmdv(s, err, "DEL", LOGIN_POLICY_KEY, NULL);
-    int rc = 0;
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type != REDIS_REPLY_INTEGER)
-        rc = store__reply_err(r, "DEL pwpolicy", err);
-    else if (r->integer == 0)
-        rc = ty_err_set(err, TY_ENOTFOUND, NULL,
-                        "The Password Policy with domain name %s cannot be found.", "account");
-    freeReplyObject(r);
-    return rc;
+    int rc = store_login_policy_delete(s, err);
+    if (rc == 0)
+        return ty_err_set(err, TY_ENOTFOUND, NULL,
+                          "The Password Policy with domain name %s cannot be found.", "account");
+    return rc < 0 ? rc : 0;
 }
 
 /* ---- login profiles ---- */
 
-/* Reads the profile's fields. OUT: hash (may be NULL), uid, created, reset. 0 / ENOTFOUND. */
-static int login_read(struct store *s, const char *key, char *hash, size_t hn, char *uid, size_t un,
-                      double *created, int *reset, struct ty_err *err)
-{
-    redisReply *r = store__cmdv(s, err, "HMGET", key, "hash", "uid", "created", "reset", NULL);
-    int rc = 0;
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 4) {
-        rc = store__reply_err(r, "HMGET login", err);
-        goto out;
-    }
-    if (r->element[0]->type != REDIS_REPLY_STRING) {
-        rc = -TY_ENOTFOUND;
-        goto out;
-    }
-    if (hash)
-        snprintf(hash, hn, "%s", r->element[0]->str);
-    snprintf(uid, un, "%s", r->element[1]->type == REDIS_REPLY_STRING ? r->element[1]->str : "");
-    *created = r->element[2]->type == REDIS_REPLY_STRING ? strtod(r->element[2]->str, NULL) : 0;
-    *reset = r->element[3]->type == REDIS_REPLY_STRING && strcmp(r->element[3]->str, "1") == 0;
-out:
-    freeReplyObject(r);
-    return rc;
-}
-
 int console_login_put(struct store *s, const char *name, const char *uid, const char *password,
                       int replace, int reset, double now, struct ty_err *err)
 {
-    char key[LOGIN_KEY_MAX], fkey[LOGIN_KEY_MAX], hash[CONSOLE_LOGIN_HASH_MAX] = "";
-    char olduid[64], created[32], rs[2];
+    char hash[CONSOLE_LOGIN_HASH_MAX] = "", olduid[64];
     struct console_login_policy pol;
     double oc = 0;
     int oreset = 0, rc;
-    redisReply *r;
 
-    if (login_key("login", name, key, sizeof(key)) != 0 ||
-        login_key("loginfail", name, fkey, sizeof(fkey)) != 0)
+    rc = store_login_read(s, name, NULL, 0, olduid, sizeof(olduid), &oc, &oreset, err);
+    if (rc == -TY_EINVAL)
         return ty_err_set(err, TY_ENOTFOUND, "UserName",
                           "The user with name %.64s cannot be found.", name);
-    rc = login_read(s, key, NULL, 0, olduid, sizeof(olduid), &oc, &oreset, err);
     if (rc != 0 && rc != -TY_ENOTFOUND)
         return rc;
     if (rc == 0 && strcmp(olduid, uid) != 0)
@@ -335,33 +266,20 @@ int console_login_put(struct store *s, const char *name, const char *uid, const 
                                      err)) != 0)
             return rc;
     }
-    snprintf(created, sizeof(created), "%.3f", replace ? oc : now);
-    snprintf(rs, sizeof(rs), "%d", reset < 0 ? oreset : reset != 0);
-    if (hash[0])
-        r = store__cmdv(s, err, "HSET", key, "hash", hash, "uid", uid, "created", created, "reset",
-                        rs, NULL);
-    else
-        r = store__cmdv(s, err, "HSET", key, "reset", rs, NULL);
+    rc = store_login_write(s, name, hash[0] ? hash : NULL, uid, replace ? oc : now,
+                           reset < 0 ? oreset : reset != 0, err);
     OPENSSL_cleanse(hash, sizeof(hash));
-    if (!r)
-        return -TY_EREDIS;
-    rc = r->type == REDIS_REPLY_ERROR ? store__reply_err(r, "HSET login", err) : 0;
-    freeReplyObject(r);
-    if (rc == 0 && (r = store__cmdv(s, err, "DEL", fkey, NULL)) != NULL)
-        freeReplyObject(r);
     return rc;
 }
 
 int console_login_get(struct store *s, const char *name, const char *uid, double *created,
                       int *reset, struct ty_err *err)
 {
-    char key[LOGIN_KEY_MAX], olduid[64];
+    char olduid[64];
     double c = 0;
     int rs = 0, rc;
-    if (login_key("login", name, key, sizeof(key)) != 0)
-        return login_no_profile(err, name);
-    rc = login_read(s, key, NULL, 0, olduid, sizeof(olduid), &c, &rs, err);
-    if (rc == -TY_ENOTFOUND || (rc == 0 && strcmp(olduid, uid) != 0))
+    rc = store_login_read(s, name, NULL, 0, olduid, sizeof(olduid), &c, &rs, err);
+    if (rc == -TY_EINVAL || rc == -TY_ENOTFOUND || (rc == 0 && strcmp(olduid, uid) != 0))
         return login_no_profile(err, name);
     if (rc)
         return rc;
@@ -372,20 +290,10 @@ int console_login_get(struct store *s, const char *name, const char *uid, double
 
 int console_login_delete(struct store *s, const char *name, struct ty_err *err)
 {
-    char key[LOGIN_KEY_MAX];
-    redisReply *r;
-    int rc = 0;
-    if (login_key("login", name, key, sizeof(key)) != 0)
+    int rc = store_login_delete(s, name, err);
+    if (rc == 0 || rc == -TY_EINVAL)
         return login_no_profile(err, name);
-    r = store__cmdv(s, err, "DEL", key, NULL);
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type != REDIS_REPLY_INTEGER)
-        rc = store__reply_err(r, "DEL login", err);
-    else if (r->integer == 0)
-        rc = login_no_profile(err, name);
-    freeReplyObject(r);
-    return rc;
+    return rc < 0 ? rc : 0;
 }
 
 static int login_denied(struct ty_err *err)
@@ -397,36 +305,26 @@ static int login_denied(struct ty_err *err)
 int console_login_attempt(struct store *s, const char *name, const char *uid, const char *password,
                           int *reset, struct ty_err *err)
 {
-    char key[LOGIN_KEY_MAX], fkey[LOGIN_KEY_MAX], hash[CONSOLE_LOGIN_HASH_MAX], olduid[64];
-    char ttl[16];
+    char hash[CONSOLE_LOGIN_HASH_MAX], olduid[64];
     double created = 0;
     int rs = 0, rc, ok;
-    long long fails = 0, left = 0;
-    redisReply *r;
+    long long fails = 0, left = CONSOLE_LOGIN_LOCK_S;
 
-    if (login_key("login", name, key, sizeof(key)) != 0 ||
-        login_key("loginfail", name, fkey, sizeof(fkey)) != 0) {
+    rc = store_login_fails(s, name, &fails, err);
+    if (rc == -TY_EINVAL) {
         console_login_verify(password, LOGIN_DUMMY);
         return login_denied(err);
     }
-    /* locked out? */
-    r = store__cmdv(s, err, "GET", fkey, NULL);
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type == REDIS_REPLY_STRING)
-        fails = strtoll(r->str, NULL, 10);
-    freeReplyObject(r);
-    if (fails >= CONSOLE_LOGIN_MAX_FAILS) {
-        r = store__cmdv(s, err, "TTL", fkey, NULL);
-        if (!r)
-            return -TY_EREDIS;
-        left = r->type == REDIS_REPLY_INTEGER ? r->integer : CONSOLE_LOGIN_LOCK_S;
-        freeReplyObject(r);
+    if (rc)
+        return rc;
+    if (fails >= CONSOLE_LOGIN_MAX_FAILS) { /* locked out */
+        if ((rc = store_login_fails_left(s, name, &left, err)) != 0)
+            return rc;
         return ty_err_set(err, TY_ETHROTTLE, NULL,
                           "Too many failed sign-in attempts. Try again in %lld minutes.",
                           left > 0 ? (left + 59) / 60 : 1);
     }
-    rc = login_read(s, key, hash, sizeof(hash), olduid, sizeof(olduid), &created, &rs, err);
+    rc = store_login_read(s, name, hash, sizeof(hash), olduid, sizeof(olduid), &created, &rs, err);
     if (rc != 0 && rc != -TY_ENOTFOUND)
         return rc;
     if (rc == 0 && uid[0] && strcmp(olduid, uid) == 0) {
@@ -437,19 +335,11 @@ int console_login_attempt(struct store *s, const char *name, const char *uid, co
     }
     OPENSSL_cleanse(hash, sizeof(hash));
     if (ok) {
-        if ((r = store__cmdv(s, err, "DEL", fkey, NULL)) != NULL)
-            freeReplyObject(r);
+        store_login_fails_clear(s, name);
         *reset = rs;
         return 0;
     }
-    /* count the failure; the window restarts at each one */
-    snprintf(ttl, sizeof(ttl), "%d", CONSOLE_LOGIN_LOCK_S);
-    r = store__cmdv(s, err, "INCR", fkey, NULL);
-    if (r)
-        freeReplyObject(r);
-    r = store__cmdv(s, err, "EXPIRE", fkey, ttl, NULL);
-    if (r)
-        freeReplyObject(r);
+    store_login_fail(s, name, CONSOLE_LOGIN_LOCK_S); /* the window restarts at each failure */
     return login_denied(err);
 }
 

@@ -3,15 +3,9 @@
  * (a slow KDF with a per-user salt), the account's password policy, and sign-in attempts with
  * a lock-out after repeated failures.
  *
- * Owns: the keys
- *   ty:iam:login:<lname>      hash: hash (CONSOLE_LOGIN_SCHEME$<iterations>$<salt hex>$<key
- *                             hex>), uid (the IAM user's id when the profile was made: a user
- *                             deleted and made again under the same name has no password),
- *                             created (epoch s), reset ("0"/"1": PasswordResetRequired)
- *   ty:iam:loginfail:<lname>  counter of failed sign-ins; expires CONSOLE_LOGIN_LOCK_S after
- *                             the last failure. At CONSOLE_LOGIN_MAX_FAILS the user is locked
- *                             out until it expires (even with the right password).
- *   ty:iam:pwpolicy           JSON object: the account password policy (AWS's member names)
+ * Owns: the rules (the KDF, the policy's checks, the lock-out after CONSOLE_LOGIN_MAX_FAILS
+ * failed sign-ins for CONSOLE_LOGIN_LOCK_S, even with the right password); the keys and their
+ * fields are store_login.h's.
  * The password itself is never stored nor logged.
  * Does not own: the IAM query API's wire form (ops/iamapi.c calls these), console sessions
  * (console_auth.c), the IAM users themselves (store_iam.c).

@@ -33,10 +33,10 @@ PKGS = ["jansson", "hiredis", "libmicrohttpd", "libcurl", "libcrypto", "libarchi
 # Library-internal symbols (x__y, STYLE.md) and the files allowed to use them. Everything else
 # reaches a library through its public header.
 INTERNAL = [
-    # ty_store's command helpers (store_int.h). console_login.c and objstore*.c are known
-    # exceptions (they run their own Redis commands): to be replaced by store functions.
+    # ty_store's command helpers (store_int.h). objstore*.c is a known exception (it runs its
+    # own Redis commands): to be replaced by store functions.
     (r"\bstore__\w+",
-     r"^control-plane/(store\w*|queue|session|authgen|console_login|objstore(_list|_multipart)?)\.[ch]$"),
+     r"^control-plane/(store\w*|queue|session|authgen|objstore(_list|_multipart)?)\.[ch]$"),
     # ty_iam's compiled policies and matchers (iam_int.h).
     (r"\biam__\w+", r"^control-plane/iam\w*\.[ch]$"),
     # the IAM query API's files (ops/iamapi_int.h).
