@@ -45,6 +45,28 @@ static int lg_group_exists(struct op_ctx *ctx, const char *group, struct ty_err 
     return exists;
 }
 
+/* 0 when group exists, else its ResourceNotFoundException (or the store's error) in err. */
+static int lg_group_check(struct op_ctx *ctx, const char *group, struct ty_err *err)
+{
+    int ex = lg_group_exists(ctx, group, err);
+    if (ex < 0)
+        return -err->code;
+    return ex ? 0 : lg_group_missing(err);
+}
+
+/* A list's nextToken (a decimal offset). OUT: *start (left as it is without a token). 0, or
+   -TY_EINVAL with the wording of CloudWatch Logs. */
+static int lg_offset_token(const char *token, long *start, struct ty_err *err)
+{
+    char *end;
+    if (!token)
+        return 0;
+    *start = strtol(token, &end, 10);
+    if (*end || *start < 0)
+        return ty_err_set(err, TY_EINVAL, "nextToken", "The specified nextToken is invalid.");
+    return 0;
+}
+
 /*
  * The training-job group's creationTime (epoch ms): recorded the first time it is asked for,
  * as the earliest of now and its streams' creation times, then stable. -1 (err).
@@ -106,24 +128,14 @@ int op_logs_describe_streams(struct op_ctx *ctx, json_t *in, json_t **out, struc
     long start = 0;
     json_t *all, *page;
     size_t n;
-    int ex;
 
     if (!group)
         return ty_err_set(err, TY_EINVAL, "logGroupName", "logGroupName is required");
     if (by_last && prefix)
         return ty_err_set(err, TY_EINVAL, "orderBy",
                           "Cannot order by LastEventTime with a logStreamNamePrefix.");
-    if (token) {
-        char *end;
-        start = strtol(token, &end, 10);
-        if (*end || start < 0)
-            return ty_err_set(err, TY_EINVAL, "nextToken", "The specified nextToken is invalid.");
-    }
-    ex = lg_group_exists(ctx, group, err);
-    if (ex < 0)
+    if (lg_offset_token(token, &start, err) != 0 || lg_group_check(ctx, group, err) != 0)
         return -err->code;
-    if (!ex)
-        return lg_group_missing(err);
     all = store_log_streams(ctx->store, group, prefix, by_last, desc, err);
     if (!all)
         return -err->code;
@@ -346,7 +358,6 @@ int op_logs_filter_events(struct op_ctx *ctx, json_t *in, json_t **out, struct t
     json_t *streams, *st, *searched, *page;
     json_t **all = NULL;
     size_t nall = 0, cap = 0, i;
-    int ex;
 
     if (!group)
         return ty_err_set(err, TY_EINVAL, "logGroupName", "logGroupName is required");
@@ -356,17 +367,8 @@ int op_logs_filter_events(struct op_ctx *ctx, json_t *in, json_t **out, struct t
     if (pattern && pattern[0] == '{')
         return ty_err_set(err, TY_EINVAL, "filterPattern",
                           "JSON filter patterns are not supported by trainyard");
-    if (token) {
-        char *end;
-        start = strtol(token, &end, 10);
-        if (*end || start < 0)
-            return ty_err_set(err, TY_EINVAL, "nextToken", "The specified nextToken is invalid.");
-    }
-    ex = lg_group_exists(ctx, group, err);
-    if (ex < 0)
+    if (lg_offset_token(token, &start, err) != 0 || lg_group_check(ctx, group, err) != 0)
         return -err->code;
-    if (!ex)
-        return lg_group_missing(err);
     lg_window_parse(in, &w);
     streams = store_log_streams(ctx->store, group, prefix, 0, 0, err);
     if (!streams)
