@@ -28,8 +28,10 @@
 #include "store_script.h"
 #include "ty_buf.h"
 #include "ty_log.h"
+#include "ty_rand.h"
 
 #define STORE_CONNECT_TIMEOUT_S 2
+#define STORE_DEPLOYMENT_KEY    "ty:deployment"
 #define STORE_CMD_TIMEOUT_MS    10000
 
 static struct store_script store_scripts[SC_COUNT] = {
@@ -399,6 +401,30 @@ int store_ping(struct store *s, struct ty_err *err)
         return -TY_EREDIS;
     if (r->type != REDIS_REPLY_STATUS)
         rc = store__reply_err(r, "PING", err);
+    freeReplyObject(r);
+    return rc;
+}
+
+int store_deployment_id(struct store *s, char *out, size_t n, struct ty_err *err)
+{
+    char fresh[STORE_DEPLOYMENT_LEN + 1];
+    redisReply *r;
+    int rc = 0;
+
+    if (n < sizeof(fresh) || ty_rand_hex(fresh, STORE_DEPLOYMENT_LEN) != 0) {
+        ty_err_set(err, TY_EINTERNAL, NULL, "cannot draw a deployment id");
+        return -TY_EINTERNAL;
+    }
+    r = store__cmdv(s, err, "SET", STORE_DEPLOYMENT_KEY, fresh, "NX", NULL);
+    if (!r)
+        return -TY_EREDIS;
+    freeReplyObject(r);
+    if (!(r = store__cmdv(s, err, "GET", STORE_DEPLOYMENT_KEY, NULL)))
+        return -TY_EREDIS;
+    if (r->type == REDIS_REPLY_STRING && r->len > 0 && r->len < n)
+        snprintf(out, n, "%s", r->str);
+    else
+        rc = store__reply_err(r, "GET " STORE_DEPLOYMENT_KEY, err);
     freeReplyObject(r);
     return rc;
 }

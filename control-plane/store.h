@@ -50,6 +50,11 @@ void store_close(struct store *s);
 void store_set_identity(struct store *s, const char *region, const char *account);
 /* PING. 0 or -TY_EREDIS. */
 int store_ping(struct store *s, struct ty_err *err);
+/* The deployment's id: ty:deployment, STORE_DEPLOYMENT_LEN hex digits drawn once by the first
+   caller and kept with the data; it tells this deployment's containers from another's on a
+   shared engine. OUT: out (size >= STORE_DEPLOYMENT_LEN + 1). 0 or -TY_EREDIS. */
+#define STORE_DEPLOYMENT_LEN 16
+int store_deployment_id(struct store *s, char *out, size_t n, struct ty_err *err);
 /* Number of training jobs whose TrainingJobStatus is status (its index set), or -1 (err). */
 long store_job_count(struct store *s, const char *status, struct ty_err *err);
 

@@ -217,7 +217,7 @@ static void *agent_claim_thread(void *arg)
             next_leftover = agent_now() + AGENT_LEFTOVER_S;
             if (!d)
                 d = docker_open(a->cfg.docker_host, &err);
-            if (d && leftover_sweep(s, d, a->id, 3 * a->cfg.heartbeat_ttl_s) < 0) {
+            if (d && leftover_sweep(s, d, a->deployment, a->id, 3 * a->cfg.heartbeat_ttl_s) < 0) {
                 docker_close(d); /* the engine or Redis did not answer: fresh ones next time */
                 d = NULL;
             }
@@ -532,6 +532,8 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
                    a->cfg.runtime_tar, err->msg[0] ? err->msg : "error");
         goto fail;
     }
+    if (store_deployment_id(s, a->deployment, sizeof(a->deployment), err) != 0)
+        goto fail;
     /* Alive before the first claim, so that nobody reclaims what we are about to take. */
     cap = agent_capacity(a);
     if (!cap || queue_heartbeat(s, a->id, cap, a->cfg.heartbeat_ttl_s, err) != 0)

@@ -42,7 +42,8 @@ struct janitor {
     struct store *s;
     struct docker *d;
     struct janitor_orphan orphans[JANITOR_ORPHANS];
-    int redis_lost;     /* the last pass could not reach Redis */
+    char deployment[STORE_DEPLOYMENT_LEN + 1]; /* whose containers it may reap (reap.h) */
+    int redis_lost;                            /* the last pass could not reach Redis */
     double quiet_until; /* no action before: agents' heartbeats lost with Redis come back */
 };
 
@@ -131,7 +132,7 @@ static void janitor_handle(struct janitor *j, const struct queue_item *it)
         ty_log(TY_LOG_INFO, "janitor.stopping", "job=%s grace_s=%d engine=%s", it->job,
                j->cfg.stop_grace_s, j->d ? "yes" : "no");
         if (j->d)
-            reap_job(j->d, it->job, j->cfg.stop_grace_s);
+            reap_job(j->d, j->deployment, it->job, j->cfg.stop_grace_s);
         janitor_finish(j, it, "Stopping", "Stopped", JANITOR_STOP_MSG, NULL);
     } else if (j->cfg.orphan_timeout_s > 0) {
         double age = janitor_orphan_age(j, it->job, janitor_now());
@@ -141,7 +142,7 @@ static void janitor_handle(struct janitor *j, const struct queue_item *it)
                      "agent took the job over within %d seconds",
                      j->cfg.orphan_timeout_s);
             if (j->d)
-                reap_job(j->d, it->job, j->cfg.stop_grace_s);
+                reap_job(j->d, j->deployment, it->job, j->cfg.stop_grace_s);
             janitor_finish(j, it, "InProgress", "Failed", JANITOR_FAIL_MSG, reason);
         }
     }
@@ -163,6 +164,9 @@ static void janitor_pass(struct janitor *j)
         j->redis_lost = 1;
         return;
     }
+    if (!j->deployment[0] &&
+        store_deployment_id(j->s, j->deployment, sizeof(j->deployment), &err) != 0)
+        goto broken;
     if (!(live = queue_agents(j->s, &err)))
         goto broken;
     if (j->redis_lost) {

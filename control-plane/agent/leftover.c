@@ -1,8 +1,9 @@
 /*
  * leftover.c - removes what dead agents left for ended jobs (leftover.h).
  *
- * Owns nothing between calls. Only jobs this deployment knows are touched: a shared engine may
- * hold another deployment's containers, whose jobs our Redis has never seen.
+ * Owns nothing between calls. Only this deployment's containers are looked at (their
+ * trainyard.deployment label): a shared engine may hold another deployment's, whose job names
+ * can be the same as ours.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "leftover.h"
@@ -111,18 +112,22 @@ static double leftover_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int leftover_sweep(struct store *s, struct docker *d, const char *self, int grace_s)
+int leftover_sweep(struct store *s, struct docker *d, const char *deployment, const char *self,
+                   int grace_s)
 {
     struct leftover_lookup l = {.s = s};
-    char seen[LEFTOVER_JOBS_MAX][128];
+    char seen[LEFTOVER_JOBS_MAX][128], filter[128];
     int nseen = 0, reaped = 0;
     struct ty_err err;
     json_t *list, *live, *c;
     size_t i;
 
+    if (!deployment || !deployment[0])
+        return 0;
+    snprintf(filter, sizeof(filter), "trainyard.deployment=%s", deployment);
     if (!(live = queue_agents(s, &err)))
         return -1;
-    if (!(list = docker_list(d, "trainyard.job", &err))) {
+    if (!(list = docker_list(d, filter, &err))) {
         json_decref(live);
         return -1;
     }
@@ -146,7 +151,7 @@ int leftover_sweep(struct store *s, struct docker *d, const char *self, int grac
         ty_log(TY_LOG_INFO, "agent.leftover.reap", "job=%s agent='%s' note='its agent is gone'",
                job,
                json_string_value(json_object_get(json_object_get(c, "Labels"), "trainyard.agent")));
-        if (reap_job(d, job, 0) >= 0)
+        if (reap_job(d, deployment, job, 0) >= 0)
             reaped++;
     }
     json_decref(l.doc);

@@ -31,11 +31,13 @@ int leftover_job_ended(const char *job, leftover_doc_fn doc_of, void *ctx, doubl
 int leftover_candidate(json_t *c, json_t *live, const char *self);
 
 /*
- * Lists the engine's trainyard containers and removes the leftovers (reap_job) of every ended
- * job (leftover_job_ended with grace_s) whose containers' agent is gone. Returns the number of
- * jobs reaped, or -1 when Redis or the engine did not answer. Blocking (a few engine and Redis
- * calls per job).
+ * Lists the engine's containers labelled trainyard.deployment=<deployment> (store_deployment_id)
+ * and removes the leftovers (reap_job) of every ended job (leftover_job_ended with grace_s) whose
+ * containers' agent is gone. Another deployment's containers, even of a job with the same name,
+ * are never looked at. Returns the number of jobs reaped, or -1 when Redis or the engine did not
+ * answer. Blocking (a few engine and Redis calls per job).
  */
-int leftover_sweep(struct store *s, struct docker *d, const char *self, int grace_s);
+int leftover_sweep(struct store *s, struct docker *d, const char *deployment, const char *self,
+                   int grace_s);
 
 #endif

@@ -19,6 +19,14 @@ static int reap_is_sandbox(json_t *c)
     return json_object_get(json_object_get(c, "Labels"), "trainyard.sandbox") != NULL;
 }
 
+/* 1 when c belongs to deployment (see reap_job) */
+static int reap_is_ours(json_t *c, const char *deployment)
+{
+    const char *dep =
+        json_string_value(json_object_get(json_object_get(c, "Labels"), "trainyard.deployment"));
+    return !deployment || !deployment[0] || !dep || strcmp(dep, deployment) == 0;
+}
+
 static double reap_now(void)
 {
     struct timespec ts;
@@ -56,7 +64,7 @@ static void reap_term(struct docker *d, json_t *list, int grace_s)
     }
 }
 
-int reap_job(struct docker *d, const char *job, int grace_s)
+int reap_job(struct docker *d, const char *deployment, const char *job, int grace_s)
 {
     char filter[200], net[200], br[FENCE_IFNAME_MAX];
     struct ty_err err;
@@ -70,6 +78,9 @@ int reap_job(struct docker *d, const char *job, int grace_s)
         ty_log(TY_LOG_WARN, "agent.reap.list_failed", "job=%s error='%s'", job, err.msg);
         return -1;
     }
+    for (i = json_array_size(list); i-- > 0;)
+        if (!reap_is_ours(json_array_get(list, i), deployment))
+            json_array_remove(list, i); /* another deployment's job of the same name */
     if (grace_s > 0)
         reap_term(d, list, grace_s);
     for (int sandbox = 0; sandbox < 2; sandbox++) {

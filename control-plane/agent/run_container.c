@@ -53,7 +53,8 @@ void run__remove_leftovers(struct run_ctx *r)
 {
     struct ty_err err;
 
-    reap_job(r->d, r->job, 0); /* containers, sandboxes, network, fence (reap.h) */
+    reap_job(r->d, r->a->deployment, r->job,
+             0); /* containers, sandboxes, network, fence (reap.h) */
     for (int h = 0; h < r->nh; h++)
         docker_remove(r->d, r->h[h].cname, 1, &err);
 }
@@ -184,8 +185,9 @@ int run__sandbox(struct run_ctx *r, struct run_host *h)
     }
     run__fmt(name, sizeof(name), "%s-net", h->cname);
     docker_remove(r->d, name, 1, &err); /* a stale one with our name */
-    labels = json_pack("{s:s, s:s, s:s, s:s}", "trainyard.job", r->job, "trainyard.agent", r->a->id,
-                       "trainyard.host", h->name, "trainyard.sandbox", "1");
+    labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", "trainyard.deployment", r->a->deployment,
+                       "trainyard.job", r->job, "trainyard.agent", r->a->id, "trainyard.host",
+                       h->name, "trainyard.sandbox", "1");
     c.image = image;
     c.name = name;
     c.hostname = h->name;
@@ -308,8 +310,9 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
         eo.creds_token = r->token;
     }
     env = stage_env(&r->sp, &eo);
-    labels = json_pack("{s:s, s:s, s:s}", "trainyard.job", r->job, "trainyard.agent", r->a->id,
-                       "trainyard.host", h->name);
+    labels =
+        json_pack("{s:s, s:s, s:s, s:s}", "trainyard.deployment", r->a->deployment, "trainyard.job",
+                  r->job, "trainyard.agent", r->a->id, "trainyard.host", h->name);
     run__fmt(bind, sizeof(bind), "%s:/opt/ml", h->dir);
     if (r->sp.checkpoint_uri[0] && strncmp(r->sp.checkpoint_local, "/opt/ml/", 8) != 0) {
         run__fmt(bind2, sizeof(bind2), "%s:%s", h->ckpt_dir, r->sp.checkpoint_local);

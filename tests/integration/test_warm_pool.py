@@ -164,9 +164,9 @@ def test_warm_pool_two_hosts_keep_their_network(make_server):
 
 def test_dead_agents_pool_is_removed_by_a_live_agent(make_server, procs, workdir):
     """An agent killed hard holding a warm pool leaves its sandbox on the engine. Once the pool's
-    period (plus three heartbeat TTLs) is over, another agent of the deployment removes it; a
-    container of a job this deployment does not know (another deployment's, on the same engine)
-    is left alone."""
+    period (plus three heartbeat TTLs) is over, another agent of the deployment removes it;
+    another deployment's container on the same engine, for a job of the same name, is left
+    alone."""
     d = os.path.join(workdir, H.unique("wp-dead"))
     redis_url = H.private_redis(procs, os.path.join(d, "redis"))
     s = make_server(agents=0, extra=["--redis", redis_url])
@@ -191,20 +191,24 @@ def test_dead_agents_pool_is_removed_by_a_live_agent(make_server, procs, workdir
     first.kill()  # SIGKILL: the pool's sandbox stays, and nobody will end it
     assert len(_sandboxes(a)) == 1
 
-    # another deployment's leftover on the same engine: a job our Redis has never seen
+    # Another deployment's leftover on the same engine, for a job of the same name (job names
+    # are unique only within a deployment): ended here, and its agent unknown here.
     foreign = H.unique("wp-foreign")
     body = json.dumps({"Image": H.RUNTIME_IMAGE, "Entrypoint": ["sleep"], "Cmd": ["600"],
-                       "Labels": {"trainyard.job": foreign, "trainyard.agent": "it-wp-gone",
+                       "Labels": {"trainyard.deployment": "0123456789abcdef",
+                                  "trainyard.job": a, "trainyard.agent": "it-wp-gone",
                                   "trainyard.sandbox": "1"}})
     st, out = H.engine_request("POST", f"/containers/create?name={foreign}-net", body=body)
     assert st == 201, out
+    assert len(_sandboxes(a)) == 2
     try:
         # the pool ended at _warm_since + 1 s; three 2 s TTLs later it is any agent's to remove
         time.sleep(7)
         second = agent("it-wp-dead-b")
         second.wait_line("event=agent.leftover.reap", 60)
-        H.wait_for(lambda: not _sandboxes(a), 30, "the dead agent's sandbox removed")
-        assert len(_sandboxes(foreign)) == 1, "another deployment's container was removed"
+        H.wait_for(lambda: len(_sandboxes(a)) == 1, 30, "the dead agent's sandbox removed")
+        assert _sandboxes(a)[0]["Labels"]["trainyard.deployment"] == "0123456789abcdef", \
+            "another deployment's container was removed"
         assert sm.describe_training_job(TrainingJobName=a)["TrainingJobStatus"] == "Completed"
     finally:
         H.engine_request("DELETE", f"/containers/{foreign}-net?force=1", timeout=30)

@@ -784,6 +784,21 @@ static void test_principals(void **state)
     assert_string_equal(arn, "arn:a");
 }
 
+/* The deployment id is drawn once and then the same for every caller; a buffer too small for
+   it is refused. */
+static void test_deployment_id(void **state)
+{
+    struct store *s = *state;
+    struct ty_err err;
+    char a[STORE_DEPLOYMENT_LEN + 1], b[64], small[8];
+    assert_int_equal(store_deployment_id(s, a, sizeof(a), &err), 0);
+    assert_int_equal(strlen(a), STORE_DEPLOYMENT_LEN);
+    assert_int_equal(strspn(a, "0123456789abcdef"), STORE_DEPLOYMENT_LEN);
+    assert_int_equal(store_deployment_id(s, b, sizeof(b), &err), 0);
+    assert_string_equal(a, b);
+    assert_int_not_equal(store_deployment_id(s, small, sizeof(small), &err), 0);
+}
+
 /* ---- logs ---- */
 
 static void test_logs(void **state)
@@ -946,6 +961,7 @@ int main(void)
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_open_urls),
         cmocka_unit_test_setup_teardown(test_job_create_duplicate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deployment_id, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_get_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_get_not_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_memo, setup, teardown),
