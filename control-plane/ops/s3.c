@@ -512,6 +512,11 @@ static void s3_op_list_uploads(const struct s3_call *c)
     s3__list_uploads(c->req, c->resp, c->os, c->r);
 }
 
+static void s3_op_get_acl(const struct s3_call *c)
+{
+    s3__get_acl(c->req, c->resp, c->os, c->r);
+}
+
 static void s3_op_list_objects(const struct s3_call *c)
 {
     const char *lt = s3__qget(c->r, "list-type");
@@ -606,6 +611,7 @@ static const struct s3_op_row s3_ops[] = {
     {"GET", S3_BUCKET, "location", 0, s3_op_bucket_location},
     {"GET", S3_BUCKET, "versioning", 0, s3_op_bucket_versioning},
     {"GET", S3_BUCKET, "uploads", 0, s3_op_list_uploads},
+    {"GET", S3_BUCKET, "acl", 0, s3_op_get_acl},
     {"GET", S3_BUCKET, NULL, 0, s3_op_list_objects},
     {"POST", S3_BUCKET, "delete", 0, s3_op_delete_objects},
     {"PUT", S3_OBJECT, "uploadId", S3_COPY, s3_op_upload_part_copy},
@@ -613,6 +619,7 @@ static const struct s3_op_row s3_ops[] = {
     {"PUT", S3_OBJECT, NULL, S3_COPY, s3_op_copy_object},
     {"PUT", S3_OBJECT, NULL, 0, s3_op_put_object},
     {"GET", S3_OBJECT, "uploadId", 0, s3_op_list_parts},
+    {"GET", S3_OBJECT, "acl", 0, s3_op_get_acl},
     {"GET", S3_OBJECT, NULL, 0, s3_op_get_object},
     {"HEAD", S3_OBJECT, NULL, 0, s3_op_head_object},
     {"DELETE", S3_OBJECT, "uploadId", 0, s3_op_abort_upload},
@@ -672,7 +679,8 @@ static int s3_check_target(struct http_request *req, struct http_response *resp,
 }
 
 /* A sub-resource trainyard does not serve (the embedded store only): 1 with the answer written
-   (an empty TagSet for GET ?tagging on an object, else 501 NotImplemented), else 0. */
+   (an empty TagSet for GET ?tagging on an object, else 501 NotImplemented), else 0. GET ?acl
+   is served (the owner's grant). */
 static int s3_check_unsupported(struct http_request *req, struct http_response *resp,
                                 const struct s3_req *r)
 {
@@ -680,6 +688,8 @@ static int s3_check_unsupported(struct http_request *req, struct http_response *
 
     if (!sub || strcmp(sub, "versionId") == 0)
         return 0;
+    if (strcmp(req->method, "GET") == 0 && strcmp(sub, "acl") == 0)
+        return 0; /* the owner's grant (s3__get_acl) */
     if (strcmp(req->method, "GET") == 0 && strcmp(sub, "tagging") == 0 && r->key[0]) {
         struct ty_buf b;
         ty_buf_init(&b, 1024);

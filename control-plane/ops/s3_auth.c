@@ -277,6 +277,8 @@ void s3__iam_action(const char *m, const struct s3_req *r, char *action, size_t 
             a = "s3:GetBucketVersioning";
         else if (s3__has(r, "uploads"))
             a = "s3:ListBucketMultipartUploads";
+        else if (s3__has(r, "acl"))
+            a = "s3:GetBucketAcl";
         else
             a = "s3:ListBucket";
         snprintf(action, an, "%s", a);
@@ -286,7 +288,9 @@ void s3__iam_action(const char *m, const struct s3_req *r, char *action, size_t 
             snprintf(resource, rn, "arn:aws:s3:::%s", r->bucket);
         return;
     }
-    if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
+    if (strcmp(m, "GET") == 0 && s3__has(r, "acl"))
+        a = "s3:GetObjectAcl";
+    else if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
         a = s3__has(r, "uploadId") && strcmp(m, "GET") == 0 ? "s3:ListMultipartUploadParts"
                                                             : "s3:GetObject";
     else if (strcmp(m, "DELETE") == 0)

@@ -268,6 +268,35 @@ void s3__list_uploads(struct http_request *req, struct http_response *resp, stru
     s3__xml_resp(req, resp, 200, &b);
 }
 
+void s3__get_acl(struct http_request *req, struct http_response *resp, struct objstore *os,
+                 const struct s3_req *r)
+{
+    static const char owner[] = "<ID>trainyard</ID><DisplayName>trainyard</DisplayName>";
+    struct objstore_meta m;
+    struct ty_err err;
+    struct ty_buf b;
+    int rc;
+
+    ty_err_clear(&err);
+    memset(&m, 0, sizeof(m));
+    rc = r->key[0] ? objstore_head(os, r->bucket, r->key, &m, &err)
+                   : objstore_bucket_get(os, r->bucket, NULL, &err);
+    objstore_meta_cleanup(&m);
+    if (rc != 0) {
+        s3__error_from(req, resp, &err, r);
+        return;
+    }
+    ty_buf_init(&b, 4096);
+    ty_buf_printf(&b,
+                  S3_XML_HDR "<AccessControlPolicy xmlns=\"" S3_NS "\"><Owner>%s</Owner>"
+                             "<AccessControlList><Grant><Grantee xmlns:xsi=\"http://www.w3.org/"
+                             "2001/XMLSchema-instance\" xsi:type=\"CanonicalUser\">%s</Grantee>"
+                             "<Permission>FULL_CONTROL</Permission></Grant></AccessControlList>"
+                             "</AccessControlPolicy>",
+                  owner, owner);
+    s3__xml_resp(req, resp, 200, &b);
+}
+
 void s3__delete_objects(struct http_request *req, struct http_response *resp, struct objstore *os,
                         const struct s3_req *r)
 {

@@ -160,6 +160,10 @@ void s3__create_bucket(struct http_request *req, struct http_response *resp, str
                        const struct s3_req *r, const struct sigv4_auth *auth);
 void s3__list_objects(struct http_request *req, struct http_response *resp, struct objstore *os,
                       const struct s3_req *r, int v2);
+/* GetBucketAcl / GetObjectAcl: the owner's FULL_CONTROL, the one grant trainyard keeps (IAM
+   policies decide access); NoSuchBucket / NoSuchKey as S3. */
+void s3__get_acl(struct http_request *req, struct http_response *resp, struct objstore *os,
+                 const struct s3_req *r);
 void s3__list_uploads(struct http_request *req, struct http_response *resp, struct objstore *os,
                       const struct s3_req *r);
 void s3__delete_objects(struct http_request *req, struct http_response *resp, struct objstore *os,

@@ -598,3 +598,25 @@ def test_key_not_utf8_is_invalid_uri(s3server, gbucket):
                    {"Date": date, "Authorization": f"AWS {akid}:{sig}"})
     assert st == 400 and xml_code(body) == "InvalidURI", body
     assert b"parse the specified URI." in body
+
+
+def test_acl_reads_and_listing_return_data(s3, gbucket):
+    """GetObjectAcl/GetBucketAcl answer the owner's FULL_CONTROL (IAM policies decide access);
+    ListObjects names the same owner, with each key's ETag, size and LastModified as HEAD."""
+    for k in ("bar", "baz", "foo"):
+        s3.put_object(Bucket=gbucket, Key=k, Body=k.encode() * 3)
+    acl = s3.get_bucket_acl(Bucket=gbucket)
+    assert [g["Permission"] for g in acl["Grants"]] == ["FULL_CONTROL"]
+    assert acl["Grants"][0]["Grantee"]["ID"] == acl["Owner"]["ID"]
+    for o in s3.list_objects(Bucket=gbucket)["Contents"]:
+        h = s3.head_object(Bucket=gbucket, Key=o["Key"])
+        oacl = s3.get_object_acl(Bucket=gbucket, Key=o["Key"])
+        assert (o["ETag"], o["Size"]) == (h["ETag"], h["ContentLength"])
+        assert o["Owner"] == oacl["Owner"] == acl["Owner"]
+        assert abs((o["LastModified"] - h["LastModified"]).total_seconds()) < 1
+    with pytest.raises(ClientError) as e:
+        s3.get_object_acl(Bucket=gbucket, Key="missing")
+    assert e.value.response["Error"]["Code"] == "NoSuchKey"
+    with pytest.raises(ClientError) as e:  # writing ACLs is still not served
+        s3.put_bucket_acl(Bucket=gbucket, ACL="public-read")
+    assert e.value.response["Error"]["Code"] == "NotImplemented"

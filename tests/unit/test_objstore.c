@@ -2,7 +2,8 @@
  * test_objstore.c - the embedded object store against a private redis-server and a temp dir:
  * names, buckets, objects (natural and hashed layout, collisions, overwrite, delete), adoption
  * of files written beside the API, listing (prefix, delimiter, continuation, start-after, a
- * large bucket), copy, multipart (errors, ETag, cleanup), and the aws-chunked body receiver.
+ * large bucket), copy, multipart (errors, ETag, cleanup, part ranges, a part sent twice),
+ * conditional writes, CRC-32C, and the aws-chunked body receiver.
  * Exits 77 when redis-server is not installed.
  */
 #include <setjmp.h>
@@ -28,6 +29,7 @@
 #include "ops/s3_int.h"
 #include "redis_fixture.h"
 #include "store.h"
+#include "ty_crc32c.h"
 
 static struct redis_fixture fx;
 
@@ -480,6 +482,17 @@ static void test_multipart(void **state)
     assert_int_equal(m.parts, 2);
     assert_non_null(strstr(m.etag, "-2"));
     assert_int_equal(strlen(m.etag), 34);
+    /* partNumber: each part's bytes of the object */
+    {
+        uint64_t first = 1, len = 0;
+        assert_int_equal(objstore_part_range(e->os, "mp", "obj", &m, 1, &first, &len, &err), 0);
+        assert_true(first == 0 && len == OBJSTORE_MIN_PART);
+        assert_int_equal(objstore_part_range(e->os, "mp", "obj", &m, 2, &first, &len, &err), 0);
+        assert_true(first == OBJSTORE_MIN_PART && len == 4);
+        assert_int_equal(objstore_part_range(e->os, "mp", "obj", &m, 3, &first, &len, &err),
+                         -TY_EINVAL);
+        assert_string_equal(err.field, "InvalidPartNumber");
+    }
     got = read_obj(e, "mp", "obj", &n);
     assert_int_equal(n, OBJSTORE_MIN_PART + 4);
     assert_memory_equal(got + OBJSTORE_MIN_PART, "tail", 4);
@@ -502,6 +515,95 @@ static void test_multipart(void **state)
     snprintf(path, sizeof(path), "%s/.ty/tmp", e->dir);
     assert_int_equal(count_dir(path), 0);
     free(big);
+}
+
+/* A part number uploaded twice and listed twice: the entry whose ETag is the stored part's. */
+static void test_multipart_part_twice(void **state)
+{
+    struct env *e = *state;
+    struct objstore_part listed[2];
+    struct objstore_meta m;
+    struct ty_err err;
+    char id[OBJSTORE_UPLOAD_ID_SZ], path[PATH_MAX], *got;
+    size_t n;
+
+    assert_int_equal(objstore_bucket_create(e->os, "twice", NULL, &err), 0);
+    assert_int_equal(objstore_mpu_create(e->os, "twice", "k", NULL, id, &err), 0);
+    for (int i = 0; i < 2; i++) {
+        const char *data = i ? "AAAA" : "BBBB";
+        unsigned char md[16];
+        unsigned int ml;
+        int fd = objstore_tmp_create(e->os, path, sizeof(path), &err);
+        assert_int_equal(write(fd, data, 4), 4);
+        close(fd);
+        EVP_Digest(data, 4, md, &ml, EVP_md5(), NULL);
+        for (int j = 0; j < 16; j++)
+            snprintf(listed[i].etag + 2 * j, 3, "%02x", md[j]);
+        listed[i].number = 1;
+        assert_int_equal(
+            objstore_mpu_put_part(e->os, "twice", "k", id, 1, path, listed[i].etag, 4, &err), 0);
+    }
+    assert_int_equal(objstore_mpu_complete(e->os, "twice", "k", id, listed, 2, &m, &err), 0);
+    assert_int_equal(m.parts, 1);
+    got = read_obj(e, "twice", "k", &n);
+    assert_int_equal(n, 4);
+    assert_memory_equal(got, "AAAA", 4);
+    free(got);
+}
+
+/* If-None-Match: * and If-Match, checked when the object is committed. */
+static void test_conditional_put(void **state)
+{
+    struct env *e = *state;
+    struct objstore_cond none = {NULL, 1}, match = {NULL, 0};
+    struct objstore_meta m, first;
+    struct ty_err err;
+    char path[PATH_MAX];
+    uint64_t a = 9, len = 0;
+    int fd;
+
+    assert_int_equal(objstore_bucket_create(e->os, "cond", NULL, &err), 0);
+    for (int round = 0; round < 2; round++) {
+        fd = objstore_tmp_create(e->os, path, sizeof(path), &err);
+        assert_int_equal(write(fd, "v1", 2), 2);
+        close(fd);
+        /* the first write creates the key; the second finds it there */
+        assert_int_equal(objstore_put_tmp_cond(e->os, "cond", "k", path, "etag-one", 2, NULL, &none,
+                                               &first, &err),
+                         round ? -TY_ECONFLICT : 0);
+        if (round) {
+            assert_string_equal(err.field, "PreconditionFailed");
+            unlink(path);
+        }
+    }
+    assert_int_equal(objstore_cond_check(e->os, "cond", "k", &none, &err), -TY_ECONFLICT);
+    assert_int_equal(objstore_cond_check(e->os, "cond", "new", &none, &err), 0);
+    match.if_match = "\"other\", \"etag-one\"";
+    assert_int_equal(objstore_cond_check(e->os, "cond", "k", &match, &err), 0);
+    assert_int_equal(objstore_cond_check(e->os, "cond", "new", &match, &err), -TY_ENOTFOUND);
+    assert_string_equal(err.field, "NoSuchKey");
+    match.if_match = "other";
+    fd = objstore_tmp_create(e->os, path, sizeof(path), &err);
+    close(fd);
+    assert_int_equal(
+        objstore_put_tmp_cond(e->os, "cond", "k", path, "etag-two", 0, NULL, &match, &m, &err),
+        -TY_ECONFLICT);
+    unlink(path);
+    /* a simple object is its own part 1 */
+    assert_int_equal(objstore_head(e->os, "cond", "k", &m, &err), 0);
+    assert_int_equal(objstore_part_range(e->os, "cond", "k", &m, 1, &a, &len, &err), 0);
+    assert_true(a == 0 && len == 2);
+    assert_int_equal(objstore_part_range(e->os, "cond", "k", &m, 2, &a, &len, &err), -TY_EINVAL);
+    objstore_meta_cleanup(&m);
+}
+
+/* CRC-32C's check value (RFC 3720's polynomial), in one call and in pieces. */
+static void test_crc32c(void **state)
+{
+    (void)state;
+    assert_int_equal(ty_crc32c(0, "123456789", 9), 0xE3069283u);
+    assert_int_equal(ty_crc32c(ty_crc32c(0, "1234", 4), "56789", 5), 0xE3069283u);
+    assert_int_equal(ty_crc32c(0, "", 0), 0);
 }
 
 /* ---- the aws-chunked receiver ------------------------------------------------------------ */
@@ -619,6 +721,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_listing_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_multipart_part_twice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conditional_put, setup, teardown),
+        cmocka_unit_test(test_crc32c),
         cmocka_unit_test_setup_teardown(test_chunked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep, setup, teardown),
     };
