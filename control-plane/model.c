@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "ty_buf.h"
+#include "ty_codec.h"
 #include "ty_log.h"
 
 #define MODEL_MAX_DEPTH   64          /* nesting levels of a request we look into */
@@ -187,10 +188,10 @@ static int model_java_u(const char *p, unsigned *cp)
     if (p[0] != '\\' || p[1] != 'u')
         return 0;
     for (int k = 2; k < 6; k++) {
-        if (!isxdigit((unsigned char)p[k]))
+        int h = ty_hex_value((unsigned char)p[k]);
+        if (h < 0)
             return 0;
-        v = v * 16 +
-            (unsigned)(isdigit((unsigned char)p[k]) ? p[k] - '0' : (p[k] | 0x20) - 'a' + 10);
+        v = v * 16 + (unsigned)h;
     }
     *cp = v;
     return 1;

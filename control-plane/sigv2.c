@@ -23,6 +23,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "ty_codec.h"
+
 #define SIGV2_MAX_STS (64 * 1024)
 #define SIGV2_MAX_AMZ 64
 
@@ -76,32 +78,11 @@ static const char *sigv2_header(const struct sigv4_request *req, const char *nam
     return NULL;
 }
 
-static int sigv2_hex(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = tolower(c);
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
-/* Percent-decodes s[0..n) into out (size outn, cut). '+' stays '+' (botocore encodes it). */
+/* Percent-decodes s[0..n) into out (size outn, cut). '+' stays '+' (botocore encodes it); a
+   bad escape stays as it is. */
 static void sigv2_decode(const char *s, size_t n, char *out, size_t outn)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < n && o + 1 < outn; i++) {
-        int h, l;
-        if (s[i] == '%' && i + 2 < n && (h = sigv2_hex((unsigned char)s[i + 1])) >= 0 &&
-            (l = sigv2_hex((unsigned char)s[i + 2])) >= 0) {
-            out[o++] = (char)(h * 16 + l);
-            i += 2;
-        } else {
-            out[o++] = s[i];
-        }
-    }
-    if (outn)
-        out[o] = '\0';
+    (void)ty_pct_decode(s, n, TY_PCT_KEEP_BAD | TY_PCT_CUT, out, outn, NULL);
 }
 
 /*

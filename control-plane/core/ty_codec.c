@@ -35,15 +35,22 @@ int ty_pct_decode(const char *s, size_t n, int flags, char *out, size_t cap, siz
         if (c == '%') {
             int h = i + 2 < n ? ty_hex_value((unsigned char)s[i + 1]) : -1;
             int l = i + 2 < n ? ty_hex_value((unsigned char)s[i + 2]) : -1;
-            if (h < 0 || l < 0 || ((flags & TY_PCT_NO_NUL) && h == 0 && l == 0))
+            if ((flags & TY_PCT_NO_NUL) && h == 0 && l == 0)
                 return -TY_EINVAL;
-            c = h * 16 + l;
-            i += 2;
+            if (h >= 0 && l >= 0) {
+                c = h * 16 + l;
+                i += 2;
+            } else if (!(flags & TY_PCT_KEEP_BAD)) {
+                return -TY_EINVAL;
+            }
         } else if (c == '+' && (flags & TY_PCT_PLUS_SPACE)) {
             c = ' ';
         }
-        if (j + 1 >= cap)
+        if (j + 1 >= cap) {
+            if (flags & TY_PCT_CUT)
+                break;
             return -TY_ETOOBIG;
+        }
         out[j++] = (char)c;
     }
     out[j] = '\0';

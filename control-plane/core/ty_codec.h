@@ -17,12 +17,14 @@ int ty_pct_escape_ok(const char *s);
 
 #define TY_PCT_PLUS_SPACE 1 /* '+' decodes to ' ' (application/x-www-form-urlencoded) */
 #define TY_PCT_NO_NUL     2 /* "%00" is refused */
+#define TY_PCT_KEEP_BAD   4 /* a '%' without two hex digits after it stays as it is */
+#define TY_PCT_CUT        8 /* a result longer than out is cut (still NUL-terminated) */
 
 /*
  * Percent-decodes s[0..n) into out (size cap, NUL-terminated). flags: TY_PCT_*. OUT: *outlen
- * (may be NULL), the decoded length. Returns 0, -TY_EINVAL for a bad or truncated escape (or
- * %00 with TY_PCT_NO_NUL), -TY_ETOOBIG when out is too small. out may alias s (decoding never
- * grows).
+ * (may be NULL), the decoded length. Returns 0, -TY_EINVAL for a bad or truncated escape
+ * (unless TY_PCT_KEEP_BAD) or %00 with TY_PCT_NO_NUL, -TY_ETOOBIG when out is too small
+ * (unless TY_PCT_CUT; cap 0 always). out may alias s (decoding never grows).
  */
 int ty_pct_decode(const char *s, size_t n, int flags, char *out, size_t cap, size_t *outlen);
 

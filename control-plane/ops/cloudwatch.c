@@ -10,6 +10,7 @@
 #include "sigv4.h"
 #include "store_metrics.h"
 #include "ty_buf.h"
+#include "ty_codec.h"
 #include "ty_log.h"
 #include "worker.h"
 
@@ -57,31 +58,12 @@ static int cw_fail(struct ty_err *err, const char *code, const char *fmt, ...)
 
 /* ---- the query form ---- */
 
-static int cw_hex(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = tolower(c);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* new: s[0..n) percent- and '+'-decoded. */
+/* new: s[0..n) percent- and '+'-decoded; a bad escape stays as it is. */
 static char *cw_decode(const char *s, size_t n)
 {
-    char *o = malloc(n + 1), *p = o;
-    if (!o)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '+') {
-            *p++ = ' ';
-        } else if (s[i] == '%' && i + 2 < n && cw_hex(s[i + 1]) >= 0 && cw_hex(s[i + 2]) >= 0) {
-            *p++ = (char)(cw_hex(s[i + 1]) * 16 + cw_hex(s[i + 2]));
-            i += 2;
-        } else {
-            *p++ = s[i];
-        }
-    }
-    *p = '\0';
+    char *o = malloc(n + 1);
+    if (o && ty_pct_decode(s, n, TY_PCT_PLUS_SPACE | TY_PCT_KEEP_BAD, o, n + 1, NULL) != 0)
+        o[0] = '\0'; /* not reached: the result never outgrows s */
     return o;
 }
 
@@ -380,7 +362,8 @@ static char *cw_token_decode(const char *kind, const char *t, struct ty_err *err
         return NULL;
     }
     for (size_t i = 0; i < n / 2; i++) {
-        int hi = cw_hex(t[k + 1 + 2 * i]), lo = cw_hex(t[k + 2 + 2 * i]);
+        int hi = ty_hex_value((unsigned char)t[k + 1 + 2 * i]),
+            lo = ty_hex_value((unsigned char)t[k + 2 + 2 * i]);
         if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
             free(s);
             cw_fail(err, "InvalidNextToken",

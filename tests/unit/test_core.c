@@ -143,6 +143,17 @@ static void test_pct_decode(void **state)
     assert_int_equal(ty_pct_decode("%00", 3, TY_PCT_NO_NUL, out, sizeof(out), NULL), -TY_EINVAL);
     assert_int_equal(ty_pct_decode("abcd", 4, 0, out, 4, NULL), -TY_ETOOBIG);
     assert_int_equal(ty_pct_decode("abc", 3, 0, out, 4, NULL), 0);
+    /* the lenient forms (CloudWatch's query form, SigV2's query string) */
+    assert_int_equal(
+        ty_pct_decode("%zz%4+%41", 9, TY_PCT_KEEP_BAD | TY_PCT_PLUS_SPACE, out, sizeof(out), &n),
+        0);
+    assert_string_equal(out, "%zz%4 A");
+    assert_int_equal(
+        ty_pct_decode("%00", 3, TY_PCT_KEEP_BAD | TY_PCT_NO_NUL, out, sizeof(out), NULL),
+        -TY_EINVAL);
+    assert_int_equal(ty_pct_decode("ab%43d", 6, TY_PCT_CUT, out, 4, &n), 0);
+    assert_string_equal(out, "abC");
+    assert_int_equal(n, 3);
     assert_true(ty_pct_escape_ok("%aF"));
     assert_false(ty_pct_escape_ok("%a-"));
 }
