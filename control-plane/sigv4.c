@@ -15,6 +15,7 @@
 #include "ty_codec.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,6 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #define SIGV4_ALGORITHM     "AWS4-HMAC-SHA256"
 #define SIGV4_TERMINATOR    "aws4_request"
@@ -115,6 +115,22 @@ static void to_hex(const unsigned char *md, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
+static EVP_MD *sigv4_md;
+static pthread_once_t sigv4_md_once = PTHREAD_ONCE_INIT;
+
+static void sigv4_md_fetch(void)
+{
+    sigv4_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+/* SHA-256, fetched from the provider once per process (EVP_sha256() is fetched again on every
+   digest it starts); kept until exit. */
+static const EVP_MD *sigv4_sha256(void)
+{
+    pthread_once(&sigv4_md_once, sigv4_md_fetch);
+    return sigv4_md ? sigv4_md : EVP_sha256();
+}
+
 /* Writes the lower-case hex SHA-256 of p[0..n) into out (65 bytes). 0 or -TY_EINTERNAL. */
 static int sha256_hex(const void *p, size_t n, char *out)
 {
@@ -124,22 +140,48 @@ static int sha256_hex(const void *p, size_t n, char *out)
 
     if (!p)
         p = &empty;
-    if (!EVP_Digest(p, n, md, &len, EVP_sha256(), NULL) || len != 32)
+    if (!EVP_Digest(p, n, md, &len, sigv4_sha256(), NULL) || len != 32)
         return -TY_EINTERNAL;
     to_hex(md, 32, out);
     return 0;
 }
 
-/* out = HMAC-SHA256(key, msg); 0 or -TY_EINTERNAL. */
+/* out = HMAC-SHA256(key, msg) (RFC 2104 over sigv4_sha256: one context, no per-call fetch of
+   the MAC and digest as HMAC() does); 0 or -TY_EINTERNAL. */
 static int hmac256(const void *key, size_t keylen, const char *msg, unsigned char *out)
 {
+    unsigned char k[64], pad[64], inner[32];
+    const EVP_MD *md = sigv4_sha256();
+    EVP_MD_CTX *ctx;
     unsigned int len = 0;
-    if (keylen > INT32_MAX)
+    int ok;
+
+    memset(k, 0, sizeof(k));
+    if (keylen > sizeof(k)) {
+        if (!EVP_Digest(key, keylen, k, &len, md, NULL))
+            return -TY_EINTERNAL;
+    } else {
+        memcpy(k, key, keylen);
+    }
+    if (!(ctx = EVP_MD_CTX_new())) {
+        OPENSSL_cleanse(k, sizeof(k));
         return -TY_EINTERNAL;
-    if (!HMAC(EVP_sha256(), key, (int)keylen, (const unsigned char *)msg, strlen(msg), out, &len) ||
-        len != 32)
-        return -TY_EINTERNAL;
-    return 0;
+    }
+    for (size_t i = 0; i < sizeof(pad); i++)
+        pad[i] = k[i] ^ 0x36;
+    ok = EVP_DigestInit_ex(ctx, md, NULL) && EVP_DigestUpdate(ctx, pad, sizeof(pad)) &&
+         EVP_DigestUpdate(ctx, msg, strlen(msg)) && EVP_DigestFinal_ex(ctx, inner, &len) &&
+         len == 32;
+    for (size_t i = 0; i < sizeof(pad); i++)
+        pad[i] = k[i] ^ 0x5c;
+    ok = ok && EVP_DigestInit_ex(ctx, md, NULL) && EVP_DigestUpdate(ctx, pad, sizeof(pad)) &&
+         EVP_DigestUpdate(ctx, inner, sizeof(inner)) && EVP_DigestFinal_ex(ctx, out, &len) &&
+         len == 32;
+    EVP_MD_CTX_free(ctx);
+    OPENSSL_cleanse(k, sizeof(k));
+    OPENSSL_cleanse(pad, sizeof(pad));
+    OPENSSL_cleanse(inner, sizeof(inner));
+    return ok ? 0 : -TY_EINTERNAL;
 }
 
 /* ---- dates -------------------------------------------------------------------------------- */

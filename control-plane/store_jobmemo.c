@@ -33,13 +33,35 @@ static int store_jobmemo_key(struct store_jobmemo *m, const char *name, const re
     return 0;
 }
 
-/* The entry whose key is m->cur, or NULL. */
-static struct store_jobmemo_entry *store_jobmemo_find(struct store_jobmemo *m)
+/* 1 when e's key is name's reply r (compared in place, without building r's key). */
+static int store_jobmemo_same(const struct store_jobmemo_entry *e, const char *name,
+                              const redisReply *r)
+{
+    size_t nl = strlen(name) + 1, off = nl;
+
+    if (!e->key || e->key_len < nl || memcmp(e->key, name, nl) != 0 || r->type != REDIS_REPLY_ARRAY)
+        return 0;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *x = r->element[i];
+        uint32_t n;
+        if (x->type != REDIS_REPLY_STRING || e->key_len - off < sizeof(n))
+            return 0;
+        memcpy(&n, e->key + off, sizeof(n));
+        off += sizeof(n);
+        if (n != x->len || e->key_len - off < n || memcmp(e->key + off, x->str, n) != 0)
+            return 0;
+        off += n;
+    }
+    return off == e->key_len;
+}
+
+/* The entry holding name's reply r, or NULL. */
+static struct store_jobmemo_entry *store_jobmemo_find(struct store_jobmemo *m, const char *name,
+                                                      const redisReply *r)
 {
     for (int i = 0; i < STORE_JOBMEMO_N; i++) {
-        struct store_jobmemo_entry *e = &m->e[i];
-        if (e->key && e->key_len == m->cur.len && memcmp(e->key, m->cur.data, e->key_len) == 0)
-            return e;
+        if (store_jobmemo_same(&m->e[i], name, r))
+            return &m->e[i];
     }
     return NULL;
 }
@@ -63,16 +85,15 @@ int store_jobmemo_get(struct store *s, struct store_jobmemo *m, const char *name
         return -err->code;
     if (!(r = store__cmdv(s, err, "HGETALL", key, NULL)))
         return -err->code;
-    if (m && store_jobmemo_key(m, name, r) == 0) {
-        if ((e = store_jobmemo_find(m)) && (*text = malloc(e->text_len + 1))) {
-            memcpy(*text, e->text, e->text_len + 1);
-            *len = e->text_len;
-            e->used = ++m->tick;
-            freeReplyObject(r);
-            return 1;
-        }
-        m->cur_ok = 1;
+    if (m && (e = store_jobmemo_find(m, name, r)) && (*text = malloc(e->text_len + 1))) {
+        memcpy(*text, e->text, e->text_len + 1);
+        *len = e->text_len;
+        e->used = ++m->tick;
+        freeReplyObject(r);
+        return 1;
     }
+    if (m && store_jobmemo_key(m, name, r) == 0)
+        m->cur_ok = 1;
     *doc = store__doc_from_reply(r, err);
     freeReplyObject(r);
     if (!*doc) {
