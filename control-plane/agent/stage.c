@@ -12,6 +12,7 @@
 #include "s3uri.h"
 #include "ty_buf.h"
 #include "ty_fs.h"
+#include "ty_rand.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -23,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -436,7 +436,7 @@ int stage_key_load(const char *data_dir, unsigned char *key, struct ty_err *err)
     if (stage_key_read(path, key) == 0)
         return 0;
     /* first start: a random key, published whole (link fails if another agent won) */
-    if (getrandom(k, sizeof(k), 0) != (ssize_t)sizeof(k))
+    if (ty_rand_bytes(k, sizeof(k)) != 0)
         return ty_err_set(err, TY_EIO, NULL, "cannot draw a staging key: %s", strerror(errno));
     unlink(tmp);
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
