@@ -18,6 +18,7 @@
 
 #include "store_iam.h"
 #include "store_login.h"
+#include "ty_codec.h"
 
 /* A dummy hash verified for unknown users (same iteration count: same time). */
 #define LOGIN_DUMMY                                                                                \
@@ -85,16 +86,6 @@ int console_login_policy_check(const struct console_login_policy *p, const char 
 
 /* ---- the KDF ---- */
 
-static void login_hex(const unsigned char *in, size_t n, char *out)
-{
-    static const char h[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = h[in[i] >> 4];
-        out[2 * i + 1] = h[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 static int login_unhex(const char *in, size_t len, unsigned char *out, size_t n)
 {
     if (len != 2 * n)
@@ -136,8 +127,8 @@ int console_login_hash(const char *password, int iterations, char *out, size_t n
         return ty_err_set(err, TY_EINVAL, "Password", "Password cannot be hashed");
     if (RAND_bytes(salt, sizeof(salt)) != 1 || login_kdf(password, salt, iterations, key) != 0)
         return ty_err_set(err, TY_EINTERNAL, NULL, "cannot hash the password");
-    login_hex(salt, sizeof(salt), salth);
-    login_hex(key, sizeof(key), keyh);
+    ty_hex_encode(salt, sizeof(salt), salth);
+    ty_hex_encode(key, sizeof(key), keyh);
     OPENSSL_cleanse(key, sizeof(key));
     snprintf(out, n, "%s$%d$%s$%s", CONSOLE_LOGIN_SCHEME, iterations, salth, keyh);
     return 0;

@@ -11,6 +11,7 @@
  */
 #include "s3client.h"
 
+#include "ty_codec.h"
 #include "ty_log.h"
 #include "ty_xml.h"
 
@@ -303,8 +304,7 @@ static void s3c_sha256_hex(const char *p, size_t n, char out[65])
     unsigned char md[32];
     unsigned int ml = 0;
     EVP_Digest(p, n, md, &ml, EVP_sha256(), NULL);
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    ty_hex_encode(md, 32, out);
 }
 
 int s3c_do(struct s3c *c, const struct s3c_req *rq, struct s3c_resp *rs, struct ty_err *err)

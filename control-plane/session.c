@@ -10,6 +10,7 @@
 #include "authgen.h"
 #include "store.h"
 #include "store_int.h"
+#include "ty_codec.h"
 #include "ty_log.h"
 #include "ty_rand.h"
 
@@ -61,7 +62,6 @@ static const char session_lua_revoke[] =
 
 void session_sha256_hex(const char *s, char hex[65])
 {
-    static const char hx[] = "0123456789abcdef";
     unsigned char md[32];
     unsigned int ml = 0;
 
@@ -70,11 +70,7 @@ void session_sha256_hex(const char *s, char hex[65])
         hex[64] = '\0';
         return;
     }
-    for (int i = 0; i < 32; i++) {
-        hex[2 * i] = hx[md[i] >> 4];
-        hex[2 * i + 1] = hx[md[i] & 15];
-    }
-    hex[64] = '\0';
+    ty_hex_encode(md, 32, hex);
 }
 
 void session_iso8601(long long t, char *out, size_t n)

@@ -18,6 +18,7 @@
 
 #include "store_int.h"
 #include "store_script.h"
+#include "ty_codec.h"
 
 /* compiled in by store.cmake from control-plane/lua/res.lua */
 extern const char store__lua_res[];
@@ -359,8 +360,7 @@ static int res_secret_key(char *out, size_t n, const char *prefix, const char *s
     off = (size_t)snprintf(out, n, "%s", prefix);
     if (off + 2 * (size_t)mdlen + 1 > n)
         return ty_err_set(err, TY_EINVAL, NULL, "key too long");
-    for (unsigned int i = 0; i < mdlen; i++)
-        off += (size_t)snprintf(out + off, n - off, "%02x", md[i]);
+    ty_hex_encode(md, mdlen, out + off);
     return 0;
 }
 

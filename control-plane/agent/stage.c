@@ -11,6 +11,7 @@
 #include "confine.h"
 #include "s3uri.h"
 #include "ty_buf.h"
+#include "ty_codec.h"
 #include "ty_fs.h"
 #include "ty_rand.h"
 
@@ -470,8 +471,7 @@ int stage_job_dir(const char *root, const unsigned char *key, const char *job, c
     if (!HMAC(EVP_sha256(), key, STAGE_KEY_LEN, (const unsigned char *)job, strlen(job), md, &ml) ||
         ml < 16)
         return -TY_EIO;
-    for (int i = 0; i < 16; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    ty_hex_encode(md, 16, hex);
     w = snprintf(out, n, "%s/%s", root, hex);
     return w < 0 || (size_t)w >= n ? -TY_EINVAL : 0;
 }

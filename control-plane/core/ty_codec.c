@@ -18,6 +18,17 @@ int ty_hex_value(int c)
     return -1;
 }
 
+void ty_hex_encode(const void *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *p = in;
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[p[i] >> 4];
+        out[2 * i + 1] = digits[p[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
 int ty_pct_escape_ok(const char *s)
 {
     return s[0] == '%' && ty_hex_value((unsigned char)s[1]) >= 0 &&

@@ -12,6 +12,9 @@
 /* The value of hex digit c (0-9, a-f, A-F), or -1. */
 int ty_hex_value(int c);
 
+/* Writes in[0..n) as 2n lower-case hex digits, then a NUL. OUT: out (size 2n + 1). */
+void ty_hex_encode(const void *in, size_t n, char *out);
+
 /* Whether s[0..2] is "%XX" with two hex digits (s must have at least 3 readable bytes). */
 int ty_pct_escape_ok(const char *s);
 

@@ -133,6 +133,8 @@ static void test_pct_decode(void **state)
     (void)state;
     assert_int_equal(ty_hex_value('f'), 15);
     assert_int_equal(ty_hex_value('G'), -1);
+    ty_hex_encode("\x00\xff\x1a", 3, out);
+    assert_string_equal(out, "00ff1a");
     assert_int_equal(ty_pct_decode("a%2Fb+c", 7, TY_PCT_PLUS_SPACE, out, sizeof(out), &n), 0);
     assert_string_equal(out, "a/b c");
     assert_int_equal(n, 5);
