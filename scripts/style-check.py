@@ -4,7 +4,8 @@
 # compiles alone, no banned function, the static naming rule, the dependency rules of
 # docs/design.md, no source file over 1,500 lines and no function over 150 (tests excluded),
 # and that the README's map of the tree is the one scripts/tree-map.py prints.
-# Usage: scripts/style-check.py [--cc CC]  (from anywhere; exits 1 listing every finding)
+# Usage: scripts/style-check.py [--cc CC] [--self-test]  (from anywhere; exits 1 listing every
+# finding; --self-test only runs the size checks on made-up sources, as the style_sizes ctest)
 import argparse
 import os
 import re
@@ -196,21 +197,43 @@ def function_spans(code):
     return spans
 
 
-def check_sizes(files, findings):
-    for f in files:
-        if not f.startswith(SIZE_DIRS) or "/tests/" in f:
-            continue
-        raw = read(f)
-        n = raw.count("\n")
-        if n > FILE_MAX_LINES:
-            findings.append(f"{f}: {n} lines; split it by concern (docs/style.md: at most "
-                            f"{FILE_MAX_LINES})")
-        if not f.endswith(".c"):
-            continue
+def size_findings(f, raw):
+    """The size findings of file f whose text is raw (docs/style.md)."""
+    out = []
+    n = raw.count("\n")
+    if n > FILE_MAX_LINES:
+        out.append(f"{f}: {n} lines; split it by concern (docs/style.md: at most "
+                   f"{FILE_MAX_LINES})")
+    if f.endswith(".c"):
         for name, first, last in function_spans(strip_comments(raw)):
             if last - first + 1 > FUNC_MAX_LINES:
-                findings.append(f"{f}:{first}: function {name} is {last - first + 1} lines "
-                                f"(docs/style.md: at most {FUNC_MAX_LINES})")
+                out.append(f"{f}:{first}: function {name} is {last - first + 1} lines "
+                           f"(docs/style.md: at most {FUNC_MAX_LINES})")
+    return out
+
+
+def check_sizes(files, findings):
+    for f in files:
+        if f.startswith(SIZE_DIRS) and "/tests/" not in f:
+            findings.extend(size_findings(f, read(f)))
+
+
+def self_test():
+    """The size checks on made-up sources: each must find what it is there to find."""
+    def fn(name, body_lines, head="static int"):
+        return f"{head}\n{name}(int a)\n{{\n" + "    a++;\n" * (body_lines - 5) + "    return a;\n}\n"
+    tricky = ('#define BLOCK(x) { if (x) { return; } }\n'
+              'struct s { int (*f)(int); };\n'
+              'static const int t[] = {1, 2};\n'
+              '/* int fake(void) { */\n'
+              'static const char *str = "}{";\n')
+    src = tricky + fn("long_fn", 151) + fn("ok_fn", 150) + "int tiny(void) { return 0; }\n"
+    got = size_findings("control-plane/x.c", src)
+    want = ["control-plane/x.c:6: function long_fn is 151 lines (docs/style.md: at most 150)"]
+    big = size_findings("control-plane/x.h", "int x;\n" * (FILE_MAX_LINES + 1))
+    ok = got == want and len(big) == 1 and size_findings("control-plane/y.h", "int x;\n") == []
+    print("style-check self-test:", "ok" if ok else f"FAILED: {got} {big}")
+    return 0 if ok else 1
 
 
 def check_tree_map(findings):
@@ -228,7 +251,11 @@ def check_tree_map(findings):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cc", default=os.environ.get("CC", "cc"))
+    ap.add_argument("--self-test", action="store_true",
+                    help="only check the size checks against made-up sources")
     args = ap.parse_args()
+    if args.self_test:
+        return self_test()
     files = git_files("*.c", "*.h")
     findings = []
     check_sources(files, findings)
