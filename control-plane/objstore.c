@@ -1156,6 +1156,16 @@ int objstore_copy(struct objstore *os, const char *sb, const char *sk, const cha
     fd = objstore_open_read(os, sb, sk, &src, err);
     if (fd < 0)
         return fd;
+    if (src.parts && src.hdrs) { /* the copy is one part: a composite checksum is not its own */
+        const char *k;
+        json_t *v;
+        void *it;
+        json_object_foreach_safe(src.hdrs, it, k, v)
+        {
+            if (strncmp(k, "x-amz-checksum-", 15) == 0)
+                json_object_del(src.hdrs, k);
+        }
+    }
     rc = objstore_copy_to_tmp(os, fd, tmp, sizeof(tmp), md5, &size, err);
     close(fd);
     if (rc == 0) {
