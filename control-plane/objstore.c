@@ -12,6 +12,7 @@
 
 #include "store_int.h"
 #include "ty_buf.h"
+#include "ty_codec.h"
 #include "ty_fs.h"
 #include "ty_log.h"
 
@@ -60,16 +61,6 @@ int64_t objstore__now_ms(void)
     struct timeval tv;
     gettimeofday(&tv, NULL);
     return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
-void objstore__hex(const unsigned char *p, size_t n, char *out)
-{
-    static const char hx[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hx[p[i] >> 4];
-        out[2 * i + 1] = hx[p[i] & 15];
-    }
-    out[2 * n] = '\0';
 }
 
 int objstore__fmt(char *out, size_t n, const char *fmt, ...)
@@ -256,7 +247,7 @@ static int objstore_hashed_rel(const char *bucket, const char *key, char *out, s
 
     if (EVP_Digest(key, strlen(key), md, &mdlen, EVP_sha256(), NULL) != 1)
         return -1;
-    objstore__hex(md, 32, hex);
+    ty_hex_encode(md, 32, hex);
     return objstore__fmt(out, n, ".ty/obj/%s/%.2s/%s", bucket, hex, hex);
 }
 
@@ -513,7 +504,7 @@ static int objstore_md5_fd(int fd, char *hex, uint64_t *size)
     }
     if (r < 0 || EVP_DigestFinal_ex(c, md, &mdlen) != 1)
         goto out;
-    objstore__hex(md, 16, hex);
+    ty_hex_encode(md, 16, hex);
     *size = total;
     rc = 0;
 out:
@@ -1017,7 +1008,7 @@ int objstore__copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, char *t
         unlink(tmp);
         goto done;
     }
-    objstore__hex(md, 16, md5);
+    ty_hex_encode(md, 16, md5);
     *size = total;
     rc = 0;
 done:

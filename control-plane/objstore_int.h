@@ -28,8 +28,6 @@ struct objstore {
 
 /* Milliseconds since the epoch. */
 int64_t objstore__now_ms(void);
-/* Lowercase hex of p[0..n). OUT: out (2n+1 bytes). */
-void objstore__hex(const unsigned char *p, size_t n, char *out);
 /* snprintf into out (size n). 0, or -1 when it does not fit. */
 int objstore__fmt(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* fsyncs the directory holding file. */

@@ -8,6 +8,7 @@
 #include "objstore_int.h"
 
 #include "store_int.h"
+#include "ty_codec.h"
 
 #include "ty_crc32c.h"
 
@@ -62,7 +63,7 @@ int objstore_mpu_create(struct objstore *os, const char *bucket, const char *key
         return rc;
     if (RAND_bytes(rnd, sizeof(rnd)) != 1)
         return ty_err_set(err, TY_EINTERNAL, NULL, "no randomness");
-    objstore__hex(rnd, 16, id);
+    ty_hex_encode(rnd, 16, id);
     snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
     snprintf(init, sizeof(init), "%lld", (long long)objstore__now_ms());
     if (objstore__fmt(dir, sizeof(dir), "%s/.ty/mpu/%s", os->dir, id) != 0 || mkdir(dir, 0755) != 0)
@@ -676,7 +677,7 @@ static int mpu_assemble(struct objstore *os, const char *id, const struct objsto
         rc = ty_err_set(err, TY_EIO, NULL, "cannot write the object: %s", strerror(errno));
         goto out;
     }
-    objstore__hex(md, 16, etag);
+    ty_hex_encode(md, 16, etag);
     snprintf(etag + 32, 48 - 32, "-%u", (unsigned)(n % 100000));
     *psizes = ps;
     ps = NULL;

@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "objstore.h"
+#include "ty_codec.h"
 #include "ty_crc32c.h"
 
 #define S3B_LINE_MAX     4096
@@ -63,16 +64,6 @@ struct s3_body {
     int err_kind;
     char md5_hex[33];
 };
-
-static void s3b_hex(const unsigned char *p, size_t n, char *out)
-{
-    static const char hx[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hx[p[i] >> 4];
-        out[2 * i + 1] = hx[p[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
 
 enum s3_ck s3_ck_from_name(const char *name)
 {
@@ -287,13 +278,13 @@ static int s3b_check_chunk_sig(struct s3_body *b)
                         "provided. Check your key and signing method.");
     if (EVP_DigestFinal_ex(b->chunk_sha, md, &mdlen) != 1)
         return s3b_fail(b, TY_EINTERNAL, "InternalError", "hash failure");
-    s3b_hex(md, 32, hex);
+    ty_hex_encode(md, 32, hex);
     n = snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256-PAYLOAD\n%s\n%s\n%s\n%s\n%s", b->amz_date,
                  b->scope, b->prev_sig, S3B_EMPTY_SHA256, hex);
     if (n < 0 || (size_t)n >= sizeof(sts) ||
         !HMAC(EVP_sha256(), b->key, 32, (const unsigned char *)sts, (size_t)n, mac, &maclen))
         return s3b_fail(b, TY_EINTERNAL, "InternalError", "hmac failure");
-    s3b_hex(mac, 32, sig);
+    ty_hex_encode(mac, 32, sig);
     if (strlen(b->chunk_sig) != 64 || CRYPTO_memcmp(sig, b->chunk_sig, 64) != 0)
         return s3b_fail(b, TY_EBADSIG, "SignatureDoesNotMatch",
                         "The request signature we calculated does not match the signature you "
@@ -475,7 +466,7 @@ int s3_body_finish(struct s3_body *b, struct ty_err *err)
                  "You did not provide the number of bytes specified by the Content-Length HTTP "
                  "header");
     if (!b->err_code && EVP_DigestFinal_ex(b->md5, md, &mdlen) == 1) {
-        s3b_hex(md, 16, b->md5_hex);
+        ty_hex_encode(md, 16, b->md5_hex);
         if (b->content_md5[0]) {
             char b64[32];
             s3b_b64(md, 16, b64, sizeof(b64));
@@ -490,7 +481,7 @@ int s3_body_finish(struct s3_body *b, struct ty_err *err)
         char hex[65];
         if (EVP_DigestFinal_ex(b->sha_wire, md, &mdlen) != 1)
             s3b_fail(b, TY_EINTERNAL, "InternalError", "hash failure");
-        s3b_hex(md, 32, hex);
+        ty_hex_encode(md, 32, hex);
         if (!b->err_code && strcmp(hex, b->content_sha) != 0)
             s3b_fail(b, TY_EINVAL, "XAmzContentSHA256Mismatch",
                      "The provided 'x-amz-content-sha256' header does not match what was "
