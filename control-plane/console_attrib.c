@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -31,8 +32,9 @@ int console_attrib_job(struct store *s, const char *principal_arn, const char *r
                        const char *account, const char *job_arn, json_t *tags, struct ty_err *err)
 {
     const char *user, *u;
-    json_t *profiles, *p, *add = NULL;
-    size_t i;
+    const char **arns;
+    json_t *profiles, *owners, *p, *add = NULL;
+    size_t i, n;
     int rc = 0;
 
     if (attrib_has(tags, "sagemaker:user-profile-arn") || !principal_arn ||
@@ -45,26 +47,31 @@ int console_attrib_job(struct store *s, const char *principal_arn, const char *r
                               op_studio_timing(), err);
     if (!profiles)
         return -err->code;
+    /* the candidates' owner tags, all in one round trip */
+    n = json_array_size(profiles);
+    arns = calloc(n + 1, sizeof(*arns));
+    for (i = 0; arns && i < n; i++) {
+        const char *arn =
+            json_string_value(json_object_get(json_array_get(profiles, i), "UserProfileArn"));
+        arns[i] = arn ? arn : "";
+    }
+    owners = arns ? store_tags_value_many(s, arns, n, CONSOLE_ATTRIB_TAG, err) : NULL;
+    if (!owners) {
+        if (!arns)
+            ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        free(arns);
+        json_decref(profiles);
+        return -err->code;
+    }
     json_array_foreach(profiles, i, p)
     {
         const char *arn = json_string_value(json_object_get(p, "UserProfileArn"));
         const char *dom = json_string_value(json_object_get(p, "DomainId"));
         const char *st = json_string_value(json_object_get(p, "Status"));
-        json_t *ptags, *t;
-        size_t k;
-        int mine = 0;
+        const char *owner = json_string_value(json_array_get(owners, i));
         if (!arn || !dom || (st && (strcmp(st, "Deleting") == 0 || strcmp(st, "Deleted") == 0)))
             continue;
-        ptags = store_tags_list(s, arn, err);
-        json_array_foreach(ptags, k, t)
-        {
-            const char *key = json_string_value(json_object_get(t, "Key"));
-            const char *v = json_string_value(json_object_get(t, "Value"));
-            if (key && v && strcmp(key, CONSOLE_ATTRIB_TAG) == 0 && strcasecmp(v, user) == 0)
-                mine = 1;
-        }
-        json_decref(ptags);
-        if (mine) {
+        if (owner && strcasecmp(owner, user) == 0) {
             char darn[512];
             op_studio_arn(region, account, "domain", dom, darn, sizeof(darn));
             add = json_pack("[{s:s,s:s},{s:s,s:s}]", "Key", "sagemaker:user-profile-arn", "Value",
@@ -72,6 +79,8 @@ int console_attrib_job(struct store *s, const char *principal_arn, const char *r
             break;
         }
     }
+    json_decref(owners);
+    free(arns);
     json_decref(profiles);
     if (add) {
         ty_err_clear(err);

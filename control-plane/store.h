@@ -121,6 +121,12 @@ json_t *store_job_list(struct store *s, const struct store_job_query *q, char **
 int store_tags_add(struct store *s, const char *arn, json_t *tags, struct ty_err *err);
 /* new: array of {"Key","Value"} sorted by key (empty array when none). */
 json_t *store_tags_list(struct store *s, const char *arn, struct ty_err *err);
+/* new: an array of n members, one per arn: the value of tag `key` of that resource (string), or
+   null without it; one pipelined round trip per STORE_TAGS_BATCH resources. NULL and err on
+   failure. */
+#define STORE_TAGS_BATCH 256
+json_t *store_tags_value_many(struct store *s, const char *const *arns, size_t n, const char *key,
+                              struct ty_err *err);
 /* Removes the keys (borrowed array of strings). */
 int store_tags_delete(struct store *s, const char *arn, json_t *keys, struct ty_err *err);
 /* Removes every tag of arn. */

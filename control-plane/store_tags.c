@@ -106,6 +106,48 @@ out:
     return out;
 }
 
+json_t *store_tags_value_many(struct store *s, const char *const *arns, size_t n, const char *key,
+                              struct ty_err *err)
+{
+    char(*keys)[STORE_KEY_MAX] = malloc(STORE_TAGS_BATCH * sizeof(*keys));
+    const char *argv[STORE_TAGS_BATCH][3];
+    const char *const *cmds[STORE_TAGS_BATCH];
+    redisReply *rep[STORE_TAGS_BATCH];
+    int argc[STORE_TAGS_BATCH];
+    json_t *out = json_array();
+
+    if (!out || !keys) {
+        ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        goto fail;
+    }
+    for (size_t base = 0; base < n; base += STORE_TAGS_BATCH) {
+        size_t m = n - base < STORE_TAGS_BATCH ? n - base : STORE_TAGS_BATCH;
+        for (size_t i = 0; i < m; i++) {
+            if (store__key(keys[i], sizeof(keys[i]), "ty:tags:", arns[base + i], NULL, err) < 0)
+                goto fail;
+            argv[i][0] = "HGET";
+            argv[i][1] = keys[i];
+            argv[i][2] = key;
+            cmds[i] = argv[i];
+            argc[i] = 3;
+        }
+        if (store__pipeline(s, m, argc, cmds, rep, err) != 0)
+            goto fail;
+        for (size_t i = 0; i < m; i++) {
+            json_t *v = rep[i]->type == REDIS_REPLY_STRING ? json_stringn(rep[i]->str, rep[i]->len)
+                                                           : json_null();
+            json_array_append_new(out, v ? v : json_null());
+            freeReplyObject(rep[i]);
+        }
+    }
+    free(keys);
+    return out;
+fail:
+    free(keys);
+    json_decref(out);
+    return NULL;
+}
+
 int store_tags_delete(struct store *s, const char *arn, json_t *keys, struct ty_err *err)
 {
     char key[STORE_KEY_MAX];

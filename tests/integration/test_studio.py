@@ -562,3 +562,34 @@ def test_odd_ids_are_not_found_not_errors(studio_server):
                                                     "AppType": "JupyterServer", "AppName": "a"},
                    keys=keys)
     assert r.status == 400 and r.error_type == "ResourceNotFound", r
+
+
+def test_iam_users_job_is_attributed_to_their_profile(ssm, studio_server):
+    """A job created by an IAM user (not through a Studio session) is tagged with the profile
+    whose trainyard:iam-user tag names that user (case-insensitively), among several profiles;
+    a user no profile names gets no owner tag."""
+    dom, _ = _domain(ssm)
+    iam = studio_server.client("iam")
+    names = [H.unique("attr-u")[:40] for _ in range(3)]
+    arns = {}
+    for i, user in enumerate(names):
+        iam.create_user(UserName=user)
+        iam.put_user_policy(UserName=user, PolicyName="jobs", PolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [
+                {"Effect": "Allow", "Action": "sagemaker:*", "Resource": "*"},
+                {"Effect": "Allow", "Action": "iam:PassRole", "Resource": "*"}]}))
+        tags = [] if i == 2 else [{"Key": "trainyard:iam-user", "Value": user.upper()}]
+        arns[user] = ssm.create_user_profile(DomainId=dom, UserProfileName=f"p{i}-{user}"[:60],
+                                             Tags=tags)["UserProfileArn"]
+    for i, user in enumerate(names[1:]):
+        k = iam.create_access_key(UserName=user)["AccessKey"]
+        sm = studio_server.client("sagemaker", keys=(k["AccessKeyId"], k["SecretAccessKey"]))
+        job = H.unique("attr-job")
+        r = sm.create_training_job(**H.job_request(job, "true"))
+        tags = {t["Key"]: t["Value"]
+                for t in ssm.list_tags(ResourceArn=r["TrainingJobArn"])["Tags"]}
+        if user == names[1]:
+            assert tags.get(OWNER_TAG) == arns[user]
+            assert tags.get("sagemaker:domain-arn", "").endswith(f":domain/{dom}")
+        else:
+            assert OWNER_TAG not in tags, tags

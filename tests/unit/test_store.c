@@ -747,6 +747,25 @@ static void test_tags(void **state)
     assert_json_same(want, got);
     json_decref(got);
     json_decref(want);
+    {
+        /* one tag of many resources: past one pipeline batch, with and without the tag */
+        static const char *arns[STORE_TAGS_BATCH + 3];
+        for (size_t i = 0; i < STORE_TAGS_BATCH + 3; i++)
+            arns[i] = i % 2 ? arn : "arn:aws:sagemaker:us-east-1:123456789012:training-job/none";
+        got = store_tags_value_many(s, arns, STORE_TAGS_BATCH + 3, "b", &err);
+        assert_non_null(got);
+        assert_int_equal(json_array_size(got), STORE_TAGS_BATCH + 3);
+        for (size_t i = 0; i < STORE_TAGS_BATCH + 3; i++) {
+            if (i % 2)
+                assert_string_equal(json_string_value(json_array_get(got, i)), "two");
+            else
+                assert_true(json_is_null(json_array_get(got, i)));
+        }
+        json_decref(got);
+        got = store_tags_value_many(s, arns, 0, "b", &err);
+        assert_int_equal(json_array_size(got), 0);
+        json_decref(got);
+    }
     keys = json_pack("[s, s]", "a", "zz");
     assert_int_equal(store_tags_delete(s, arn, keys, &err), 0);
     json_decref(keys);
