@@ -680,12 +680,21 @@ static int s3_check_target(struct http_request *req, struct http_response *resp,
 
 /* A sub-resource trainyard does not serve (the embedded store only): 1 with the answer written
    (an empty TagSet for GET ?tagging on an object, else 501 NotImplemented), else 0. GET ?acl
-   is served (the owner's grant). */
+   is served (the owner's grant). SSE-C is refused, not ignored: the embedded store would keep
+   the bytes unencrypted and serve them without the customer's key. */
 static int s3_check_unsupported(struct http_request *req, struct http_response *resp,
                                 const struct s3_req *r)
 {
     const char *sub = s3_unsupported(r);
 
+    if (http_header(req, "x-amz-server-side-encryption-customer-algorithm") ||
+        http_header(req, "x-amz-copy-source-server-side-encryption-customer-algorithm")) {
+        s3__error(req, resp, "NotImplemented",
+                  "Server-side encryption with customer-provided keys (SSE-C) is not implemented "
+                  "by trainyard's object store",
+                  r, NULL);
+        return 1;
+    }
     if (!sub || strcmp(sub, "versionId") == 0)
         return 0;
     if (strcmp(req->method, "GET") == 0 && strcmp(sub, "acl") == 0)

@@ -42,8 +42,6 @@ static const char *const s3_kept_headers[] = {
     "x-amz-server-side-encryption-aws-kms-key-id",
     "x-amz-server-side-encryption-context",
     "x-amz-server-side-encryption-bucket-key-enabled",
-    "x-amz-server-side-encryption-customer-algorithm",
-    "x-amz-server-side-encryption-customer-key-MD5",
     "x-amz-storage-class",
     "x-amz-website-redirect-location",
     "x-amz-tagging-count",

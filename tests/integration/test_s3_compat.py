@@ -623,3 +623,22 @@ def test_acl_reads_and_listing_return_data(s3, gbucket):
     with pytest.raises(ClientError) as e:  # writing ACLs is still not served
         s3.put_bucket_acl(Bucket=gbucket, ACL="public-read")
     assert e.value.response["Error"]["Code"] == "NotImplemented"
+
+
+def test_sse_c_refused_sse_s3_echoed(s3, gbucket):
+    """A customer-provided key (SSE-C) is refused with 501 rather than ignored (the bytes would
+    be kept unencrypted and served to anyone without the key); SSE-S3 is kept and echoed."""
+    key = b"k" * 32
+    for call, kw in ((s3.put_object, {"Body": b"secret"}), (s3.create_multipart_upload, {})):
+        with pytest.raises(ClientError) as e:
+            call(Bucket=gbucket, Key="c", SSECustomerAlgorithm="AES256", SSECustomerKey=key, **kw)
+        assert e.value.response["Error"]["Code"] == "NotImplemented"
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=gbucket, Key="c")
+    assert e.value.response["Error"]["Code"] in ("404", "NoSuchKey")  # nothing was stored
+    s3.put_object(Bucket=gbucket, Key="s", Body=b"x", ServerSideEncryption="AES256")
+    assert s3.head_object(Bucket=gbucket, Key="s")["ServerSideEncryption"] == "AES256"
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=gbucket, Key="s", SSECustomerAlgorithm="AES256", SSECustomerKey=key)
+    assert e.value.response["Error"]["Code"] == "NotImplemented"
