@@ -163,7 +163,7 @@ int objstore_cond_check(struct objstore *os, const char *bucket, const char *key
 /*
  * The bytes of part number of the object m describes (m from objstore_head/open_read of
  * bucket/key): a multipart object's part, or the whole of a simple one for part 1.
- * OUT: first, len. 0, or -TY_EINVAL (field InvalidPartNumber) when there is no such part.
+ * OUT: first, len. 0, or -TY_EINVAL (field InvalidPart) when there is no such part.
  */
 int objstore_part_range(struct objstore *os, const char *bucket, const char *key,
                         const struct objstore_meta *m, int number, uint64_t *first, uint64_t *len,

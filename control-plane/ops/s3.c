@@ -283,7 +283,6 @@ static const struct s3_code s3_codes[] = {
     {"ServiceUnavailable", 503},
     {"PreconditionFailed", 412},
     {"MissingContentLength", 411},
-    {"InvalidPartNumber", 416},
     {"ConditionalRequestConflict", 409},
 };
 

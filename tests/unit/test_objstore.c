@@ -491,7 +491,7 @@ static void test_multipart(void **state)
         assert_true(first == OBJSTORE_MIN_PART && len == 4);
         assert_int_equal(objstore_part_range(e->os, "mp", "obj", &m, 3, &first, &len, &err),
                          -TY_EINVAL);
-        assert_string_equal(err.field, "InvalidPartNumber");
+        assert_string_equal(err.field, "InvalidPart");
     }
     got = read_obj(e, "mp", "obj", &n);
     assert_int_equal(n, OBJSTORE_MIN_PART + 4);
