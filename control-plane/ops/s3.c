@@ -266,24 +266,15 @@ struct s3_code {
 };
 
 static const struct s3_code s3_codes[] = {
-    {"NoSuchBucket", 404},
-    {"NoSuchKey", 404},
-    {"NoSuchUpload", 404},
-    {"BucketAlreadyOwnedByYou", 409},
-    {"BucketAlreadyExists", 409},
-    {"BucketNotEmpty", 409},
-    {"InvalidRange", 416},
-    {"SignatureDoesNotMatch", 403},
-    {"InvalidAccessKeyId", 403},
-    {"AccessDenied", 403},
-    {"RequestTimeTooSkewed", 403},
-    {"MethodNotAllowed", 405},
-    {"NotImplemented", 501},
-    {"InternalError", 500},
-    {"ServiceUnavailable", 503},
-    {"PreconditionFailed", 412},
-    {"MissingContentLength", 411},
-    {"ConditionalRequestConflict", 409},
+    {"NoSuchBucket", 404},         {"NoSuchKey", 404},
+    {"NoSuchUpload", 404},         {"BucketAlreadyOwnedByYou", 409},
+    {"BucketAlreadyExists", 409},  {"BucketNotEmpty", 409},
+    {"InvalidRange", 416},         {"SignatureDoesNotMatch", 403},
+    {"InvalidAccessKeyId", 403},   {"AccessDenied", 403},
+    {"RequestTimeTooSkewed", 403}, {"MethodNotAllowed", 405},
+    {"NotImplemented", 501},       {"InternalError", 500},
+    {"ServiceUnavailable", 503},   {"PreconditionFailed", 412},
+    {"MissingContentLength", 411}, {"ConditionalRequestConflict", 409},
 };
 
 static int s3_status_of(const char *code)
