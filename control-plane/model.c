@@ -611,23 +611,6 @@ struct model__vctx {
     size_t plen;
 };
 
-/* Appends a path segment (with a '.' unless the path is empty); returns the old length. */
-static size_t model_push(struct model__vctx *c, const char *seg)
-{
-    size_t old = c->plen;
-    int n = snprintf(c->path + c->plen, sizeof(c->path) - c->plen, "%s%s", old ? "." : "", seg);
-    if (n > 0)
-        c->plen +=
-            (size_t)n < sizeof(c->path) - c->plen ? (size_t)n : sizeof(c->path) - 1 - c->plen;
-    return old;
-}
-
-static void model_pop(struct model__vctx *c, size_t old)
-{
-    c->plen = old;
-    c->path[old] = '\0';
-}
-
 /* Length of the longest prefix of s[0..n) that fits in max bytes and ends on a UTF-8 boundary. */
 static size_t model_utf8_cut(const char *s, size_t n, size_t max)
 {
@@ -636,6 +619,28 @@ static size_t model_utf8_cut(const char *s, size_t n, size_t max)
     while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
         max--;
     return max;
+}
+
+/* Appends a path segment (with a '.' unless the path is empty), cut to fit on a UTF-8 boundary
+   (the path goes into messages, which must stay valid UTF-8); returns the old length. */
+static size_t model_push(struct model__vctx *c, const char *seg)
+{
+    size_t old = c->plen, room = sizeof(c->path) - 1 - old, k;
+    if (old && room > 0) {
+        c->path[c->plen++] = '.';
+        room--;
+    }
+    k = model_utf8_cut(seg, strlen(seg), room);
+    memcpy(c->path + c->plen, seg, k);
+    c->plen += k;
+    c->path[c->plen] = '\0';
+    return old;
+}
+
+static void model_pop(struct model__vctx *c, size_t old)
+{
+    c->plen = old;
+    c->path[old] = '\0';
 }
 
 /* Appends as much of s[0..n) as fits in b (cut on a UTF-8 boundary); 1 when it was cut. */
@@ -745,7 +750,7 @@ static void model_error(struct model__vctx *c, const json_t *v, const char *what
     int rc = 0;
 
     if (c->nerr++ == 0) {
-        size_t n = c->plen < sizeof(c->first) - 1 ? c->plen : sizeof(c->first) - 1;
+        size_t n = model_utf8_cut(c->path, c->plen, sizeof(c->first) - 1);
         memcpy(c->first, c->path, n);
         c->first[n] = '\0';
     }

@@ -40,17 +40,40 @@ void ty_err_clear(struct ty_err *err)
     err->msg[0] = '\0';
 }
 
+/* Cuts s (len bytes, truncated to fit its buffer) before a UTF-8 sequence the cut left
+   incomplete, so that a message quoting a client's name stays valid UTF-8 (it goes into JSON). */
+static void ty_err_utf8_tail(char *s, size_t len)
+{
+    size_t i = len, cont = 0;
+
+    while (i > 0 && cont < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+        i--;
+        cont++;
+    }
+    if (i > 0) {
+        unsigned char lead = (unsigned char)s[i - 1];
+        size_t need = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+        if (lead >= 0xC0 && cont < need)
+            s[i - 1] = '\0';
+    }
+}
+
 int ty_err_set(struct ty_err *err, int code, const char *field, const char *fmt, ...)
 {
     if (code < 0)
         code = -code;
     if (err) {
         va_list ap;
+        int n;
         err->code = code;
-        snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
+        n = snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
+        if (n >= (int)sizeof(err->field))
+            ty_err_utf8_tail(err->field, sizeof(err->field) - 1);
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+        n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
         va_end(ap);
+        if (n >= (int)sizeof(err->msg))
+            ty_err_utf8_tail(err->msg, sizeof(err->msg) - 1);
     }
     return -code;
 }

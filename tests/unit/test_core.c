@@ -51,6 +51,41 @@ static void test_err_set_returns_negative_code(void **state)
     assert_string_equal(ty_strerror(9999), "unknown error");
 }
 
+/* 1 when s is complete UTF-8 (no sequence cut short) */
+static int utf8_complete(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t need = *p >= 0xF0 ? 3 : *p >= 0xE0 ? 2 : *p >= 0xC0 ? 1 : 0;
+        p++;
+        for (size_t k = 0; k < need; k++, p++)
+            if ((*p & 0xC0) != 0x80)
+                return 0;
+    }
+    return 1;
+}
+
+/* A message cut to fit its buffer never ends inside a multi-byte character (it goes into
+   JSON answers: fuzz_model found one that did). */
+static void test_err_set_cuts_on_utf8_boundaries(void **state)
+{
+    static const char *const chars[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"};
+    struct ty_err e;
+    char name[sizeof(e.msg) + 8];
+    (void)state;
+    for (size_t c = 0; c < 3; c++) {
+        for (size_t pad = sizeof(e.msg) - 6; pad < sizeof(e.msg); pad++) {
+            memset(name, 'x', pad);
+            snprintf(name + pad, sizeof(name) - pad, "%s", chars[c]);
+            ty_err_set(&e, TY_EINVAL, name, "%s", name);
+            assert_true(utf8_complete(e.msg));
+            assert_true(utf8_complete(e.field));
+            assert_true(strlen(e.msg) >= sizeof(e.msg) - 4); /* only the cut character goes */
+        }
+    }
+    ty_err_set(&e, TY_EINVAL, NULL, "caf\xc3\xa9");
+    assert_string_equal(e.msg, "caf\xc3\xa9"); /* not cut: nothing dropped */
+}
+
 static void test_buf_ceiling(void **state)
 {
     struct ty_buf b;
@@ -288,6 +323,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_err_set_returns_negative_code),
+        cmocka_unit_test(test_err_set_cuts_on_utf8_boundaries),
         cmocka_unit_test(test_opts_precedence_and_errors),
         cmocka_unit_test(test_buf_ceiling),
         cmocka_unit_test(test_buf_put_xml),
