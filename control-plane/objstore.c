@@ -799,8 +799,7 @@ static void objstore_unlink_rel(struct objstore *os, const char *bucket, const c
         objstore_prune(abs, stop);
 }
 
-/* 1 when etag is in list (If-Match's form: "*", or ETags, quoted or not, comma-separated). */
-static int objstore_etag_in(const char *list, const char *etag)
+int objstore_etag_match(const char *list, const char *etag)
 {
     const char *p = list;
     size_t el = strlen(etag);
@@ -829,7 +828,7 @@ int objstore__check_cond(const struct objstore_cond *cond, const struct objstore
                           "At least one of the pre-conditions you specified did not hold");
     if (cond->if_match && !old)
         return ty_err_set(err, TY_ENOTFOUND, "NoSuchKey", "The specified key does not exist.");
-    if (cond->if_match && !objstore_etag_in(cond->if_match, old->etag))
+    if (cond->if_match && !objstore_etag_match(cond->if_match, old->etag))
         return ty_err_set(err, TY_ECONFLICT, "PreconditionFailed",
                           "At least one of the pre-conditions you specified did not hold");
     return 0;

@@ -156,6 +156,9 @@ int objstore_put_tmp_cond(struct objstore *os, const char *bucket, const char *k
                           const char *tmp_path, const char *etag, uint64_t size, json_t *hdrs,
                           const struct objstore_cond *cond, struct objstore_meta *meta,
                           struct ty_err *err);
+/* 1 when etag (unquoted) is in list: "*", or ETags quoted or not, comma-separated (the form of
+   If-Match and If-None-Match), else 0. */
+int objstore_etag_match(const char *list, const char *etag);
 /* The same check against the current object, without writing (before costly work; the commit
    checks again). 0 or the error objstore_put_tmp_cond would give. */
 int objstore_cond_check(struct objstore *os, const char *bucket, const char *key,

@@ -150,8 +150,6 @@ struct s3_body *s3__body(struct http_request *req, struct objstore *os, struct t
 /* s3_object.c */
 /* Parses a Range header against size. 0: whole object; 1: [*a, *b]; -1: unsatisfiable. */
 int s3__range(const char *h, uint64_t size, uint64_t *a, uint64_t *b);
-/* 1 when the If-Match / If-None-Match list names etag ("*" names any). */
-int s3__etag_match(const char *list, const char *etag);
 void s3__malformed(struct http_request *req, struct http_response *resp, const struct s3_req *r);
 /* s3_bucket.c */
 void s3__list_buckets(struct http_request *req, struct http_response *resp, struct objstore *os,

@@ -536,24 +536,6 @@ int s3__range(const char *h, uint64_t size, uint64_t *a, uint64_t *b)
     return 1;
 }
 
-int s3__etag_match(const char *list, const char *etag)
-{
-    const char *p = list;
-    size_t el = strlen(etag);
-    while (p && *p) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        if (*p == '*')
-            return 1;
-        if (*p == '"' && strncmp(p + 1, etag, el) == 0 && p[1 + el] == '"')
-            return 1;
-        if (strncmp(p, etag, el) == 0 && (p[el] == '\0' || p[el] == ',' || p[el] == ' '))
-            return 1;
-        p = strchr(p, ',');
-    }
-    return 0;
-}
-
 /* GetObject/HeadObject's partNumber: 1..10000 without a Range header, or -1 after answering
    InvalidArgument / InvalidRequest. */
 static int s3_get_part_number(struct http_request *req, struct http_response *resp,
@@ -584,14 +566,14 @@ void s3__get_object(struct http_request *req, struct http_response *resp, struct
         s3__error_from(req, resp, &err, r);
         return;
     }
-    if (im && !s3__etag_match(im, m.etag)) {
+    if (im && !objstore_etag_match(im, m.etag)) {
         close(fd);
         objstore_meta_cleanup(&m);
         s3__error(req, resp, "PreconditionFailed",
                   "At least one of the pre-conditions you specified did not hold", r, NULL);
         return;
     }
-    if (inm && s3__etag_match(inm, m.etag)) {
+    if (inm && objstore_etag_match(inm, m.etag)) {
         close(fd);
         s3__empty(req, resp, 304);
         s3_emit_object_headers(resp, &m, 0);

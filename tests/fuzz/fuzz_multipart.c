@@ -2,7 +2,7 @@
  * fuzz_multipart.c - libFuzzer harness for the multipart- and upload-related parsing of the S3
  * front end: the streaming body receiver (ops/s3_body.c: aws-chunked framing with and without
  * chunk signatures, trailers, Content-MD5, x-amz-content-sha256 and x-amz-checksum-*), the Range
- * header (s3_range) and If-Match / If-None-Match lists (s3_etag_match). (The XML of
+ * header (s3_range) and If-Match / If-None-Match lists (objstore_etag_match). (The XML of
  * CompleteMultipartUpload is fuzz_s3xml.c's.)
  *
  * The S3 front end's parts are reached through ops/s3_int.h (library-internal s3__ functions).
@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 
 #include "fuzz_req.h"
+#include "objstore.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -71,12 +72,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     h = http_header(&f.req, "If-Match");
     if (h) {
-        (void)s3__etag_match(h, "d41d8cd98f00b204e9800998ecf8427e");
-        (void)s3__etag_match(h, "");
+        (void)objstore_etag_match(h, "d41d8cd98f00b204e9800998ecf8427e");
+        (void)objstore_etag_match(h, "");
     }
     h = http_header(&f.req, "If-None-Match");
     if (h)
-        (void)s3__etag_match(h, "0123456789abcdef0123456789abcdef-2");
+        (void)objstore_etag_match(h, "0123456789abcdef0123456789abcdef-2");
     (void)s3_ck_from_name(f.req.query);
 done:
     fuzz_req_free(&f);
