@@ -5,6 +5,7 @@
  * Owns: the configuration table (flags, TRAINYARD_* variables, defaults, --help), start-up
  * errors (one clear line and exit status 1), and the shutdown order.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "agent.h"
 #include "console_login.h"
 #include "creds.h"
@@ -29,6 +30,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +70,8 @@
     X(endpoint_url, "endpoint-url", "TRAINYARD_ENDPOINT_URL", "",                                  \
       "trainyard's API URL as the embedded agents reach it, relayed into every job container at "  \
       "127.0.0.1:9911; default http://<listen>")                                                   \
-    X(threads, "threads", "TRAINYARD_THREADS", "8", "HTTP worker threads")                         \
+    X(threads, "threads", "TRAINYARD_THREADS", "0",                                                \
+      "HTTP worker threads; 0 = one per CPU the server may run on, at least 2")                    \
     X(max_conns, "max-connections", "TRAINYARD_MAX_CONNECTIONS", "4096",                           \
       "open HTTP connections in all; beyond, new ones wait in the listen backlog (lowered to "     \
       "fit ulimit -n)")                                                                            \
@@ -193,6 +196,20 @@ struct server_num {
     struct http_limits limits;
 };
 
+/* The default number of HTTP threads: one per CPU this process may run on, at least 2. A request
+   rarely waits (the principal cache, the watched Describe memo), and threads beyond the CPUs only
+   queue behind each other: bench/README.md has the p99 figures. */
+static int server_default_threads(void)
+{
+    cpu_set_t set;
+    int n = 0;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        n = CPU_COUNT(&set);
+    if (n <= 0)
+        n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 2 ? 2 : n > 256 ? 256 : n;
+}
+
 /* Parses the numeric options of cfg into OUT: n and configures the quotas. 0 or -1. */
 static int server_numbers(const struct server_cfg *c, struct server_num *n)
 {
@@ -201,7 +218,7 @@ static int server_numbers(const struct server_cfg *c, struct server_num *n)
     int qt, qp, qa;
 
     if (server_int("agents", cfg.agents, 0, 64, &n->nagents) ||
-        server_int("threads", cfg.threads, 1, 256, &n->threads) ||
+        server_int("threads", cfg.threads, 0, 256, &n->threads) ||
         server_int("stop-grace", cfg.stop_grace, 0, 86400, &n->grace) ||
         server_int("orphan-timeout", cfg.orphan_timeout, 0, 30 * 86400, &n->orphan_s) ||
         server_int("slots", cfg.slots, 1, 1024, &n->slots) ||
@@ -212,6 +229,8 @@ static int server_numbers(const struct server_cfg *c, struct server_num *n)
         server_int("header-timeout", cfg.header_timeout, 1, 86400, &n->limits.header_timeout_s) ||
         server_int("body-timeout", cfg.body_timeout, 0, 7 * 86400, &n->limits.body_timeout_s))
         return -1;
+    if (n->threads == 0)
+        n->threads = server_default_threads();
     if (server_int("max-training-jobs-per-instance-type", cfg.max_training, 0, 1000000, &qt) ||
         server_int("max-user-profiles-per-domain", cfg.max_profiles, 0, 1000000, &qp) ||
         server_int("max-apps-per-user", cfg.max_apps, 0, 1000000, &qa))

@@ -201,7 +201,7 @@ static int store_setup_cmd(struct store *s, redisContext *c, int argc, const cha
     return rc;
 }
 
-static int store_connect(struct store *s, struct ty_err *err)
+redisContext *store__dial(struct store *s, struct ty_err *err)
 {
     struct timeval tv = {STORE_CONNECT_TIMEOUT_S, 0};
     redisContext *c;
@@ -209,14 +209,14 @@ static int store_connect(struct store *s, struct ty_err *err)
         c = redisConnectUnixWithTimeout(s->path, tv);
     else
         c = redisConnectWithTimeout(s->host, s->port, tv);
-    if (!c)
-        return ty_err_set(err, TY_EREDIS, NULL, "cannot connect to redis at %s: out of memory",
-                          s->where);
+    if (!c) {
+        ty_err_set(err, TY_EREDIS, NULL, "cannot connect to redis at %s: out of memory", s->where);
+        return NULL;
+    }
     if (c->err) {
-        int rc = ty_err_set(err, TY_EREDIS, NULL, "cannot connect to redis at %s: %s", s->where,
-                            c->errstr);
+        ty_err_set(err, TY_EREDIS, NULL, "cannot connect to redis at %s: %s", s->where, c->errstr);
         redisFree(c);
-        return rc;
+        return NULL;
     }
     store_set_timeout(c, STORE_CMD_TIMEOUT_MS);
     if (s->password[0]) {
@@ -225,7 +225,7 @@ static int store_connect(struct store *s, struct ty_err *err)
                             : store_setup_cmd(s, c, 2, (const char *[]){"AUTH", s->password}, err);
         if (rc < 0) {
             redisFree(c);
-            return rc;
+            return NULL;
         }
     }
     if (s->db) {
@@ -234,10 +234,16 @@ static int store_connect(struct store *s, struct ty_err *err)
         snprintf(db, sizeof(db), "%d", s->db);
         if (store_setup_cmd(s, c, 2, argv, err) < 0) {
             redisFree(c);
-            return -TY_EREDIS;
+            return NULL;
         }
     }
-    s->c = c;
+    return c;
+}
+
+static int store_connect(struct store *s, struct ty_err *err)
+{
+    if (!(s->c = store__dial(s, err)))
+        return -TY_EREDIS;
     return 0;
 }
 
@@ -344,10 +350,23 @@ int store__reply_err(const redisReply *r, const char *what, struct ty_err *err)
 }
 
 /* EVALSHA this file's script sc (store_script.h). new: the reply, or NULL with err. */
+/* Job documents written by this process so far (store__job_writes); every script of the table
+   but the log's writes one. */
+static _Atomic unsigned long long store_job_writes;
+
+unsigned long long store__job_writes(void)
+{
+    return store_job_writes;
+}
+
 redisReply *store__eval(struct store *s, enum store_sc sc, int nkeys, int nargs, const char **args,
                         const size_t *lens, struct ty_err *err)
 {
-    return store_script_eval(s, &store_scripts[sc], nkeys, nargs, args, lens, err);
+    redisReply *r = store_script_eval(s, &store_scripts[sc], nkeys, nargs, args, lens, err);
+    /* counted once the script returned, whatever it answered: it may have written */
+    if (sc != SC_LOG_APPEND)
+        store_job_writes++;
+    return r;
 }
 
 struct store *store_open(const char *url, struct ty_err *err)

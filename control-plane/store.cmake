@@ -21,7 +21,7 @@ add_library(ty_store STATIC ${TY_CP_DIR}/store.c ${TY_CP_DIR}/store_job.c
   ${TY_CP_DIR}/store_joblist.c ${TY_CP_DIR}/store_tags.c ${TY_CP_DIR}/store_principal.c
   ${TY_CP_DIR}/store_log.c ${TY_CP_DIR}/queue.c ${TY_CP_DIR}/store_iam.c
   ${TY_CP_DIR}/session.c ${TY_CP_DIR}/authgen.c ${TY_CP_DIR}/store_metrics.c ${TY_CP_DIR}/store_lease.c
-  ${TY_CP_DIR}/store_script.c ${TY_CP_DIR}/store_res.c ${TY_CP_DIR}/store_jobmemo.c
+  ${TY_CP_DIR}/store_script.c ${TY_CP_DIR}/store_res.c ${TY_CP_DIR}/store_jobmemo.c ${TY_CP_DIR}/store_watch.c
   ${TY_CP_DIR}/store_login.c
   ${TY_STORE_LUA_C})
 target_include_directories(ty_store PUBLIC ${TY_CP_DIR})

@@ -14,6 +14,7 @@
 #include "store.h"
 #include "ty_err.h"
 
+struct redisContext;
 struct redisReply;
 
 /* Lua sources compiled in by store.cmake (NUL-terminated). */
@@ -36,6 +37,13 @@ enum store_sc { SC_JOB_CREATE, SC_JOB_TRANSITION, SC_JOB_DELETE, SC_LOG_APPEND, 
  */
 struct redisReply *store__eval(struct store *s, enum store_sc sc, int nkeys, int nargs,
                                const char **args, const size_t *lens, struct ty_err *err);
+
+/*
+ * How many job-document scripts (create, transition, delete) this process has run to the end,
+ * on any connection; read before a read of a document, a change means an in-process write may
+ * have landed since (store_jobmemo.c). Thread-safe.
+ */
+unsigned long long store__job_writes(void);
 
 /* The region and account of store_set_identity (borrowed: valid while s lives). */
 const char *store__region(const struct store *s);
@@ -72,6 +80,13 @@ int store__args_fmt(struct store_args *a, const char *fmt, ...)
 
 /* A job hash (HGETALL reply) as a DescribeTrainingJob document. new, or NULL with err. */
 json_t *store__doc_from_reply(const struct redisReply *r, struct ty_err *err);
+
+/*
+ * new: a connection of its own to s's Redis (AUTH and SELECT done, the command timeout set), for
+ * a caller that needs a second one (store_watch.c); the caller frees it with redisFree. NULL
+ * with -TY_EREDIS in err when Redis cannot be reached.
+ */
+struct redisContext *store__dial(struct store *s, struct ty_err *err);
 
 /*
  * Runs one command. Returns a new reply (which may be an error reply: the caller checks), or

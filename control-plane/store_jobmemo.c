@@ -3,7 +3,8 @@
  *
  * Invariant: an entry's key is the job's name, a NUL, then for each element of the HGETALL reply
  * its length (4 bytes, host order) and its bytes; two reads with equal keys returned the same
- * document, so the answer built from the first serves the second.
+ * document, so the answer built from the first serves the second. An entry's watched flag is set
+ * only from a read made after a poll that found the watch running, in the epoch of that poll.
  */
 #include "store_jobmemo.h"
 
@@ -13,6 +14,8 @@
 #include <string.h>
 
 #include "store_int.h"
+
+#define STORE_JOBMEMO_PREFIX "ty:job:"
 
 /* OUT: m->cur = the key of name's reply r; 0, or -1 when r cannot be memoised. */
 static int store_jobmemo_key(struct store_jobmemo *m, const char *name, const redisReply *r)
@@ -66,6 +69,39 @@ static struct store_jobmemo_entry *store_jobmemo_find(struct store_jobmemo *m, c
     return NULL;
 }
 
+/* The entry of job name (whatever its document), or NULL. */
+static struct store_jobmemo_entry *store_jobmemo_named(struct store_jobmemo *m, const char *name,
+                                                       size_t len)
+{
+    for (int i = 0; i < STORE_JOBMEMO_N; i++) {
+        struct store_jobmemo_entry *e = &m->e[i];
+        if (e->key && e->key_len > len && memcmp(e->key, name, len) == 0 && e->key[len] == '\0')
+            return e;
+    }
+    return NULL;
+}
+
+/* store_watch_fn: key (ty:job:<name>) changed, so its entry is no longer vouched for. */
+static void store_jobmemo_forget(void *arg, const char *key, size_t len)
+{
+    size_t plen = sizeof(STORE_JOBMEMO_PREFIX) - 1;
+    struct store_jobmemo_entry *e = store_jobmemo_named(arg, key + plen, len - plen);
+    if (e)
+        e->watched = 0;
+}
+
+/* OUT: *text, *len = a copy of e's answer; 1, or 0 when memory is short. */
+static int store_jobmemo_answer(struct store_jobmemo *m, struct store_jobmemo_entry *e, char **text,
+                                size_t *len)
+{
+    if (!(*text = malloc(e->text_len + 1)))
+        return 0;
+    memcpy(*text, e->text, e->text_len + 1);
+    *len = e->text_len;
+    e->used = ++m->tick;
+    return 1;
+}
+
 int store_jobmemo_get(struct store *s, struct store_jobmemo *m, const char *name, json_t **doc,
                       char **text, size_t *len, struct ty_err *err)
 {
@@ -76,19 +112,30 @@ int store_jobmemo_get(struct store *s, struct store_jobmemo *m, const char *name
     *doc = NULL;
     *text = NULL;
     *len = 0;
+    if (store__key(key, sizeof(key), STORE_JOBMEMO_PREFIX, name, NULL, err) < 0)
+        return -err->code;
     if (m) {
         if (!m->cur.max)
             ty_buf_init(&m->cur, STORE_JOBMEMO_MAX);
         m->cur_ok = 0;
+        if (!m->watch.prefix)
+            m->watch.prefix = STORE_JOBMEMO_PREFIX;
+        m->cur_watched = store_watch_poll(s, &m->watch, store_jobmemo_forget, m);
+        m->cur_epoch = m->watch.epoch;
+        m->cur_writes = store__job_writes();
+        e = store_jobmemo_named(m, name, strlen(name));
+        if (m->cur_watched && e && e->watched && e->epoch == m->cur_epoch &&
+            e->writes == m->cur_writes && store_jobmemo_answer(m, e, text, len)) {
+            m->unread++;
+            return 1;
+        }
     }
-    if (store__key(key, sizeof(key), "ty:job:", name, NULL, err) < 0)
-        return -err->code;
     if (!(r = store__cmdv(s, err, "HGETALL", key, NULL)))
         return -err->code;
-    if (m && (e = store_jobmemo_find(m, name, r)) && (*text = malloc(e->text_len + 1))) {
-        memcpy(*text, e->text, e->text_len + 1);
-        *len = e->text_len;
-        e->used = ++m->tick;
+    if (m && (e = store_jobmemo_find(m, name, r)) && store_jobmemo_answer(m, e, text, len)) {
+        e->watched = m->cur_watched;
+        e->epoch = m->cur_epoch;
+        e->writes = m->cur_writes;
         freeReplyObject(r);
         return 1;
     }
@@ -141,6 +188,9 @@ void store_jobmemo_put(struct store_jobmemo *m, const char *text, size_t len)
     victim->text = t;
     victim->text_len = len;
     victim->used = ++m->tick;
+    victim->watched = m->cur_watched;
+    victim->epoch = m->cur_epoch;
+    victim->writes = m->cur_writes;
 }
 
 void store_jobmemo_cleanup(struct store_jobmemo *m)
@@ -152,5 +202,6 @@ void store_jobmemo_cleanup(struct store_jobmemo *m)
         free(m->e[i].text);
     }
     ty_buf_cleanup(&m->cur);
+    store_watch_close(&m->watch);
     memset(m, 0, sizeof(*m));
 }

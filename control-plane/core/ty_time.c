@@ -1,5 +1,5 @@
 /*
- * ty_time.c - deadlines for timed waits (ty_time.h).
+ * ty_time.c - deadlines for timed waits and the monotonic clock (ty_time.h).
  *
  * Invariant: the result's tv_nsec is always in 0..999999999, whatever ms is.
  */
@@ -16,4 +16,18 @@ void ty_deadline_ms(struct timespec *ts, long ms)
         ts->tv_sec++;
         ts->tv_nsec -= 1000000000L;
     }
+}
+
+double ty_mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+long long ty_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -1,6 +1,7 @@
 /*
- * ty_time.h - deadlines for timed waits: the absolute CLOCK_REALTIME time that
- * pthread_cond_timedwait measures against, some milliseconds from now.
+ * ty_time.h - deadlines for timed waits (the absolute CLOCK_REALTIME time that
+ * pthread_cond_timedwait measures against, some milliseconds from now) and the monotonic clock
+ * that intervals and back-offs are measured on.
  *
  * Owns: nothing beyond the call. Thread-safe (no shared state).
  */
@@ -11,5 +12,9 @@
 
 /* OUT: ts = now (CLOCK_REALTIME) + ms (ms >= 0), tv_nsec normalised to 0..999999999. */
 void ty_deadline_ms(struct timespec *ts, long ms);
+
+/* CLOCK_MONOTONIC in seconds (fractional) and in whole milliseconds. */
+double ty_mono_s(void);
+long long ty_mono_ms(void);
 
 #endif

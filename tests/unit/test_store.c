@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "redis_fixture.h"
 #include "store.h"
@@ -505,6 +506,108 @@ static void test_job_memo(void **state)
     store_jobmemo_cleanup(&m);
 }
 
+/* Calls of a command so far (INFO commandstats), to tell a read that went to Redis. */
+static long long cmd_calls(const char *cmd)
+{
+    redisReply *r = raw_cmd("INFO commandstats");
+    char key[64];
+    const char *p;
+    long long n = 0;
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    snprintf(key, sizeof(key), "cmdstat_%s:calls=", cmd);
+    if ((p = strstr(r->str, key)))
+        n = strtoll(p + strlen(key), NULL, 10);
+    freeReplyObject(r);
+    return n;
+}
+
+/* Reads watch-a through m until its SecondaryStatus is want (2 s at most: another process's
+   write is seen once Redis has sent its invalidation). 1 when seen, 0 when never. */
+static int memo_sees(struct store *s, struct store_jobmemo *m, const char *want)
+{
+    for (int i = 0; i < 200; i++) {
+        struct ty_err err;
+        json_t *doc;
+        char *text;
+        size_t len;
+        int rc = store_jobmemo_get(s, m, "watch-a", &doc, &text, &len, &err);
+        if (rc == 0) {
+            int same = strcmp(json_string_value(json_object_get(doc, "SecondaryStatus")), want);
+            json_decref(doc);
+            if (same == 0)
+                return 1;
+        } else if (rc == -TY_ENOTFOUND && !want[0]) {
+            return 1;
+        }
+        free(rc == 1 ? text : NULL);
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* Keeps "answer" for watch-a's document as read now, and checks it is then served unread. */
+static void memo_keep(struct store *s, struct store_jobmemo *m)
+{
+    struct ty_err err;
+    json_t *doc;
+    char *text;
+    size_t len;
+    unsigned long long unread = m->unread;
+    long long hget;
+
+    assert_int_equal(store_jobmemo_get(s, m, "watch-a", &doc, &text, &len, &err), 0);
+    json_decref(doc);
+    store_jobmemo_put(m, "answer", 6);
+    hget = cmd_calls("hgetall");
+    assert_int_equal(store_jobmemo_get(s, m, "watch-a", &doc, &text, &len, &err), 1);
+    assert_string_equal(text, "answer");
+    free(text);
+    assert_int_equal(m->unread, unread + 1);
+    assert_int_equal(cmd_calls("hgetall"), hget); /* served without asking Redis */
+}
+
+/* The watch: an answer it vouches for is served without a read; a write made in this process
+   (on another connection) is seen by the very next read, and every other change (another
+   process's write, a flush, a lost watch connection) as soon as Redis has sent it. */
+static void test_job_memo_watch(void **state)
+{
+    struct store *s = *state, *s2;
+    struct store_jobmemo m;
+    struct ty_err err;
+    json_t *doc;
+    char *text;
+    size_t len;
+
+    memset(&m, 0, sizeof(m));
+    assert_non_null(s2 = store_open(fx.url_unix, &err));
+    create_job(s, "watch-a", "InProgress", T0);
+    memo_keep(s, &m);
+    /* this process writes through another connection: the next read sees it, no wait */
+    json_decref(transition(s2, "watch-a", NULL, NULL, NULL, "Training", "m", T0 + 1, NULL, &err));
+    assert_int_equal(store_jobmemo_get(s, &m, "watch-a", &doc, &text, &len, &err), 0);
+    assert_string_equal(json_string_value(json_object_get(doc, "SecondaryStatus")), "Training");
+    json_decref(doc);
+    /* another process writes */
+    memo_keep(s, &m);
+    freeReplyObject(raw_cmd("HSET ty:job:watch-a SecondaryStatus \"Uploading\""));
+    assert_true(memo_sees(s, &m, "Uploading"));
+    /* a flush: the job is gone, not answered from the memo */
+    memo_keep(s, &m);
+    freeReplyObject(raw_cmd("FLUSHALL"));
+    assert_true(memo_sees(s, &m, ""));
+    /* the watch's connection is killed: the change made meanwhile is seen */
+    create_job(s, "watch-a", "InProgress", T0);
+    memo_keep(s, &m);
+    freeReplyObject(raw_cmd("CLIENT KILL TYPE pubsub"));
+    freeReplyObject(raw_cmd("HSET ty:job:watch-a SecondaryStatus \"Stopping\""));
+    assert_true(memo_sees(s, &m, "Stopping"));
+    /* and the watch is back after its back-off */
+    usleep(1100 * 1000);
+    memo_keep(s, &m);
+    store_jobmemo_cleanup(&m);
+    store_close(s2);
+}
+
 static void test_job_delete(void **state)
 {
     struct store *s = *state;
@@ -984,6 +1087,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_job_get_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_get_not_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_memo, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_memo_watch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_transitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_list, setup, teardown),
