@@ -9,6 +9,7 @@
 
 #include "store_int.h"
 #include "ty_log.h"
+#include "ty_time.h"
 
 #include <hiredis/hiredis.h>
 #include <stdatomic.h>
@@ -18,13 +19,6 @@
 static _Atomic unsigned long long authgen_gen = 1;
 static _Atomic long long authgen_remote = -1;
 static _Atomic long long authgen_polled_ms;
-
-static long long authgen_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Reads AUTHGEN_KEY; a value other than the last one seen (or a failure) bumps gen. */
 static void authgen_poll(struct store *s)
@@ -47,7 +41,7 @@ static void authgen_poll(struct store *s)
 
 unsigned long long authgen_current(struct store *s)
 {
-    long long now = authgen_now_ms(), last = atomic_load(&authgen_polled_ms);
+    long long now = ty_mono_ms(), last = atomic_load(&authgen_polled_ms);
 
     if (s && now - last >= AUTHGEN_POLL_MS &&
         atomic_compare_exchange_strong(&authgen_polled_ms, &last, now))

@@ -16,6 +16,7 @@
 
 #include "metrics.h"
 #include "ty_log.h"
+#include "ty_time.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -58,13 +59,6 @@ struct http_server {
     pthread_t reaper;
 };
 
-static double http_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Sets the deadline of conn's current phase: secs from now, none when secs <= 0. */
 static void http_deadline(struct http_server *srv, struct MHD_Connection *conn, int secs)
 {
@@ -74,7 +68,7 @@ static void http_deadline(struct http_server *srv, struct MHD_Connection *conn, 
     if (!c)
         return;
     pthread_mutex_lock(&srv->mu);
-    c->deadline = secs > 0 ? http_now() + secs : 0;
+    c->deadline = secs > 0 ? ty_mono_s() + secs : 0;
     pthread_mutex_unlock(&srv->mu);
 }
 
@@ -95,7 +89,7 @@ static void http_notify_conn(void *cls, struct MHD_Connection *conn, void **sock
         }
         c->fd = ci->connect_fd;
         pthread_mutex_lock(&srv->mu);
-        c->deadline = srv->lim.header_timeout_s > 0 ? http_now() + srv->lim.header_timeout_s : 0;
+        c->deadline = srv->lim.header_timeout_s > 0 ? ty_mono_s() + srv->lim.header_timeout_s : 0;
         c->next = srv->conns;
         if (srv->conns)
             srv->conns->prev = c;
@@ -126,7 +120,7 @@ static void *http_reaper(void *arg)
     pthread_mutex_lock(&srv->mu);
     while (!srv->stopping) {
         struct timespec ts;
-        double now = http_now();
+        double now = ty_mono_s();
         int cut = 0;
         for (struct http__conn *c = srv->conns; c; c = c->next) {
             if (c->deadline > 0 && now >= c->deadline) {
@@ -138,12 +132,7 @@ static void *http_reaper(void *arg)
         if (cut)
             ty_log(TY_LOG_INFO, "http.deadline", "closed=%d reason=\"request not read in time\"",
                    cut);
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 200 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        ty_deadline_ms(&ts, 200);
         pthread_cond_timedwait(&srv->cv, &srv->mu, &ts);
     }
     pthread_mutex_unlock(&srv->mu);
@@ -207,7 +196,7 @@ static void http_request_id(char *id)
 
     if (!seeded) {
         if (RAND_bytes((unsigned char *)key, sizeof(key)) != 1)
-            key[0] = (uint64_t)http_now() * 1000003ULL ^ (uint64_t)(uintptr_t)&seeded;
+            key[0] = (uint64_t)ty_mono_s() * 1000003ULL ^ (uint64_t)(uintptr_t)&seeded;
         seeded = 1;
     }
     w[0] = http_mix(key[0] + ++ctr * 0x9e3779b97f4a7c15ULL);

@@ -994,16 +994,10 @@ int objstore__copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, char *t
                                       limit - total < OBJSTORE_CHUNK ? (size_t)(limit - total)
                                                                      : OBJSTORE_CHUNK)) > 0) {
         EVP_DigestUpdate(c, buf, (size_t)r);
-        for (ssize_t off = 0; off < r;) {
-            ssize_t w = write(out, buf + off, (size_t)(r - off));
-            if (w < 0) {
-                r = -1;
-                break;
-            }
-            off += w;
-        }
-        if (r < 0)
+        if (ty_write_all(out, buf, (size_t)r) < 0) {
+            r = -1;
             break;
+        }
         total += (uint64_t)r;
     }
     if (r < 0 || fsync(out) != 0 || EVP_DigestFinal_ex(c, md, &mdlen) != 1) {

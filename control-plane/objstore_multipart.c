@@ -11,6 +11,7 @@
 #include "ty_codec.h"
 
 #include "ty_crc32c.h"
+#include "ty_fs.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -340,16 +341,10 @@ static int objstore_append_file(int out, const char *src)
         return -1;
     }
     while ((r = read(in, buf, OBJSTORE_CHUNK)) > 0) {
-        for (ssize_t off = 0; off < r;) {
-            ssize_t w = write(out, buf + off, (size_t)(r - off));
-            if (w < 0) {
-                r = -1;
-                break;
-            }
-            off += w;
-        }
-        if (r < 0)
+        if (ty_write_all(out, buf, (size_t)r) < 0) {
+            r = -1;
             break;
+        }
     }
     free(buf);
     close(in);

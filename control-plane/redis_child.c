@@ -37,13 +37,6 @@ struct redis_child {
     pthread_t thread;
 };
 
-static double redis_child_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void redis_child_sleep(double s)
 {
     struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
@@ -144,7 +137,7 @@ static int redis_child_backoff(struct redis_child *rc, double secs)
 static void *redis_child_supervise(void *arg)
 {
     struct redis_child *rc = arg;
-    double backoff = REDIS_CHILD_BACKOFF_MIN, started = redis_child_now();
+    double backoff = REDIS_CHILD_BACKOFF_MIN, started = ty_mono_s();
     int attempt = 0;
 
     for (;;) {
@@ -166,12 +159,12 @@ static void *redis_child_supervise(void *arg)
             }
             pthread_mutex_unlock(&rc->mu);
             redis_child_describe(status, why, sizeof(why));
-            if (redis_child_now() - started >= REDIS_CHILD_HEALTHY_S) {
+            if (ty_mono_s() - started >= REDIS_CHILD_HEALTHY_S) {
                 backoff = REDIS_CHILD_BACKOFF_MIN;
                 attempt = 0;
             }
             ty_log(TY_LOG_WARN, "redis.died", "pid=%d %s ran_s=%.1f restart_in_s=%.1f log=%s",
-                   (int)pid, why, redis_child_now() - started, backoff, rc->logf);
+                   (int)pid, why, ty_mono_s() - started, backoff, rc->logf);
         }
         if (redis_child_backoff(rc, backoff))
             break;
@@ -190,7 +183,7 @@ static void *redis_child_supervise(void *arg)
                    strerror(errno));
             continue;
         }
-        started = redis_child_now();
+        started = ty_mono_s();
         ready = redis_child_wait_ready(rc, pid, &status);
         if (ready == 0) {
             pthread_mutex_lock(&rc->mu);

@@ -12,6 +12,7 @@
 #include "s3client.h"
 
 #include "ty_codec.h"
+#include "ty_fs.h"
 #include "ty_log.h"
 #include "ty_xml.h"
 
@@ -237,7 +238,7 @@ static size_t s3c_read(char *buf, size_t size, size_t nitems, void *ud)
 static size_t s3c_write(char *data, size_t size, size_t nmemb, void *ud)
 {
     struct s3c__io *io = ud;
-    size_t n = size * nmemb, off = 0;
+    size_t n = size * nmemb;
 
     if (io->rq->out_fd < 0 || io->rs->status >= 300) {
         /* an error's body always goes to memory: the caller reads <Code> from it */
@@ -248,15 +249,9 @@ static size_t s3c_write(char *data, size_t size, size_t nmemb, void *ud)
         io->rs->body_bytes += n;
         return n;
     }
-    while (off < n) {
-        ssize_t w = write(io->rq->out_fd, data + off, n - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            io->write_failed = errno ? errno : EIO;
-            return 0;
-        }
-        off += (size_t)w;
+    if (ty_write_all(io->rq->out_fd, data, n) < 0) {
+        io->write_failed = errno ? errno : EIO;
+        return 0;
     }
     io->rs->body_bytes += n;
     return n;

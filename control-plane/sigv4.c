@@ -105,16 +105,6 @@ static int bounded(const char *s, size_t n)
 
 /* ---- hashing ---------------------------------------------------------------------------- */
 
-static void to_hex(const unsigned char *md, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[md[i] >> 4];
-        out[2 * i + 1] = digits[md[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 static EVP_MD *sigv4_md;
 static pthread_once_t sigv4_md_once = PTHREAD_ONCE_INIT;
 
@@ -142,7 +132,7 @@ static int sha256_hex(const void *p, size_t n, char *out)
         p = &empty;
     if (!EVP_Digest(p, n, md, &len, sigv4_sha256(), NULL) || len != 32)
         return -TY_EINTERNAL;
-    to_hex(md, 32, out);
+    ty_hex_encode(md, 32, out);
     return 0;
 }
 
@@ -773,7 +763,7 @@ static int compute_signature(const struct sigv4_request *req, const struct sigv4
     if (rc == 0)
         rc = hmac256(key, 32, sts, k);
     if (rc == 0)
-        to_hex(k, 32, sig);
+        ty_hex_encode(k, 32, sig);
     OPENSSL_cleanse(key, sizeof(key));
     OPENSSL_cleanse(k, sizeof(k));
     if (rc)

@@ -176,13 +176,6 @@ static int agent_job_running(const char *job, void *ud)
     return found;
 }
 
-static double agent_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void *agent_claim_thread(void *arg)
 {
     struct agent *a = arg;
@@ -191,8 +184,8 @@ static void *agent_claim_thread(void *arg)
     long min_idle_ms = (long)a->cfg.heartbeat_ttl_s * 3 * 1000;
     int backoff_ms = 500, own_done = 0, rescan = 0;
     char own_after[64] = "";
-    double next_own = agent_now() + AGENT_OWN_RESCAN_S;
-    double next_leftover = agent_now() + AGENT_CLAIM_BLOCK_MS / 1000.0;
+    double next_own = ty_mono_s() + AGENT_OWN_RESCAN_S;
+    double next_leftover = ty_mono_s() + AGENT_CLAIM_BLOCK_MS / 1000.0;
     struct docker *d = NULL; /* for the leftover sweep only */
 
     while (!atomic_load(&a->stopping)) {
@@ -213,8 +206,8 @@ static void *agent_claim_thread(void *arg)
             backoff_ms = backoff_ms < 8000 ? backoff_ms * 2 : backoff_ms;
             continue;
         }
-        if (agent_now() >= next_leftover) {
-            next_leftover = agent_now() + AGENT_LEFTOVER_S;
+        if (ty_mono_s() >= next_leftover) {
+            next_leftover = ty_mono_s() + AGENT_LEFTOVER_S;
             if (!d)
                 d = docker_open(a->cfg.docker_host, &err);
             if (d && leftover_sweep(s, d, a->deployment, a->id, 3 * a->cfg.heartbeat_ttl_s) < 0) {
@@ -222,7 +215,7 @@ static void *agent_claim_thread(void *arg)
                 d = NULL;
             }
         }
-        if (own_done && agent_now() >= next_own) {
+        if (own_done && ty_mono_s() >= next_own) {
             /* Alive, look again for entries of our own that no runner holds (a runner that
                gave up on Redis before its job ran), and outboxes nobody replays. */
             own_done = 0;
@@ -256,7 +249,7 @@ static void *agent_claim_thread(void *arg)
             if (rc == 0) {
                 own_done = 1;
                 rescan = 0;
-                next_own = agent_now() + AGENT_OWN_RESCAN_S;
+                next_own = ty_mono_s() + AGENT_OWN_RESCAN_S;
             }
         }
         if (rc >= 0)

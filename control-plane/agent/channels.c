@@ -221,21 +221,6 @@ static int channels_mkparent(const char *dst, struct ty_err *err)
     return 0;
 }
 
-static int channels_write_all(int out, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(out, buf, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        buf += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Streams fd into out (gunzipping when gunzip); dst names out in messages. OUT: *bytes. */
 static int channels_copy_stream(int fd, int out, const char *dst, int gunzip, const char *what,
                                 uint64_t *bytes, struct ty_err *err)
@@ -267,7 +252,7 @@ static int channels_copy_stream(int fd, int out, const char *dst, int gunzip, co
                                 strerror(errno));
                 goto done;
             }
-            if (channels_write_all(out, buf, (size_t)r) != 0) {
+            if (ty_write_all(out, buf, (size_t)r) != 0) {
                 rc = ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot write '%s': %s",
                                 dst, strerror(errno));
                 goto done;
@@ -306,7 +291,7 @@ static int channels_copy_stream(int fd, int out, const char *dst, int gunzip, co
                             archive_error_string(ar));
             goto done;
         }
-        if (channels_write_all(out, buf, (size_t)r) != 0) {
+        if (ty_write_all(out, buf, (size_t)r) != 0) {
             rc = ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot write '%s': %s", dst,
                             strerror(errno));
             goto done;
@@ -424,7 +409,7 @@ static int channels_untar_file(struct archive *in, struct archive_entry *e, int 
         return ty_err_set(err, TY_EINVAL, NULL, "ClientError: %s: cannot unpack '%s': %s", what,
                           name, strerror(-out));
     while ((n = archive_read_data(in, buf, CHANNELS_CHUNK)) > 0) {
-        if (channels_write_all(out, buf, (size_t)n) != 0) {
+        if (ty_write_all(out, buf, (size_t)n) != 0) {
             int e2 = errno;
             close(out);
             return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot write '%s': %s", name,

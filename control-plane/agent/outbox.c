@@ -7,6 +7,7 @@
 #include "outbox.h"
 
 #include "queue.h"
+#include "ty_fs.h"
 #include "ty_log.h"
 
 #include <dirent.h>
@@ -68,20 +69,6 @@ static long outbox_count(int fd)
     return n;
 }
 
-static int outbox_write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Appends rec (stolen) as the next record of job's outbox. cap > 0: refuses (1) when the file
    would grow past cap bytes. 0, 1, or -TY_EIO. */
 static int outbox_append(const char *data_dir, const char *job, json_t *rec, long cap,
@@ -118,7 +105,7 @@ static int outbox_append(const char *data_dir, const char *job, json_t *rec, lon
         rc = 1;
         goto done;
     }
-    if (outbox_write_all(fd, text, strlen(text)) != 0 || outbox_write_all(fd, "\n", 1) != 0 ||
+    if (ty_write_all(fd, text, strlen(text)) != 0 || ty_write_all(fd, "\n", 1) != 0 ||
         fsync(fd) != 0) {
         /* a torn last line is skipped by the replay (it does not parse) */
         rc = ty_err_set(err, TY_EIO, NULL, "cannot write '%s': %s", p, strerror(errno));
@@ -344,7 +331,7 @@ static int outbox_done_write(const char *path, long seq)
     n = snprintf(buf, sizeof(buf), "%ld\n", seq);
     if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
         return -1;
-    if (outbox_write_all(fd, buf, (size_t)n) == 0 && fsync(fd) == 0)
+    if (ty_write_all(fd, buf, (size_t)n) == 0 && fsync(fd) == 0)
         rc = 0;
     close(fd);
     if (rc == 0 && rename(tmp, path) != 0)

@@ -13,6 +13,7 @@
 
 #include "fence.h"
 #include "ty_log.h"
+#include "ty_time.h"
 
 static int reap_is_sandbox(json_t *c)
 {
@@ -27,18 +28,11 @@ static int reap_is_ours(json_t *c, const char *deployment)
     return !deployment || !deployment[0] || !dep || strcmp(dep, deployment) == 0;
 }
 
-static double reap_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* SIGTERM to every training container, then waits until none runs or grace_s passed. */
 static void reap_term(struct docker *d, json_t *list, int grace_s)
 {
     struct timespec tick = {0, 250 * 1000000L};
-    double deadline = reap_now() + grace_s;
+    double deadline = ty_mono_s() + grace_s;
     struct ty_err err;
     json_t *c;
     size_t i;
@@ -50,7 +44,7 @@ static void reap_term(struct docker *d, json_t *list, int grace_s)
         if (id && !reap_is_sandbox(c))
             docker_kill(d, id, "SIGTERM", &err);
     }
-    while (running && reap_now() < deadline) {
+    while (running && ty_mono_s() < deadline) {
         running = 0;
         json_array_foreach(list, i, c)
         {

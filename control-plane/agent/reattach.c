@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ty_err.h"
+#include "ty_fs.h"
 
 #define REATTACH_RECORD_MAX (64 * 1024)
 
@@ -30,7 +31,7 @@ int reattach_record_write(const char *job_dir, const struct reattach_record *rec
     char path[4200], tmp[4200];
     json_t *hosts = json_array(), *doc = NULL;
     char *text = NULL;
-    size_t len, off = 0;
+    size_t len;
     int fd = -1, rc = -TY_EIO;
 
     if (!hosts)
@@ -54,14 +55,8 @@ int reattach_record_write(const char *job_dir, const struct reattach_record *rec
     if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
         goto done;
     len = strlen(text);
-    while (off < len) {
-        ssize_t w = write(fd, text + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            goto done;
-        off += (size_t)w;
-    }
+    if (ty_write_all(fd, text, len) < 0)
+        goto done;
     if (fsync(fd) != 0 || close(fd) != 0) {
         fd = -1;
         goto done;

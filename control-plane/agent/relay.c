@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "ty_log.h"
+#include "ty_time.h"
 
 /* One direction of a connection: bytes read from one side, not yet written to the other. */
 struct relay_dir {
@@ -65,13 +66,6 @@ struct relay {
     atomic_int open;
     atomic_long accepted, refused, idled;
 };
-
-static double relay_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* "http://host:port/path", "host:port", "[::1]:port": resolves into r->target. */
 static int relay_resolve(struct relay *r, const char *target, struct ty_err *err)
@@ -262,7 +256,7 @@ static void relay_accept(struct relay *r)
         c->cfd = fd;
         c->sfd = sfd;
         c->connecting = 1;
-        c->last = relay_now();
+        c->last = ty_mono_s();
         atomic_fetch_add(&r->open, 1);
     }
 }
@@ -411,7 +405,7 @@ static void *relay_thread(void *arg)
             break;
         if (pf[0].revents)
             break; /* relay_stop */
-        now = relay_now();
+        now = ty_mono_s();
         for (int i = 0; i < n; i++)
             if (r->conns[i].cfd >= 0)
                 relay_serve(r, &r->conns[i], pf[2 + 2 * i].revents, pf[3 + 2 * i].revents, now);

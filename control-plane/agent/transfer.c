@@ -16,6 +16,7 @@
 #include "confine.h"
 #include "s3uri.h"
 #include "ty_log.h"
+#include "ty_time.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -33,13 +34,6 @@
 #define TRANSFER_PROGRESS_S    5.0    /* seconds between progress lines of one channel */
 #define TRANSFER_MAX_SEEN      200000 /* files tracked for incremental uploads */
 #define TRANSFER_EMPTY_RETRIES 5      /* 200 ms looks before "No S3 objects found" */
-
-static double transfer_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 __attribute__((format(printf, 2, 3))) static void transfer_logf(struct transfer *t, const char *fmt,
                                                                 ...)
@@ -118,7 +112,7 @@ static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, 
     struct objstore_listing l;
     char *token = NULL;
     uint64_t idx = 0, done = 0, bytes_done = 0;
-    double t0 = transfer_now(), next = t0 + TRANSFER_PROGRESS_S;
+    double t0 = ty_mono_s(), next = t0 + TRANSFER_PROGRESS_S;
     int rc = 0;
 
     if (c->keys) {
@@ -157,12 +151,12 @@ static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, 
                 done++;
                 bytes_done += b;
             }
-            if (transfer_now() >= next) {
+            if (ty_mono_s() >= next) {
                 char s[32];
                 channels_fmt_size(bytes_done, s, sizeof(s));
                 transfer_logf(t, "Channel %s: %llu of %llu objects, %s", c->name,
                               (unsigned long long)done, (unsigned long long)c->mine, s);
-                next = transfer_now() + TRANSFER_PROGRESS_S;
+                next = ty_mono_s() + TRANSFER_PROGRESS_S;
             }
         }
         return 0;
@@ -207,12 +201,12 @@ static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, 
                 done++;
                 bytes_done += b;
             }
-            if (rc == 0 && transfer_now() >= next) {
+            if (rc == 0 && ty_mono_s() >= next) {
                 char s[32];
                 channels_fmt_size(bytes_done, s, sizeof(s));
                 transfer_logf(t, "Channel %s: %llu of %llu objects, %s", c->name,
                               (unsigned long long)done, (unsigned long long)c->mine, s);
-                next = transfer_now() + TRANSFER_PROGRESS_S;
+                next = ty_mono_s() + TRANSFER_PROGRESS_S;
             }
         }
         if (rc == 0 && l.truncated && l.next)
@@ -233,7 +227,7 @@ static int transfer_channel(struct transfer *t, const struct spec *sp, json_t *c
     json_t *s3 = json_object_get(json_object_get(ch, "DataSource"), "S3DataSource");
     const char *type, *comp, *mode;
     char mpath[PATH_MAX], size[32];
-    double t0 = transfer_now();
+    double t0 = ty_mono_s();
     int rc, w;
 
     memset(&c, 0, sizeof(c));
@@ -353,7 +347,7 @@ static int transfer_channel(struct transfer *t, const struct spec *sp, json_t *c
     if ((rc = transfer_walk(t, &c, 1, err)) != 0)
         goto done;
     transfer_logf(t, "Downloaded channel %s: %llu object%s in %.1f s", c.name,
-                  (unsigned long long)c.mine, c.mine == 1 ? "" : "s", transfer_now() - t0);
+                  (unsigned long long)c.mine, c.mine == 1 ? "" : "s", ty_mono_s() - t0);
 done:
     if (c.root >= 0)
         close(c.root);

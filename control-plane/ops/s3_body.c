@@ -23,6 +23,7 @@
 #include "objstore.h"
 #include "ty_codec.h"
 #include "ty_crc32c.h"
+#include "ty_fs.h"
 
 #define S3B_LINE_MAX     4096
 #define S3B_WBUF         (256 * 1024) /* writes to the temp file go out in blocks this large */
@@ -200,15 +201,8 @@ struct s3_body *s3_body_new(int fd, const char *path, const struct http_request 
 
 static int s3b_write_all(struct s3_body *b, const char *p, size_t n)
 {
-    for (size_t off = 0; off < n;) {
-        ssize_t w = write(b->fd, p + off, n - off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return s3b_fail(b, TY_EIO, "InternalError", "cannot write the upload");
-        }
-        off += (size_t)w;
-    }
+    if (ty_write_all(b->fd, p, n) < 0)
+        return s3b_fail(b, TY_EIO, "InternalError", "cannot write the upload");
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ty_buf.h"
@@ -215,6 +216,59 @@ static void test_mkdirs(void **state)
     assert_int_equal(system(path), 0);
 }
 
+/* Whole writes: more than a pipe holds goes through in pieces (a reader drains it), and a
+   broken pipe is -1 with EPIPE. */
+static void *drain_pipe(void *arg)
+{
+    int fd = *(int *)arg;
+    static size_t total;
+    char buf[4096];
+    ssize_t n;
+    total = 0;
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+        total += (size_t)n;
+    return &total;
+}
+
+static void test_write_all(void **state)
+{
+    int p[2];
+    size_t n = 1 << 20;
+    char *big = malloc(n);
+    pthread_t t;
+    void *got;
+    (void)state;
+    assert_non_null(big);
+    memset(big, 'x', n);
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(pthread_create(&t, NULL, drain_pipe, &p[0]), 0);
+    assert_int_equal(ty_write_all(p[1], big, n), 0);
+    close(p[1]);
+    assert_int_equal(pthread_join(t, &got), 0);
+    assert_int_equal(*(size_t *)got, n);
+    close(p[0]);
+    assert_int_equal(pipe(p), 0);
+    close(p[0]);
+    signal(SIGPIPE, SIG_IGN);
+    assert_int_equal(ty_write_all(p[1], big, 10), -1);
+    assert_int_equal(errno, EPIPE);
+    close(p[1]);
+    free(big);
+}
+
+static void test_mono_clock(void **state)
+{
+    long long a = ty_mono_ms(), b;
+    double s = ty_mono_s();
+    struct timespec ten = {0, 10 * 1000000L};
+    (void)state;
+    nanosleep(&ten, NULL);
+    b = ty_mono_ms();
+    assert_true(b - a >= 10 && b - a < 5000);
+    assert_true(ty_mono_s() - s >= 0.010);
+    assert_true(s * 1000 >= (double)a - 1);
+}
+
 static void test_rand_strings(void **state)
 {
     char a[41], b[41];
@@ -329,6 +383,8 @@ int main(void)
         cmocka_unit_test(test_buf_put_xml),
         cmocka_unit_test(test_pct_decode),
         cmocka_unit_test(test_mkdirs),
+        cmocka_unit_test(test_write_all),
+        cmocka_unit_test(test_mono_clock),
         cmocka_unit_test(test_rand_strings),
         cmocka_unit_test(test_deadline_ms),
         cmocka_unit_test(test_mem_init_honours_env),
