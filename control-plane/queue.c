@@ -292,32 +292,20 @@ int queue_own_pending(struct store *s, const char *agent_id, const char *after,
 int queue_heartbeat(struct store *s, const char *agent_id, json_t *capacity, int ttl_s,
                     struct ty_err *err)
 {
-    char key[QUEUE_AGENT_MAX + 16], ttl[16];
-    char *text;
-    redisReply *r;
-    int rc = 0;
+    char key[QUEUE_AGENT_MAX + 16];
+    json_t *empty;
+    int rc;
     if (queue_agent_ok(agent_id, err) < 0)
         return -TY_EINVAL;
     if (ttl_s <= 0)
         return ty_err_set(err, TY_EINVAL, NULL, "heartbeat ttl must be positive");
-    if (!json_is_object(capacity)) {
-        json_t *empty = json_object();
-        text = json_dumps(empty, JSON_COMPACT);
-        json_decref(empty);
-    } else {
-        text = json_dumps(capacity, JSON_COMPACT);
-    }
-    if (!text)
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     snprintf(key, sizeof(key), QUEUE_AGENT_KEY "%s", agent_id);
-    snprintf(ttl, sizeof(ttl), "%d", ttl_s);
-    r = store__cmdv(s, err, "SET", key, text, "EX", ttl, NULL);
-    free(text);
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type != REDIS_REPLY_STATUS)
-        rc = store__reply_err(r, "SET", err);
-    freeReplyObject(r);
+    if (json_is_object(capacity))
+        return store__set_json_ex(s, key, capacity, ttl_s, err);
+    if (!(empty = json_object()))
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    rc = store__set_json_ex(s, key, empty, ttl_s, err);
+    json_decref(empty);
     return rc;
 }
 

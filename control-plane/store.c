@@ -342,6 +342,28 @@ broken:
     return -TY_EREDIS;
 }
 
+int store__set_json_ex(struct store *s, const char *key, const json_t *value, int ttl_s,
+                       struct ty_err *err)
+{
+    char ttl[16], *text;
+    redisReply *r;
+    int rc = 0;
+    if (ttl_s < 1)
+        return ty_err_set(err, TY_EINVAL, NULL, "ttl must be positive");
+    text = json_dumps(value, JSON_COMPACT);
+    if (!text)
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    snprintf(ttl, sizeof(ttl), "%d", ttl_s);
+    r = store__cmdv(s, err, "SET", key, text, "EX", ttl, NULL);
+    free(text);
+    if (!r)
+        return -TY_EREDIS;
+    if (r->type != REDIS_REPLY_STATUS)
+        rc = store__reply_err(r, "SET", err);
+    freeReplyObject(r);
+    return rc;
+}
+
 int store__reply_err(const redisReply *r, const char *what, struct ty_err *err)
 {
     if (r && r->type == REDIS_REPLY_ERROR)

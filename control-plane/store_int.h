@@ -107,6 +107,10 @@ struct redisReply *store__cmdv(struct store *s, struct ty_err *err, const char *
 int store__pipeline(struct store *s, size_t n, const int *argc, const char *const *const *argv,
                     struct redisReply **replies, struct ty_err *err);
 
+/* SET key to value's compact JSON text with a TTL of ttl_s seconds (>= 1). 0 or -TY_E*. */
+int store__set_json_ex(struct store *s, const char *key, const json_t *value, int ttl_s,
+                       struct ty_err *err);
+
 /* Sets err from an error reply or an unexpected reply type; returns -TY_EREDIS. */
 int store__reply_err(const struct redisReply *r, const char *what, struct ty_err *err);
 

@@ -364,28 +364,6 @@ static int res_secret_key(char *out, size_t n, const char *prefix, const char *s
     return 0;
 }
 
-static int res_set_ex(struct store *s, const char *key, json_t *value, int ttl_s,
-                      struct ty_err *err)
-{
-    char ttl[16], *text;
-    redisReply *r;
-    int rc = 0;
-    if (ttl_s < 1)
-        return ty_err_set(err, TY_EINVAL, NULL, "ttl must be positive");
-    text = json_dumps(value, JSON_COMPACT);
-    if (!text)
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    snprintf(ttl, sizeof(ttl), "%d", ttl_s);
-    r = store__cmdv(s, err, "SET", key, text, "EX", ttl, NULL);
-    free(text);
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type != REDIS_REPLY_STATUS)
-        rc = store__reply_err(r, "SET", err);
-    freeReplyObject(r);
-    return rc;
-}
-
 static json_t *res_json_reply(redisReply *r, const char *what, struct ty_err *err)
 {
     json_t *v = NULL;
@@ -413,7 +391,7 @@ int store_res_token_put(struct store *s, const char *token, json_t *value, int t
     char key[RES_KEY_MAX];
     if (res_secret_key(key, sizeof(key), "ty:console:token:", token, err) < 0)
         return -err->code;
-    return res_set_ex(s, key, value, ttl_s, err);
+    return store__set_json_ex(s, key, value, ttl_s, err);
 }
 
 json_t *store_res_token_take(struct store *s, const char *token, struct ty_err *err)
@@ -444,7 +422,7 @@ int store_res_session_put(struct store *s, const char *sid, const char *scope, j
     if (!r)
         return -TY_EREDIS;
     freeReplyObject(r);
-    rc = res_set_ex(s, key, value, ttl_s, err);
+    rc = store__set_json_ex(s, key, value, ttl_s, err);
     return rc;
 }
 

@@ -29,10 +29,10 @@ static const char *const fence_rules[][7] = {
 };
 #define FENCE_NRULES (sizeof(fence_rules) / sizeof(fence_rules[0]))
 
-void fence_ifname(const char *job, char *ifname, size_t n)
+void fence_ifname(const char *net, char *ifname, size_t n)
 {
     uint64_t h = 1469598103934665603ULL; /* FNV-1a 64 */
-    for (const unsigned char *p = (const unsigned char *)job; p && *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)net; p && *p; p++) {
         h ^= *p;
         h *= 1099511628211ULL;
     }

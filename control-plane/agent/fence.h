@@ -24,9 +24,9 @@
 /* Linux interface names are at most 15 characters. */
 #define FENCE_IFNAME_MAX 16
 
-/* The bridge interface name of job's network: "ty-" and 12 hex digits of a hash of job (stable,
-   so a later agent finds a dead one's rules). OUT: ifname (n >= FENCE_IFNAME_MAX). */
-void fence_ifname(const char *job, char *ifname, size_t n);
+/* The bridge interface name of the job network named net: "ty-" and 12 hex digits of a hash of
+   net (stable, so a later agent finds a dead one's rules). OUT: ifname (n >= FENCE_IFNAME_MAX). */
+void fence_ifname(const char *net, char *ifname, size_t n);
 
 /* Inserts the rules above for ifname. 0, or -TY_EIO with the command's error (no iptables,
    not root, ...). IPv6 rules are added when ip6tables exists; their failure is only logged. */

@@ -20,8 +20,15 @@ static int reap_is_sandbox(json_t *c)
     return json_object_get(json_object_get(c, "Labels"), "trainyard.sandbox") != NULL;
 }
 
-/* 1 when c belongs to deployment (see reap_job) */
-static int reap_is_ours(json_t *c, const char *deployment)
+void reap_job_name(const char *deployment, const char *job, char *out, size_t n)
+{
+    if (deployment && deployment[0])
+        snprintf(out, n, "trainyard-%.*s-%s", REAP_DEPLOYMENT_CHARS, deployment, job);
+    else
+        snprintf(out, n, "trainyard-%s", job);
+}
+
+int reap_is_ours(json_t *c, const char *deployment)
 {
     const char *dep =
         json_string_value(json_object_get(json_object_get(c, "Labels"), "trainyard.deployment"));
@@ -91,9 +98,9 @@ int reap_job(struct docker *d, const char *deployment, const char *job, int grac
         }
     }
     json_decref(list);
-    snprintf(net, sizeof(net), "trainyard-%s", job);
+    reap_job_name(deployment, job, net, sizeof(net));
     docker_network_remove(d, net, &err);
-    fence_ifname(job, br, sizeof(br));
+    fence_ifname(net, br, sizeof(br));
     fence_unbridge(br);
     return found;
 }

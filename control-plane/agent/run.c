@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "outbox.h"
 #include "prof.h"
+#include "reap.h"
 #include "reattach.h"
 #include "ty_fs.h"
 #include "ty_log.h"
@@ -94,8 +95,6 @@ static void run_warm_detach(struct run_ctx *r)
     }
     if (r->net[0]) {
         run__fmt(r->keep.net, sizeof(r->keep.net), "%s", r->net);
-        run__fmt(r->keep.net_job, sizeof(r->keep.net_job), "%s",
-                 r->net_job[0] ? r->net_job : r->job);
         r->net[0] = '\0';
     }
 }
@@ -135,10 +134,8 @@ static void run_warm_take(struct run_ctx *r)
     }
     for (int i = 0; i < r->nh; i++)
         run__fmt(r->h[i].sbid, sizeof(r->h[i].sbid), "%s", e->sbid[i]);
-    if (e->net[0]) {
+    if (e->net[0])
         run__fmt(r->net, sizeof(r->net), "%s", e->net);
-        run__fmt(r->net_job, sizeof(r->net_job), "%s", e->net_job[0] ? e->net_job : e->job);
-    }
     r->warm = 1;
     warmpool_reused(r->s, e, r->job, run__now());
     free(e);
@@ -239,11 +236,12 @@ static int run_container(struct run_ctx *r)
     int rc;
 
     if (r->nh > 1 && !r->sp.network_isolation && !r->net[0]) {
-        json_t *labels = json_pack("{s:s}", "trainyard.job", r->job);
+        json_t *labels = json_pack("{s:s, s:s}", "trainyard.job", r->job, "trainyard.deployment",
+                                   r->a->deployment);
         char br[FENCE_IFNAME_MAX];
         /* internal (no route out) and fenced from the host's own services */
-        fence_ifname(r->job, br, sizeof(br));
-        run__fmt(r->net, sizeof(r->net), "trainyard-%s", r->job);
+        reap_job_name(r->a->deployment, r->job, r->net, sizeof(r->net));
+        fence_ifname(r->net, br, sizeof(br));
         rc = docker_network_create(r->d, r->net, 1, br, labels, &err);
         json_decref(labels);
         if (rc == 0 && (rc = fence_bridge(br, &err)) != 0)

@@ -43,7 +43,7 @@
 void run__unfence(struct run_ctx *r)
 {
     char br[FENCE_IFNAME_MAX];
-    fence_ifname(r->net_job[0] ? r->net_job : r->job, br, sizeof(br));
+    fence_ifname(r->net, br, sizeof(br));
     fence_unbridge(br);
 }
 

@@ -67,7 +67,7 @@ struct run_host {
     int index;             /* 0-based */
     char name[16];         /* algo-<index + 1> */
     char dir[PATH_MAX];    /* <job dir>/<name>, bind-mounted at /opt/ml */
-    char cname[200];       /* trainyard-<job>-<name> */
+    char cname[200];       /* reap_job_name, "-", name */
     char cid[72];          /* container id, "" before create */
     char stream[128];      /* <job>/<name>-<epoch>: its log stream, named when staging starts */
     struct run_logs *logs; /* one ref held by the runner */
@@ -120,7 +120,6 @@ struct run_ctx {
     /* warm pools (warmpool.h) */
     char warm_key[WARMPOOL_KEY_MAX]; /* the job's match key, "" when none */
     int warm;                        /* runs on a pool an earlier job retained */
-    char net_job[64];                /* the job whose name r->net's bridge carries ("" = r->job) */
     int gpus;                        /* GPUs each host's container was given (-1: all) */
     long keep_alive;                 /* KeepAlivePeriodInSeconds when the job was claimed */
     struct warmpool_entry keep;      /* the sandboxes and network, detached from the job when

@@ -8,6 +8,7 @@
  */
 #include "run_int.h"
 
+#include "reap.h"
 #include "reattach.h"
 #include "ty_log.h"
 
@@ -21,7 +22,10 @@ void run__host_init(struct run_ctx *r, int i)
     h->index = i;
     stage_host_name(i, h->name, sizeof(h->name));
     run__fmt(h->dir, sizeof(h->dir), "%s/%s", r->dir, h->name);
-    run__fmt(h->cname, sizeof(h->cname), "trainyard-%s-%s", r->job, h->name);
+    char base[sizeof(h->cname)];
+
+    reap_job_name(r->a->deployment, r->job, base, sizeof(base));
+    run__fmt(h->cname, sizeof(h->cname), "%s-%s", base, h->name);
 }
 
 /* The name of host h's log stream as an earlier agent named it (the newest "<job>/<host>-<epoch>"),
@@ -112,6 +116,9 @@ int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int st
             return 1;
         }
     }
+    for (size_t i = json_array_size(list); i-- > 0;)
+        if (!reap_is_ours(json_array_get(list, i), r->a->deployment))
+            json_array_remove(list, i); /* another deployment's job of the same name */
     have_rec = reattach_record_read(r->dir, &rec) == 0;
     reattach_plan(list, have_rec ? &rec : NULL, r->nh, secondary, &plan);
     json_decref(list);
@@ -132,7 +139,7 @@ int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int st
     if (r->t_start <= 0)
         r->t_start = run__now();
     if (r->nh > 1 && !r->sp.network_isolation)
-        run__fmt(r->net, sizeof(r->net), "trainyard-%s", r->job);
+        reap_job_name(r->a->deployment, r->job, r->net, sizeof(r->net));
     r->granted = run__relay_wanted(r) && r->sp.role_arn[0]; /* revoked when the job ends */
     r->prof_on = r->prof_cfg != NULL;
     for (int i = 0; i < r->nh; i++) {

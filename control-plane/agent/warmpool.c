@@ -170,7 +170,7 @@ void warmpool_release(struct docker *d, const struct warmpool_entry *e)
         if (d && docker_network_remove(d, e->net, &err) != 0)
             ty_log(TY_LOG_WARN, "agent.warmpool.network_remove_failed",
                    "job=%s network=%s error='%s'", e->job, e->net, err.msg);
-        fence_ifname(e->net_job[0] ? e->net_job : e->job, br, sizeof(br));
+        fence_ifname(e->net, br, sizeof(br));
         fence_unbridge(br);
     }
 }

@@ -35,7 +35,6 @@ struct warmpool_entry {
     int nh;                         /* hosts */
     char sbid[STAGE_MAX_HOSTS][72]; /* each host's sandbox container, "" when none */
     char net[200];                  /* the job network (several hosts), "" when none */
-    char net_job[64];               /* the job whose name the network's bridge carries */
     double since;                   /* epoch seconds: retained since (the job's end) */
 };
 

@@ -378,9 +378,15 @@ int op_training_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
 }
 
 /* Turns the store's status conflict into AWS's wording for action ("stop", "delete", ...). */
-static int op_conflict(struct ty_err *err, const char *name, const char *what)
+/* The answer to a failed change of job name (err from store_job_transition or _delete): not found,
+   or, with what, a job in the wrong status (what ends the message), or the store's error. */
+static int op_transition_failed(struct ty_err *err, const char *name, const char *what)
 {
     char status[64];
+    if (err->code == TY_ENOTFOUND)
+        return ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
+    if (err->code != TY_ECONFLICT || !what)
+        return -err->code;
     snprintf(status, sizeof(status), "%.63s", err->msg);
     return ty_err_set(err, TY_EINVAL, "TrainingJobName",
                       "The request was rejected because the training job %s is in status %s%s",
@@ -414,13 +420,8 @@ int op_training_stop(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
         t.now = ctx->now;
         doc = store_job_transition(ctx->store, name, &t, err);
     }
-    if (!doc) {
-        if (err->code == TY_ENOTFOUND)
-            return ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
-        if (err->code == TY_ECONFLICT)
-            return op_conflict(err, name, ".");
-        return -err->code;
-    }
+    if (!doc)
+        return op_transition_failed(err, name, ".");
     json_decref(doc);
     *out = json_object();
     return 0;
@@ -482,11 +483,8 @@ static int op_warm_update(struct op_ctx *ctx, json_t *in, json_t *cur, json_t **
     t.now = ctx->now;
     doc = store_job_transition(ctx->store, name, &t, err);
     json_decref(set);
-    if (!doc) {
-        if (err->code == TY_ENOTFOUND)
-            return ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
-        return -err->code;
-    }
+    if (!doc)
+        return op_transition_failed(err, name, NULL);
     *out = json_pack("{s:O}", "TrainingJobArn", json_object_get(doc, "TrainingJobArn"));
     json_decref(doc);
     return 0;
@@ -536,13 +534,8 @@ int op_training_update(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
     t.now = ctx->now;
     doc = store_job_transition(ctx->store, name, &t, err);
     json_decref(set);
-    if (!doc) {
-        if (err->code == TY_ENOTFOUND)
-            return ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
-        if (err->code == TY_ECONFLICT)
-            return op_conflict(err, name, " and cannot be updated.");
-        return -err->code;
-    }
+    if (!doc)
+        return op_transition_failed(err, name, " and cannot be updated.");
     *out = json_pack("{s:O}", "TrainingJobArn", json_object_get(doc, "TrainingJobArn"));
     json_decref(doc);
     return 0;
@@ -555,12 +548,8 @@ int op_training_delete(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
     int rc;
 
     rc = store_job_delete(ctx->store, name, TERMINAL_STATUSES, err);
-    if (rc == -TY_ENOTFOUND)
-        return ty_err_set(err, TY_EINVAL, "TrainingJobName", "Requested resource not found.");
-    if (rc == -TY_ECONFLICT)
-        return op_conflict(err, name, " and cannot be deleted until it has stopped.");
     if (rc)
-        return rc;
+        return op_transition_failed(err, name, " and cannot be deleted until it has stopped.");
     op_arn(ctx, "training-job", name, arn, sizeof(arn));
     store_tags_clear(ctx->store, arn, NULL);
     *out = json_object();

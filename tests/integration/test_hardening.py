@@ -282,16 +282,23 @@ def test_multi_host_job_network_is_internal_and_fenced(server, sm, logs, listene
     req = H.job_request(name, _script(MULTI), Environment={
         "PROBE_IPS": " ".join(ips), "PROBE_PORT": str(listener.port)},
         ResourceConfig={"InstanceCount": 2})
-    br = _bridge(name)
     seen = {}
 
+    def net_name():
+        nets = H.job_networks(name)
+        assert len(nets) == 1, nets
+        assert nets[0]["Name"].startswith("trainyard-") and nets[0]["Name"].endswith(f"-{name}")
+        return nets[0]["Name"]
+
     def during():
-        net = _engine_json(f"/v1.41/networks/trainyard-{name}")
+        net = _engine_json(f"/v1.41/networks/{net_name()}")
         seen["internal"] = net.get("Internal")
+        seen["br"] = _bridge(net_name())
         seen["rules"] = _input_rules()
 
     per = _run_and_check(server, sm, logs, name, req, 2, ips, "eth0,lo,",
-                         lambda i: f"trainyard-{name}", during=during)
+                         lambda i: net_name(), during=during)
+    br = seen["br"]
     assert seen["internal"] is True, seen
     assert f"-A INPUT -i {br} -j REJECT" in seen["rules"], (br, seen["rules"])
     allx = [l for ls in per for l in ls]
@@ -303,15 +310,15 @@ def test_multi_host_job_network_is_internal_and_fenced(server, sm, logs, listene
         assert f"NOREACH {next(iter(gws))}" in ls, ls
     assert listener.peers == [], f"the job reached the host: {listener.peers}"
     # the network is internal, and gone with the job with its firewall rules
-    status, body = H.engine_request("GET", f"/v1.41/networks/trainyard-{name}")
-    assert status == 404, body[:200]
+    assert H.job_networks(name) == []
     assert br not in _input_rules()
 
 
-def _bridge(job):
-    """fence.c's bridge name of job's network: ty- and FNV-1a 64 of the name, low 48 bits."""
+def _bridge(net):
+    """fence.c's bridge name of the network named net: ty- and FNV-1a 64 of the name, low 48
+    bits."""
     h = 1469598103934665603
-    for b in job.encode():
+    for b in net.encode():
         h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
     return "ty-%012x" % (h & 0xFFFFFFFFFFFF)
 

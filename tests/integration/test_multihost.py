@@ -149,3 +149,31 @@ def test_too_many_hosts_is_a_client_error(pair, data):
     d = H.wait_job(sm, job, timeout=60)
     assert d["TrainingJobStatus"] == "Failed"
     assert d["FailureReason"].startswith("ClientError: InstanceCount 33 is more than")
+
+
+# algo-2 tells algo-1, over the job network, which deployment it runs in (the job's DEP).
+SAME_NAME = ('if [ "$SM_CURRENT_HOST" = algo-2 ]; then n=0; until echo "hi from $DEP" | nc algo-1 '
+             '5000; do n=$((n+1)); [ $n -lt 150 ] || exit 5; sleep 0.2; done; exit 0; fi; '
+             'echo "GOT $(nc -l -p 5000) in $DEP"')
+
+
+def test_two_deployments_on_one_engine_run_a_job_of_the_same_name(make_server):
+    """Job names are unique only within a deployment. Two deployments sharing one engine run a
+    two-host job of the same name at the same time: each gets a network and containers of its
+    own (named with the deployment: reap.h), neither removes or joins the other's, and each
+    job's hosts talk only to each other."""
+    servers = [make_server(agents=1, extra=["--stop-grace", "2"]) for _ in range(2)]
+    name = H.unique("mh-same")
+    for i, s in enumerate(servers):
+        s.client("sagemaker").create_training_job(**H.job_request(
+            name, SAME_NAME, Environment={"DEP": f"dep{i}"},
+            ResourceConfig={"InstanceCount": 2}))
+    for i, s in enumerate(servers):
+        sm, logs = s.client("sagemaker"), s.client("logs")
+        d = H.wait_job(sm, name, timeout=180)
+        assert d["TrainingJobStatus"] == "Completed", d.get("FailureReason")
+        got = [m for st in H.job_stream(logs, name)["logStreams"]
+               for m in (e["message"] for e in H.log_events(logs, st["logStreamName"])[0])
+               if m.startswith("GOT ")]
+        assert got == [f"GOT hi from dep{i} in dep{i}"], got
+    H.wait_for(lambda: H.job_networks(name) == [], 20, "both job networks removed")

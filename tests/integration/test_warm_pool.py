@@ -131,10 +131,7 @@ TALK = ('H=$SM_CURRENT_HOST; if [ "$H" = algo-2 ]; then n=0; until echo "hi from
 
 
 def _networks(job):
-    f = urllib.parse.quote(json.dumps({"name": [f"trainyard-{job}"]}))
-    st, body = H.engine_request("GET", f"/networks?filters={f}")
-    assert st == 200, body
-    return [n for n in json.loads(body) if n["Name"] == f"trainyard-{job}"]
+    return H.job_networks(job)
 
 
 def test_warm_pool_two_hosts_keep_their_network(make_server):

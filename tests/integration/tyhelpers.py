@@ -114,6 +114,14 @@ def agent_ids_of(pid, argv=()):
     return ids
 
 
+def job_networks(job, docker_host=DOCKER_HOST):
+    """The engine's networks labelled trainyard.job=<job> (the agent names them
+    trainyard-<deployment>-<job>: reap.h), as the engine lists them."""
+    status, body = engine_request("GET", "/v1.41/networks", docker_host)
+    assert status == 200, body[:200]
+    return [n for n in json.loads(body) if (n.get("Labels") or {}).get("trainyard.job") == job]
+
+
 def reap_agent_containers(ids, docker_host=DOCKER_HOST):
     """Removes the containers and job networks of agents whose id is in ids (or starts with one
     ending in "-"): test hygiene for agents killed with their whole deployment (Redis included),
@@ -133,9 +141,12 @@ def reap_agent_containers(ids, docker_host=DOCKER_HOST):
         for c in mine:
             engine_request("DELETE", f"/v1.41/containers/{c['Id']}?force=1&t=0", docker_host,
                            timeout=30)
+        deps = {c["Labels"].get("trainyard.deployment") for c in mine}
         for job in {c["Labels"].get("trainyard.job") for c in mine} - {None}:
-            engine_request("DELETE", f"/v1.41/networks/trainyard-{job}", docker_host, timeout=30)
-    except (OSError, ValueError):
+            for n in job_networks(job, docker_host):
+                if n["Labels"].get("trainyard.deployment") in deps:
+                    engine_request("DELETE", f"/v1.41/networks/{n['Id']}", docker_host, timeout=30)
+    except (OSError, ValueError, AssertionError):
         pass
 
 
