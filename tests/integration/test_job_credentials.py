@@ -315,6 +315,10 @@ def test_agent_restart_reattaches_sandbox_and_relay(make_server, procs, workdir)
     H.wait_job(sm, name, statuses=("InProgress",), secondary=("Training",), timeout=120)
     H.wait_for(lambda: len(_job_containers(name)) == 2, 30, "the container and its sandbox")
     before = sorted(c["Id"] for c in _job_containers(name))
+    # the first fetch done, through the first agent's relay, before that agent dies (killed while
+    # the fetch is in flight, the relayed connection is reset)
+    H.wait_for(lambda: any('"AccessKeyId"' in l for l in _log_lines(s.client("logs"), name)),
+               30, "the credentials fetched before the restart")
     first.kill()
     procs(argv, log_path=os.path.join(d, "agent-2.log"))
     H.wait_for(lambda: "event=agent.job.reattached" in open(os.path.join(d, "agent-2.log")).read(),
