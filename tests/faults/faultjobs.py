@@ -30,10 +30,8 @@ def containers(job, sandboxes=True):
 
 
 def networks(job):
-    q = urllib.parse.quote(json.dumps({"name": [f"trainyard-{job}"]}))
-    status, body = H.engine_request("GET", f"/networks?filters={q}")
-    assert status == 200, body
-    return [n for n in json.loads(body) if n.get("Name") == f"trainyard-{job}"]
+    """The job's networks (labelled with it; named trainyard-<deployment>-<job>: reap.h)."""
+    return H.job_networks(job)
 
 
 def runs(logs, job, hosts=1):
