@@ -63,6 +63,10 @@ def test_restarted_redis_goes_with_a_killed_server(make_server):
     name = H.unique("flt-redis-c")
     sm.create_training_job(**H.job_request(name, "true"))
     pid = H.wait_for(lambda: _redis_pid(s), 20, "one private redis-server")
+    # the private redis-server runs appendfsync everysec: while a background fsync is slow (a
+    # busy disk) it may postpone writing an acknowledged command to the AOF for up to 2 s, and a
+    # SIGKILL in that window loses it (Redis's contract; this test is about the restart)
+    time.sleep(2.5)
     os.kill(pid, signal.SIGKILL)
     s.proc.wait_line("event=redis.restarted", 30)
     new_pid = H.wait_for(lambda: _redis_pid(s), 20, "the restarted redis-server")
