@@ -120,6 +120,15 @@ int auth_check_scope(const struct sigv4_auth *a, const char *service, struct ty_
                       "Credential should be scoped to correct service: '%s'. ", service);
 }
 
+int auth_check_region(const struct sigv4_auth *a, const char *region, int global,
+                      struct ty_err *err)
+{
+    if (!region || a->sigv2 || strcmp(a->region, region) == 0 ||
+        (global && strcmp(a->region, AUTH_GLOBAL_REGION) == 0))
+        return 0;
+    return ty_err_set(err, TY_EBADSIG, "region", "Credential should be scoped to a valid region. ");
+}
+
 void auth_principal_cleanse(struct auth_principal *p)
 {
     if (p)
@@ -342,6 +351,8 @@ int auth_request(struct worker *w, const struct http_request *req, const struct 
     if (!(out->store = worker_store(w, in->redis_url, err)))
         return -err->code;
     out->stage = AUTH_STAGE_VERIFY;
+    if ((rc = auth_check_region(&out->a, in->region, in->global, err)) != 0)
+        return rc;
     rc = auth_verify_in(w ? &w->cache : NULL, out->store, sr, &out->a, in->service, now, &out->p,
                         err);
     if (rc == -TY_EREDIS) {

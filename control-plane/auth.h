@@ -4,7 +4,7 @@
  * each calls auth_request once and words its errors in its protocol.
  *
  * Owns: which signature version a request carries (SigV4; SigV2 for S3), the order of the
- * checks (credential scope names the request's service -> the access
+ * checks (credential scope names the server's region and the request's service -> the access
  * key is known: an IAM key (store_principal_get) or temporary credentials (session_get) -> the
  * session token is present and right for temporary credentials, absent for IAM keys -> the
  * temporary credentials have not expired -> the signature and clock (sigv4_verify)), and which
@@ -119,6 +119,18 @@ int auth_lookup(struct store *s, const struct sigv4_auth *a, time_t now, struct 
 int auth_verify(struct store *s, const struct sigv4_request *req, const struct sigv4_auth *a,
                 const char *service, time_t now, struct auth_principal *p, struct ty_err *err);
 
+/*
+ * 0 when a's credential scope names region exactly (case-sensitive, as AWS compares it), or
+ * names AUTH_GLOBAL_REGION when global is set (IAM and STS: AWS's global endpoints are signed
+ * for it whatever the deployment's region); a SigV2 signature has no scope and passes. Else
+ * -TY_EBADSIG with field "region" and the JSON and query services' message "Credential should
+ * be scoped to a valid region. " (S3 words it differently; its front end rewrites it).
+ * region NULL: no check.
+ */
+#define AUTH_GLOBAL_REGION "us-east-1"
+int auth_check_region(const struct sigv4_auth *a, const char *region, int global,
+                      struct ty_err *err);
+
 /* What a front end asks of auth_request. */
 struct auth_in {
     const char *redis_url; /* the worker's connection opens to it on first use */
@@ -126,6 +138,9 @@ struct auth_in {
     int allow_v2;          /* S3: a SigV2 signature is taken */
     int with_body;         /* the body is in req->body and signed (0: S3's streamed bodies) */
     const char *v2_bucket; /* S3: the virtual-hosted bucket a SigV2 signature covers, or NULL */
+    const char *region;    /* the one region this server serves (--region): the scope must name
+                              it (auth_check_region); NULL only in unit tests */
+    int global;            /* IAM, STS: AUTH_GLOBAL_REGION is taken too */
 };
 
 /* Which step an auth_request failure came from: the front ends word the two differently. */
@@ -146,7 +161,8 @@ struct auth_out {
 
 /*
  * The one authentication call: parses req's signature (auth_parse; SigV2 when in->allow_v2),
- * opens the worker's Redis connection, then checks scope, key, session token and signature at
+ * opens the worker's Redis connection, then checks the scope's region (auth_check_region, before
+ * any key is looked up), then scope, key, session token and signature at
  * time now (auth_verify), with the principal taken from w's cache when it is current. Also
  * writes the principal's ARN into w->principal. OUT: out (always; out->p only on success).
  * Returns 0, or the errors of auth_parse, store_open and auth_verify with out->stage saying

@@ -387,7 +387,11 @@ static int route_match_iam(const struct route_call *c)
    request without a well-formed signature is refused in the JSON services' words. */
 static void route_serve_iam(struct route_call *c)
 {
-    struct auth_in in = {c->rc->redis_url, "iam", 0, 1, NULL};
+    struct auth_in in = {.redis_url = c->rc->redis_url,
+                         .service = "iam",
+                         .with_body = 1,
+                         .region = c->rc->region,
+                         .global = 1};
     struct auth_out ao;
     struct ty_err err;
     int rc;
@@ -405,8 +409,9 @@ static void route_serve_iam(struct route_call *c)
         return;
     }
     {
-        struct op_iamapi_call ic = {
-            c->req, ao.store, c->rc->account_id, &ao.a, rc == 0 ? &ao.p : NULL, &err};
+        struct op_iamapi_call ic = {c->req,        ao.store, c->rc->account_id,
+                                    c->rc->region, &ao.a,    rc == 0 ? &ao.p : NULL,
+                                    &err};
         op_iamapi_route(&ic, c->resp);
     }
 }
@@ -459,7 +464,8 @@ static void route_serve_json(struct route_call *c)
     struct http_request *req = c->req;
     const struct route_ctx *rc = c->rc;
     const char *ctype = route_ctype(req);
-    struct auth_in ain = {rc->redis_url, c->shape, 0, 1, NULL};
+    struct auth_in ain = {
+        .redis_url = rc->redis_url, .service = c->shape, .with_body = 1, .region = rc->region};
     const struct route_op *op;
     struct auth_out ao;
     struct ty_err err;
@@ -496,12 +502,12 @@ static void route_serve_json(struct route_call *c)
     if (model_validate(rc->model, op->service, op->name, in, &err) != 0)
         goto fail;
     /* validation first, then authorisation, as AWS orders them (authz.c) */
-    if (authz_request(ao.store, op->service, op->name, in, ao.p.arn, ao.a.region, rc->account_id,
+    if (authz_request(ao.store, op->service, op->name, in, ao.p.arn, rc->region, rc->account_id,
                       &err) != 0)
         goto fail;
     memset(&ctx, 0, sizeof(ctx));
     ctx.store = ao.store;
-    ctx.region = ao.a.region;
+    ctx.region = rc->region;
     ctx.account_id = rc->account_id;
     ctx.principal_arn = ao.p.arn;
     ctx.now = route_now();

@@ -43,7 +43,8 @@ struct route_ctx {
     const struct route_engine *engine;  /* borrowed; NULL: no engine, no embedded agents */
     const char *s3_dir;                 /* the embedded object store's directory (objstore.h) */
     const struct s3c_config *s3_remote; /* the external store (--s3-endpoint), NULL when none */
-    const char *region;                 /* --region: what the console's calls are scoped to */
+    const char *region;                 /* --region: the one region served; every signature's
+                                           scope names it, ARNs and aws:RequestedRegion use it */
     const char *metrics_token;          /* bearer token GET /metrics needs; NULL/"": none */
 };
 

@@ -58,7 +58,7 @@
     X(docker_host, "docker-host", "TRAINYARD_DOCKER_HOST", "",                                     \
       "container engine; default $DOCKER_HOST, else unix:///var/run/docker.sock")                  \
     X(region, "region", "TRAINYARD_REGION", "us-east-1",                                           \
-      "default region (ARNs use the region each request is signed for)")                           \
+      "the one region served: every signature must be scoped to it; ARNs use it")                  \
     X(account_id, "account-id", "TRAINYARD_ACCOUNT_ID", "000000000000", "account id in ARNs")      \
     X(stop_grace, "stop-grace", "TRAINYARD_STOP_GRACE", "120",                                     \
       "seconds between SIGTERM and SIGKILL when a job is stopped")                                 \
@@ -210,6 +210,19 @@ static int server_default_threads(void)
     return n < 2 ? 2 : n > 256 ? 256 : n;
 }
 
+/* 1 when r is a region name as AWS spells one: lower case, digits, '-', at most 63 bytes (a
+   scope's region is compared byte for byte, so US-EAST-1 is another region). */
+static int server_region_ok(const char *r)
+{
+    size_t n = strlen(r);
+    if (n == 0 || n > 63 || r[0] == '-' || r[n - 1] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((r[i] >= 'a' && r[i] <= 'z') || (r[i] >= '0' && r[i] <= '9') || r[i] == '-'))
+            return 0;
+    return 1;
+}
+
 /* Parses the numeric options of cfg into OUT: n and configures the quotas. 0 or -1. */
 static int server_numbers(const struct server_cfg *c, struct server_num *n)
 {
@@ -231,6 +244,13 @@ static int server_numbers(const struct server_cfg *c, struct server_num *n)
         return -1;
     if (n->threads == 0)
         n->threads = server_default_threads();
+    if (!server_region_ok(cfg.region)) {
+        fprintf(stderr,
+                "trainyard-server: --region %s: not a region name (lower-case letters, "
+                "digits and '-', as us-east-1)\n",
+                cfg.region);
+        return -1;
+    }
     if (server_int("max-training-jobs-per-instance-type", cfg.max_training, 0, 1000000, &qt) ||
         server_int("max-user-profiles-per-domain", cfg.max_profiles, 0, 1000000, &qp) ||
         server_int("max-apps-per-user", cfg.max_apps, 0, 1000000, &qa))

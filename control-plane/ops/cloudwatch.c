@@ -988,7 +988,8 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
 {
     const char *target = http_header(req, "X-Amz-Target");
     const char *body = req->body.data ? req->body.data : "";
-    struct auth_in ain = {rc->redis_url, "monitoring", 0, 1, NULL};
+    struct auth_in ain = {
+        .redis_url = rc->redis_url, .service = "monitoring", .with_body = 1, .region = rc->region};
     struct worker *w = worker_self();
     struct auth_out ao;
     struct store *s;
@@ -1032,7 +1033,7 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
         cw_error(req, resp, json, 400, json ? "UnknownOperationException" : "InvalidAction", msg);
         return;
     }
-    if (authz_request(s, "cloudwatch", action, in, ao.p.arn, ao.a.region, rc->account_id, &err) !=
+    if (authz_request(s, "cloudwatch", action, in, ao.p.arn, rc->region, rc->account_id, &err) !=
         0) {
         json_decref(in);
         if (err.code == TY_EDENIED)

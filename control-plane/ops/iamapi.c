@@ -837,7 +837,7 @@ void op_iamapi_route(const struct op_iamapi_call *oc, struct http_response *resp
     c.req = oc->req;
     c.store = oc->store;
     c.account_id = oc->account_id;
-    c.region = oc->auth->region;
+    c.region = oc->region;
     c.principal_arn = oc->p ? oc->p->arn : "";
     if (!oc->p) {
         /* an unknown key and a wrong session token read the same */

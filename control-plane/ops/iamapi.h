@@ -40,6 +40,7 @@ struct op_iamapi_call {
     struct http_request *req;
     struct store *store;            /* this thread's connection */
     const char *account_id;         /* account in ARNs */
+    const char *region;             /* the server's region (aws:RequestedRegion) */
     const struct sigv4_auth *auth;  /* the request's parsed signature */
     const struct auth_principal *p; /* the verified caller; NULL when verification failed */
     const struct ty_err *auth_err;  /* why it failed, when p is NULL */

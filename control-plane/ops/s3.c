@@ -437,7 +437,7 @@ static void s3_op_list_buckets(const struct s3_call *c)
 
 static void s3_op_create_bucket(const struct s3_call *c)
 {
-    s3__create_bucket(c->req, c->resp, c->os, c->r, c->auth);
+    s3__create_bucket(c->req, c->resp, c->os, c->r, c->rc->region);
 }
 
 static void s3_op_head_bucket(const struct s3_call *c)

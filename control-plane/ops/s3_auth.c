@@ -165,11 +165,23 @@ static void s3_parse_error(struct http_request *req, struct http_response *resp,
 /* S3's words for a signature that does not verify (auth_request at AUTH_STAGE_VERIFY). */
 static void s3_verify_error(struct http_request *req, struct http_response *resp,
                             const struct s3_req *r, const struct auth_out *ao,
-                            const struct ty_err *err)
+                            const struct ty_err *err, const char *served)
 {
     const struct sigv4_auth *auth = &ao->a;
 
-    if (err->code == TY_EBADSIG && strcmp(err->field, "service") == 0) {
+    if (err->code == TY_EBADSIG && strcmp(err->field, "region") == 0) {
+        /* AWS's words, and the region expected in a <Region> element */
+        struct s3_errx x = {{"Region"}, {served}, 1};
+        char msg[256];
+        int hdr = !auth->presigned;
+        snprintf(msg, sizeof(msg), "%s; the region '%.64s' is wrong; expecting '%.64s'",
+                 hdr ? "The authorization header is malformed"
+                     : "Error parsing the X-Amz-Credential parameter",
+                 auth->region, served);
+        s3__error(req, resp,
+                  hdr ? "AuthorizationHeaderMalformed" : "AuthorizationQueryParametersError", msg,
+                  r, &x);
+    } else if (err->code == TY_EBADSIG && strcmp(err->field, "service") == 0) {
         char msg[256];
         int hdr = !auth->presigned;
         snprintf(msg, sizeof(msg),
@@ -213,7 +225,11 @@ static void s3_verify_error(struct http_request *req, struct http_response *resp
 static struct auth_in s3_auth_in(const struct http_request *req, const struct route_ctx *rc,
                                  int streamed, char vb[64])
 {
-    struct auth_in in = {rc->redis_url, "s3", 1, !streamed, NULL};
+    struct auth_in in = {.redis_url = rc->redis_url,
+                         .service = "s3",
+                         .allow_v2 = 1,
+                         .with_body = !streamed,
+                         .region = rc->region};
     if (s3__vhost_bucket(http_header(req, "Host"), vb, 64))
         in.v2_bucket = vb;
     return in;
@@ -240,7 +256,7 @@ int s3__auth(struct http_request *req, struct http_response *resp, const struct 
         else if (ao.stage == AUTH_STAGE_STORE)
             s3__error_from(req, resp, &err, r);
         else
-            s3_verify_error(req, resp, r, &ao, &err);
+            s3_verify_error(req, resp, r, &ao, &err, rc->region);
         return -1;
     }
     if (!s3_thread_os(rc, &err)) {

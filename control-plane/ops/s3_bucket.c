@@ -62,14 +62,15 @@ void s3__list_buckets(struct http_request *req, struct http_response *resp, stru
 }
 
 void s3__create_bucket(struct http_request *req, struct http_response *resp, struct objstore *os,
-                       const struct s3_req *r, const struct sigv4_auth *auth)
+                       const struct s3_req *r, const char *served)
 {
     struct ty_err err;
     char region[64];
     char loc[300];
 
     ty_err_clear(&err);
-    snprintf(region, sizeof(region), "%s", auth->region[0] ? auth->region : "us-east-1");
+    /* without a LocationConstraint a bucket is in the region served (every signature names it) */
+    snprintf(region, sizeof(region), "%s", served && *served ? served : "us-east-1");
     if (!objstore_bucket_name_ok(r->bucket)) {
         struct s3_errx x = {{"BucketName"}, {r->bucket}, 1};
         s3__error(req, resp, "InvalidBucketName", "The specified bucket is not valid.", r, &x);

@@ -155,7 +155,7 @@ void s3__malformed(struct http_request *req, struct http_response *resp, const s
 void s3__list_buckets(struct http_request *req, struct http_response *resp, struct objstore *os,
                       const struct route_ctx *rc);
 void s3__create_bucket(struct http_request *req, struct http_response *resp, struct objstore *os,
-                       const struct s3_req *r, const struct sigv4_auth *auth);
+                       const struct s3_req *r, const char *region);
 void s3__list_objects(struct http_request *req, struct http_response *resp, struct objstore *os,
                       const struct s3_req *r, int v2);
 /* GetBucketAcl / GetObjectAcl: the owner's FULL_CONTROL, the one grant trainyard keeps (IAM

@@ -100,7 +100,7 @@ static void sts_auth_error(struct http_request *req, struct http_response *resp,
     } else if (err->code != TY_EBADSIG) {
         sts_error(req, resp, 500, "InternalFailure", err->msg);
     } else if (strncmp(err->msg, "Signature expired", 17) == 0 ||
-               strcmp(err->field, "service") == 0) {
+               strcmp(err->field, "service") == 0 || strcmp(err->field, "region") == 0) {
         sts_error(req, resp, 403, "SignatureDoesNotMatch", err->msg);
     } else {
         sts_error(req, resp, 403, "SignatureDoesNotMatch",
@@ -119,7 +119,11 @@ static void sts_param(const struct http_request *req, const char *name, char *ou
 
 void sts_route(struct http_request *req, struct http_response *resp, const struct route_ctx *rc)
 {
-    struct auth_in in = {rc->redis_url, "sts", 0, 1, NULL};
+    struct auth_in in = {.redis_url = rc->redis_url,
+                         .service = "sts",
+                         .with_body = 1,
+                         .region = rc->region,
+                         .global = 1};
     struct worker *w = worker_self();
     struct auth_out ao;
     struct ty_err err;

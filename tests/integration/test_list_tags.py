@@ -157,8 +157,10 @@ def test_tags_validation(sm_noval, fleet_job):
            "greater than or equal to 1" in e["Message"], e["Message"]
 
 
-def test_arn_uses_request_region(server):
-    eu = server.client("sagemaker", region="eu-west-1")
+def test_arn_uses_served_region(make_server):
+    """ARNs name the region the server serves (--region), never the request's."""
+    s = make_server(agents=0, extra=["--region", "eu-west-1"])
+    eu = s.client("sagemaker")
     name = H.unique("eu")
     r = eu.create_training_job(**H.job_request(name, "true"))
     assert r["TrainingJobArn"] == f"arn:aws:sagemaker:eu-west-1:000000000000:training-job/{name}"

@@ -250,7 +250,7 @@ def test_create_owned_bucket(s3server, s3, bucket):
     # us-east-1: the owner re-creating its bucket gets 200
     s3.create_bucket(Bucket=bucket)
     # elsewhere: 409 BucketAlreadyOwnedByYou
-    w2 = s3server.client("s3", region="us-west-2", s3={"addressing_style": "path"})
+    w2 = s3server.client("s3", s3={"addressing_style": "path"})
     name = "cpt-" + uuid.uuid4().hex[:12]
     w2.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
     with pytest.raises(ClientError) as e:

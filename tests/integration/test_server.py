@@ -130,12 +130,12 @@ def test_environment_configuration(make_server, workdir):
     try:
         p.wait_line("event=server.ready", 60)
         s = H.Server(d, agents=0, env=env, port=port)
-        sm = s.client(region="us-west-2")
+        sm = s.client(region="eu-central-1")
         name = H.unique("acct")
         # the default execution role is the account's own (a role of another account is refused)
         arn = sm.create_training_job(**H.job_request(
             name, "true", RoleArn="arn:aws:iam::123456789012:role/trainyard"))["TrainingJobArn"]
-        assert arn == f"arn:aws:sagemaker:us-west-2:123456789012:training-job/{name}"
+        assert arn == f"arn:aws:sagemaker:eu-central-1:123456789012:training-job/{name}"
         # the wrong secret for the configured key is refused
         bad = s.client(keys=("AKIATRAINYARDTEST001", "nope"), validate=False)
         with pytest.raises(ClientError) as ei:
@@ -148,7 +148,7 @@ def test_environment_configuration(make_server, workdir):
 
 
 def test_account_id_flag(make_server):
-    s = make_server(agents=0, extra=["--account-id", "210987654321"])
+    s = make_server(agents=0, extra=["--account-id", "210987654321", "--region", "ap-northeast-1"])
     name = H.unique("acct2")
     arn = s.client(region="ap-northeast-1").create_training_job(
         **H.job_request(name, "true", RoleArn="arn:aws:iam::210987654321:role/trainyard")

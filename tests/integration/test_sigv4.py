@@ -164,9 +164,10 @@ def test_rest_alias_create_and_errors(server, sm):
     code, body = _curl(server, "DescribeTrainingJob", {"TrainingJobName": name},
                        keys=(akid, secret + "x"))
     assert code == 403 and body["__type"].split("#")[-1] == "InvalidSignatureException", body
-    # the REST route takes the region from the scope too
+    # the REST route refuses a scope of another region too (test_region.py)
     code, body = _curl(server, "DescribeTrainingJob", {"TrainingJobName": name}, region="ap-south-1")
-    assert code == 200, body
+    assert code == 403 and body["__type"].split("#")[-1] == "InvalidSignatureException", body
+    assert body["message"] == "Credential should be scoped to a valid region. ", body
 
 
 def test_rest_alias_needs_auth(server):

@@ -267,7 +267,10 @@ class Server:
         self.port = port or free_port()
         self.log_path = log_path or (data_dir.rstrip("/") + ".log")
         self.proc = None
-        self.region = region or "us-east-1"
+        # the region clients sign for: the one the server serves (--region)
+        if region is None and "--region" in self.extra:
+            region = self.extra[self.extra.index("--region") + 1]
+        self.region = region or self.env.get("TRAINYARD_REGION") or "us-east-1"
 
     @property
     def url(self):
@@ -295,8 +298,7 @@ class Server:
         # job_request()'s default output bucket: a job whose output bucket is missing fails, as
         # on SageMaker. Best effort (a server may start without Redis, or with other keys).
         try:
-            self.client("s3", region="us-east-1",
-                        s3={"addressing_style": "path"}).create_bucket(Bucket="bucket")
+            self.client("s3", s3={"addressing_style": "path"}).create_bucket(Bucket="bucket")
         except Exception:  # noqa: BLE001
             pass
         return self

@@ -300,6 +300,32 @@ static void test_auth_lookup(void **state)
     assert_int_equal(auth_lookup(s, &a, now, &p, &err), -TY_ENOTFOUND);
 }
 
+/* auth_check_region: the served region byte for byte, the global one where allowed, SigV2 */
+static void test_auth_check_region(void **state)
+{
+    struct sigv4_auth a;
+    struct ty_err err;
+
+    (void)state;
+    memset(&a, 0, sizeof(a));
+    snprintf(a.region, sizeof(a.region), "eu-west-1");
+    assert_int_equal(auth_check_region(&a, "eu-west-1", 0, &err), 0);
+    assert_int_equal(auth_check_region(&a, NULL, 0, &err), 0);
+    ty_err_clear(&err);
+    assert_int_equal(auth_check_region(&a, "us-east-1", 1, &err), -TY_EBADSIG);
+    assert_string_equal(err.field, "region");
+    assert_string_equal(err.msg, "Credential should be scoped to a valid region. ");
+    snprintf(a.region, sizeof(a.region), "EU-WEST-1");
+    assert_int_equal(auth_check_region(&a, "eu-west-1", 0, &err), -TY_EBADSIG);
+    snprintf(a.region, sizeof(a.region), "us-east-1");
+    assert_int_equal(auth_check_region(&a, "eu-west-1", 0, &err), -TY_EBADSIG);
+    assert_int_equal(auth_check_region(&a, "eu-west-1", 1, &err), 0); /* IAM, STS */
+    a.region[0] = '\0';
+    assert_int_equal(auth_check_region(&a, "eu-west-1", 0, &err), -TY_EBADSIG);
+    a.sigv2 = 1; /* no scope to check */
+    assert_int_equal(auth_check_region(&a, "eu-west-1", 0, &err), 0);
+}
+
 /* auth_verify on a request signed with temporary credentials, as a client signs it */
 static void test_auth_verify(void **state)
 {
@@ -414,6 +440,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(test_revoke_race, setup, teardown),
         cmocka_unit_test_setup_teardown(test_auth_lookup, setup, teardown),
+        cmocka_unit_test(test_auth_check_region),
         cmocka_unit_test_setup_teardown(test_auth_verify, setup, teardown),
         cmocka_unit_test(test_service_of),
     };
