@@ -304,7 +304,10 @@ static void http_stream_free(void *cls)
     free(st);
 }
 
-static enum MHD_Result http_send(struct MHD_Connection *conn, struct http_response *resp)
+/* Queues resp on conn; with close, "Connection: close" (MHD then closes the connection once it
+   is sent, whatever of the request's body is left unread). */
+static enum MHD_Result http_send(struct MHD_Connection *conn, struct http_response *resp,
+                                 int close_after)
 {
     struct MHD_Response *r;
     enum MHD_Result ret;
@@ -350,6 +353,8 @@ static enum MHD_Result http_send(struct MHD_Connection *conn, struct http_respon
                 v = " ";
             MHD_add_response_header(r, resp->hdr_name[i], v);
         }
+        if (close_after)
+            MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         ret = MHD_queue_response(conn, (unsigned)resp->status, r);
         MHD_destroy_response(r);
     }
@@ -361,13 +366,66 @@ static enum MHD_Result http_send(struct MHD_Connection *conn, struct http_respon
     return ret;
 }
 
+/* Runs the handler on req and queues its answer (close: see http_send). */
+static enum MHD_Result http_answer(struct http_server *srv, struct MHD_Connection *conn,
+                                   struct http_request *req, int close_after)
+{
+    struct http_response resp;
+    struct timespec t0, t1;
+
+    memset(&resp, 0, sizeof(resp));
+    resp.status = 500;
+    if (!req->body.data)
+        ty_buf_append(&req->body, "", 0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    srv->handler(req, &resp, srv->ud);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    metrics_observe(req->metric_service, req->metric_op, resp.status,
+                    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    return http_send(conn, &resp, close_after);
+}
+
+/* 1 when req's Content-Length announces more than HTTP_MAX_BODY bytes (or is not a number). */
+static int http_announced_over(const struct http_request *req)
+{
+    for (size_t i = 0; i < req->nheaders; i++) {
+        const char *v = req->headers[i].value;
+        char *end;
+        unsigned long long n;
+
+        if (!req->headers[i].name || strcasecmp(req->headers[i].name, "content-length") != 0 || !v)
+            continue;
+        errno = 0;
+        n = strtoull(v, &end, 10);
+        if (end == v || errno == ERANGE)
+            return *v != '\0'; /* a malformed length: MHD refuses it anyway */
+        return n > HTTP_MAX_BODY;
+    }
+    return 0;
+}
+
+/* The numeric address of conn's peer into out ("" when MHD does not say). */
+static void http_client_addr(struct MHD_Connection *conn, char *out, size_t n)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    out[0] = '\0';
+    if (!sa)
+        return;
+    if (getnameinfo(sa,
+                    sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                              : sizeof(struct sockaddr_in),
+                    out, (socklen_t)n, NULL, 0, NI_NUMERICHOST) != 0)
+        out[0] = '\0';
+}
+
 static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const char *url,
                                    const char *method, const char *version, const char *upload_data,
                                    size_t *upload_data_size, void **con_cls)
 {
     struct http_server *srv = cls;
     struct http_request *req = *con_cls;
-    struct http_response resp;
     (void)url;
     (void)version;
 
@@ -377,11 +435,18 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         /* first call: headers only; the body has its own deadline from here */
         http_deadline(srv, conn, srv->lim.body_timeout_s);
         req->method = method;
+        http_client_addr(conn, req->client, sizeof(req->client));
         MHD_get_connection_values(conn, MHD_HEADER_KIND, http_collect_header, req);
         {
             http_prepare prep = atomic_load(&srv->prepare);
             if (prep)
                 prep(req, srv->ud);
+        }
+        if (!req->sink.write && http_announced_over(req)) {
+            /* refused from the headers, before any of the body is read, and the connection
+               closed after the answer: a client announcing 1 GB is not read to its end */
+            req->too_big = 1;
+            return http_answer(srv, conn, req, 1);
         }
         return MHD_YES;
     }
@@ -398,19 +463,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
         return MHD_YES;
     }
     http_deadline(srv, conn, 0); /* read whole: only the idle timeout from here */
-    memset(&resp, 0, sizeof(resp));
-    resp.status = 500;
-    if (!req->body.data)
-        ty_buf_append(&req->body, "", 0);
-    {
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        srv->handler(req, &resp, srv->ud);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        metrics_observe(req->metric_service, req->metric_op, resp.status,
-                        (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-    }
-    return http_send(conn, &resp);
+    return http_answer(srv, conn, req, 0);
 }
 
 static int http_bind(const char *listen_addr, int *port_out, struct ty_err *err)

@@ -40,6 +40,7 @@ struct http_request {
     size_t nheaders;
     struct ty_buf body;
     int too_big;           /* the body went over HTTP_MAX_BODY */
+    char client[64];       /* the peer's numeric address ("127.0.0.2", "::1"; "" unknown) */
     char request_id[40];   /* x-amzn-RequestId of this request */
     struct http_sink sink; /* set by the prepare hook to stream the body; zero otherwise */
     int sink_failed;       /* sink.write returned non-zero */

@@ -9,6 +9,7 @@
 #include "queue.h"
 #include "store.h"
 
+#include <arpa/inet.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <stdlib.h>
@@ -105,6 +106,35 @@ static void metrics_scrape_gauges(struct ty_buf *b, struct store *s,
     json_decref(agents);
 }
 
+int metrics_listen_loopback(const char *listen)
+{
+    char host[256];
+    const char *p = listen, *end;
+    size_t n;
+    struct in_addr a4;
+
+    if (!p || !*p)
+        return 0;
+    if (*p == '[') {
+        end = strchr(p, ']');
+        if (!end)
+            return 0;
+        p++;
+    } else {
+        end = strrchr(p, ':');
+        if (!end)
+            end = p + strlen(p);
+    }
+    n = (size_t)(end - p);
+    if (n == 0 || n >= sizeof(host))
+        return 0;
+    memcpy(host, p, n);
+    host[n] = '\0';
+    if (strcasecmp(host, "localhost") == 0 || strcmp(host, "::1") == 0)
+        return 1;
+    return inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
+}
+
 void metrics_scrape(struct http_request *req, struct http_response *resp, const char *token,
                     struct store *s, const struct metrics_scrape_engine *eng)
 {
@@ -113,6 +143,15 @@ void metrics_scrape(struct http_request *req, struct http_response *resp, const 
 
     req->metric_service = "trainyard";
     req->metric_op = "Metrics";
+    if (token && strcmp(token, METRICS_TOKEN_OFF) == 0) {
+        static const char off[] = "forbidden: /metrics is off: this server listens beyond loopback "
+                                  "and no --metrics-token is set\n";
+        resp->status = 403;
+        resp->content_type = "text/plain; charset=utf-8";
+        resp->body = strdup(off);
+        resp->len = resp->body ? strlen(resp->body) : 0;
+        return;
+    }
     if (token && *token && !metrics_scrape_authorized(req, token)) {
         resp->status = 401;
         resp->content_type = "text/plain; charset=utf-8";

@@ -549,20 +549,33 @@ struct route_front {
     const char *name;
     int (*match)(const struct route_call *c);
     void (*serve)(struct route_call *c);
+    int to_jobs; /* served to a job's relayed connections (route_relayed) */
 };
 
 /* Tried in order; the last takes every request. */
 static const struct route_front route_fronts[] = {
-    {"healthz", route_match_healthz, route_serve_healthz},
-    {"metrics", route_match_metrics, route_serve_metrics},
-    {"credentials", route_match_credentials, route_serve_credentials}, /* the token is the auth */
-    {"s3", route_match_s3, route_serve_s3},
-    {"sts", route_match_sts, route_serve_sts},
-    {"monitoring", route_match_cloudwatch, route_serve_cloudwatch},
-    {"console", route_match_console, route_serve_console},
-    {"iam", route_match_iam, route_serve_iam},
-    {"json", route_match_any, route_serve_json},
+    {"healthz", route_match_healthz, route_serve_healthz, 0},
+    {"metrics", route_match_metrics, route_serve_metrics, 0},
+    {"credentials", route_match_credentials, route_serve_credentials,
+     1}, /* the token is the auth */
+    {"s3", route_match_s3, route_serve_s3, 1},
+    {"sts", route_match_sts, route_serve_sts, 1},
+    {"monitoring", route_match_cloudwatch, route_serve_cloudwatch, 1},
+    {"console", route_match_console, route_serve_console, 0},
+    {"iam", route_match_iam, route_serve_iam, 1},
+    {"json", route_match_any, route_serve_json, 1},
 };
+
+/* 1 when req came through a job's relay: a loopback peer outside 127.0.0.0/16, the range the
+   agent's relays connect from (relay_source_addr in agent/relay.h), also IPv4-mapped. Such a
+   peer is served the signed AWS APIs and the credentials endpoint only. */
+static int route_relayed(const struct http_request *req)
+{
+    const char *a = req->client;
+    if (strncmp(a, "::ffff:", 7) == 0)
+        a += 7;
+    return strncmp(a, "127.", 4) == 0 && strncmp(a + 4, "0.", 2) != 0;
+}
 
 void route_handle(struct http_request *req, struct http_response *resp, void *ud)
 {
@@ -574,6 +587,15 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
     c.shape = auth_service_of(req);
     for (size_t i = 0; i < n; i++) {
         if (route_fronts[i].match(&c)) {
+            if (!route_fronts[i].to_jobs && route_relayed(req)) {
+                struct ty_err err;
+                ty_err_set(&err, TY_EDENIED, NULL,
+                           "%s is not served to training jobs: their relay reaches the AWS APIs "
+                           "and the credentials endpoint only",
+                           route_fronts[i].name);
+                route_json_error(req, resp, &err, "application/json");
+                return;
+            }
             route_fronts[i].serve(&c);
             return;
         }

@@ -12,6 +12,7 @@
 #include "docker.h"
 #include "http.h"
 #include "janitor.h"
+#include "metrics_scrape.h"
 #include "model.h"
 #include "ops/s3.h"
 #include "queue.h"
@@ -104,7 +105,8 @@
     X(s3_region, "s3-region", "TRAINYARD_S3_REGION", "",                                           \
       "region requests to --s3-endpoint are signed for; empty: --region")                          \
     X(metrics_token, "metrics-token", "TRAINYARD_METRICS_TOKEN", "",                               \
-      "bearer token GET /metrics (Prometheus) requires; empty: /metrics is open")
+      "bearer token GET /metrics (Prometheus) requires; empty: open on a loopback listen "         \
+      "address, off (403) otherwise")
 
 struct server_cfg {
 #define CFG_FIELD(field, flag, env, def, help) const char *field;
@@ -362,6 +364,11 @@ static void server_route_ctx(const struct server_cfg *cfg, const struct model *m
     rctx->s3_dir = s3_dir;
     rctx->s3_remote = s3_remote;
     rctx->metrics_token = cfg->metrics_token;
+    if (!cfg->metrics_token[0] && !metrics_listen_loopback(cfg->listen)) {
+        rctx->metrics_token = METRICS_TOKEN_OFF;
+        ty_log(TY_LOG_WARN, "server.metrics.off",
+               "listen=%s note='/metrics answers 403 until --metrics-token is set'", cfg->listen);
+    }
 }
 
 int main(int argc, char **argv)

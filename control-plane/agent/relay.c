@@ -2,7 +2,8 @@
  * relay.c - a TCP listener inside a container's network namespace, relayed to trainyard's API.
  *
  * Owns: the relay's thread, its listener, a wake pipe, the agent's own namespace fd (only while
- * binding) and every relayed pair of sockets. See relay.h for the contract.
+ * binding), every relayed pair of sockets, and the process-wide table of job budgets (one entry
+ * per job with a relay running, shared by that job's relays). See relay.h for the contract.
  *
  * Invariants: the thread is in the target namespace only between the two setns calls of
  * relay_bind and never connects or accepts there; if it cannot get back it ends (the relay
@@ -23,6 +24,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,8 +51,79 @@ struct relay_conn {
     struct relay_dir down; /* server -> client */
 };
 
+/* A job's budget, shared by its relays; in relay_jobs while refs > 0. Guarded by relay_jobs_mu
+   except open, which the relays' threads change atomically. */
+struct relay_job {
+    struct relay_job *next;
+    char *job; /* owned */
+    int refs;  /* relays of this job running */
+    int max;   /* connections at once, all its relays together */
+    atomic_int open;
+};
+
+static pthread_mutex_t relay_jobs_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct relay_job *relay_jobs;
+
+/* Takes a reference on job's budget (creating it with max). NULL when out of memory. */
+static struct relay_job *relay_job_get(const char *job, int max)
+{
+    struct relay_job *j;
+
+    pthread_mutex_lock(&relay_jobs_mu);
+    for (j = relay_jobs; j && strcmp(j->job, job) != 0; j = j->next)
+        ;
+    if (!j && (j = calloc(1, sizeof(*j))) != NULL) {
+        if (!(j->job = strdup(job))) {
+            free(j);
+            j = NULL;
+        } else {
+            j->max = max;
+            atomic_init(&j->open, 0);
+            j->next = relay_jobs;
+            relay_jobs = j;
+        }
+    }
+    if (j)
+        j->refs++;
+    pthread_mutex_unlock(&relay_jobs_mu);
+    return j;
+}
+
+/* Drops a reference taken by relay_job_get; the last one frees the entry. NULL no-op. */
+static void relay_job_put(struct relay_job *j)
+{
+    if (!j)
+        return;
+    pthread_mutex_lock(&relay_jobs_mu);
+    if (--j->refs == 0) {
+        for (struct relay_job **pp = &relay_jobs; *pp; pp = &(*pp)->next)
+            if (*pp == j) {
+                *pp = j->next;
+                break;
+            }
+        free(j->job);
+        free(j);
+    }
+    pthread_mutex_unlock(&relay_jobs_mu);
+}
+
+unsigned relay_source_addr(const char *job)
+{
+    uint32_t h = 2166136261u;
+    unsigned a, b, c;
+
+    for (const unsigned char *p = (const unsigned char *)(job ? job : ""); *p; p++)
+        h = (h ^ *p) * 16777619u;
+    a = 1 + (h & 0xff) % 255;           /* 1..255: never 127.0.x.x */
+    b = (h >> 8) & 0xff;                /* 0..255 */
+    c = 1 + ((h >> 16) & 0xffff) % 254; /* 1..254 */
+    return (127u << 24) | (a << 16) | (b << 8) | c;
+}
+
 struct relay {
     struct relay_opts o;
+    struct relay_job *job;  /* the job's shared budget; NULL without o.job */
+    struct sockaddr_in src; /* source of connections to a loopback target; sin_family 0 = none */
     struct sockaddr_storage target;
     socklen_t target_len;
     int lfd;     /* listener, in the container's namespace */
@@ -212,6 +285,8 @@ static void relay_conn_close(struct relay *r, struct relay_conn *c)
         return;
     /* counted first: whoever sees the close also sees the count (tests read it then) */
     atomic_fetch_sub(&r->open, 1);
+    if (r->job)
+        atomic_fetch_sub(&r->job->open, 1);
     close(c->cfd);
     if (c->sfd >= 0)
         close(c->sfd);
@@ -234,6 +309,10 @@ static void relay_accept(struct relay *r)
         for (int i = 0; i < r->o.max_conns && !c; i++)
             if (r->conns[i].cfd < 0)
                 c = &r->conns[i];
+        if (c && r->job && atomic_fetch_add(&r->job->open, 1) >= r->job->max) {
+            atomic_fetch_sub(&r->job->open, 1);
+            c = NULL; /* the job's budget is spent, by this host or another */
+        }
         if (!c) {
             atomic_fetch_add(&r->refused, 1);
             close(fd);
@@ -243,8 +322,14 @@ static void relay_accept(struct relay *r)
         c->up.buf = malloc(RELAY_BUF);
         c->down.buf = malloc(RELAY_BUF);
         if (sfd < 0 || !c->up.buf || !c->down.buf ||
+            (r->src.sin_family && bind(sfd, (struct sockaddr *)&r->src, sizeof(r->src)) != 0) ||
             (connect(sfd, (struct sockaddr *)&r->target, r->target_len) != 0 &&
              errno != EINPROGRESS)) {
+            if (r->src.sin_family && sfd >= 0)
+                ty_log(TY_LOG_WARN, "agent.relay.connect_failed", "port=%d error='%s'", r->port,
+                       strerror(errno));
+            if (r->job)
+                atomic_fetch_sub(&r->job->open, 1);
             free(c->up.buf);
             free(c->down.buf);
             c->up.buf = c->down.buf = NULL;
@@ -437,6 +522,18 @@ struct relay *relay_start(const struct relay_opts *o, struct ty_err *err)
     pthread_cond_init(&r->cv, NULL);
     if (relay_resolve(r, o->target, err) != 0)
         goto fail;
+    if (o->job) {
+        if (!(r->job = relay_job_get(o->job, o->job_max > 0 ? o->job_max : RELAY_JOB_MAX))) {
+            ty_err_set(err, TY_ENOMEM, NULL, "relay: out of memory");
+            goto fail;
+        }
+        if (r->target.ss_family == AF_INET &&
+            (ntohl(((struct sockaddr_in *)&r->target)->sin_addr.s_addr) >> 24) == 127) {
+            r->src.sin_family = AF_INET;
+            r->src.sin_addr.s_addr = htonl(relay_source_addr(o->job));
+        }
+    }
+    r->o.job = NULL;
     if (!(r->conns = calloc((size_t)r->o.max_conns, sizeof(*r->conns)))) {
         ty_err_set(err, TY_ENOMEM, NULL, "relay: out of memory");
         goto fail;
@@ -481,6 +578,7 @@ void relay_stop(struct relay *r)
         if (r->wake[i] >= 0)
             close(r->wake[i]);
     free(r->conns);
+    relay_job_put(r->job);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r);

@@ -13,6 +13,15 @@
  * namespace (an fd of it kept from before) before it connects anywhere. setns changes only the
  * calling thread; a socket stays in the namespace it was created in. Needs CAP_SYS_ADMIN (root).
  *
+ * Per job: relayed traffic is a tenant of its own. With o->job set, every
+ * relay of that job in this agent shares one budget of job_max connections at once (a table in
+ * relay.c keyed by the job, reference-counted by relay_start/relay_stop; more are accepted and
+ * closed at once), and when the target is an IPv4 loopback address the connections to it come
+ * from a source address of the job's own, relay_source_addr(job): the server's per-client limit
+ * and accounting then see each job apart from the others and from 127.0.0.1 (the admin's CLI,
+ * local console users). A non-loopback target is reached from the agent's own address (the
+ * per-job budget still holds; the server then counts all of this agent's jobs as one client).
+ *
  * Bounds: at most max_conns relayed connections at once (more are accepted and closed at once),
  * a connection idle (no byte either way) for idle_s seconds is closed, each direction buffers at
  * most RELAY_BUF bytes (a slow reader slows the writer). relay_stop closes every fd and joins
@@ -30,6 +39,7 @@
 #define RELAY_IDLE_S    300   /* a relayed connection idle this long is closed */
 #define RELAY_BUF       65536 /* bytes buffered per direction per connection */
 #define RELAY_CONNECT_S 10    /* connecting to the target */
+#define RELAY_JOB_MAX   16    /* relayed connections per job at once, all its hosts together */
 
 struct relay_opts {
     int pid;            /* a process in the namespace to listen in; 0 = the agent's own */
@@ -37,7 +47,16 @@ struct relay_opts {
     const char *target; /* "http://host:port[/...]" or "host:port": where connections go */
     int max_conns;      /* 0 = RELAY_MAX_CONNS */
     int idle_s;         /* 0 = RELAY_IDLE_S */
+    const char *job;    /* the job (copied); NULL = no job budget, the agent's source address */
+    int job_max;        /* 0 = RELAY_JOB_MAX; the first relay of a job sets the job's budget */
 };
+
+/*
+ * The IPv4 source address (host order) of job's relayed connections to a loopback target:
+ * 127.a.b.c from an FNV-1a hash of job, with a in 1..255 and c in 1..254, so never in
+ * 127.0.0.0/24 (127.0.0.1 is the admin's) nor a network or broadcast-looking address.
+ */
+unsigned relay_source_addr(const char *job);
 
 struct relay;
 
@@ -54,7 +73,8 @@ void relay_stop(struct relay *r);
 /* The port bound inside the namespace. */
 int relay_port(const struct relay *r);
 
-/* OUT: connections open now, accepted in total, refused over the cap, closed idle. */
+/* OUT: connections open now, accepted in total, refused over the cap (the host's or the
+   job's), closed idle. */
 void relay_stats(struct relay *r, int *open, long *accepted, long *refused, long *idled);
 
 #endif

@@ -121,7 +121,8 @@ static void run_creds_revoke(struct run_ctx *r)
 /* Starts host h's relay inside the network namespace of process pid. */
 void run__relay_start(struct run_ctx *r, struct run_host *h, int pid)
 {
-    struct relay_opts o = {.pid = pid, .port = RELAY_PORT, .target = r->a->cfg.endpoint_url};
+    struct relay_opts o = {
+        .pid = pid, .port = RELAY_PORT, .target = r->a->cfg.endpoint_url, .job = r->job};
     struct ty_err err;
 
     ty_err_clear(&err);

@@ -1,6 +1,6 @@
 """One region per deployment: every signature's credential scope must name the region the server
 serves (--region), as an AWS regional endpoint refuses a scope of another region; ARNs and
-aws:RequestedRegion come from the server's region only. Finding 2 of the security review: a
+aws:RequestedRegion come from the server's region only. Before, a
 Deny on arn:aws:sagemaker:us-east-1:...:training-job/secret-* was dodged by signing for
 eu-west-1 (or US-EAST-1), which built the ARN from the request's scope."""
 import json

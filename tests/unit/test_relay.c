@@ -7,6 +7,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,14 +54,19 @@ out:
     return NULL;
 }
 
+static atomic_uint echo_peer; /* source address (host order) of the echo's last connection */
+
 static void *echo_accept(void *arg)
 {
     (void)arg;
     for (;;) {
         pthread_t t;
-        int fd = accept(echo_lfd, NULL, NULL);
+        struct sockaddr_in peer;
+        socklen_t pl = sizeof(peer);
+        int fd = accept(echo_lfd, (struct sockaddr *)&peer, &pl);
         if (fd < 0)
             return NULL;
+        atomic_store(&echo_peer, ntohl(peer.sin_addr.s_addr));
         if (pthread_create(&t, NULL, echo_conn, (void *)(intptr_t)fd) == 0)
             pthread_detach(t);
         else
@@ -382,12 +388,89 @@ static void test_stage_env_relay(void **state)
     json_decref(sp.channels);
 }
 
+/* All relays of one job share one budget, and reach a loopback target
+   from the job's own source address (never 127.0.0.0/16). */
+static void test_relay_job_budget(void **state)
+{
+    char target[64];
+    struct relay_opts o = {.target = target, .job = "flood-job", .job_max = 3};
+    struct relay_opts other = {.target = target, .job = "other-job", .job_max = 3};
+    struct ty_err err = {0};
+    struct relay *r1, *r2, *r3;
+    int fds[4], x, y, open = -1;
+    long refused = 0;
+    char buf[4];
+
+    (void)state;
+    snprintf(target, sizeof(target), "127.0.0.1:%d", echo_port);
+    r1 = relay_start(&o, &err);
+    r2 = relay_start(&o, &err); /* the job's second host */
+    r3 = relay_start(&other, &err);
+    assert_non_null(r1);
+    assert_non_null(r2);
+    assert_non_null(r3);
+    fds[0] = connect_port(relay_port(r1));
+    fds[1] = connect_port(relay_port(r1));
+    fds[2] = connect_port(relay_port(r2));
+    for (int i = 0; i < 3; i++) {
+        send_all(fds[i], "j", 1);
+        assert_int_equal(read_n(fds[i], buf, 1), 1);
+    }
+    assert_int_equal(atomic_load(&echo_peer), relay_source_addr("flood-job"));
+    /* the job's budget is spent: the next one, on either host, is closed at once */
+    fds[3] = connect_port(relay_port(r2));
+    assert_true(closed_by_peer(fds[3]));
+    close(fds[3]);
+    x = connect_port(relay_port(r1));
+    assert_true(closed_by_peer(x));
+    close(x);
+    relay_stats(r2, &open, NULL, &refused, NULL);
+    assert_int_equal(open, 1);
+    assert_int_equal(refused, 1);
+    /* another job is not refused, and comes from its own address */
+    y = connect_port(relay_port(r3));
+    send_all(y, "o", 1);
+    assert_int_equal(read_n(y, buf, 1), 1);
+    assert_int_equal(atomic_load(&echo_peer), relay_source_addr("other-job"));
+    close(y);
+    /* a slot freed on one host is usable on the other */
+    close(fds[0]);
+    sleep_ms(300);
+    x = connect_port(relay_port(r2));
+    send_all(x, "k", 1);
+    assert_int_equal(read_n(x, buf, 1), 1);
+    close(x);
+    for (int i = 1; i < 3; i++)
+        close(fds[i]);
+    relay_stop(r1);
+    relay_stop(r2);
+    relay_stop(r3);
+}
+
+static void test_relay_source_addr(void **state)
+{
+    char job[32];
+
+    (void)state;
+    for (int i = 0; i < 5000; i++) {
+        unsigned a;
+        snprintf(job, sizeof(job), "job-%d", i);
+        a = relay_source_addr(job);
+        assert_int_equal(a >> 24, 127);
+        assert_true(((a >> 16) & 0xff) != 0); /* never 127.0.0.0/16, so never 127.0.0.1 */
+        assert_true((a & 0xff) != 0 && (a & 0xff) != 255);
+        assert_int_equal(relay_source_addr(job), a); /* stable */
+    }
+    assert_true(relay_source_addr("a") != relay_source_addr("b"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_relay_bytes),      cmocka_unit_test(test_relay_cap_and_idle),
         cmocka_unit_test(test_relay_bad_target), cmocka_unit_test(test_relay_target_down),
         cmocka_unit_test(test_relay_no_leak),    cmocka_unit_test(test_stage_env_relay),
+        cmocka_unit_test(test_relay_job_budget), cmocka_unit_test(test_relay_source_addr),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
