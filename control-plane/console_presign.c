@@ -155,6 +155,9 @@ int console_presign_url(const struct console_ctx *c, const char *bucket, const c
     memset(&r, 0, sizeof(r));
     r.method = "GET";
     r.path = path;
+    /* signed into the URL: the browser saves the object, never shows it on the console's
+       origin (S3's answers are sandboxed besides, ops/s3.c) */
+    r.query = "response-content-disposition=attachment";
     r.headers = &hdr;
     r.nheaders = 1;
     rc = sigv4_presign(&r, pc.akid, pc.secret, pc.token[0] ? pc.token : NULL,

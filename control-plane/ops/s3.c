@@ -741,6 +741,25 @@ static int s3_authorize(struct http_request *req, struct http_response *resp,
     return s3_allowed(req, resp, r, "s3:GetObject", resource);
 }
 
+/* Every S3 answer (objects, listings, errors; embedded or proxied store) is inert in a browser:
+   the console shares this origin, so a tenant's HTML, SVG or XHTML object must never run as it.
+   CSP sandbox (no allow-scripts, no allow-same-origin) gives the document an opaque origin
+   and runs none of its scripts; nosniff keeps a browser from guessing an active type. Added
+   last, after any s3_drop_headers, with room made when the table is full (the last headers,
+   user metadata, give way: the sandbox never does). */
+static void s3_sandbox_headers(struct http_response *resp)
+{
+    while (resp->nhdr > HTTP_MAX_RESP_HEADERS - 2) {
+        resp->nhdr--;
+        free(resp->hdr_value[resp->nhdr]);
+        free(resp->hdr_name_dyn[resp->nhdr]);
+        resp->hdr_value[resp->nhdr] = NULL;
+        resp->hdr_name_dyn[resp->nhdr] = NULL;
+    }
+    http_response_header(resp, "Content-Security-Policy", "default-src 'none'; sandbox");
+    http_response_header(resp, "X-Content-Type-Options", "nosniff");
+}
+
 void s3_route(struct http_request *req, struct http_response *resp, const struct route_ctx *rc)
 {
     struct s3_req r;
@@ -775,6 +794,7 @@ out:
         req->sink.free = NULL;
         req->sink.ctx = NULL;
     }
+    s3_sandbox_headers(resp);
     ty_log(TY_LOG_DEBUG, "s3.request", "req=%s method=%s status=%d", req->request_id, req->method,
            resp->status);
     s3__req_cleanup(&r);
