@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "console_assets.h"
+#include "console_attrib.h"
 #include "console_auth.h"
 #include "console_call.h"
 #include "console_html.h"
@@ -33,7 +34,7 @@
 #include "ty_log.h"
 
 #define CONSOLE_MAX_JOBS  1000
-#define CONSOLE_TAG_OWNER "sagemaker:user-profile-arn"
+#define CONSOLE_TAG_OWNER CONSOLE_ATTRIB_OWNER
 
 /* ---- pure helpers ---- */
 
@@ -348,27 +349,6 @@ static int console_app_running(struct http_request *req, struct http_response *r
     return 0;
 }
 
-/* 1 when the job's tags name the user's profile as its owner. */
-static int console_owns(struct store *s, const char *job_arn, const char *profile_arn)
-{
-    struct ty_err err;
-    json_t *tags, *t;
-    size_t i;
-    int mine = 0;
-    ty_err_clear(&err);
-    tags = store_tags_list(s, job_arn, &err);
-    json_array_foreach(tags, i, t)
-    {
-        const char *k = json_string_value(json_object_get(t, "Key"));
-        const char *v = json_string_value(json_object_get(t, "Value"));
-        if (k && v && profile_arn && strcmp(k, CONSOLE_TAG_OWNER) == 0 &&
-            strcasecmp(v, profile_arn) == 0)
-            mine = 1;
-    }
-    json_decref(tags);
-    return mine;
-}
-
 static void console_profiler(struct http_request *req, struct http_response *resp, struct store *s,
                              const struct console_sess *sess)
 {
@@ -414,7 +394,7 @@ static void console_profiler(struct http_request *req, struct http_response *res
             const char *prof = json_string_value(json_object_get(j, "ProfilingStatus"));
             const char *st = json_string_value(json_object_get(j, "TrainingJobStatus"));
             scanned++;
-            if (!name || !jarn || !console_owns(s, jarn, arn))
+            if (!name || !jarn || !console_attrib_owns(s, jarn, arn))
                 continue;
             shown++;
             ty_buf_puts(&b, "<tr><td><a href=\"/console/profiler/jobs/");
@@ -575,8 +555,9 @@ static void console_render(const struct console_ctx *c, const char *path, const 
             job = store_job_get(c->s, name, &err);
             arn = json_string_value(json_object_get(job, "TrainingJobArn"));
             if (!job || !arn ||
-                !console_owns(c->s, arn,
-                              json_string_value(json_object_get(c->sess->doc, "UserProfileArn")))) {
+                !console_attrib_owns(
+                    c->s, arn,
+                    json_string_value(json_object_get(c->sess->doc, "UserProfileArn")))) {
                 json_decref(job);
                 console_html_message(req, resp, 404, "Not found",
                                      "There is no such training job among this user's jobs.",
@@ -587,12 +568,20 @@ static void console_render(const struct console_ctx *c, const char *path, const 
             console_job_serve(c, "/console/profiler/jobs/", name, sub, query, bn, resp);
             return;
         }
-        if (strcmp(path, "/console/download") == 0) {
-            console_job_download(c, query, resp);
-            return;
-        }
-        if (strcmp(path, "/console/presign") == 0) {
-            console_presign_serve(c, query, resp);
+        if (strcmp(path, "/console/download") == 0 || strcmp(path, "/console/presign") == 0) {
+            /* a domain user reaches his own jobs' artifacts only, whatever his role may read */
+            char uri[2100];
+            if (console_query_param(query, "uri", uri, sizeof(uri)) == 0 &&
+                !console_job_studio_uri_ok(c, uri)) {
+                console_html_message(req, resp, 404, "Not found",
+                                     "There is no such object among this user's jobs' artifacts.",
+                                     c->sess);
+                return;
+            }
+            if (strcmp(path, "/console/download") == 0)
+                console_job_download(c, query, resp);
+            else
+                console_presign_serve(c, query, resp);
             return;
         }
         if (strncmp(path, "/console/profiler", 17) == 0) {

@@ -92,3 +92,23 @@ int console_attrib_job(struct store *s, const char *principal_arn, const char *r
     }
     return rc;
 }
+
+int console_attrib_owns(struct store *s, const char *job_arn, const char *profile_arn)
+{
+    struct ty_err err;
+    json_t *tags, *t;
+    size_t i;
+    int mine = 0;
+    ty_err_clear(&err);
+    tags = store_tags_list(s, job_arn, &err);
+    json_array_foreach(tags, i, t)
+    {
+        const char *k = json_string_value(json_object_get(t, "Key"));
+        const char *v = json_string_value(json_object_get(t, "Value"));
+        if (k && v && profile_arn && strcmp(k, CONSOLE_ATTRIB_OWNER) == 0 &&
+            strcasecmp(v, profile_arn) == 0)
+            mine = 1;
+    }
+    json_decref(tags);
+    return mine;
+}

@@ -10,8 +10,8 @@
  *                                              belongs to" field sets it)
  * belongs to that IAM user; with several, the first one in creation order wins. A profile
  * being deleted does not count.
- * Owns: the lookup and the two tags. Does not own tags' storage (store.c) nor the job.
- * Thread-safety: reentrant.
+ * Owns: the lookup, the two tags and the ownership test the profiler app applies. Does not own
+ * tags' storage (store.c) nor the job. Thread-safety: reentrant.
  */
 #ifndef TY_CP_CONSOLE_ATTRIB_H
 #define TY_CP_CONSOLE_ATTRIB_H
@@ -21,7 +21,12 @@
 #include "store.h"
 #include "ty_err.h"
 
-#define CONSOLE_ATTRIB_TAG "trainyard:iam-user"
+#define CONSOLE_ATTRIB_TAG   "trainyard:iam-user"
+#define CONSOLE_ATTRIB_OWNER "sagemaker:user-profile-arn" /* the tag naming a job's profile */
+
+/* 1 when the tags of job_arn name profile_arn (case-insensitive) as the job's owner; 0 when
+   not, or when they cannot be read (fail closed). */
+int console_attrib_owns(struct store *s, const char *job_arn, const char *profile_arn);
 
 /*
  * Tags job_arn with the user profile and domain of principal_arn (an IAM user ARN; other

@@ -12,6 +12,7 @@
 #include "authz.h"
 #include "console.h"
 #include "console_assets.h"
+#include "console_attrib.h"
 #include "console_html.h"
 #include "console_sysmon.h"
 #include "objstore.h"
@@ -468,6 +469,73 @@ void console_job_serve(const struct console_ctx *c, const char *base, const char
         console_sysmon_feed(c, name, resp);
     else
         job_page(c, base, name, bn, resp);
+}
+
+/* 1 when uri is one of the console's links of job (console_job_studio_uri_ok). */
+static int job_links(json_t *job, const char *name, const char *uri)
+{
+    const char *k = job_s(json_object_get(job, "ModelArtifacts"), "S3ModelArtifacts");
+    char *prefix;
+    char want[2200];
+    int ok = 0;
+
+    if (*k && strcmp(k, uri) == 0)
+        return 1;
+    k = job_s(json_object_get(job, "OutputDataConfig"), "S3OutputPath");
+    if (*k) {
+        snprintf(want, sizeof(want), "%s%s%s/output/output.tar.gz", k,
+                 k[strlen(k) - 1] == '/' ? "" : "/", name);
+        if (strcmp(want, uri) == 0)
+            return 1;
+    }
+    if (!(prefix = console_job_profiler_prefix(job)))
+        return 0;
+    snprintf(want, sizeof(want),
+             "%s/rule-output/ProfilerReport/profiler-output/profiler-report.html", prefix);
+    ok = strcmp(want, uri) == 0;
+    snprintf(want, sizeof(want), "%s/profiler-output/", prefix);
+    if (!ok && strncmp(uri, want, strlen(want)) == 0 && uri[strlen(want)] &&
+        !strstr(uri + strlen(want), "/../") && !strstr(uri + strlen(want), "//"))
+        ok = 1;
+    free(prefix);
+    return ok;
+}
+
+int console_job_studio_uri_ok(const struct console_ctx *c, const char *uri)
+{
+    const char *profile = json_string_value(json_object_get(c->sess->doc, "UserProfileArn"));
+    const char *key, *p;
+    char bucket[64], seg[64];
+    int tried = 0;
+
+    if (!profile || job_s3(uri, bucket, sizeof(bucket), &key) != 0)
+        return 0;
+    for (p = key; *p && tried < 32; tried++) {
+        const char *end = strchr(p, '/');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        int ok = n > 0 && n < sizeof(seg);
+        for (size_t i = 0; ok && i < n; i++)
+            ok = (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+                 (p[i] >= '0' && p[i] <= '9') || p[i] == '-';
+        if (ok) {
+            struct ty_err err;
+            json_t *job;
+            const char *arn;
+            memcpy(seg, p, n);
+            seg[n] = '\0';
+            ty_err_clear(&err);
+            job = store_job_get(c->s, seg, &err);
+            arn = json_string_value(json_object_get(job, "TrainingJobArn"));
+            ok = job && arn && console_attrib_owns(c->s, arn, profile) && job_links(job, seg, uri);
+            json_decref(job);
+            if (ok)
+                return 1;
+        }
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return 0;
 }
 
 void console_job_download(const struct console_ctx *c, const char *query,

@@ -32,6 +32,17 @@ void console_job_serve(const struct console_ctx *c, const char *base, const char
 void console_job_download(const struct console_ctx *c, const char *query,
                           struct http_response *resp);
 
+/*
+ * 1 when uri (s3://bucket/key) is one of the objects the console links for a job that the
+ * Studio session c belongs to (console_attrib_owns of the session's UserProfileArn): the job's
+ * S3ModelArtifacts, <S3OutputPath>/<job>/output/output.tar.gz, its profiler dashboard, or a
+ * file under its <profiler prefix>/profiler-output/. Only exact keys and the profiler folder,
+ * which end in the job's own (unique) name, count: a broad prefix such as another job's
+ * S3OutputPath could be claimed by anyone naming it in a job of his. The job is found by a
+ * path segment of the key (at most 32 are tried). 0 otherwise, also on a store error.
+ */
+int console_job_studio_uri_ok(const struct console_ctx *c, const char *uri);
+
 /* new: the S3 prefix (no trailing '/') of a job's profiler output ("<S3OutputPath>/<job>"),
    or NULL when profiling is not enabled. */
 char *console_job_profiler_prefix(json_t *job);

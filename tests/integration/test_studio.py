@@ -429,6 +429,46 @@ def test_session_is_scoped_to_its_user(ssm, team, studio_server):
     assert status == 403
 
 
+def test_artifacts_are_scoped_to_their_users_jobs(ssm, team, studio_server):
+    """A domain user downloads and presigns only the objects the console links for his own
+    jobs: another user's (predictable) artifact URIs are 404, whatever his role may read."""
+    dom = team["domain"]
+    s3 = studio_server.client("s3", s3={"addressing_style": "path"})
+    try:
+        s3.create_bucket(Bucket="prof")
+    except ClientError:
+        pass
+    objs = {}
+    for user in ("alice", "bob"):
+        job = team[user]["job"]
+        objs[user] = [f"s3://prof/{user}/{job}/profiler-output/system/metrics.json",
+                      f"s3://prof/{user}/{job}/rule-output/ProfilerReport/profiler-output/"
+                      "profiler-report.html",
+                      f"s3://bucket/prefix/{job}/output/output.tar.gz"]
+        for uri in objs[user]:
+            b, k = uri[5:].split("/", 1)
+            s3.put_object(Bucket=b, Key=k, Body=f"{user}'s bytes".encode())
+    s3.put_object(Bucket="bucket", Key="other/thing.txt", Body=b"nobody's")
+    bob = Browser()
+    assert bob.get(_signin(ssm, dom, "bob"))[0] == 200
+    base = studio_server.url
+    for uri in objs["bob"]:
+        q = urllib.parse.quote(uri, safe="")
+        status, _, body = bob.get(f"{base}/console/download?uri={q}")
+        assert status == 200 and body == "bob's bytes", (uri, status, body)
+        status, hdrs, _ = bob.get(f"{base}/console/presign?uri={q}")
+        assert status == 303 and "X-Amz-Signature=" in hdrs["Location"], (uri, status)
+    for uri in objs["alice"] + ["s3://bucket/other/thing.txt",
+                                f"s3://bucket/prefix/{team['bob']['job']}/../x"]:
+        q = urllib.parse.quote(uri, safe="")
+        for page in ("download", "presign", "presign", "download"):
+            status, _, body = bob.get(f"{base}/console/{page}?uri={q}")
+            assert status == 404, (page, uri, status)
+            assert "alice's bytes" not in body and "nobody's" not in body
+        status, _, _ = bob.get(f"{base}/console/presign?uri={q}&show=1")
+        assert status == 404, (uri, status)
+
+
 def test_deleting_the_app_ends_sessions(ssm, studio_server):
     dom, _ = _domain(ssm)
     ssm.create_user_profile(DomainId=dom, UserProfileName="dana")
