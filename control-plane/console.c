@@ -168,7 +168,7 @@ static void console_serve_login(struct http_request *req, struct http_response *
 
     ty_err_clear(&err);
     /* a login form posted from another site is refused (login CSRF) */
-    if (origin && strcmp(origin, "null") != 0 &&
+    if (origin &&
         (!strstr(origin, "://") || !host || strcasecmp(strstr(origin, "://") + 3, host) != 0)) {
         console_login_form(req, resp, rc, 403, "This sign-in request came from another site.");
         return;
@@ -176,9 +176,14 @@ static void console_serve_login(struct http_request *req, struct http_response *
     console_auth_form(req, "account", account, sizeof(account));
     console_auth_form(req, "username", user, sizeof(user));
     console_auth_form(req, "password", pw, sizeof(pw));
-    if (console_auth_login(s, rc->account_id, account, user, pw, sid, sizeof(sid), &err) != 0) {
+    if (console_auth_login(s, rc->account_id, account, user, pw, req->client[0] ? req->client : "-",
+                           sid, sizeof(sid), &err) != 0) {
         memset(pw, 0, sizeof(pw));
-        console_login_form(req, resp, rc, err.code == TY_EREDIS ? 503 : 401, err.msg);
+        console_login_form(req, resp, rc,
+                           err.code == TY_EREDIS      ? 503
+                           : err.code == TY_ETHROTTLE ? 429
+                                                      : 401,
+                           err.msg);
         return;
     }
     memset(pw, 0, sizeof(pw));

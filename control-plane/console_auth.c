@@ -88,8 +88,8 @@ int console_auth_start(struct store *s, json_t *doc, const char *scope, int ttl_
 }
 
 int console_auth_login(struct store *s, const char *account_id, const char *account,
-                       const char *name, const char *password, char *sid, size_t n,
-                       struct ty_err *err)
+                       const char *name, const char *password, const char *source, char *sid,
+                       size_t n, struct ty_err *err)
 {
     struct store_iam_user u;
     char scope[96], lname[STORE_IAM_NAME_MAX + 1];
@@ -106,10 +106,10 @@ int console_auth_login(struct store *s, const char *account_id, const char *acco
     if (rc != 0 || strcmp(account, account_id) != 0)
         u.id[0] = '\0'; /* the KDF still runs: no timing difference */
     ty_err_clear(err);
-    rc = console_login_attempt(s, name[0] ? name : "-", u.id, password, &reset, err);
+    rc = console_login_attempt(s, name[0] ? name : "-", u.id, password, source, &reset, err);
     if (rc != 0) {
-        ty_log(TY_LOG_INFO, "console.signin_failed", "user='%.64s' code=%s", name,
-               ty_err_aws_name(err->code));
+        ty_log(TY_LOG_INFO, "console.signin_failed", "user='%.64s' source=%.64s code=%s", name,
+               source, ty_err_aws_name(err->code));
         return rc;
     }
     for (i = 0; u.name[i]; i++)
@@ -162,7 +162,8 @@ int console_auth_csrf_ok(const struct console_sess *sess, const struct http_requ
         return 0;
     if (!console_auth_same(tok, sess->csrf))
         return 0;
-    if (origin && strcmp(origin, "null") != 0) {
+    /* "Origin: null" (a sandboxed frame, a data: URL, a redirect chain) is no origin of ours */
+    if (origin) {
         const char *o = strstr(origin, "://");
         if (!o || !host || strcasecmp(o + 3, host) != 0)
             return 0;

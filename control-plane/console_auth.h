@@ -51,13 +51,15 @@ int console_auth_session(struct store *s, struct http_request *req, struct conso
                          struct ty_err *err);
 
 /*
- * Signs IAM user name of account in with password (account must be account_id). OUT: sid (a
- * new session id; n > CONSOLE_AUTH_SID_LEN). 0, -TY_EDENIED (one message for every wrong
- * input), -TY_ETHROTTLE (locked out), -TY_EREDIS.
+ * Signs IAM user name of account in with password, from source (the client's address:
+ * console_login_attempt throttles per user and source; borrowed). account must be account_id.
+ * OUT: sid (a new session id; n > CONSOLE_AUTH_SID_LEN). 0, -TY_EDENIED (one message for
+ * every wrong input), -TY_ETHROTTLE (source must wait: the message says how long),
+ * -TY_EREDIS.
  */
 int console_auth_login(struct store *s, const char *account_id, const char *account,
-                       const char *name, const char *password, char *sid, size_t n,
-                       struct ty_err *err);
+                       const char *name, const char *password, const char *source, char *sid,
+                       size_t n, struct ty_err *err);
 
 /* Starts a session of doc (borrowed; Csrf is added) for ttl_s seconds under scope. OUT: sid. */
 int console_auth_start(struct store *s, json_t *doc, const char *scope, int ttl_s, char *sid,
@@ -75,7 +77,7 @@ int console_auth_secure(const struct http_request *req);
 /*
  * 1 when a state-changing request of sess is genuine: its form field "csrf" (in the
  * url-encoded body) equals the session's token (constant time) and its Origin header, when
- * present, names the Host it was sent to. 0 otherwise.
+ * present, names the Host it was sent to ("Origin: null" never does). 0 otherwise.
  */
 int console_auth_csrf_ok(const struct console_sess *sess, const struct http_request *req);
 

@@ -1,5 +1,5 @@
 /*
- * console_login.c - login profiles, the password policy, the KDF and the sign-in lock-out
+ * console_login.c - login profiles, the password policy, the KDF and the sign-in throttle
  * (console_login.h).
  *
  * Invariants: a password reaches only the KDF (never a key, a log line or a reply). The
@@ -293,28 +293,37 @@ static int login_denied(struct ty_err *err)
                       "Your authentication information is incorrect. Please try again.");
 }
 
+/* How long source waits after its n-th failed sign-in of a user: none for the first
+   CONSOLE_LOGIN_FREE_FAILS - 1, then 1 s, doubling up to CONSOLE_LOGIN_WAIT_MAX_S. */
+static long long login_wait_ms(long long n)
+{
+    long long ms = 1000;
+    if (n < CONSOLE_LOGIN_FREE_FAILS)
+        return 0;
+    for (long long i = CONSOLE_LOGIN_FREE_FAILS; i < n && ms < CONSOLE_LOGIN_WAIT_MAX_S * 1000; i++)
+        ms *= 2;
+    return ms < CONSOLE_LOGIN_WAIT_MAX_S * 1000 ? ms : CONSOLE_LOGIN_WAIT_MAX_S * 1000;
+}
+
 int console_login_attempt(struct store *s, const char *name, const char *uid, const char *password,
-                          int *reset, struct ty_err *err)
+                          const char *source, int *reset, struct ty_err *err)
 {
     char hash[CONSOLE_LOGIN_HASH_MAX], olduid[64];
     double created = 0;
     int rs = 0, rc, ok;
-    long long fails = 0, left = CONSOLE_LOGIN_LOCK_S;
+    long long wait_ms = 0, n;
 
-    rc = store_login_fails(s, name, &fails, err);
+    rc = store_login_wait(s, name, source, &wait_ms, err);
     if (rc == -TY_EINVAL) {
         console_login_verify(password, LOGIN_DUMMY);
         return login_denied(err);
     }
     if (rc)
         return rc;
-    if (fails >= CONSOLE_LOGIN_MAX_FAILS) { /* locked out */
-        if ((rc = store_login_fails_left(s, name, &left, err)) != 0)
-            return rc;
+    if (wait_ms > 0) /* this source waits; the account itself is never locked */
         return ty_err_set(err, TY_ETHROTTLE, NULL,
-                          "Too many failed sign-in attempts. Try again in %lld minutes.",
-                          left > 0 ? (left + 59) / 60 : 1);
-    }
+                          "Too many failed sign-in attempts. Try again in %lld seconds.",
+                          (wait_ms + 999) / 1000);
     rc = store_login_read(s, name, hash, sizeof(hash), olduid, sizeof(olduid), &created, &rs, err);
     if (rc != 0 && rc != -TY_ENOTFOUND)
         return rc;
@@ -326,11 +335,13 @@ int console_login_attempt(struct store *s, const char *name, const char *uid, co
     }
     OPENSSL_cleanse(hash, sizeof(hash));
     if (ok) {
-        store_login_fails_clear(s, name);
+        store_login_fails_clear(s, name, source);
         *reset = rs;
         return 0;
     }
-    store_login_fail(s, name, CONSOLE_LOGIN_LOCK_S); /* the window restarts at each failure */
+    /* the window restarts at each failure; from the FREE_FAILS-th on, the source waits */
+    n = store_login_fail(s, name, source, CONSOLE_LOGIN_WINDOW_S);
+    store_login_hold(s, name, source, login_wait_ms(n));
     return login_denied(err);
 }
 
@@ -342,7 +353,8 @@ int console_login_change(struct store *s, const char *name, const char *uid,
 
     if ((rc = console_login_get(s, name, uid, &created, &reset, err)) != 0)
         return rc;
-    if ((rc = console_login_attempt(s, name, uid, old_password, &reset, err)) != 0) {
+    if ((rc = console_login_attempt(s, name, uid, old_password, CONSOLE_LOGIN_API_SOURCE, &reset,
+                                    err)) != 0) {
         if (rc == -TY_EDENIED)
             return ty_err_set(err, TY_EDENIED, "OldPassword",
                               "The old password you entered is incorrect.");

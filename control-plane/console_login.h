@@ -1,11 +1,14 @@
 /*
  * console_login.h - console passwords of IAM users, as AWS's login profiles: the password hash
  * (a slow KDF with a per-user salt), the account's password policy, and sign-in attempts with
- * a lock-out after repeated failures.
+ * a throttle per user and client address after repeated failures (never a lock-out of the
+ * account: a stranger's wrong passwords cannot keep the user out).
  *
- * Owns: the rules (the KDF, the policy's checks, the lock-out after CONSOLE_LOGIN_MAX_FAILS
- * failed sign-ins for CONSOLE_LOGIN_LOCK_S, even with the right password); the keys and their
- * fields are store_login.h's.
+ * Owns: the rules (the KDF, the policy's checks, the throttle: from the
+ * CONSOLE_LOGIN_FREE_FAILS-th failed sign-in of a user from one address within
+ * CONSOLE_LOGIN_WINDOW_S, that address waits 1 s, then 2 s, 4 s, ... up to
+ * CONSOLE_LOGIN_WAIT_MAX_S before its next attempt of that user, right password or not;
+ * other addresses are unaffected); the keys and their fields are store_login.h's.
  * The password itself is never stored nor logged.
  * Does not own: the IAM query API's wire form (ops/iamapi.c calls these), console sessions
  * (console_auth.c), the IAM users themselves (store_iam.c).
@@ -26,8 +29,11 @@
 #define CONSOLE_LOGIN_KEY        32     /* bytes */
 #define CONSOLE_LOGIN_HASH_MAX   160    /* an encoded hash, with the NUL */
 #define CONSOLE_LOGIN_PW_MAX     128    /* IAM's limit on a password's length */
-#define CONSOLE_LOGIN_MAX_FAILS  5      /* failed sign-ins before the lock-out */
-#define CONSOLE_LOGIN_LOCK_S     900    /* lock-out (and failure window), seconds */
+#define CONSOLE_LOGIN_FREE_FAILS 5      /* failed sign-ins (per user and address) before waits */
+#define CONSOLE_LOGIN_WINDOW_S   900    /* a failure count's life after its last failure, s */
+#define CONSOLE_LOGIN_WAIT_MAX_S 60     /* the longest wait, seconds */
+/* The source of ChangePassword's old-password check (a signed IAM call, not a client address) */
+#define CONSOLE_LOGIN_API_SOURCE "api"
 
 /* The account password policy (GetAccountPasswordPolicy's members). */
 struct console_login_policy {
@@ -92,22 +98,23 @@ int console_login_get(struct store *s, const char *name, const char *uid, double
 int console_login_delete(struct store *s, const char *name, struct ty_err *err);
 
 /*
- * One sign-in attempt of IAM user name (uid: its current id, "" when no such user: the KDF
- * still runs, so an unknown user takes as long as a wrong password). Returns 0 when the
- * password is right and the user is not locked out (its failures are cleared; OUT: *reset the
- * PasswordResetRequired flag), or -TY_EDENIED with one message for an unknown user, a user
- * without a login profile and a wrong password ("Your authentication information is
- * incorrect. Please try again."), -TY_ETHROTTLE while locked out ("Too many failed sign-in
- * attempts. Try again in N minutes."), -TY_EREDIS.
+ * One sign-in attempt of IAM user name from source (the client's address; borrowed; uid: its
+ * current id, "" when no such user: the KDF still runs, so an unknown user takes as long as a
+ * wrong password). Returns 0 when the password is right and source need not wait (its
+ * failures for name are cleared; OUT: *reset the PasswordResetRequired flag), or -TY_EDENIED
+ * with one message for an unknown user, a user without a login profile and a wrong password
+ * ("Your authentication information is incorrect. Please try again."), -TY_ETHROTTLE while
+ * source must wait ("Too many failed sign-in attempts. Try again in N seconds."; nothing is
+ * checked nor counted), -TY_EREDIS.
  */
 int console_login_attempt(struct store *s, const char *name, const char *uid, const char *password,
-                          int *reset, struct ty_err *err);
+                          const char *source, int *reset, struct ty_err *err);
 
 /*
  * ChangePassword of IAM user name (uid: its current id): old_password must be its password
- * (checked as a sign-in attempt: a wrong one counts towards the lock-out), new_password must
- * pass the account policy and differ from the old one. The new password is stored and
- * PasswordResetRequired cleared. 0, -TY_EDENIED (wrong old password), -TY_ETHROTTLE (locked
+ * (checked as a sign-in attempt from CONSOLE_LOGIN_API_SOURCE: a wrong one counts there),
+ * new_password must pass the account policy and differ from the old one. The new password is stored
+ * and PasswordResetRequired cleared. 0, -TY_EDENIED (wrong old password), -TY_ETHROTTLE (waiting
  * out), -TY_ENOTFOUND (no login profile), -TY_EPWPOLICY, -TY_EREDIS, -TY_EINTERNAL.
  */
 int console_login_change(struct store *s, const char *name, const char *uid,

@@ -734,10 +734,24 @@ static int pg_user(const struct console_ctx *c, const char *name, const struct c
     pg_form(&b, c, "iam", "PutUserPolicy", back, "Put an inline policy");
     pg_hidden(&b, "p.UserName", name);
     pg_field(&b, "p.PolicyName", "Policy name", "text", NULL, 1);
-    ty_buf_puts(&b, "<label for=\"f-doc\">Policy document (JSON)</label><textarea id=\"f-doc\" "
-                    "name=\"p.PolicyDocument\" rows=\"8\" required>{\"Version\":\"2012-10-17\","
-                    "\"Statement\":[{\"Effect\":\"Allow\",\"Action\":\"sagemaker:*\","
-                    "\"Resource\":\"*\"}]}</textarea>");
+    /* the starter a user who trains needs, scoped to him: his jobs, his buckets (<name>*) and
+       passing his own execution role <name>-exec (README), never sagemaker:* or a broad role */
+    ty_buf_puts(&b,
+                "<label for=\"f-doc\">Policy document (JSON)</label><textarea id=\"f-doc\" "
+                "name=\"p.PolicyDocument\" rows=\"8\" required>{\"Version\":\"2012-10-17\","
+                "\"Statement\":[{\"Effect\":\"Allow\",\"Action\":[\"sagemaker:CreateTrainingJob\","
+                "\"sagemaker:DescribeTrainingJob\",\"sagemaker:StopTrainingJob\"],"
+                "\"Resource\":\"arn:aws:sagemaker:*:*:training-job/");
+    ty_buf_put_html(&b, name);
+    ty_buf_puts(&b, "-*\"},{\"Effect\":\"Allow\",\"Action\":\"s3:*\",\"Resource\":["
+                    "\"arn:aws:s3:::");
+    ty_buf_put_html(&b, name);
+    ty_buf_puts(&b, "*\",\"arn:aws:s3:::");
+    ty_buf_put_html(&b, name);
+    ty_buf_puts(&b, "*/*\"]},{\"Effect\":\"Allow\",\"Action\":\"iam:PassRole\","
+                    "\"Resource\":\"arn:aws:iam::*:role/");
+    ty_buf_put_html(&b, name);
+    ty_buf_puts(&b, "-exec\"}]}</textarea>");
     pg_form_end(&b, "Put policy");
     return pg_send(c, resp, &b);
 }

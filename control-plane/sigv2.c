@@ -431,7 +431,10 @@ int sigv2_verify(const struct sigv4_request *req, const struct sigv4_auth *auth,
     if (!req || !auth || !secret_key || !auth->sigv2)
         return ty_err_set(err, TY_EINVAL, NULL, "bad arguments");
     if (auth->presigned) {
-        if ((long long)now > (long long)auth->expires)
+        /* a URL lives at most a week, as SigV4's X-Amz-Expires: one that claims longer is
+           refused with the words of an expired one (S3's AccessDenied), never served */
+        if ((long long)now > (long long)auth->expires ||
+            (long long)auth->expires > (long long)now + SIGV4_MAX_EXPIRES_S)
             return ty_err_set(err, TY_EBADSIG, "Expires", "Request has expired");
     } else {
         const char *d = sigv2_header(req, "x-amz-date");

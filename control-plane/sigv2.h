@@ -44,8 +44,9 @@ int sigv2_string_to_sign(const struct sigv4_request *req, const struct sigv4_aut
 
 /*
  * Verifies a parsed SigV2 signature with secret_key at time now. Returns 0, or -TY_EBADSIG
- * with "Request has expired" (query form past Expires), "Signature expired: ..." / "Signature
- * not yet current: ..." (header form more than 15 minutes from now), "AWS authentication
+ * with "Request has expired" (query form past Expires, or Expires more than
+ * SIGV4_MAX_EXPIRES_S, a week, after now: no URL outlives a SigV4 one), "Signature expired: ..." /
+ * "Signature not yet current: ..." (header form more than 15 minutes from now), "AWS authentication
  * requires a valid Date or x-amz-date header" (field "Date"), or "The request signature we
  * calculated does not match the signature you provided. ..."; -TY_EINVAL for bad arguments.
  */

@@ -932,11 +932,20 @@ int store_iam_bootstrap_role(struct store *s, const char *account, double now, s
     r.created = now;
     rc = store_iam_role_create(s, &r, STORE_IAM_DEFAULT_ROLE_TRUST, NULL, err);
     if (rc == -TY_EINUSE) {
+        /* exists: left as the admin may have changed it, but the old broad default itself
+           (never edited) is narrowed to today's */
+        char *doc;
         ty_err_clear(err);
-        return 0; /* exists: left as the admin may have changed it */
-    }
-    if (rc)
+        doc = store_iam_role_policy_get(s, STORE_IAM_DEFAULT_ROLE,
+                                        STORE_IAM_DEFAULT_ROLE_POLICY_NAME, err);
+        rc = doc && strcmp(doc, STORE_IAM_DEFAULT_ROLE_POLICY_V1) == 0;
+        free(doc);
+        ty_err_clear(err);
+        if (!rc)
+            return 0;
+    } else if (rc) {
         return rc;
+    }
     return store_iam_role_policy_put(s, STORE_IAM_DEFAULT_ROLE, STORE_IAM_DEFAULT_ROLE_POLICY_NAME,
                                      STORE_IAM_DEFAULT_ROLE_POLICY,
                                      strlen(STORE_IAM_DEFAULT_ROLE_POLICY),

@@ -52,7 +52,25 @@
 #define STORE_IAM_DEFAULT_ROLE_TRUST                                                               \
     "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":{"             \
     "\"Service\":\"sagemaker.amazonaws.com\"},\"Action\":\"sts:AssumeRole\"}]}"
+/* What a training job does with its role's credentials, and no more: read and write its data
+   in S3 (the agent checks channels, checkpoints and outputs against these same actions:
+   agent/access.h), write its own logs under /aws/sagemaker/ and put metrics. No sagemaker:*
+   (no CreatePresignedDomainUrl, no other job), no iam:*, no bucket administration. The S3
+   actions are on every bucket: the admin's role reaches every tenant's data, so users are
+   given roles of their own (README), never iam:PassRole on this one. */
 #define STORE_IAM_DEFAULT_ROLE_POLICY                                                              \
+    "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Sid\":\"JobData\",\"Effect\":\"Allow\","        \
+    "\"Action\":[\"s3:GetObject\",\"s3:PutObject\",\"s3:ListBucket\",\"s3:GetBucketLocation\","    \
+    "\"s3:AbortMultipartUpload\",\"s3:ListMultipartUploadParts\","                                 \
+    "\"s3:ListBucketMultipartUploads\"],\"Resource\":\"*\"},{\"Sid\":\"JobLogs\",\"Effect\":"      \
+    "\"Allow\",\"Action\":[\"logs:CreateLogGroup\",\"logs:CreateLogStream\",\"logs:"               \
+    "PutLogEvents\","                                                                              \
+    "\"logs:DescribeLogStreams\"],\"Resource\":\"arn:aws:logs:*:*:log-group:/aws/sagemaker/*\"},"  \
+    "{\"Sid\":\"JobMetrics\",\"Effect\":\"Allow\",\"Action\":\"cloudwatch:PutMetricData\","        \
+    "\"Resource\":\"*\"}]}"
+/* The inline policy every release before this one created (s3:*, logs:*, sagemaker:* on *):
+   store_iam_bootstrap_role replaces it, byte for byte this text only, with the one above. */
+#define STORE_IAM_DEFAULT_ROLE_POLICY_V1                                                           \
     "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Sid\":\"TrainyardExecution\",\"Effect\":"       \
     "\"Allow\",\"Action\":[\"s3:*\",\"logs:*\",\"sagemaker:*\"],\"Resource\":\"*\"}]}"
 
@@ -179,7 +197,10 @@ int store_iam_role_load(struct store *s, const char *name, struct store_iam_user
 /*
  * Creates the default execution role STORE_IAM_DEFAULT_ROLE of account (trust
  * STORE_IAM_DEFAULT_ROLE_TRUST, inline policy STORE_IAM_DEFAULT_ROLE_POLICY) when no role of
- * that name exists; an existing one is left as it is. Idempotent. 0 or error.
+ * that name exists. An existing one is left as it is, except that an inline policy
+ * STORE_IAM_DEFAULT_ROLE_POLICY_NAME that is byte for byte STORE_IAM_DEFAULT_ROLE_POLICY_V1
+ * (the old broad default, never edited) is replaced by STORE_IAM_DEFAULT_ROLE_POLICY; one the
+ * admin changed is kept. Idempotent. 0 or error.
  */
 int store_iam_bootstrap_role(struct store *s, const char *account, double now, struct ty_err *err);
 

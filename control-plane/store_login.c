@@ -1,6 +1,6 @@
 /*
- * store_login.c - console passwords as stored (store_login.h): login profiles, the failure
- * counter and the account password policy.
+ * store_login.c - console passwords as stored (store_login.h): login profiles, the sign-in
+ * throttle's counters and waits (per user and client address) and the account password policy.
  *
  * Invariants: a key is built only from a name IAM accepts (lower-cased); every redisReply is
  * freed on every path; a hash passes through here untouched (never logged).
@@ -153,48 +153,74 @@ int store_login_delete(struct store *s, const char *name, struct ty_err *err)
     return login_del(s, key, "DEL login", err);
 }
 
-int store_login_fails(struct store *s, const char *name, long long *fails, struct ty_err *err)
+/* The ty:iam:<what>:<lname>:<source> key of name signing in from source (an address: hex
+   digits, '.', ':'; anything else, or more than 64 bytes, is folded to '_'); -1 as login_key. */
+static int login_src_key(const char *what, const char *name, const char *source, char *out,
+                         size_t n)
 {
-    char fkey[LOGIN_KEY_MAX];
+    char base[LOGIN_KEY_MAX], src[65];
+    size_t i;
+    if (login_key(what, name, base, sizeof(base)) != 0)
+        return -1;
+    for (i = 0; source && source[i] && i < 64; i++) {
+        int c = (unsigned char)source[i];
+        src[i] = (char)(isxdigit(c) || c == '.' || c == ':' ? c : '_');
+    }
+    src[i] = '\0';
+    snprintf(out, n, "%s:%s", base, i ? src : "-");
+    return 0;
+}
+
+int store_login_wait(struct store *s, const char *name, const char *source, long long *wait_ms,
+                     struct ty_err *err)
+{
+    char wkey[LOGIN_KEY_MAX + 80];
     redisReply *r;
-    if (login_key("loginfail", name, fkey, sizeof(fkey)) != 0)
+    if (login_src_key("loginwait", name, source, wkey, sizeof(wkey)) != 0)
         return -TY_EINVAL;
-    r = store__cmdv(s, err, "GET", fkey, NULL);
+    r = store__cmdv(s, err, "PTTL", wkey, NULL);
     if (!r)
         return -TY_EREDIS;
-    *fails = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+    *wait_ms = r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? r->integer : 0;
     freeReplyObject(r);
     return 0;
 }
 
-int store_login_fails_left(struct store *s, const char *name, long long *left, struct ty_err *err)
+long long store_login_fail(struct store *s, const char *name, const char *source, int window_s)
 {
-    char fkey[LOGIN_KEY_MAX];
+    char fkey[LOGIN_KEY_MAX + 80], ttl[16];
+    struct ty_err err;
     redisReply *r;
-    if (login_key("loginfail", name, fkey, sizeof(fkey)) != 0)
-        return -TY_EINVAL;
-    r = store__cmdv(s, err, "TTL", fkey, NULL);
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type == REDIS_REPLY_INTEGER)
-        *left = r->integer;
-    freeReplyObject(r);
-    return 0;
-}
-
-void store_login_fail(struct store *s, const char *name, int window_s)
-{
-    char fkey[LOGIN_KEY_MAX], ttl[16];
-    if (login_key("loginfail", name, fkey, sizeof(fkey)) != 0)
-        return;
+    long long n = -1;
+    if (login_src_key("loginfail", name, source, fkey, sizeof(fkey)) != 0)
+        return -1;
     snprintf(ttl, sizeof(ttl), "%d", window_s);
-    login_fire(s, "INCR", fkey, NULL);
+    r = store__cmdv(s, &err, "INCR", fkey, NULL);
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        n = r->integer;
+    if (r)
+        freeReplyObject(r);
     login_fire(s, "EXPIRE", fkey, ttl);
+    return n;
 }
 
-void store_login_fails_clear(struct store *s, const char *name)
+void store_login_hold(struct store *s, const char *name, const char *source, long long ms)
 {
-    char fkey[LOGIN_KEY_MAX];
-    if (login_key("loginfail", name, fkey, sizeof(fkey)) == 0)
-        login_fire(s, "DEL", fkey, NULL);
+    char wkey[LOGIN_KEY_MAX + 80], px[24];
+    struct ty_err err;
+    redisReply *r;
+    if (ms <= 0 || login_src_key("loginwait", name, source, wkey, sizeof(wkey)) != 0)
+        return;
+    snprintf(px, sizeof(px), "%lld", ms);
+    r = store__cmdv(s, &err, "SET", wkey, "1", "PX", px, NULL);
+    if (r)
+        freeReplyObject(r);
+}
+
+void store_login_fails_clear(struct store *s, const char *name, const char *source)
+{
+    char fkey[LOGIN_KEY_MAX + 80], wkey[LOGIN_KEY_MAX + 80];
+    if (login_src_key("loginfail", name, source, fkey, sizeof(fkey)) == 0 &&
+        login_src_key("loginwait", name, source, wkey, sizeof(wkey)) == 0)
+        login_fire(s, "DEL", fkey, wkey);
 }

@@ -6,7 +6,9 @@
  *   ty:iam:login:<lname>      hash: hash (CONSOLE_LOGIN_SCHEME$<iterations>$<salt hex>$<key
  *                             hex>), uid (the IAM user's id when the profile was made),
  *                             created (epoch s, "%.3f"), reset ("0"/"1")
- *   ty:iam:loginfail:<lname>  counter of failed sign-ins, with the lock-out window as its TTL
+ *   ty:iam:loginfail:<lname>:<source>  counter of failed sign-ins of the user from one client
+ *                             address, with the failure window as its TTL
+ *   ty:iam:loginwait:<lname>:<source>  "1" while that address must wait (PX: the delay)
  *   ty:iam:pwpolicy           JSON object: the account password policy (AWS's member names)
  * where <lname> is the user name in lower case. A user name that IAM would refuse
  * ([\w+=,.@-], 1..64) never builds a key: those calls return -TY_EINVAL and touch nothing.
@@ -36,23 +38,27 @@ int store_login_read(struct store *s, const char *name, char *hash, size_t hn, c
                      double *created, int *reset, struct ty_err *err);
 /*
  * Writes name's profile: hash, uid and created when hash is not NULL, reset always, then
- * clears its failure counter. 0, -TY_EINVAL (name), -TY_EREDIS.
+ * deletes the ty:iam:loginfail:<lname> counter of releases that locked the account out. 0,
+ * -TY_EINVAL (name), -TY_EREDIS.
  */
 int store_login_write(struct store *s, const char *name, const char *hash, const char *uid,
                       double created, int reset, struct ty_err *err);
 /* Deletes name's profile: 1, 0 when it had none, -TY_EINVAL (name) or -TY_EREDIS. */
 int store_login_delete(struct store *s, const char *name, struct ty_err *err);
 
-/* name's failed sign-ins in the current window. OUT: *fails. 0, -TY_EINVAL (name), -TY_EREDIS. */
-int store_login_fails(struct store *s, const char *name, long long *fails, struct ty_err *err);
 /*
- * The seconds left in name's failure window (Redis's TTL). OUT: *left, left as it is when
- * Redis answers something other than an integer. 0, -TY_EINVAL (name), -TY_EREDIS.
+ * The sign-in throttle, per user and source (source: the client's address; see
+ * console_login.h for the delays). store_login_wait: OUT: *wait_ms, the milliseconds source
+ * must still wait before name's next attempt (0: none). 0, -TY_EINVAL (name), -TY_EREDIS.
  */
-int store_login_fails_left(struct store *s, const char *name, long long *left, struct ty_err *err);
-/* Counts one failed sign-in of name and restarts its window (window_s). Best effort. */
-void store_login_fail(struct store *s, const char *name, int window_s);
-/* Clears name's failure counter. Best effort. */
-void store_login_fails_clear(struct store *s, const char *name);
+int store_login_wait(struct store *s, const char *name, const char *source, long long *wait_ms,
+                     struct ty_err *err);
+/* Counts one failed sign-in of name from source and restarts that count's window (window_s):
+   the count now, or -1 (a name that builds no key, Redis down). */
+long long store_login_fail(struct store *s, const char *name, const char *source, int window_s);
+/* Makes source wait ms milliseconds before name's next attempt. Best effort. */
+void store_login_hold(struct store *s, const char *name, const char *source, long long ms);
+/* Clears name's failure count and wait from source. Best effort. */
+void store_login_fails_clear(struct store *s, const char *name, const char *source);
 
 #endif

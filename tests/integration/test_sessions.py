@@ -255,11 +255,15 @@ def test_session_token_is_required(server, role_arn):
         code, msg, status = _code(lambda: client(server, "s3", c, token).list_buckets())
         assert (code, status) == ("InvalidToken", 400), (code, msg)
         assert msg == "The provided token is malformed or otherwise invalid."
-    # with the right one every service answers
+    # with the right one every service accepts the token; the default role then allows only
+    # what a job needs (no sagemaker:*, no s3:ListAllMyBuckets): authenticated, then refused
     ident = client(server, "sts", c).get_caller_identity()
     assert ident["Arn"].endswith(f":assumed-role/trainyard/{job}")
-    client(server, "sagemaker", c).list_training_jobs(MaxResults=1)
-    client(server, "s3", c).list_buckets()
+    code, msg, status = _code(lambda: client(server, "sagemaker", c).list_training_jobs(
+        MaxResults=1))
+    assert code == "AccessDeniedException", (code, msg)
+    code, msg, status = _code(lambda: client(server, "s3", c).list_buckets())
+    assert (code, status) == ("AccessDenied", 403), (code, msg)
     # an IAM user's long-term key with a session token is refused, as AWS does
     akid, secret = server.credentials()
     bogus = {"AccessKeyId": akid, "SecretAccessKey": secret}

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "console.h"
 #include "console_auth.h"
@@ -24,6 +25,7 @@
 #include "redis_fixture.h"
 #include "store.h"
 #include "store_iam.h"
+#include "store_login.h"
 
 static struct redis_fixture fx;
 static int have_redis;
@@ -123,6 +125,10 @@ static void test_csrf(void **state)
     assert_true(console_auth_csrf_ok(&s, &r));
     ty_buf_cleanup(&r.body);
     mkreq(&r, NULL, "http://evil.example", "127.0.0.1:8080", body);
+    assert_false(console_auth_csrf_ok(&s, &r));
+    ty_buf_cleanup(&r.body);
+    /* "Origin: null" (a sandboxed frame, a data: URL) is no origin of ours */
+    mkreq(&r, NULL, "null", "127.0.0.1:8080", body);
     assert_false(console_auth_csrf_ok(&s, &r));
     ty_buf_cleanup(&r.body);
     /* missing, wrong, truncated, longer tokens */
@@ -288,34 +294,58 @@ static void test_login_profiles(void **state)
     /* another user of the same name (a new id) has no password */
     assert_int_equal(console_login_get(s, "con-ann", "AIDAOTHER", &created, &reset, &err),
                      -TY_ENOTFOUND);
-    assert_int_equal(console_login_attempt(s, "con-ann", "AIDAOTHER", "Ann-Passw0rd", &reset, &err),
-                     -TY_EDENIED);
+    assert_int_equal(
+        console_login_attempt(s, "con-ann", "AIDAOTHER", "Ann-Passw0rd", "10.0.0.1", &reset, &err),
+        -TY_EDENIED);
 
-    /* sign-in: right, wrong, then locked out even with the right one */
-    assert_int_equal(console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd", &reset, &err), 0);
-    assert_int_equal(console_login_attempt(s, "nobody", "", "x", &reset, &err), -TY_EDENIED);
-    for (int i = 0; i < CONSOLE_LOGIN_MAX_FAILS; i++) {
-        rc = console_login_attempt(s, "con-ann", u.id, "wrong", &reset, &err);
+    /* sign-in: right, wrong; then source A waits (growing), source B signs in at once */
+    assert_int_equal(
+        console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", &reset, &err), 0);
+    assert_int_equal(console_login_attempt(s, "nobody", "", "x", "10.0.0.1", &reset, &err),
+                     -TY_EDENIED);
+    for (int i = 0; i < CONSOLE_LOGIN_FREE_FAILS; i++) {
+        rc = console_login_attempt(s, "con-ann", u.id, "wrong", "10.0.0.1", &reset, &err);
         assert_int_equal(rc, -TY_EDENIED);
         assert_string_equal(err.msg,
                             "Your authentication information is incorrect. Please try again.");
     }
-    assert_int_equal(console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd", &reset, &err),
-                     -TY_ETHROTTLE);
-    assert_non_null(strstr(err.msg, "Too many failed sign-in attempts"));
-    /* an administrator's new password lifts the lock-out */
+    assert_int_equal(
+        console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", &reset, &err),
+        -TY_ETHROTTLE);
+    assert_string_equal(err.msg, "Too many failed sign-in attempts. Try again in 1 seconds.");
+    assert_int_equal(
+        console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.2", &reset, &err), 0);
+    {
+        long long w = 0;
+        store_login_hold(s, "con-ann", "10.0.0.1", 0); /* no-op */
+        assert_int_equal(store_login_wait(s, "con-ann", "10.0.0.1", &w, &err), 0);
+        assert_true(w > 0 && w <= 1000);
+        usleep((useconds_t)(w + 50) * 1000);
+        /* the sixth failure waits 2 s, the seventh 4 s */
+        assert_int_equal(
+            console_login_attempt(s, "con-ann", u.id, "wrong", "10.0.0.1", &reset, &err),
+            -TY_EDENIED);
+        assert_int_equal(store_login_wait(s, "con-ann", "10.0.0.1", &w, &err), 0);
+        assert_true(w > 1000 && w <= 2000);
+        store_login_fails_clear(s, "con-ann", "10.0.0.1");
+        assert_int_equal(store_login_wait(s, "con-ann", "10.0.0.1", &w, &err), 0);
+        assert_int_equal(w, 0);
+    }
+    /* an administrator's new password */
     assert_int_equal(console_login_put(s, "con-ann", u.id, "Ann-Passw0rd-2", 1, -1, 2000, &err), 0);
-    assert_int_equal(console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd", &reset, &err),
-                     -TY_EDENIED);
-    assert_int_equal(console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd-2", &reset, &err), 0);
+    assert_int_equal(
+        console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", &reset, &err),
+        -TY_EDENIED);
+    assert_int_equal(
+        console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd-2", "10.0.0.1", &reset, &err), 0);
     assert_int_equal(reset, 1); /* kept by the update */
 
     /* a whole sign-in makes a session with a CSRF token; a wrong account is refused */
     assert_int_equal(console_auth_login(s, "000000000000", "111111111111", "con-ann",
-                                        "Ann-Passw0rd-2", sid, sizeof(sid), &err),
+                                        "Ann-Passw0rd-2", "10.0.0.1", sid, sizeof(sid), &err),
                      -TY_EDENIED);
     assert_int_equal(console_auth_login(s, "000000000000", "000000000000", "con-ann",
-                                        "Ann-Passw0rd-2", sid, sizeof(sid), &err),
+                                        "Ann-Passw0rd-2", "10.0.0.1", sid, sizeof(sid), &err),
                      0);
     assert_int_equal(strlen(sid), CONSOLE_AUTH_SID_LEN);
 

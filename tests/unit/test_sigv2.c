@@ -146,6 +146,10 @@ static void test_botocore_presigned_vectors(void **state)
         /* past Expires: refused whatever the signature */
         assert_int_equal(check(&presigned[i], EXP + 1, &err), -TY_EBADSIG);
         assert_string_equal(err.msg, "Request has expired");
+        /* an Expires more than a week ahead (SigV4's limit): refused, though well signed */
+        assert_int_equal(check(&presigned[i], EXP - SIGV4_MAX_EXPIRES_S, &err), 0);
+        assert_int_equal(check(&presigned[i], EXP - SIGV4_MAX_EXPIRES_S - 1, &err), -TY_EBADSIG);
+        assert_string_equal(err.msg, "Request has expired");
     }
     assert_int_equal(sigv2_parse(&r, &a, &err), 0);
     assert_string_equal(a.session_token, "SESSION+TOKEN/=");
