@@ -570,7 +570,11 @@ static void console_render(const struct console_ctx *c, const char *path, const 
                 return;
             }
             json_decref(job);
-            console_job_serve(c, "/console/profiler/jobs/", name, sub, query, bn, resp);
+            {
+                struct console_ctx own = *c;
+                own.owned_job = name;
+                console_job_serve(&own, "/console/profiler/jobs/", name, sub, query, bn, resp);
+            }
             return;
         }
         if (strcmp(path, "/console/download") == 0 || strcmp(path, "/console/presign") == 0) {
@@ -672,6 +676,7 @@ void console_handle(struct http_request *req, struct http_response *resp, struct
             console_forbidden(req, resp);
         return;
     }
+    memset(&c, 0, sizeof(c));
     c.rc = rc;
     c.s = s;
     c.req = req;

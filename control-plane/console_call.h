@@ -27,6 +27,9 @@ struct console_ctx {
     struct store *s;                 /* borrowed: this thread's connection */
     struct http_request *req;        /* borrowed */
     const struct console_sess *sess; /* borrowed; NULL before sign-in */
+    const char *owned_job;           /* a Studio session's page of a job its profile owns
+                                        (console_attrib_owns checked): console_call reads
+                                        that job and its logs without asking the role */
 };
 
 /* The region the console's calls are scoped to (--region; "us-east-1" without one). */
