@@ -7,6 +7,9 @@ Debian's boto3 and the keys the test's users got in the console:
                                                 profiled: live system metrics)
   api.py URL AKID SECRET wait-job NAME STATUS[,STATUS...] [TIMEOUT]
   api.py URL AKID SECRET describe NAME
+  api.py URL AKID SECRET put-object BUCKET KEY CONTENT-TYPE BODY
+  api.py URL AKID SECRET presign BUCKET KEY v4|v2    a presigned GET, as any client makes one
+  api.py URL AKID SECRET user-policies USER          the names of USER's inline policies
 
 Prints one JSON object; exit 0, or 1 with the error on stderr.
 """
@@ -94,6 +97,22 @@ def main(argv):
     elif cmd == "describe":
         d = client(url, akid, secret, "sagemaker").describe_training_job(TrainingJobName=argv[5])
         out = {"TrainingJobStatus": d["TrainingJobStatus"]}
+    elif cmd == "put-object":
+        client(url, akid, secret, "s3").put_object(Bucket=argv[5], Key=argv[6],
+                                                   ContentType=argv[7], Body=argv[8].encode())
+        out = {}
+    elif cmd == "presign":
+        import botocore.config
+        s3 = boto3.client("s3", endpoint_url=url, region_name="us-east-1",
+                          aws_access_key_id=akid, aws_secret_access_key=secret,
+                          config=botocore.config.Config(
+                              signature_version="s3v4" if argv[7] == "v4" else "s3",
+                              s3={"addressing_style": "path"}))
+        out = {"url": s3.generate_presigned_url("get_object",
+                                                Params={"Bucket": argv[5], "Key": argv[6]})}
+    elif cmd == "user-policies":
+        out = {"PolicyNames": client(url, akid, secret, "iam").list_user_policies(
+            UserName=argv[5])["PolicyNames"]}
     else:
         raise SystemExit(f"unknown command {cmd}")
     print(json.dumps(out))

@@ -364,6 +364,68 @@ try {
     assert.match(await banner(p), /authentication information is incorrect/);
     await ctx.close();
   }
+  // --- a tenant's hostile objects never run as the console ---
+  // The trainer may write his own bucket: he replaces job A's artifacts with active content
+  // whose script, were it to run as the console, would read the admin's CSRF token and
+  // attach an admin policy to himself. The admin opens each through every console link and a
+  // presigned URL of any client; afterwards the trainer has no new policy.
+  {
+    const [rootA, rootS] = JSON.parse(process.env.TY_ROOT_KEYS);
+    const before = api(rootA, rootS, "user-policies", `${P}-ua`).PolicyNames;
+    const js = `window.__pwned = 1; fetch('/console/home').then(r => r.text()).then(t => {
+      const m = t.match(/name="csrf" value="([0-9a-f]+)"/);
+      const f = new URLSearchParams({csrf: m ? m[1] : "", svc: "iam", op: "PutUserPolicy",
+        "p.UserName": "${P}-ua", "p.PolicyName": "pwned",
+        "p.PolicyDocument": JSON.stringify({Version: "2012-10-17",
+          Statement: [{Effect: "Allow", Action: "*", Resource: "*"}]})});
+      return fetch('/console/do', {method: "POST", body: f});
+    });`;
+    const bucket = "con-browser";
+    const modelKey = `out/${jobA}/output/model.tar.gz`;
+    const outKey = `out/${jobA}/output/output.tar.gz`;
+    const profKey = `prof/${jobA}/profiler-output/evil.xhtml`;
+    api(trainer.akid, trainer.secret, "put-object", bucket, modelKey, "text/html",
+      `<html><body><h1>model</h1><script>${js}</script></body></html>`);
+    api(trainer.akid, trainer.secret, "put-object", bucket, outKey, "image/svg+xml",
+      `<svg xmlns="http://www.w3.org/2000/svg"><script>${js.replace(/&/g, "&amp;").replace(/</g, "&lt;")}</script></svg>`);
+    api(trainer.akid, trainer.secret, "put-object", bucket, profKey, "application/xhtml+xml",
+      `<html xmlns="http://www.w3.org/1999/xhtml"><body><script>//<![CDATA[\n${js}\n//]]></script></body></html>`);
+    const urls = [];
+    for (const key of [modelKey, outKey, profKey]) {
+      const uri = encodeURIComponent(`s3://${bucket}/${key}`);
+      urls.push(`${URL0}/console/presign?uri=${uri}`);          // the link: a 303 to S3
+      urls.push(`${URL0}/console/download?uri=${uri}`);         // "via the console"
+      urls.push(`${URL0}/console/download?uri=${uri}&view=1`);  // the sandboxed view
+      urls.push(api(trainer.akid, trainer.secret, "presign", bucket, key, "v4").url);
+      urls.push(api(trainer.akid, trainer.secret, "presign", bucket, key, "v2").url);
+      urls.push(`${api(trainer.akid, trainer.secret, "presign", bucket, key, "v4").url}` +
+        "&response-content-type=text%2Fhtml");
+    }
+    // the links on job A's page too (the model's, the output's, the presigned URL's page)
+    await admin.goto(`${URL0}/console/jobs/${jobA}`);
+    for (const a of await admin.locator('a[href*="/console/presign"], a[href*="/console/download"]').all())
+      urls.push(new URL(await a.getAttribute("href"), URL0).toString());
+    let opened = 0;
+    for (const u of urls) {
+      const p = await admin.context().newPage();
+      try {
+        await p.goto(u, { timeout: 15000 });
+        opened++;
+      } catch (e) {
+        // a download (Content-Disposition: attachment) is not a page: nothing ran
+        assert.match(String(e), /Download is starting|net::ERR_ABORTED/, `${u}: ${e}`);
+      }
+      await p.waitForTimeout(300);
+      const ran = await p.evaluate(() => window.__pwned === 1).catch(() => false);
+      assert.equal(ran, false, `the hostile script ran at ${u}`);
+      await p.close();
+    }
+    await admin.waitForTimeout(1000);
+    const after = api(rootA, rootS, "user-policies", `${P}-ua`).PolicyNames;
+    assert.deepEqual(after, before, "the tenant got a new policy");
+    log(`hostile objects: ${urls.length} URLs opened by the admin (${opened} rendered), nothing ran`);
+  }
+
   // the stylesheet, scripts and charts come from this server only
   console.log("PASS");
 } finally {

@@ -51,7 +51,9 @@ def main():
     srv.start()
     rc = 1
     try:
+        akid, secret = srv.credentials()
         env = dict(os.environ, TY_URL=srv.url, TY_ADMIN_PASSWORD=password, TY_WEB=web,
+                   TY_ROOT_KEYS=json.dumps([akid, secret]),
                    TY_CHROMIUM=exe, TY_PREFIX="con" + os.urandom(2).hex(),
                    TY_API=json.dumps([sys.executable, os.path.join(HERE, "api.py")]))
         if os.environ.get("TY_SHOTS"):
