@@ -15,6 +15,7 @@
 #include "model.h"
 #include "ops/iamapi.h"
 #include "ops/ops.h"
+#include "ty_time.h"
 
 #define CALL_MAX_FIELDS 64
 #define CALL_MAX_VALUE  20000
@@ -58,7 +59,6 @@ int console_call(const struct console_ctx *c, const char *service, const char *o
 {
     op_fn fn = route_op_find(service, op);
     struct op_ctx ctx;
-    struct timeval tv;
     json_t *res = NULL;
     int rc;
 
@@ -73,12 +73,11 @@ int console_call(const struct console_ctx *c, const char *service, const char *o
     if (rc != 0)
         return rc;
     memset(&ctx, 0, sizeof(ctx));
-    gettimeofday(&tv, NULL);
     ctx.store = c->s;
     ctx.region = console_call_region(c);
     ctx.account_id = c->rc->account_id;
     ctx.principal_arn = call_principal(c);
-    ctx.now = (double)tv.tv_sec + (double)(tv.tv_usec / 1000) / 1000.0;
+    ctx.now = ty_wall_s();
     ctx.host = http_header(c->req, "Host");
     ctx.s3_dir = c->rc->s3_dir;
     ctx.s3_remote = c->rc->s3_remote;

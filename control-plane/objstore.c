@@ -15,6 +15,7 @@
 #include "ty_codec.h"
 #include "ty_fs.h"
 #include "ty_log.h"
+#include "ty_time.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -64,9 +65,7 @@ static pthread_mutex_t *objstore_lock_for(const char *bucket, const char *key)
 
 int64_t objstore__now_ms(void)
 {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    return (int64_t)ty_wall_ms();
 }
 
 int objstore__fmt(char *out, size_t n, const char *fmt, ...)

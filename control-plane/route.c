@@ -28,6 +28,7 @@
 #include "sigv4.h"
 #include "store.h"
 #include "ty_log.h"
+#include "ty_time.h"
 #include "worker.h"
 
 #include <jansson.h>
@@ -137,9 +138,7 @@ static void route_json_error(struct http_request *req, struct http_response *res
 
 static double route_now(void)
 {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (double)tv.tv_sec + (double)(tv.tv_usec / 1000) / 1000.0;
+    return ty_wall_s();
 }
 
 /* ---- health, metrics, container credentials ---- */

@@ -29,6 +29,7 @@
 #include "ty_buf.h"
 #include "ty_log.h"
 #include "ty_rand.h"
+#include "ty_time.h"
 
 #define STORE_CONNECT_TIMEOUT_S 2
 #define STORE_DEPLOYMENT_KEY    "ty:deployment"
@@ -490,9 +491,7 @@ double store__ms_round(double t)
 
 long long store__now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return ty_wall_ms();
 }
 
 /* ---- argument vectors (store_int.h) ---- */

@@ -9,6 +9,7 @@
 #include "store_res.h"
 #include "tuning_strategy.h"
 #include "ty_log.h"
+#include "ty_time.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -802,9 +803,7 @@ struct tuning_driver {
 
 static double tuning_now(void)
 {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (double)tv.tv_sec + (double)(tv.tv_usec / 1000) / 1000.0;
+    return ty_wall_s();
 }
 
 static void *tuning_thread(void *arg)

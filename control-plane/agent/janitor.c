@@ -23,6 +23,7 @@
 #include "session.h"
 #include "store.h"
 #include "ty_log.h"
+#include "ty_time.h"
 
 #define JANITOR_ID       "trainyard-server-janitor"
 #define JANITOR_ORPHANS  64
@@ -49,9 +50,7 @@ struct janitor {
 
 static double janitor_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return ty_wall_s();
 }
 
 /* Seconds job has been orphaned (first call: 0). */

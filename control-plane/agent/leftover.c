@@ -17,6 +17,7 @@
 #include "reap.h"
 #include "store.h"
 #include "ty_log.h"
+#include "ty_time.h"
 
 /* How many Reused links are followed (a pool reused by a job whose pool was reused ...). */
 #define LEFTOVER_CHAIN_MAX 8
@@ -107,9 +108,7 @@ static json_t *leftover_doc(const char *job, void *ctx)
 
 static double leftover_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return ty_wall_s();
 }
 
 int leftover_sweep(struct store *s, struct docker *d, const char *deployment, const char *self,

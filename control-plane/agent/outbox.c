@@ -9,6 +9,7 @@
 #include "queue.h"
 #include "ty_fs.h"
 #include "ty_log.h"
+#include "ty_time.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -238,7 +239,6 @@ static int outbox_apply_metrics(struct store *s, const char *job, json_t *rec, s
 {
     json_t *pts = json_object_get(rec, "points"), *pt, *dims = json_object_get(rec, "dims");
     struct store_metric_point *p;
-    struct timespec ts;
     size_t i, n = 0;
     int rc;
 
@@ -255,11 +255,9 @@ static int outbox_apply_metrics(struct store *s, const char *job, json_t *rec, s
         p[n].value = json_number_value(json_array_get(pt, 2));
         n++;
     }
-    clock_gettime(CLOCK_REALTIME, &ts);
     ty_err_clear(err);
     rc = n ? store_metrics_put(s, outbox_s(rec, "ns"), outbox_s(rec, "metric"),
-                               json_is_array(dims) ? dims : NULL, p, n,
-                               (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, err)
+                               json_is_array(dims) ? dims : NULL, p, n, (int64_t)ty_wall_ms(), err)
            : 0;
     free(p);
     if (rc != 0 && err->code != TY_EREDIS) {

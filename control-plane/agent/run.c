@@ -25,6 +25,7 @@
 #include "reattach.h"
 #include "ty_fs.h"
 #include "ty_log.h"
+#include "ty_time.h"
 
 #include <errno.h>
 #include <string.h>
@@ -66,14 +67,12 @@ __attribute__((format(printf, 3, 4))) int run__fmt(char *out, size_t n, const ch
 
 double run__now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return ty_wall_s();
 }
 
 int64_t run__now_ms(void)
 {
-    return (int64_t)(run__now() * 1000.0);
+    return (int64_t)ty_wall_ms();
 }
 
 /* ---- warm pools (warmpool.h) ---- */

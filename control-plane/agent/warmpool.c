@@ -47,9 +47,7 @@ struct warmpool {
 
 static double warmpool_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return ty_wall_s();
 }
 
 static const char *warmpool_str(json_t *obj, const char *key)

@@ -1,5 +1,5 @@
 /*
- * ty_time.c - deadlines for timed waits and the monotonic clock (ty_time.h).
+ * ty_time.c - deadlines for timed waits, the monotonic and the wall clock (ty_time.h).
  *
  * Invariant: the result's tv_nsec is always in 0..999999999, whatever ms is.
  */
@@ -30,4 +30,16 @@ long long ty_mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+long long ty_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+double ty_wall_s(void)
+{
+    return (double)ty_wall_ms() / 1000.0;
 }

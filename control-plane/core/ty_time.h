@@ -1,7 +1,8 @@
 /*
  * ty_time.h - deadlines for timed waits (the absolute CLOCK_REALTIME time that
- * pthread_cond_timedwait measures against, some milliseconds from now) and the monotonic clock
- * that intervals and back-offs are measured on.
+ * pthread_cond_timedwait measures against, some milliseconds from now), the monotonic clock
+ * that intervals and back-offs are measured on, and the wall clock that timestamps (AWS's
+ * epoch seconds, log events, expiries) are read from, in whole milliseconds everywhere.
  *
  * Owns: nothing beyond the call. Thread-safe (no shared state).
  */
@@ -16,5 +17,10 @@ void ty_deadline_ms(struct timespec *ts, long ms);
 /* CLOCK_MONOTONIC in seconds (fractional) and in whole milliseconds. */
 double ty_mono_s(void);
 long long ty_mono_ms(void);
+
+/* The wall clock (CLOCK_REALTIME): milliseconds since the epoch, and the same instant in
+   seconds (a whole number of milliseconds, as AWS's timestamps carry). */
+long long ty_wall_ms(void);
+double ty_wall_s(void);
 
 #endif

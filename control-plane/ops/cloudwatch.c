@@ -12,6 +12,7 @@
 #include "ty_buf.h"
 #include "ty_codec.h"
 #include "ty_log.h"
+#include "ty_time.h"
 #include "worker.h"
 
 #include <ctype.h>
@@ -956,9 +957,7 @@ static void cw_error(struct http_request *req, struct http_response *resp, int j
 
 static double cw_now(void)
 {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+    return ty_wall_s();
 }
 
 /* CloudWatch's words for an auth_request failure at stage. */
