@@ -129,7 +129,7 @@ int console_presign_url(const struct console_ctx *c, const char *bucket, const c
     char arn[2200], path[3300], amz_date[20], qs[4096];
     const char *host = http_header(c->req, "Host");
     struct presign_creds pc;
-    struct sigv4_header hdr;
+    struct ty_kv hdr;
     struct sigv4_request r;
     struct tm tm;
     time_t now = time(NULL);

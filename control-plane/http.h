@@ -12,9 +12,9 @@
 
 #include <stddef.h>
 
-#include "sigv4.h"
 #include "ty_buf.h"
 #include "ty_err.h"
+#include "ty_kv.h"
 
 #define HTTP_MAX_HEADERS      96
 #define HTTP_MAX_BODY         (16u * 1024u * 1024u)
@@ -36,7 +36,7 @@ struct http_request {
     const char *method; /* borrowed from MHD */
     char *path;         /* raw path, percent-encoding kept */
     char *query;        /* raw query without '?', "" when none */
-    struct sigv4_header headers[HTTP_MAX_HEADERS];
+    struct ty_kv headers[HTTP_MAX_HEADERS];
     size_t nheaders;
     struct ty_buf body;
     int too_big;           /* the body went over HTTP_MAX_BODY */

@@ -16,21 +16,17 @@
 
 #include "ty_buf.h"
 #include "ty_err.h"
+#include "ty_kv.h"
 
 /* Largest clock skew accepted for the header form, and largest presigned X-Amz-Expires. */
 #define SIGV4_MAX_SKEW_S    900
 #define SIGV4_MAX_EXPIRES_S 604800
 
-struct sigv4_header {
-    const char *name;  /* borrowed; any case */
-    const char *value; /* borrowed; raw value as received */
-};
-
 struct sigv4_request {
     const char *method; /* "GET", "POST", ... */
     const char *path;   /* raw path as received, without the query, percent-encoding kept */
     const char *query;  /* raw query string without '?', or NULL/"" */
-    const struct sigv4_header *headers;
+    const struct ty_kv *headers;
     size_t nheaders;
     const void *body; /* the payload, used when x-amz-content-sha256 is absent */
     size_t body_len;

@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct sigv4_header h[FUZZ_MAX_HEADERS + 1];
+    struct ty_kv h[FUZZ_MAX_HEADERS + 1];
     struct sigv4_request r;
     struct sigv4_auth a;
     struct ty_err err;
@@ -100,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     r.nheaders++;
     if (sigv4_sign(&r, "AKIDEXAMPLE", "secret", "us-east-1", "service", "20150830T123600Z", out,
                    sizeof(out)) == 0) {
-        struct sigv4_header h2[FUZZ_MAX_HEADERS + 2];
+        struct ty_kv h2[FUZZ_MAX_HEADERS + 2];
         struct sigv4_request r2 = r;
         int check = !has_auth_headers(&r);
         memcpy(h2, h, sizeof(h[0]) * r.nheaders);

@@ -334,7 +334,7 @@ static void test_auth_verify(void **state)
     struct session_creds c;
     struct auth_principal p;
     struct sigv4_auth a;
-    struct sigv4_header h[4];
+    struct ty_kv h[4];
     struct sigv4_request req;
     char tok[SESSION_TOKEN_LEN], amz[17], authz[2048];
     const char *body = "{}";
@@ -345,9 +345,9 @@ static void test_auth_verify(void **state)
     assert_int_equal(session_mint(s, tok, 0, now, &c, &err), 0);
     gmtime_r(&now, &tm);
     strftime(amz, sizeof(amz), "%Y%m%dT%H%M%SZ", &tm);
-    h[0] = (struct sigv4_header){"host", "127.0.0.1:1"};
-    h[1] = (struct sigv4_header){"x-amz-date", amz};
-    h[2] = (struct sigv4_header){"x-amz-security-token", c.token};
+    h[0] = (struct ty_kv){"host", "127.0.0.1:1"};
+    h[1] = (struct ty_kv){"x-amz-date", amz};
+    h[2] = (struct ty_kv){"x-amz-security-token", c.token};
     memset(&req, 0, sizeof(req));
     req.method = "POST";
     req.path = "/";
@@ -359,7 +359,7 @@ static void test_auth_verify(void **state)
     assert_int_equal(sigv4_sign(&req, c.access_key, c.secret, "us-east-1", "sagemaker", amz, authz,
                                 sizeof(authz)),
                      0);
-    h[3] = (struct sigv4_header){"authorization", authz};
+    h[3] = (struct ty_kv){"authorization", authz};
     req.nheaders = 4;
     assert_int_equal(sigv4_parse(&req, &a, &err), 0);
     assert_string_equal(a.session_token, c.token);
@@ -392,7 +392,7 @@ static struct http_request *mkreq(struct http_request *r, const char *method, co
     r->path = (char *)path;
     r->query = (char *)query;
     if (target) {
-        r->headers[0] = (struct sigv4_header){"X-Amz-Target", target};
+        r->headers[0] = (struct ty_kv){"X-Amz-Target", target};
         r->nheaders = 1;
     }
     r->body.data = (char *)body;

@@ -23,7 +23,7 @@
 
 struct vec {
     const char *method, *path, *query;
-    struct sigv4_header h[8];
+    struct ty_kv h[8];
     size_t nh;
     const char *v2_bucket;
 };
@@ -198,7 +198,7 @@ static void test_malformed(void **state)
 {
     struct ty_err err;
     struct sigv4_auth a;
-    struct sigv4_header h[1] = {{"Authorization", "AWS nocolon"}};
+    struct ty_kv h[1] = {{"Authorization", "AWS nocolon"}};
     struct sigv4_request r;
     (void)state;
     memset(&r, 0, sizeof(r));

@@ -26,7 +26,7 @@
 
 struct form {
     const char *method, *path, *query;
-    struct sigv4_header headers[8];
+    struct ty_kv headers[8];
     size_t nheaders;
     const char *body;
     const char *creq; /* expected canonical request */
@@ -224,7 +224,7 @@ static void test_suite_sign(void **state)
     (void)state;
     for (size_t i = 0; i < NSUITE; i++) {
         const struct vector *v = &suite[i];
-        struct sigv4_header signed_only[8];
+        struct ty_kv signed_only[8];
         struct sigv4_request r = form_request(&v->header);
         struct sigv4_auth a;
         const char *authz = NULL;
@@ -331,7 +331,7 @@ static void test_suite_presign(void **state)
 
 static void test_s3_doc_presigned(void **state)
 {
-    struct sigv4_header h[] = {{"Host", "examplebucket.s3.amazonaws.com"}};
+    struct ty_kv h[] = {{"Host", "examplebucket.s3.amazonaws.com"}};
     struct sigv4_request r = {
         "GET",
         "/test.txt",
@@ -365,7 +365,7 @@ static void test_s3_doc_presigned(void **state)
 
 static void test_s3_doc_header_get(void **state)
 {
-    struct sigv4_header h[] = {
+    struct ty_kv h[] = {
         {"Host", "examplebucket.s3.amazonaws.com"},
         {"Range", "bytes=0-9"},
         {"x-amz-content-sha256",
@@ -389,7 +389,7 @@ static void test_s3_doc_header_get(void **state)
 static void test_s3_doc_header_put(void **state)
 {
     static const char body[] = "Welcome to Amazon S3.";
-    struct sigv4_header h[] = {
+    struct ty_kv h[] = {
         {"Host", "examplebucket.s3.amazonaws.com"},
         {"Date", "Fri, 24 May 2013 00:00:00 GMT"},
         {"x-amz-date", "20130524T000000Z"},
@@ -427,7 +427,7 @@ static void test_s3_doc_header_put(void **state)
 static void test_boto3_sagemaker(void **state)
 {
     static const char body[] = "{\"MaxResults\": 10}";
-    struct sigv4_header h[] = {
+    struct ty_kv h[] = {
         {"Host", "localhost:8080"},
         {"Accept-Encoding", "identity"},
         {"Content-Type", "application/x-amz-json-1.1"},
@@ -463,7 +463,7 @@ static void test_boto3_sagemaker(void **state)
     r.body = body;
     /* sigv4_sign gives the same header for the signed subset */
     {
-        struct sigv4_header s[] = {h[0], h[2], h[3], h[5]};
+        struct ty_kv s[] = {h[0], h[2], h[3], h[5]};
         struct sigv4_request rs = {"POST", "/", "", s, 4, body, sizeof(body) - 1};
         assert_int_equal(sigv4_sign(&rs, BOTO_AKID, BOTO_SECRET, "us-east-1", "sagemaker",
                                     "20261202T103000Z", out, sizeof(out)),
@@ -475,7 +475,7 @@ static void test_boto3_sagemaker(void **state)
 /* S3 presigned GET of a key that needs encoding: the path is used as sent, not re-encoded. */
 static void test_boto3_s3_presigned_key(void **state)
 {
-    struct sigv4_header h[] = {{"host", "localhost:8080"}, {"user-agent", "curl/8"}};
+    struct ty_kv h[] = {{"host", "localhost:8080"}, {"user-agent", "curl/8"}};
     struct sigv4_request r = {
         "GET",
         "/trainyard-data/my%20dir/%D0%BA%D0%BB%D1%8E%2B%D1%87~%281%29.txt",
@@ -501,7 +501,7 @@ static void test_boto3_s3_presigned_key(void **state)
 static void test_boto3_s3_put(void **state)
 {
     static const char body[] = "hello trainyard\n";
-    struct sigv4_header h[] = {
+    struct ty_kv h[] = {
         {"Host", "localhost:8080"},
         {"X-Amz-Date", "20261202T103000Z"},
         {"X-Amz-Content-SHA256",
@@ -529,7 +529,7 @@ static void test_boto3_s3_put(void **state)
 static void test_boto3_s3_date_header(void **state)
 {
     static const char body[] = "Welcome to Amazon S3.";
-    struct sigv4_header h[] = {
+    struct ty_kv h[] = {
         {"Host", "examplebucket.s3.amazonaws.com"},
         {"x-amz-storage-class", "REDUCED_REDUNDANCY"},
         {"Date", "Fri, 24 May 2013 00:00:00 -0000"},
@@ -552,7 +552,7 @@ static void test_boto3_s3_date_header(void **state)
 /* STS GetCallerIdentity presigned with a session token (non-S3: the empty body's hash). */
 static void test_boto3_sts_presigned_token(void **state)
 {
-    struct sigv4_header h[] = {{"Host", "localhost:8080"}};
+    struct ty_kv h[] = {{"Host", "localhost:8080"}};
     struct sigv4_request r = {
         "GET",
         "/",
@@ -593,7 +593,7 @@ static void test_boto3_sts_presigned_token(void **state)
 /* ---- time ------------------------------------------------------------------------------------ */
 
 /* A request signed with sigv4_sign at amz_date; fills h (3 headers + Authorization). */
-static struct sigv4_request signed_request(struct sigv4_header *h, char *authz, size_t n,
+static struct sigv4_request signed_request(struct ty_kv *h, char *authz, size_t n,
                                            const char *amz_date)
 {
     struct sigv4_request r = {"POST", "/", "", h, 3, "{}", 2};
@@ -613,7 +613,7 @@ static struct sigv4_request signed_request(struct sigv4_header *h, char *authz, 
 
 static void test_skew(void **state)
 {
-    struct sigv4_header h[4];
+    struct ty_kv h[4];
     char authz[512];
     struct sigv4_request r = signed_request(h, authz, sizeof(authz), "20261202T100000Z");
     const time_t t = (time_t)1796205600; /* 20261202T100000Z */
@@ -757,7 +757,7 @@ static void test_missing_and_malformed(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
         const struct bad *b = &bads[i];
-        struct sigv4_header h[3];
+        struct ty_kv h[3];
         struct sigv4_request r = {"GET", "/", b->query, h, 0, NULL, 0};
         struct sigv4_auth a;
         struct ty_err err;
@@ -785,7 +785,7 @@ static void test_missing_and_malformed(void **state)
 
 static void test_sign_errors(void **state)
 {
-    struct sigv4_header h[] = {{"Host", "h"}, {"X-Amz-Date", "20150830T123600Z"}};
+    struct ty_kv h[] = {{"Host", "h"}, {"X-Amz-Date", "20150830T123600Z"}};
     struct sigv4_request r = {"GET", "/", "", h, 2, NULL, 0};
     char out[512], tiny[16];
     (void)state;
@@ -831,9 +831,9 @@ static void test_payload_hash_literal(void **state)
                                          "STREAMING-UNSIGNED-PAYLOAD-TRAILER"};
     (void)state;
     for (size_t i = 0; i < 3; i++) {
-        struct sigv4_header h[4] = {{"Host", "localhost:8080"},
-                                    {"X-Amz-Date", "20261202T103000Z"},
-                                    {"x-amz-content-sha256", values[i]}};
+        struct ty_kv h[4] = {{"Host", "localhost:8080"},
+                             {"X-Amz-Date", "20261202T103000Z"},
+                             {"x-amz-content-sha256", values[i]}};
         struct sigv4_request r = {"PUT", "/bucket/key", "", h, 3, "chunked body", 12};
         struct sigv4_auth a;
         struct ty_buf cr;
@@ -860,7 +860,7 @@ static void test_payload_hash_literal(void **state)
 /* Encoding rules: double encoding outside S3, query decoding and sorting, '+' kept literal. */
 static void test_canonical_encoding(void **state)
 {
-    struct sigv4_header h[] = {{"Host", "h"}};
+    struct ty_kv h[] = {{"Host", "h"}};
     struct sigv4_request r = {
         "GET", "/a%20b/./c//d/../e+f", "b=2&a=%7e&a=1&c&A=x%2fy+z", h, 1, NULL, 0};
     struct sigv4_auth a;
@@ -914,7 +914,7 @@ static void test_hostile_input(void **state)
 
     assert_non_null(big);
     for (size_t i = 0; i < sizeof(authz) / sizeof(authz[0]); i++) {
-        struct sigv4_header h[] = {
+        struct ty_kv h[] = {
             {"Host", "h"}, {"X-Amz-Date", "20150830T123600Z"}, {"Authorization", authz[i]}};
         struct sigv4_request r = {"GET", "/", "", h, 3, NULL, 0};
         struct sigv4_auth a;
@@ -926,7 +926,7 @@ static void test_hostile_input(void **state)
             assert_true(err.msg[0] != '\0');
     }
     for (size_t i = 0; i < sizeof(queries) / sizeof(queries[0]); i++) {
-        struct sigv4_header h[] = {{"Host", "h"}};
+        struct ty_kv h[] = {{"Host", "h"}};
         struct sigv4_request r = {"GET", "/", queries[i], h, 1, NULL, 0};
         struct sigv4_auth a;
         struct ty_err err;
@@ -937,7 +937,7 @@ static void test_hostile_input(void **state)
     big[199999] = '\0';
     memcpy(big, "AWS4-HMAC-SHA256 Credential=", 28);
     {
-        struct sigv4_header h[] = {
+        struct ty_kv h[] = {
             {"Host", "h"}, {"X-Amz-Date", "20150830T123600Z"}, {"Authorization", big}};
         struct sigv4_request r = {"GET", "/", big, h, 3, NULL, 0};
         struct sigv4_auth a;
@@ -948,7 +948,7 @@ static void test_hostile_input(void **state)
     }
     /* a canonical request over the ceiling is refused, not truncated */
     {
-        struct sigv4_header h[] = {{"Host", big}, {"X-Amz-Date", "20150830T123600Z"}};
+        struct ty_kv h[] = {{"Host", big}, {"X-Amz-Date", "20150830T123600Z"}};
         struct sigv4_request r = {"GET", "/", "", h, 2, NULL, 0};
         char out[512];
         big[0] = 'h';
@@ -956,7 +956,7 @@ static void test_hostile_input(void **state)
         assert_int_equal(sigv4_sign(&r, "AK", "SK", "r", "s", "20150830T123600Z", out, sizeof(out)),
                          0);
         {
-            struct sigv4_header h2[] = {{"Host", big}, {"Host", big}, {"X-Amz-Date", "x"}};
+            struct ty_kv h2[] = {{"Host", big}, {"Host", big}, {"X-Amz-Date", "x"}};
             struct sigv4_request r2 = {"GET", "/", "", h2, 3, NULL, 0};
             assert_int_equal(
                 sigv4_sign(&r2, "AK", "SK", "r", "s", "20150830T123600Z", out, sizeof(out)),
@@ -970,10 +970,10 @@ static void test_hostile_input(void **state)
 static void test_key_cache(void **state)
 {
     static const char body[] = "{}";
-    struct sigv4_header h[] = {{"Host", "localhost:8080"},
-                               {"X-Amz-Date", "20261202T103000Z"},
-                               {"X-Amz-Target", "SageMaker.DescribeTrainingJob"},
-                               {"Authorization", NULL}};
+    struct ty_kv h[] = {{"Host", "localhost:8080"},
+                        {"X-Amz-Date", "20261202T103000Z"},
+                        {"X-Amz-Target", "SageMaker.DescribeTrainingJob"},
+                        {"Authorization", NULL}};
     struct sigv4_request r = {"POST", "/", "", h, 3, body, sizeof(body) - 1};
     static const char *const regions[] = {"us-east-1", "eu-west-1", "us-east-1"};
     struct sigv4_key kc;
