@@ -40,7 +40,7 @@
         "iam", #op, "iam:" #op, res, cond                                                          \
     }
 
-/* The one table: every operation trainyard serves (route.c's route_ops[], the IAM API). */
+/* The one table: every operation trainyard serves (ops/optable.c's op_table[], the IAM API). */
 static const struct authz_op authz_ops[] = {
     /* training jobs */
     SM(CreateTrainingJob, AUTHZ_RES_TRAINING_JOB, AUTHZ_C_REQTAGS | AUTHZ_C_INSTTYPES),

@@ -4,7 +4,7 @@
  * once per thread and user version), and the decision (iam.h's evaluator).
  *
  * Owns: the operation -> (action, resource, condition keys) table for every operation that
- * route.c serves (SageMaker, CloudWatch Logs) and the IAM query API (ops/iamapi.c); the
+ * ops/optable.c serves (SageMaker, CloudWatch Logs) and the IAM query API (ops/iamapi.c); the
  * request context's global keys (aws:username, aws:userid, aws:PrincipalArn,
  * aws:PrincipalAccount, aws:PrincipalType, aws:PrincipalTag/<k>, aws:CurrentTime,
  * aws:EpochTime, aws:SecureTransport = false, aws:RequestedRegion); the per-thread policy cache.

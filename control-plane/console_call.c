@@ -57,7 +57,8 @@ static int call_owned_read(const struct console_ctx *c, const char *service, con
 int console_call(const struct console_ctx *c, const char *service, const char *op, json_t *in,
                  json_t **out, struct ty_err *err)
 {
-    op_fn fn = route_op_find(service, op);
+    const struct op_entry *e = op_lookup(service, op);
+    op_fn fn = e ? e->fn : NULL;
     struct op_ctx ctx;
     json_t *res = NULL;
     int rc;

@@ -38,72 +38,6 @@
 #include <sys/time.h>
 #include <time.h>
 
-struct route_op {
-    const char *service; /* "sagemaker" | "logs" */
-    const char *name;
-    op_fn fn;
-};
-
-/* The operation table: every operation trainyard serves. */
-static const struct route_op route_ops[] = {
-    {"sagemaker", "CreateTrainingJob", op_training_create},
-    {"sagemaker", "DescribeTrainingJob", op_training_describe},
-    {"sagemaker", "ListTrainingJobs", op_training_list},
-    {"sagemaker", "StopTrainingJob", op_training_stop},
-    {"sagemaker", "UpdateTrainingJob", op_training_update},
-    {"sagemaker", "DeleteTrainingJob", op_training_delete},
-    /* hyperparameter tuning (ops/tuning.c) */
-    {"sagemaker", "CreateHyperParameterTuningJob", op_tuning_create},
-    {"sagemaker", "DescribeHyperParameterTuningJob", op_tuning_describe},
-    {"sagemaker", "ListHyperParameterTuningJobs", op_tuning_list},
-    {"sagemaker", "StopHyperParameterTuningJob", op_tuning_stop},
-    {"sagemaker", "ListTrainingJobsForHyperParameterTuningJob", op_tuning_list_training_jobs},
-    {"sagemaker", "AddTags", op_tags_add},
-    {"sagemaker", "ListTags", op_tags_list},
-    {"sagemaker", "DeleteTags", op_tags_delete},
-    /* Studio: domains, user profiles, apps, presigned domain URLs (ops/studio.c) */
-    {"sagemaker", "CreateDomain", op_studio_create_domain},
-    {"sagemaker", "DescribeDomain", op_studio_describe_domain},
-    {"sagemaker", "ListDomains", op_studio_list_domains},
-    {"sagemaker", "UpdateDomain", op_studio_update_domain},
-    {"sagemaker", "DeleteDomain", op_studio_delete_domain},
-    {"sagemaker", "CreateUserProfile", op_studio_create_user_profile},
-    {"sagemaker", "DescribeUserProfile", op_studio_describe_user_profile},
-    {"sagemaker", "ListUserProfiles", op_studio_list_user_profiles},
-    {"sagemaker", "UpdateUserProfile", op_studio_update_user_profile},
-    {"sagemaker", "DeleteUserProfile", op_studio_delete_user_profile},
-    {"sagemaker", "CreateApp", op_studio_create_app},
-    {"sagemaker", "DescribeApp", op_studio_describe_app},
-    {"sagemaker", "ListApps", op_studio_list_apps},
-    {"sagemaker", "DeleteApp", op_studio_delete_app},
-    {"sagemaker", "CreatePresignedDomainUrl", op_studio_create_presigned_url},
-    {"logs", "DescribeLogGroups", op_logs_describe_groups},
-    {"logs", "DescribeLogStreams", op_logs_describe_streams},
-    {"logs", "GetLogEvents", op_logs_get_events},
-    {"logs", "FilterLogEvents", op_logs_filter_events},
-};
-
-size_t route_op_count(void)
-{
-    return sizeof(route_ops) / sizeof(route_ops[0]);
-}
-
-const char *route_op_at(size_t i, const char **service)
-{
-    if (i >= route_op_count())
-        return NULL;
-    *service = route_ops[i].service;
-    return route_ops[i].name;
-}
-
-op_fn route_op_find(const char *service, const char *op)
-{
-    for (size_t i = 0; service && op && i < route_op_count(); i++)
-        if (strcmp(route_ops[i].service, service) == 0 && strcmp(route_ops[i].name, op) == 0)
-            return route_ops[i].fn;
-    return NULL;
-}
-
 /* One request on its way through the front ends. */
 struct route_call {
     struct http_request *req;
@@ -416,7 +350,7 @@ static void route_serve_iam(struct route_call *c)
 }
 
 /* The operation of a SageMaker or Logs request, or NULL. */
-static const struct route_op *route_op_of(const struct http_request *req)
+static const struct op_entry *route_op_of(const struct http_request *req)
 {
     const char *target = http_header(req, "X-Amz-Target"), *service = NULL, *opname = NULL;
 
@@ -430,10 +364,7 @@ static const struct route_op *route_op_of(const struct http_request *req)
         service = "logs";
         opname = target + 14;
     }
-    for (size_t i = 0; service && i < route_op_count(); i++)
-        if (strcmp(route_ops[i].service, service) == 0 && strcmp(route_ops[i].name, opname) == 0)
-            return &route_ops[i];
-    return NULL;
+    return op_lookup(service, opname);
 }
 
 /* The operation's input: the body as a JSON object (new), or NULL with err. */
@@ -465,7 +396,7 @@ static void route_serve_json(struct route_call *c)
     const char *ctype = route_ctype(req);
     struct auth_in ain = {
         .redis_url = rc->redis_url, .service = c->shape, .with_body = 1, .region = rc->region};
-    const struct route_op *op;
+    const struct op_entry *op;
     struct auth_out ao;
     struct ty_err err;
     json_t *in = NULL, *out = NULL;

@@ -48,15 +48,6 @@ struct route_ctx {
     const char *metrics_token;          /* bearer token GET /metrics needs; NULL/"": none */
 };
 
-/* The operation table, for tests (every operation must have an authz.c row): the number of
-   operations, and the name (borrowed, static) and OUT: *service of the i-th; NULL past the end. */
-size_t route_op_count(void);
-const char *route_op_at(size_t i, const char **service);
-
-/* The handler of service/op in the operation table, or NULL (the console calls handlers as
-   route_handle does). */
-op_fn route_op_find(const char *service, const char *op);
-
 /* The http_handler of trainyard-server; ud is a struct route_ctx that outlives the server. */
 void route_handle(struct http_request *req, struct http_response *resp, void *ud);
 

@@ -45,6 +45,18 @@ json_t *op_public(json_t *doc);
 
 typedef int (*op_fn)(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 
+/* ops/optable.c: one row of the operation table (static, never freed). */
+struct op_entry {
+    const char *service; /* "sagemaker" | "logs" */
+    const char *name;    /* the operation, as in X-Amz-Target */
+    op_fn fn;
+};
+
+/* The row of service/name, or NULL when trainyard does not serve it. */
+const struct op_entry *op_lookup(const char *service, const char *name);
+/* The i-th row (0-based), or NULL past the end: for tests and listings. */
+const struct op_entry *op_entry_at(size_t i);
+
 /* ops/training.c */
 int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 int op_training_describe(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);

@@ -1,7 +1,7 @@
 /*
  * test_authz.c - authz.c's operation table, resource ARNs and decisions; store_iam.c; quota.c.
  *
- * The table tests fail when an operation is added to route.c's route_ops[], api/sagemaker.json
+ * The table tests fail when an operation is added to ops/optable.c's op_table[], api/sagemaker.json
  * or api/logs.json without a row in authz.c (a call without a row is refused at run time).
  * The decision, IAM store and quota tests run against a private redis-server (skipped when it
  * is not installed).
@@ -23,9 +23,9 @@
 #include "authz.h"
 #include "authz_s3.h"
 #include "ops/iamapi.h"
+#include "ops/ops.h"
 #include "quota.h"
 #include "redis_fixture.h"
-#include "route.h"
 #include "store.h"
 #include "store_iam.h"
 
@@ -41,21 +41,23 @@ static struct store *st;
 
 static void test_every_route_op_has_a_row(void **state)
 {
-    size_t n = route_op_count();
+    size_t n = 0;
     (void)state;
-    assert_true(n > 20);
-    for (size_t i = 0; i < n; i++) {
-        const char *service = NULL, *name = route_op_at(i, &service);
+    for (const struct op_entry *e; (e = op_entry_at(n)); n++) {
         const struct authz_op *row;
         char action[128];
-        assert_non_null(name);
-        row = authz_find(service, name);
+        assert_non_null(e->name);
+        assert_non_null(e->fn);
+        assert_ptr_equal(op_lookup(e->service, e->name), e);
+        row = authz_find(e->service, e->name);
         if (!row)
-            fail_msg("route.c serves %s:%s but authz.c has no row for it", service, name);
-        snprintf(action, sizeof(action), "%s:%s", service, name);
+            fail_msg("ops/optable.c serves %s:%s but authz.c has no row for it", e->service,
+                     e->name);
+        snprintf(action, sizeof(action), "%s:%s", e->service, e->name);
         assert_string_equal(row->action, action);
     }
-    assert_null(route_op_at(n, &(const char *){NULL}));
+    assert_true(n > 20);
+    assert_null(op_lookup("sagemaker", "NoSuchOperation"));
 }
 
 static void check_api_file(const char *file, const char *service)
