@@ -121,7 +121,7 @@ static void console_forbidden(struct http_request *req, struct http_response *re
 /* ---- sign-in with a password ---- */
 
 static void console_login_form(struct http_request *req, struct http_response *resp,
-                               const struct route_ctx *rc, int status, const char *error)
+                               const struct front_ctx *rc, int status, const char *error)
 {
     struct ty_buf b;
     console_html_start(&b, "Sign in", NULL);
@@ -159,7 +159,7 @@ static int console_reset_pending(struct store *s, const char *name)
 }
 
 static void console_serve_login(struct http_request *req, struct http_response *resp,
-                                struct store *s, const struct route_ctx *rc)
+                                struct store *s, const struct front_ctx *rc)
 {
     char account[64] = "", user[130] = "", pw[260] = "", sid[CONSOLE_AUTH_SID_LEN + 1];
     char cookie[256];
@@ -620,7 +620,7 @@ static void console_render(const struct console_ctx *c, const char *path, const 
 }
 
 void console_handle(struct http_request *req, struct http_response *resp, struct store *s,
-                    const struct route_ctx *rc)
+                    const struct front_ctx *rc)
 {
     const char *path = req->path;
     int get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;

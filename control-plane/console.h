@@ -23,7 +23,7 @@
 #include "store.h"
 #include "ty_buf.h"
 
-struct route_ctx;
+struct front_ctx;
 
 /* 1 when path is "/console" or lies under "/console/" (what console_handle serves). */
 int console_path(const char *path);
@@ -33,7 +33,7 @@ int console_path(const char *path);
  * server's routing context (model, account, region, object store). Always fills resp.
  */
 void console_handle(struct http_request *req, struct http_response *resp, struct store *s,
-                    const struct route_ctx *rc);
+                    const struct front_ctx *rc);
 
 /*
  * The value of cookie name in a Cookie header ("a=1; name=v"). OUT: out (NUL-terminated).

@@ -16,14 +16,14 @@
 #include <jansson.h>
 
 #include "console_auth.h"
+#include "front_ctx.h"
 #include "http.h"
-#include "route.h"
 #include "store.h"
 #include "ty_buf.h"
 #include "ty_err.h"
 
 struct console_ctx {
-    const struct route_ctx *rc;      /* borrowed */
+    const struct front_ctx *rc;      /* borrowed */
     struct store *s;                 /* borrowed: this thread's connection */
     struct http_request *req;        /* borrowed */
     const struct console_sess *sess; /* borrowed; NULL before sign-in */

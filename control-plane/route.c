@@ -18,6 +18,7 @@
 #include "console.h"
 #include "metrics.h"
 #include "metrics_scrape.h"
+#include "model.h"
 #include "ops/cloudwatch.h"
 #include "ops/iamapi.h"
 #include "ops/ops.h"
@@ -42,7 +43,7 @@
 struct route_call {
     struct http_request *req;
     struct http_response *resp;
-    const struct route_ctx *rc;
+    const struct front_ctx *rc;
     struct worker *w;  /* the thread's context */
     const char *shape; /* auth_service_of(req): borrowed static string or NULL */
 };
@@ -121,7 +122,7 @@ static void route_health_redis(const struct route_call *c, json_t *body, json_t 
  */
 static void route_serve_healthz(struct route_call *c)
 {
-    const struct route_engine *eng = c->rc->engine;
+    const struct front_engine *eng = c->rc->engine;
     json_t *body = json_object(), *reasons = json_array(), *agents = NULL;
     char why[1100], msg[1024];
 
@@ -162,7 +163,7 @@ static int route_match_metrics(const struct route_call *c)
 /* GET /metrics: Prometheus text (metrics_scrape.c), behind --metrics-token when set. */
 static void route_serve_metrics(struct route_call *c)
 {
-    const struct route_engine *eng = c->rc->engine;
+    const struct front_engine *eng = c->rc->engine;
     struct metrics_scrape_engine me = {eng ? eng->ping : NULL, eng ? eng->ud : NULL};
     struct ty_err err;
     struct store *s;
@@ -392,7 +393,7 @@ static int route_match_any(const struct route_call *c)
 static void route_serve_json(struct route_call *c)
 {
     struct http_request *req = c->req;
-    const struct route_ctx *rc = c->rc;
+    const struct front_ctx *rc = c->rc;
     const char *ctype = route_ctype(req);
     struct auth_in ain = {
         .redis_url = rc->redis_url, .service = c->shape, .with_body = 1, .region = rc->region};

@@ -345,10 +345,10 @@ static void server_addresses(const struct server_cfg *cfg, char *docker, size_t 
 
 /* What the router is handed (route.h): OUT: rctx, with reng (the engine's callbacks over seng)
    as its engine. Every pointer is borrowed and must outlive the HTTP server. */
-static void server_route_ctx(const struct server_cfg *cfg, const struct model *model,
+static void server_front_ctx(const struct server_cfg *cfg, const struct model *model,
                              const char *redis_url, const char *s3_dir,
                              const struct s3c_config *s3_remote, struct server_engine *seng,
-                             struct route_engine *reng, struct route_ctx *rctx)
+                             struct front_engine *reng, struct front_ctx *rctx)
 {
     memset(rctx, 0, sizeof(*rctx));
     rctx->model = model;
@@ -389,8 +389,8 @@ int main(int argc, char **argv)
     struct model *model = NULL;
     struct agent **agents = NULL;
     struct http_server *http = NULL;
-    struct route_ctx rctx;
-    struct route_engine reng;
+    struct front_ctx rctx;
+    struct front_engine reng;
     struct server_engine seng = {NULL, NULL, 0, PTHREAD_MUTEX_INITIALIZER, NULL};
     struct s3c_config s3_remote = {0};
     sigset_t sigs;
@@ -480,7 +480,7 @@ int main(int argc, char **argv)
     seng.host = docker_host;
     seng.agents = agents;
     seng.nagents = num.nagents;
-    server_route_ctx(&cfg, model, redis_url, s3_dir, cfg.s3_endpoint[0] ? &s3_remote : NULL, &seng,
+    server_front_ctx(&cfg, model, redis_url, s3_dir, cfg.s3_endpoint[0] ? &s3_remote : NULL, &seng,
                      &reng, &rctx);
     http = http_start(cfg.listen, num.threads, &num.limits, route_handle, &rctx, &err);
     if (!http)

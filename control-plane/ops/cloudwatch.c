@@ -983,7 +983,7 @@ static void cw_auth_error(struct http_request *req, struct http_response *resp, 
 }
 
 void cloudwatch_route(struct http_request *req, struct http_response *resp,
-                      const struct route_ctx *rc)
+                      const struct front_ctx *rc)
 {
     const char *target = http_header(req, "X-Amz-Target");
     const char *body = req->body.data ? req->body.data : "";

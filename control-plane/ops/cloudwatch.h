@@ -20,14 +20,14 @@
 
 #include <jansson.h>
 
+#include "front_ctx.h"
 #include "http.h"
-#include "route.h"
 #include "store.h"
 #include "ty_err.h"
 
 /* Serves one request whose auth_service_of() is "monitoring". */
 void cloudwatch_route(struct http_request *req, struct http_response *resp,
-                      const struct route_ctx *rc);
+                      const struct front_ctx *rc);
 
 /* new: the query form s[0..n) (Action=...&Dimensions.member.1.Name=...) as the JSON input of
    the operation: "X.member.N" becomes the N-th element of array X, other dots nest objects,

@@ -399,7 +399,7 @@ static const char *s3_unsupported(const struct s3_req *r)
 /* With an external store: the request goes to it whole (s3_proxy.c), after trainyard's own
    checks; an upload's body is finished (decoded and verified) first. */
 static void s3_forward(struct http_request *req, struct http_response *resp,
-                       const struct route_ctx *rc, struct objstore *os, const struct s3_req *r)
+                       const struct front_ctx *rc, struct objstore *os, const struct s3_req *r)
 {
     const char *pairs[2 * S3_MAX_QP];
     struct s3_body *b = NULL;
@@ -424,7 +424,7 @@ static void s3_forward(struct http_request *req, struct http_response *resp,
 struct s3_call {
     struct http_request *req;
     struct http_response *resp;
-    const struct route_ctx *rc;
+    const struct front_ctx *rc;
     struct objstore *os;
     struct s3_req *r;
     const struct sigv4_auth *auth;
@@ -760,7 +760,7 @@ static void s3_sandbox_headers(struct http_response *resp)
     http_response_header(resp, "X-Content-Type-Options", "nosniff");
 }
 
-void s3_route(struct http_request *req, struct http_response *resp, const struct route_ctx *rc)
+void s3_route(struct http_request *req, struct http_response *resp, const struct front_ctx *rc)
 {
     struct s3_req r;
     struct sigv4_auth auth;

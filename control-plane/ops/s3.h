@@ -10,17 +10,17 @@
 #ifndef TY_CP_OPS_S3_H
 #define TY_CP_OPS_S3_H
 
+#include "front_ctx.h"
 #include "http.h"
-#include "route.h"
 
 /* 1 when req is for S3: SigV4 scope service "s3" (header or query), or unsigned with no
    X-Amz-Target and a path outside /healthz, /metrics, /sagemaker/, /console/ and POST /. */
 int s3_is_request(const struct http_request *req);
 
-/* The http_prepare hook (ud: struct route_ctx): streams S3 PUT bodies to a temp file. */
+/* The http_prepare hook (ud: struct front_ctx): streams S3 PUT bodies to a temp file. */
 void s3_prepare(struct http_request *req, void *ud);
 
 /* Serves one S3 request whole (auth included) into resp. */
-void s3_route(struct http_request *req, struct http_response *resp, const struct route_ctx *rc);
+void s3_route(struct http_request *req, struct http_response *resp, const struct front_ctx *rc);
 
 #endif

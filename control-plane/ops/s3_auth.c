@@ -47,7 +47,7 @@ static void s3_sweep(void)
 }
 
 /* The worker's object store handle (worker.h), opened on first use. NULL with err. */
-static struct objstore *s3_thread_os(const struct route_ctx *rc, struct ty_err *err)
+static struct objstore *s3_thread_os(const struct front_ctx *rc, struct ty_err *err)
 {
     struct worker *w = worker_self();
 
@@ -222,7 +222,7 @@ static void s3_verify_error(struct http_request *req, struct http_response *resp
 }
 
 /* What auth_request is asked for an S3 request (vb: room for the virtual-hosted bucket). */
-static struct auth_in s3_auth_in(const struct http_request *req, const struct route_ctx *rc,
+static struct auth_in s3_auth_in(const struct http_request *req, const struct front_ctx *rc,
                                  int streamed, char vb[64])
 {
     struct auth_in in = {.redis_url = rc->redis_url,
@@ -238,7 +238,7 @@ static struct auth_in s3_auth_in(const struct http_request *req, const struct ro
 /* Checks the request's signature (auth_request, once). 0, or an S3 error already written into
    resp. On success the worker's principal is the caller's ARN. */
 int s3__auth(struct http_request *req, struct http_response *resp, const struct s3_req *r,
-             const struct route_ctx *rc, int streamed, struct sigv4_auth *auth)
+             const struct front_ctx *rc, int streamed, struct sigv4_auth *auth)
 {
     char vb[64];
     struct auth_in in = s3_auth_in(req, rc, streamed, vb);
@@ -372,7 +372,7 @@ int s3__discard(void *ctx, const char *data, size_t n)
 
 /* 1 when the request's signature is known bad at header time (so that an unauthenticated
    client cannot make the store write its body to disk); 0 when good or not decidable yet. */
-static int s3_early_auth_fails(const struct http_request *req, const struct route_ctx *rc)
+static int s3_early_auth_fails(const struct http_request *req, const struct front_ctx *rc)
 {
     char vb[64];
     struct auth_in in = s3_auth_in(req, rc, 1, vb);
@@ -391,7 +391,7 @@ static int s3_early_auth_fails(const struct http_request *req, const struct rout
 
 void s3_prepare(struct http_request *req, void *ud)
 {
-    const struct route_ctx *rc = ud;
+    const struct front_ctx *rc = ud;
     struct s3_req r;
     struct ty_err err;
     struct objstore *os;

@@ -32,7 +32,7 @@
 /* ---- operations: service and buckets -------------------------------------------------------- */
 
 void s3__list_buckets(struct http_request *req, struct http_response *resp, struct objstore *os,
-                      const struct route_ctx *rc)
+                      const struct front_ctx *rc)
 {
     struct objstore_bucket *v = NULL;
     size_t n = 0;

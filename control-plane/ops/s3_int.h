@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "front_ctx.h"
 #include "http.h"
-#include "route.h"
 #include "sigv4.h"
 #include "ty_buf.h"
 #include "ty_err.h"
@@ -142,7 +142,7 @@ void s3__error_from(struct http_request *req, struct http_response *resp, const 
                     const struct s3_req *r);
 /* s3_auth.c */
 int s3__auth(struct http_request *req, struct http_response *resp, const struct s3_req *r,
-             const struct route_ctx *rc, int streamed, struct sigv4_auth *auth);
+             const struct front_ctx *rc, int streamed, struct sigv4_auth *auth);
 void s3__iam_action(const char *m, const struct s3_req *r, char *action, size_t an, char *resource,
                     size_t rn);
 int s3__discard(void *ctx, const char *data, size_t n);
@@ -153,7 +153,7 @@ int s3__range(const char *h, uint64_t size, uint64_t *a, uint64_t *b);
 void s3__malformed(struct http_request *req, struct http_response *resp, const struct s3_req *r);
 /* s3_bucket.c */
 void s3__list_buckets(struct http_request *req, struct http_response *resp, struct objstore *os,
-                      const struct route_ctx *rc);
+                      const struct front_ctx *rc);
 void s3__create_bucket(struct http_request *req, struct http_response *resp, struct objstore *os,
                        const struct s3_req *r, const char *region);
 void s3__list_objects(struct http_request *req, struct http_response *resp, struct objstore *os,

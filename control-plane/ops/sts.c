@@ -117,7 +117,7 @@ static void sts_param(const struct http_request *req, const char *name, char *ou
         auth_form_param(req->query, strlen(req->query), name, out, n);
 }
 
-void sts_route(struct http_request *req, struct http_response *resp, const struct route_ctx *rc)
+void sts_route(struct http_request *req, struct http_response *resp, const struct front_ctx *rc)
 {
     struct auth_in in = {.redis_url = rc->redis_url,
                          .service = "sts",

@@ -9,13 +9,13 @@
 #ifndef TY_CP_OPS_STS_H
 #define TY_CP_OPS_STS_H
 
+#include "front_ctx.h"
 #include "http.h"
-#include "route.h"
 
 /* 1 when req is signed for the sts service. */
 int sts_is_request(const struct http_request *req);
 
 /* Serves one STS request whole into resp. */
-void sts_route(struct http_request *req, struct http_response *resp, const struct route_ctx *rc);
+void sts_route(struct http_request *req, struct http_response *resp, const struct front_ctx *rc);
 
 #endif
