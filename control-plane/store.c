@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "store_int.h"
+#include "store_lua.h"
 #include "store_script.h"
 #include "ty_buf.h"
 #include "ty_log.h"

@@ -1,7 +1,7 @@
 /*
  * store_iam.c - IAM users, tags, inline policies and access keys in Redis (store_iam.h).
  *
- * Owns: the ty:iam: keys and running lua/iam.lua and lua/quota_count.lua (SHAs process-wide,
+ * Owns: the ty:iam: keys and running lua/iam.lua (SHAs process-wide,
  * loaded on first use and again after NOSCRIPT). Does not own the connection (store.c,
  * through store_int.h).
  * Invariants: every write goes through iam.lua; every redisReply is freed on every path;
@@ -19,26 +19,13 @@
 
 #include "authgen.h"
 #include "store_int.h"
+#include "store_lua.h"
 #include "store_script.h"
-
-/* compiled in by store.cmake from control-plane/lua/ */
-extern const char store__lua_iam[];
-extern const char store__lua_quota_count[];
 
 #define IAM_KEY_MAX  160
 #define IAM_MAX_ARGV 128
 
-/* [0] iam.lua (this file), [1] quota_count.lua (store_iam_quota_eval) */
-static struct store_script iam_scripts[2] = {
-    STORE_SCRIPT_INIT(store__lua_iam, "iam.lua"),
-    STORE_SCRIPT_INIT(store__lua_quota_count, "quota_count.lua"),
-};
-
-struct redisReply *store_iam_quota_eval(struct store *s, int nkeys, int nargs,
-                                        const char *const *argv, struct ty_err *err)
-{
-    return store_script_eval(s, &iam_scripts[1], nkeys, nargs, argv, NULL, err);
-}
+static struct store_script iam_script = STORE_SCRIPT_INIT(store__lua_iam, "iam.lua");
 
 /* ---- keys ---- */
 
@@ -156,7 +143,7 @@ static int iam_run_kind(struct store *s, const struct store_iam_kind *kd, const 
         argv[argc] = args[i];
         lens[argc++] = alens ? alens[i] : strlen(args[i]);
     }
-    r = store_script_eval(s, &iam_scripts[0], 8, argc, argv, lens, err);
+    r = store_script_eval(s, &iam_script, 8, argc, argv, lens, err);
     if (!r)
         return -err->code;
     if (r->type == REDIS_REPLY_INTEGER) {

@@ -232,13 +232,4 @@ int store_iam_userid(struct store *s, const char *principal_arn, char *id, size_
 int store_iam_bootstrap_admin(struct store *s, const char *account, const char *akid, double now,
                               struct ty_err *err);
 
-/*
- * Runs quota_count.lua (the reservation counters of quota.h) with nkeys keys then the other
- * arguments (argv[0..nargs), C strings). new: the reply (possibly an error reply: the caller
- * checks), or NULL with err.
- */
-struct redisReply;
-struct redisReply *store_iam_quota_eval(struct store *s, int nkeys, int nargs,
-                                        const char *const *argv, struct ty_err *err);
-
 #endif

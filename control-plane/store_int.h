@@ -17,12 +17,6 @@
 struct redisContext;
 struct redisReply;
 
-/* Lua sources compiled in by store.cmake (NUL-terminated). */
-extern const char store__lua_job_create[];
-extern const char store__lua_job_transition[];
-extern const char store__lua_job_delete[];
-extern const char store__lua_log_append[];
-
 #define STORE_MAX_ARGS      100000
 #define STORE_KEY_MAX       1024
 #define STORE_TOKEN_MAX     2048

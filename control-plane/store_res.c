@@ -17,11 +17,9 @@
 #include <string.h>
 
 #include "store_int.h"
+#include "store_lua.h"
 #include "store_script.h"
 #include "ty_codec.h"
-
-/* compiled in by store.cmake from control-plane/lua/res.lua */
-extern const char store__lua_res[];
 
 #define RES_KEY_MAX 512
 
