@@ -111,7 +111,7 @@ static const struct authz_op authz_ops[] = {
     IA(GetRolePolicy, AUTHZ_RES_IAM_ROLE, 0),
     IA(ListRolePolicies, AUTHZ_RES_IAM_ROLE, 0),
     IA(DeleteRolePolicy, AUTHZ_RES_IAM_ROLE, 0),
-    /* console passwords (console_login.c) */
+    /* console passwords (ops/password.c) */
     IA(CreateLoginProfile, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
     IA(UpdateLoginProfile, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
     IA(GetLoginProfile, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),

@@ -17,15 +17,15 @@
 #include <time.h>
 
 #include "console_assets.h"
-#include "console_attrib.h"
 #include "console_auth.h"
 #include "console_call.h"
 #include "console_html.h"
 #include "console_job.h"
-#include "console_login.h"
 #include "console_pages.h"
 #include "console_presign.h"
+#include "ops/attrib.h"
 #include "ops/iamapi.h"
+#include "ops/password.h"
 #include "ops/studio.h"
 #include "route.h"
 #include "store_iam.h"
@@ -34,7 +34,7 @@
 #include "ty_log.h"
 
 #define CONSOLE_MAX_JOBS  1000
-#define CONSOLE_TAG_OWNER CONSOLE_ATTRIB_OWNER
+#define CONSOLE_TAG_OWNER ATTRIB_OWNER
 
 /* ---- pure helpers ---- */
 
@@ -120,8 +120,8 @@ static void console_forbidden(struct http_request *req, struct http_response *re
 
 /* ---- sign-in with a password ---- */
 
-static void console_login_form(struct http_request *req, struct http_response *resp,
-                               const struct front_ctx *rc, int status, const char *error)
+static void password_form(struct http_request *req, struct http_response *resp,
+                          const struct front_ctx *rc, int status, const char *error)
 {
     struct ty_buf b;
     console_html_start(&b, "Sign in", NULL);
@@ -155,7 +155,7 @@ static int console_reset_pending(struct store *s, const char *name)
     ty_err_clear(&err);
     if (store_iam_user_get(s, name, &u, NULL, &err) != 0)
         return 0;
-    return console_login_reset_required(s, u.name, u.id);
+    return password_reset_required(s, u.name, u.id);
 }
 
 static void console_serve_login(struct http_request *req, struct http_response *resp,
@@ -170,7 +170,7 @@ static void console_serve_login(struct http_request *req, struct http_response *
     /* a login form posted from another site is refused (login CSRF) */
     if (origin &&
         (!strstr(origin, "://") || !host || strcasecmp(strstr(origin, "://") + 3, host) != 0)) {
-        console_login_form(req, resp, rc, 403, "This sign-in request came from another site.");
+        password_form(req, resp, rc, 403, "This sign-in request came from another site.");
         return;
     }
     console_auth_form(req, "account", account, sizeof(account));
@@ -179,11 +179,11 @@ static void console_serve_login(struct http_request *req, struct http_response *
     if (console_auth_login(s, rc->account_id, account, user, pw, req->client[0] ? req->client : "-",
                            sid, sizeof(sid), &err) != 0) {
         memset(pw, 0, sizeof(pw));
-        console_login_form(req, resp, rc,
-                           err.code == TY_EREDIS      ? 503
-                           : err.code == TY_ETHROTTLE ? 429
-                                                      : 401,
-                           err.msg);
+        password_form(req, resp, rc,
+                      err.code == TY_EREDIS      ? 503
+                      : err.code == TY_ETHROTTLE ? 429
+                                                 : 401,
+                      err.msg);
         return;
     }
     memset(pw, 0, sizeof(pw));
@@ -399,7 +399,7 @@ static void console_profiler(struct http_request *req, struct http_response *res
             const char *prof = json_string_value(json_object_get(j, "ProfilingStatus"));
             const char *st = json_string_value(json_object_get(j, "TrainingJobStatus"));
             scanned++;
-            if (!name || !jarn || !console_attrib_owns(s, jarn, arn))
+            if (!name || !jarn || !attrib_owns(s, jarn, arn))
                 continue;
             shown++;
             ty_buf_puts(&b, "<tr><td><a href=\"/console/profiler/jobs/");
@@ -560,9 +560,8 @@ static void console_render(const struct console_ctx *c, const char *path, const 
             job = store_job_get(c->s, name, &err);
             arn = json_string_value(json_object_get(job, "TrainingJobArn"));
             if (!job || !arn ||
-                !console_attrib_owns(
-                    c->s, arn,
-                    json_string_value(json_object_get(c->sess->doc, "UserProfileArn")))) {
+                !attrib_owns(c->s, arn,
+                             json_string_value(json_object_get(c->sess->doc, "UserProfileArn")))) {
                 json_decref(job);
                 console_html_message(req, resp, 404, "Not found",
                                      "There is no such training job among this user's jobs.",
@@ -659,7 +658,7 @@ void console_handle(struct http_request *req, struct http_response *resp, struct
         if (post)
             console_serve_login(req, resp, s, rc);
         else
-            console_login_form(req, resp, rc, 200, NULL);
+            password_form(req, resp, rc, 200, NULL);
         return;
     }
     if (strcmp(path, "/console/logout") == 0 && post) {

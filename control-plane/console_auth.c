@@ -2,7 +2,7 @@
  * console_auth.c - console sessions, sign-in, sign-out and CSRF (console_auth.h).
  *
  * Invariants: a session id and a CSRF token are 32 bytes of the OS CSPRNG (hex); Redis holds
- * only the session id's SHA-256 (store_res.c); passwords go straight to console_login.c.
+ * only the session id's SHA-256 (store_res.c); passwords go straight to ops/password.c.
  */
 #include "console_auth.h"
 
@@ -15,7 +15,7 @@
 
 #include "auth.h"
 #include "console.h"
-#include "console_login.h"
+#include "ops/password.h"
 #include "store_iam.h"
 #include "store_res.h"
 #include "ty_log.h"
@@ -106,7 +106,7 @@ int console_auth_login(struct store *s, const char *account_id, const char *acco
     if (rc != 0 || strcmp(account, account_id) != 0)
         u.id[0] = '\0'; /* the KDF still runs: no timing difference */
     ty_err_clear(err);
-    rc = console_login_attempt(s, name[0] ? name : "-", u.id, password, source, &reset, err);
+    rc = password_attempt(s, name[0] ? name : "-", u.id, password, source, &reset, err);
     if (rc != 0) {
         ty_log(TY_LOG_INFO, "console.signin_failed", "user='%.64s' source=%.64s code=%s", name,
                source, ty_err_aws_name(err->code));

@@ -1,6 +1,6 @@
 /*
  * console_auth.h - who is signed in to the console: IAM users with a password (/console/login,
- * console_login.h) and Studio domain users through a presigned domain URL (console.c), one
+ * password.h) and Studio domain users through a presigned domain URL (console.c), one
  * session cookie for both, sign-out, and the CSRF token of every state-changing form.
  *
  * Owns: the session document (in Redis through store_res sessions, with an expiry):
@@ -11,7 +11,7 @@
  * request came over TLS as X-Forwarded-Proto says), and the CSRF check (a per-session random
  * token, a hidden field of every form, compared in constant time; plus Origin, when sent, must
  * be this host). Sessions of an IAM user are scoped "iam-<lower-cased name>".
- * Does not own: the password check (console_login.c), authorisation (every action goes through
+ * Does not own: the password check (ops/password.c), authorisation (every action goes through
  * console_call.c as Principal).
  * Thread-safety: reentrant.
  */
@@ -52,7 +52,7 @@ int console_auth_session(struct store *s, struct http_request *req, struct conso
 
 /*
  * Signs IAM user name of account in with password, from source (the client's address:
- * console_login_attempt throttles per user and source; borrowed). account must be account_id.
+ * password_attempt throttles per user and source; borrowed). account must be account_id.
  * OUT: sid (a new session id; n > CONSOLE_AUTH_SID_LEN). 0, -TY_EDENIED (one message for
  * every wrong input), -TY_ETHROTTLE (source must wait: the message says how long),
  * -TY_EREDIS.

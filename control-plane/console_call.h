@@ -28,7 +28,7 @@ struct console_ctx {
     struct http_request *req;        /* borrowed */
     const struct console_sess *sess; /* borrowed; NULL before sign-in */
     const char *owned_job;           /* a Studio session's page of a job its profile owns
-                                        (console_attrib_owns checked): console_call reads
+                                        (attrib_owns checked): console_call reads
                                         that job and its logs without asking the role */
 };
 

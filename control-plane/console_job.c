@@ -13,10 +13,10 @@
 #include "authz.h"
 #include "console.h"
 #include "console_assets.h"
-#include "console_attrib.h"
 #include "console_html.h"
 #include "console_sysmon.h"
 #include "objstore.h"
+#include "ops/attrib.h"
 
 #define JOB_LOG_GROUP "/aws/sagemaker/TrainingJobs"
 #define JOB_MAX_FILES 200
@@ -527,7 +527,7 @@ int console_job_studio_uri_ok(const struct console_ctx *c, const char *uri)
             ty_err_clear(&err);
             job = store_job_get(c->s, seg, &err);
             arn = json_string_value(json_object_get(job, "TrainingJobArn"));
-            ok = job && arn && console_attrib_owns(c->s, arn, profile) && job_links(job, seg, uri);
+            ok = job && arn && attrib_owns(c->s, arn, profile) && job_links(job, seg, uri);
             json_decref(job);
             if (ok)
                 return 1;

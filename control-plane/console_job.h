@@ -34,7 +34,7 @@ void console_job_download(const struct console_ctx *c, const char *query,
 
 /*
  * 1 when uri (s3://bucket/key) is one of the objects the console links for a job that the
- * Studio session c belongs to (console_attrib_owns of the session's UserProfileArn): the job's
+ * Studio session c belongs to (attrib_owns of the session's UserProfileArn): the job's
  * S3ModelArtifacts, <S3OutputPath>/<job>/output/output.tar.gz, its profiler dashboard, or a
  * file under its <profiler prefix>/profiler-output/. Only exact keys and the profiler folder,
  * which end in the job's own (unique) name, count: a broad prefix such as another job's

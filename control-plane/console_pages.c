@@ -14,8 +14,8 @@
 #include "authz.h"
 #include "console.h"
 #include "console_html.h"
-#include "console_login.h"
 #include "ops/iamapi.h"
+#include "ops/password.h"
 #include "queue.h"
 #include "quota.h"
 #include "store_iam.h"
@@ -196,16 +196,16 @@ static int pg_reset_required(const struct console_ctx *c)
     ty_err_clear(&err);
     if (store_iam_user_get(c->s, c->sess->user, &u, NULL, &err) != 0)
         return 0;
-    return console_login_reset_required(c->s, u.name, u.id);
+    return password_reset_required(c->s, u.name, u.id);
 }
 
 /* The account policy in words, as the change-password page states it. */
 static void pg_policy_text(const struct console_ctx *c, struct ty_buf *b)
 {
-    struct console_login_policy p;
+    struct password_policy p;
     struct ty_err err;
     ty_err_clear(&err);
-    if (console_login_policy_get(c->s, &p, &err) != 0)
+    if (password_policy_get(c->s, &p, &err) != 0)
         return;
     ty_buf_printf(b,
                   "<p class=\"hint\" id=\"pw-policy\">The account password policy: at "
@@ -241,12 +241,12 @@ static void pg_check(struct ty_buf *b, const char *member, const char *label, in
 /* The account password policy form (UpdateAccountPasswordPolicy), on the IAM users page. */
 static void pg_policy_form(const struct console_ctx *c, struct ty_buf *b)
 {
-    struct console_login_policy p;
+    struct password_policy p;
     struct ty_err err;
     char ml[16];
     ty_err_clear(&err);
-    if (console_login_policy_get(c->s, &p, &err) != 0)
-        console_login_policy_default(&p);
+    if (password_policy_get(c->s, &p, &err) != 0)
+        password_policy_default(&p);
     snprintf(ml, sizeof(ml), "%d", p.min_length);
     ty_buf_puts(b, "<h2>Account password policy</h2>\n");
     pg_policy_text(c, b);

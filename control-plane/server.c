@@ -7,13 +7,13 @@
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "agent.h"
-#include "console_login.h"
 #include "creds.h"
 #include "docker.h"
 #include "http.h"
 #include "janitor.h"
 #include "metrics_scrape.h"
 #include "model.h"
+#include "ops/password.h"
 #include "ops/s3.h"
 #include "queue.h"
 #include "quota.h"
@@ -441,8 +441,7 @@ int main(int argc, char **argv)
         goto fail;
     if (queue_init(store, &err) != 0 || creds_bootstrap(store, data_dir, cfg.account_id, &err))
         goto fail;
-    if (cfg.admin_password_file[0] &&
-        console_login_bootstrap(store, cfg.admin_password_file, &err) != 0)
+    if (cfg.admin_password_file[0] && password_bootstrap(store, cfg.admin_password_file, &err) != 0)
         goto fail;
 
     server_addresses(&cfg, docker_host, sizeof(docker_host), endpoint, sizeof(endpoint));

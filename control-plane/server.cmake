@@ -4,10 +4,10 @@ if(TARGET ty_sigv4 AND TARGET ty_model AND TARGET ty_store AND TARGET ty_docker 
   add_library(ty_server STATIC
     ${TY_CP_DIR}/route.c ${TY_CP_DIR}/creds.c ${TY_CP_DIR}/redis_child.c
     ${TY_CP_DIR}/ops/training.c ${TY_CP_DIR}/ops/optable.c ${TY_CP_DIR}/ops/doc.c ${TY_CP_DIR}/ops/tags.c ${TY_CP_DIR}/ops/logs.c
-    ${TY_CP_DIR}/ops/studio.c ${TY_CP_DIR}/console.c ${TY_CP_DIR}/console_login.c
+    ${TY_CP_DIR}/ops/studio.c ${TY_CP_DIR}/console.c ${TY_CP_DIR}/ops/password.c
     ${TY_CP_DIR}/console_auth.c ${TY_CP_DIR}/console_html.c ${TY_CP_DIR}/console_call.c
     ${TY_CP_DIR}/console_pages.c ${TY_CP_DIR}/console_job.c ${TY_CP_DIR}/console_assets.c
-    ${TY_CP_DIR}/console_attrib.c ${TY_CP_DIR}/console_presign.c
+    ${TY_CP_DIR}/ops/attrib.c ${TY_CP_DIR}/console_presign.c
     ${TY_CP_DIR}/console_sysmon.c
     ${TY_CONSOLE_ASSETS_C}
     ${TY_CP_DIR}/quota.c ${TY_CP_DIR}/ops/iamapi.c ${TY_CP_DIR}/ops/iamapi_users.c

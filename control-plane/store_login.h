@@ -1,9 +1,9 @@
 /*
- * store_login.h - the Redis side of console passwords (console_login.h has the rules): login
+ * store_login.h - the Redis side of console passwords (password.h has the rules): login
  * profiles, the failed sign-in counter and the account password policy, each as stored.
  *
  * Owns: the keys
- *   ty:iam:login:<lname>      hash: hash (CONSOLE_LOGIN_SCHEME$<iterations>$<salt hex>$<key
+ *   ty:iam:login:<lname>      hash: hash (PASSWORD_SCHEME$<iterations>$<salt hex>$<key
  *                             hex>), uid (the IAM user's id when the profile was made),
  *                             created (epoch s, "%.3f"), reset ("0"/"1")
  *   ty:iam:loginfail:<lname>:<source>  counter of failed sign-ins of the user from one client
@@ -12,7 +12,7 @@
  *   ty:iam:pwpolicy           JSON object: the account password policy (AWS's member names)
  * where <lname> is the user name in lower case. A user name that IAM would refuse
  * ([\w+=,.@-], 1..64) never builds a key: those calls return -TY_EINVAL and touch nothing.
- * Does not own: hashing, checking or the policy's meaning (console_login.c). Thread-safety:
+ * Does not own: hashing, checking or the policy's meaning (ops/password.c). Thread-safety:
  * reentrant; the store is the caller's per-thread connection.
  */
 #ifndef TY_CP_STORE_LOGIN_H
@@ -48,7 +48,7 @@ int store_login_delete(struct store *s, const char *name, struct ty_err *err);
 
 /*
  * The sign-in throttle, per user and source (source: the client's address; see
- * console_login.h for the delays). store_login_wait: OUT: *wait_ms, the milliseconds source
+ * password.h for the delays). store_login_wait: OUT: *wait_ms, the milliseconds source
  * must still wait before name's next attempt (0: none). 0, -TY_EINVAL (name), -TY_EREDIS.
  */
 int store_login_wait(struct store *s, const char *name, const char *source, long long *wait_ms,

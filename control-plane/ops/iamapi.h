@@ -13,7 +13,7 @@
  * Actions: CreateLoginProfile, UpdateLoginProfile, GetLoginProfile, DeleteLoginProfile,
  * ChangePassword (the caller's own; also allowed by AllowUsersToChangePassword or a pending
  * PasswordResetRequired), GetAccountPasswordPolicy, UpdateAccountPasswordPolicy,
- * DeleteAccountPasswordPolicy (console passwords: console_login.h), CreateUser, GetUser, ListUsers,
+ * DeleteAccountPasswordPolicy (console passwords: password.h), CreateUser, GetUser, ListUsers,
  * DeleteUser, TagUser, UntagUser, ListUserTags, CreateAccessKey, ListAccessKeys, DeleteAccessKey,
  * PutUserPolicy, GetUserPolicy, ListUserPolicies, DeleteUserPolicy. (STS GetCallerIdentity is
  * ops/sts.c's.) Every IAM action is authorised through authz_request (authz.h) after

@@ -3,18 +3,18 @@
  * ChangePassword (and the grant every user has to change their own password), the account
  * password policy.
  *
- * Does not own the passwords' hashing and checks (console_login.c) nor the protocol
+ * Does not own the passwords' hashing and checks (ops/password.c) nor the protocol
  * (iamapi.c). Each handler writes its <Result> members into x->out.
  */
 #include "iamapi_int.h"
 
 #include "authz.h"
-#include "console_login.h"
+#include "password.h"
 #include "store_iam.h"
 
 #include <string.h>
 
-/* ---- login profiles and the account password policy (console_login.c) ---- */
+/* ---- login profiles and the account password policy (ops/password.c) ---- */
 
 /* The IAM user of a login-profile action. OUT: u. 0 or NoSuchEntity. */
 static int iamapi_login_user(struct iamapi__ctx *x, struct store_iam_user *u, struct ty_err *err)
@@ -51,8 +51,7 @@ int iamapi__create_login_profile(struct iamapi__ctx *x, struct ty_err *err)
     double now = (double)time(NULL);
     if ((rc = iamapi_login_user(x, &u, err)) != 0)
         return rc;
-    rc = console_login_put(x->c->store, u.name, u.id, iamapi__s(x->in, "Password"), 0, reset, now,
-                           err);
+    rc = password_put(x->c->store, u.name, u.id, iamapi__s(x->in, "Password"), 0, reset, now, err);
     if (rc)
         return rc;
     iamapi_login_xml(x->out, u.name, now, reset);
@@ -65,9 +64,8 @@ int iamapi__update_login_profile(struct iamapi__ctx *x, struct ty_err *err)
     int rc;
     if ((rc = iamapi_login_user(x, &u, err)) != 0)
         return rc;
-    return console_login_put(x->c->store, u.name, u.id, iamapi__s(x->in, "Password"), 1,
-                             iamapi_bool(x->in, "PasswordResetRequired", -1), (double)time(NULL),
-                             err);
+    return password_put(x->c->store, u.name, u.id, iamapi__s(x->in, "Password"), 1,
+                        iamapi_bool(x->in, "PasswordResetRequired", -1), (double)time(NULL), err);
 }
 
 int iamapi__get_login_profile(struct iamapi__ctx *x, struct ty_err *err)
@@ -77,7 +75,7 @@ int iamapi__get_login_profile(struct iamapi__ctx *x, struct ty_err *err)
     int reset, rc;
     if ((rc = iamapi_login_user(x, &u, err)) != 0)
         return rc;
-    if ((rc = console_login_get(x->c->store, u.name, u.id, &created, &reset, err)) != 0)
+    if ((rc = password_get(x->c->store, u.name, u.id, &created, &reset, err)) != 0)
         return rc;
     iamapi_login_xml(x->out, u.name, created, reset);
     return 0;
@@ -90,9 +88,9 @@ int iamapi__delete_login_profile(struct iamapi__ctx *x, struct ty_err *err)
     int reset, rc;
     if ((rc = iamapi_login_user(x, &u, err)) != 0)
         return rc;
-    if ((rc = console_login_get(x->c->store, u.name, u.id, &created, &reset, err)) != 0)
+    if ((rc = password_get(x->c->store, u.name, u.id, &created, &reset, err)) != 0)
         return rc;
-    return console_login_delete(x->c->store, u.name, err);
+    return password_delete(x->c->store, u.name, err);
 }
 
 /* ChangePassword: the caller (an IAM user) changes his own console password. */
@@ -109,8 +107,8 @@ int iamapi__change_password(struct iamapi__ctx *x, struct ty_err *err)
     name = strrchr(arn, '/') + 1;
     if ((rc = store_iam_user_get(x->c->store, name, &u, NULL, err)) != 0)
         return rc == -TY_EREDIS ? rc : iamapi__no_user(err, name);
-    rc = console_login_change(x->c->store, u.name, u.id, iamapi__s(x->in, "OldPassword"),
-                              iamapi__s(x->in, "NewPassword"), err);
+    rc = password_change(x->c->store, u.name, u.id, iamapi__s(x->in, "OldPassword"),
+                         iamapi__s(x->in, "NewPassword"), err);
     if (rc == -TY_ETHROTTLE)
         rc = ty_err_set(err, TY_ELIMIT, NULL, "%s", err->msg);
     return rc;
@@ -124,7 +122,7 @@ int iamapi__change_password(struct iamapi__ctx *x, struct ty_err *err)
  */
 static int iamapi_change_allowed(struct store *s, const char *arn)
 {
-    struct console_login_policy p;
+    struct password_policy p;
     struct store_iam_user u;
     struct ty_err err;
     const char *slash = strrchr(arn, '/');
@@ -132,11 +130,11 @@ static int iamapi_change_allowed(struct store *s, const char *arn)
     ty_err_clear(&err);
     if (!strstr(arn, ":user/") || !slash)
         return 0;
-    if (console_login_policy_get(s, &p, &err) == 0 && p.allow_change)
+    if (password_policy_get(s, &p, &err) == 0 && p.allow_change)
         return 1;
     if (store_iam_user_get(s, slash + 1, &u, NULL, &err) != 0)
         return 0;
-    return console_login_reset_required(s, u.name, u.id);
+    return password_reset_required(s, u.name, u.id);
 }
 
 /* authz_request, with ChangePassword's own grants (iamapi_change_allowed). */
@@ -153,8 +151,8 @@ int iamapi__authorize(struct store *s, const char *op, json_t *in, const char *a
 
 int iamapi__get_password_policy(struct iamapi__ctx *x, struct ty_err *err)
 {
-    struct console_login_policy p;
-    int rc = console_login_policy_get(x->c->store, &p, err);
+    struct password_policy p;
+    int rc = password_policy_get(x->c->store, &p, err);
     if (rc)
         return rc;
     if (!p.custom)
@@ -176,9 +174,9 @@ int iamapi__get_password_policy(struct iamapi__ctx *x, struct ty_err *err)
 
 int iamapi__update_password_policy(struct iamapi__ctx *x, struct ty_err *err)
 {
-    struct console_login_policy p;
+    struct password_policy p;
     const char *ml = iamapi__s(x->in, "MinimumPasswordLength");
-    console_login_policy_default(&p);
+    password_policy_default(&p);
     p.custom = 1;
     p.allow_change = iamapi_bool(x->in, "AllowUsersToChangePassword", 0);
     p.req_symbols = iamapi_bool(x->in, "RequireSymbols", 0);
@@ -194,12 +192,12 @@ int iamapi__update_password_policy(struct iamapi__ctx *x, struct ty_err *err)
                                          : "have value less than or equal to 128");
         p.min_length = (int)v;
     }
-    return console_login_policy_put(x->c->store, &p, err);
+    return password_policy_put(x->c->store, &p, err);
 }
 
 int iamapi__delete_password_policy(struct iamapi__ctx *x, struct ty_err *err)
 {
-    int rc = console_login_policy_delete(x->c->store, err);
+    int rc = password_policy_delete(x->c->store, err);
     if (rc == -TY_ENOTFOUND)
         return ty_err_set(err, TY_ENOTFOUND, NULL,
                           "The account policy with name PasswordPolicy cannot be found.");

@@ -7,8 +7,8 @@
  */
 #include "iamapi_int.h"
 
-#include "console_login.h"
 #include "iam.h"
+#include "password.h"
 #include "store_iam.h"
 #include "ty_log.h"
 #include "ty_rand.h"
@@ -125,7 +125,7 @@ int iamapi__delete_user(struct iamapi__ctx *x, struct ty_err *err)
     int reset, rc;
     /* as IAM: a user with a console password keeps it until DeleteLoginProfile */
     if (store_iam_user_get(x->c->store, name, &u, NULL, err) == 0 &&
-        console_login_get(x->c->store, name, u.id, &created, &reset, err) == 0)
+        password_get(x->c->store, name, u.id, &created, &reset, err) == 0)
         return ty_err_set(err, TY_ECONFLICT, "UserName",
                           "Cannot delete entity, must delete login profile first.");
     ty_err_clear(err);

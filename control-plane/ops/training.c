@@ -7,7 +7,7 @@
  * through store_job_transition; this file never rewrites a document itself. Members whose
  * names start with '_' are the agents' bookkeeping and are never returned.
  */
-#include "console_attrib.h"
+#include "attrib.h"
 #include "ops.h"
 #include "quota.h"
 
@@ -235,8 +235,8 @@ int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
             return rc;
     }
     /* a job an IAM user creates belongs to his user profile, as Studio tags it */
-    if (console_attrib_job(ctx->store, ctx->principal_arn, ctx->region, ctx->account_id, arn, tags,
-                           err) != 0) {
+    if (attrib_job(ctx->store, ctx->principal_arn, ctx->region, ctx->account_id, arn, tags, err) !=
+        0) {
         ty_log(TY_LOG_WARN, "console.attrib_failed", "job=%s error='%s'", name, err->msg);
         ty_err_clear(err);
     }

@@ -20,8 +20,8 @@
 #include "console.h"
 #include "console_auth.h"
 #include "console_call.h"
-#include "console_login.h"
 #include "console_sysmon.h"
+#include "ops/password.h"
 #include "redis_fixture.h"
 #include "store.h"
 #include "store_iam.h"
@@ -32,54 +32,54 @@ static int have_redis;
 
 static void test_kdf(void **state)
 {
-    char h1[CONSOLE_LOGIN_HASH_MAX], h2[CONSOLE_LOGIN_HASH_MAX];
+    char h1[PASSWORD_HASH_MAX], h2[PASSWORD_HASH_MAX];
     struct ty_err err;
     (void)state;
     ty_err_clear(&err);
-    assert_int_equal(console_login_hash("S3cret-pw", 1000, h1, sizeof(h1), &err), 0);
-    assert_int_equal(console_login_hash("S3cret-pw", 1000, h2, sizeof(h2), &err), 0);
+    assert_int_equal(password_hash("S3cret-pw", 1000, h1, sizeof(h1), &err), 0);
+    assert_int_equal(password_hash("S3cret-pw", 1000, h2, sizeof(h2), &err), 0);
     assert_true(strncmp(h1, "pbkdf2-sha256$1000$", 19) == 0);
     assert_string_not_equal(h1, h2); /* a fresh salt each time */
     assert_int_equal(strlen(h1), 19 + 32 + 1 + 64);
-    assert_true(console_login_verify("S3cret-pw", h1));
-    assert_true(console_login_verify("S3cret-pw", h2));
-    assert_false(console_login_verify("S3cret-pX", h1));
-    assert_false(console_login_verify("", h1));
-    assert_false(console_login_verify("S3cret-pw", "pbkdf2-sha256$1000$zz$00"));
-    assert_false(console_login_verify("S3cret-pw", "md5$1$00$00"));
-    assert_false(console_login_verify("S3cret-pw", ""));
-    assert_false(console_login_verify(NULL, h1));
+    assert_true(password_verify("S3cret-pw", h1));
+    assert_true(password_verify("S3cret-pw", h2));
+    assert_false(password_verify("S3cret-pX", h1));
+    assert_false(password_verify("", h1));
+    assert_false(password_verify("S3cret-pw", "pbkdf2-sha256$1000$zz$00"));
+    assert_false(password_verify("S3cret-pw", "md5$1$00$00"));
+    assert_false(password_verify("S3cret-pw", ""));
+    assert_false(password_verify(NULL, h1));
     h1[strlen(h1) - 1] = h1[strlen(h1) - 1] == '0' ? '1' : '0';
-    assert_false(console_login_verify("S3cret-pw", h1));
+    assert_false(password_verify("S3cret-pw", h1));
     /* the default iteration count is the slow one */
-    assert_true(CONSOLE_LOGIN_ITERATIONS >= 300000);
-    assert_int_not_equal(console_login_hash("x", 1000, h1, 10, &err), 0);
+    assert_true(PASSWORD_ITERATIONS >= 300000);
+    assert_int_not_equal(password_hash("x", 1000, h1, 10, &err), 0);
 }
 
 static void test_policy(void **state)
 {
-    struct console_login_policy p;
+    struct password_policy p;
     struct ty_err err;
     (void)state;
     ty_err_clear(&err);
-    console_login_policy_default(&p);
-    assert_int_equal(console_login_policy_check(&p, "Abcdef1!", &err), 0);
-    assert_int_equal(console_login_policy_check(&p, "abcdefg1!", &err), 0); /* 3 of 4 */
-    assert_int_equal(console_login_policy_check(&p, "Ab1!", &err), -TY_EPWPOLICY);
+    password_policy_default(&p);
+    assert_int_equal(password_policy_check(&p, "Abcdef1!", &err), 0);
+    assert_int_equal(password_policy_check(&p, "abcdefg1!", &err), 0); /* 3 of 4 */
+    assert_int_equal(password_policy_check(&p, "Ab1!", &err), -TY_EPWPOLICY);
     assert_string_equal(err.field, "Password");
     assert_non_null(strstr(err.msg, "minimum length of 8"));
-    assert_int_equal(console_login_policy_check(&p, "abcdefghij", &err), -TY_EPWPOLICY);
+    assert_int_equal(password_policy_check(&p, "abcdefghij", &err), -TY_EPWPOLICY);
     assert_non_null(strstr(err.msg, "three of these"));
-    assert_int_equal(console_login_policy_check(&p, "Abcdefg1\n", &err), -TY_EPWPOLICY);
+    assert_int_equal(password_policy_check(&p, "Abcdefg1\n", &err), -TY_EPWPOLICY);
     p.custom = 1;
     p.min_length = 10;
     p.req_symbols = 1;
     p.req_upper = 1;
-    assert_int_equal(console_login_policy_check(&p, "abcdefghij!", &err), -TY_EPWPOLICY);
+    assert_int_equal(password_policy_check(&p, "abcdefghij!", &err), -TY_EPWPOLICY);
     assert_string_equal(err.msg, "Password should have at least one uppercase letter");
-    assert_int_equal(console_login_policy_check(&p, "Abcdefghijk", &err), -TY_EPWPOLICY);
+    assert_int_equal(password_policy_check(&p, "Abcdefghijk", &err), -TY_EPWPOLICY);
     assert_string_equal(err.msg, "Password should have at least one symbol");
-    assert_int_equal(console_login_policy_check(&p, "Abcdefghij!", &err), 0);
+    assert_int_equal(password_policy_check(&p, "Abcdefghij!", &err), 0);
 }
 
 /* A request with a Cookie, Origin, Host and a form body. */
@@ -283,38 +283,35 @@ static void test_login_profiles(void **state)
     snprintf(u.arn, sizeof(u.arn), "arn:aws:iam::000000000000:user/con-ann");
     assert_int_equal(store_iam_user_create(s, &u, NULL, &err), 0);
 
-    assert_int_equal(console_login_get(s, "con-ann", u.id, &created, &reset, &err), -TY_ENOTFOUND);
-    assert_int_equal(console_login_put(s, "con-ann", u.id, "short", 0, 0, 1000, &err),
-                     -TY_EPWPOLICY);
-    assert_int_equal(console_login_put(s, "con-ann", u.id, "Ann-Passw0rd", 0, 1, 1000, &err), 0);
-    assert_int_equal(console_login_put(s, "con-ann", u.id, "Ann-Passw0rd", 0, 0, 1000, &err),
+    assert_int_equal(password_get(s, "con-ann", u.id, &created, &reset, &err), -TY_ENOTFOUND);
+    assert_int_equal(password_put(s, "con-ann", u.id, "short", 0, 0, 1000, &err), -TY_EPWPOLICY);
+    assert_int_equal(password_put(s, "con-ann", u.id, "Ann-Passw0rd", 0, 1, 1000, &err), 0);
+    assert_int_equal(password_put(s, "con-ann", u.id, "Ann-Passw0rd", 0, 0, 1000, &err),
                      -TY_EINUSE);
-    assert_int_equal(console_login_get(s, "CON-ANN", u.id, &created, &reset, &err), 0);
+    assert_int_equal(password_get(s, "CON-ANN", u.id, &created, &reset, &err), 0);
     assert_true(created == 1000 && reset == 1);
     /* another user of the same name (a new id) has no password */
-    assert_int_equal(console_login_get(s, "con-ann", "AIDAOTHER", &created, &reset, &err),
+    assert_int_equal(password_get(s, "con-ann", "AIDAOTHER", &created, &reset, &err),
                      -TY_ENOTFOUND);
     assert_int_equal(
-        console_login_attempt(s, "con-ann", "AIDAOTHER", "Ann-Passw0rd", "10.0.0.1", &reset, &err),
+        password_attempt(s, "con-ann", "AIDAOTHER", "Ann-Passw0rd", "10.0.0.1", &reset, &err),
         -TY_EDENIED);
 
     /* sign-in: right, wrong; then source A waits (growing), source B signs in at once */
-    assert_int_equal(
-        console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", &reset, &err), 0);
-    assert_int_equal(console_login_attempt(s, "nobody", "", "x", "10.0.0.1", &reset, &err),
-                     -TY_EDENIED);
-    for (int i = 0; i < CONSOLE_LOGIN_FREE_FAILS; i++) {
-        rc = console_login_attempt(s, "con-ann", u.id, "wrong", "10.0.0.1", &reset, &err);
+    assert_int_equal(password_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", &reset, &err),
+                     0);
+    assert_int_equal(password_attempt(s, "nobody", "", "x", "10.0.0.1", &reset, &err), -TY_EDENIED);
+    for (int i = 0; i < PASSWORD_FREE_FAILS; i++) {
+        rc = password_attempt(s, "con-ann", u.id, "wrong", "10.0.0.1", &reset, &err);
         assert_int_equal(rc, -TY_EDENIED);
         assert_string_equal(err.msg,
                             "Your authentication information is incorrect. Please try again.");
     }
-    assert_int_equal(
-        console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", &reset, &err),
-        -TY_ETHROTTLE);
+    assert_int_equal(password_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", &reset, &err),
+                     -TY_ETHROTTLE);
     assert_string_equal(err.msg, "Too many failed sign-in attempts. Try again in 1 seconds.");
-    assert_int_equal(
-        console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.2", &reset, &err), 0);
+    assert_int_equal(password_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.2", &reset, &err),
+                     0);
     {
         long long w = 0;
         store_login_hold(s, "con-ann", "10.0.0.1", 0); /* no-op */
@@ -322,9 +319,8 @@ static void test_login_profiles(void **state)
         assert_true(w > 0 && w <= 1000);
         usleep((useconds_t)(w + 50) * 1000);
         /* the sixth failure waits 2 s, the seventh 4 s */
-        assert_int_equal(
-            console_login_attempt(s, "con-ann", u.id, "wrong", "10.0.0.1", &reset, &err),
-            -TY_EDENIED);
+        assert_int_equal(password_attempt(s, "con-ann", u.id, "wrong", "10.0.0.1", &reset, &err),
+                         -TY_EDENIED);
         assert_int_equal(store_login_wait(s, "con-ann", "10.0.0.1", &w, &err), 0);
         assert_true(w > 1000 && w <= 2000);
         store_login_fails_clear(s, "con-ann", "10.0.0.1");
@@ -332,12 +328,11 @@ static void test_login_profiles(void **state)
         assert_int_equal(w, 0);
     }
     /* an administrator's new password */
-    assert_int_equal(console_login_put(s, "con-ann", u.id, "Ann-Passw0rd-2", 1, -1, 2000, &err), 0);
+    assert_int_equal(password_put(s, "con-ann", u.id, "Ann-Passw0rd-2", 1, -1, 2000, &err), 0);
+    assert_int_equal(password_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", &reset, &err),
+                     -TY_EDENIED);
     assert_int_equal(
-        console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", &reset, &err),
-        -TY_EDENIED);
-    assert_int_equal(
-        console_login_attempt(s, "con-ann", u.id, "Ann-Passw0rd-2", "10.0.0.1", &reset, &err), 0);
+        password_attempt(s, "con-ann", u.id, "Ann-Passw0rd-2", "10.0.0.1", &reset, &err), 0);
     assert_int_equal(reset, 1); /* kept by the update */
 
     /* a whole sign-in makes a session with a CSRF token; a wrong account is refused */
@@ -351,19 +346,19 @@ static void test_login_profiles(void **state)
 
     /* the policy */
     {
-        struct console_login_policy p;
-        assert_int_equal(console_login_policy_get(s, &p, &err), 0);
+        struct password_policy p;
+        assert_int_equal(password_policy_get(s, &p, &err), 0);
         assert_false(p.custom);
         p.custom = 1;
         p.min_length = 12;
-        assert_int_equal(console_login_policy_put(s, &p, &err), 0);
-        assert_int_equal(console_login_put(s, "con-ann", u.id, "Ann-Passw0r", 1, -1, 3000, &err),
+        assert_int_equal(password_policy_put(s, &p, &err), 0);
+        assert_int_equal(password_put(s, "con-ann", u.id, "Ann-Passw0r", 1, -1, 3000, &err),
                          -TY_EPWPOLICY);
-        assert_int_equal(console_login_policy_delete(s, &err), 0);
-        assert_int_equal(console_login_policy_delete(s, &err), -TY_ENOTFOUND);
+        assert_int_equal(password_policy_delete(s, &err), 0);
+        assert_int_equal(password_policy_delete(s, &err), -TY_ENOTFOUND);
     }
-    assert_int_equal(console_login_delete(s, "con-ann", &err), 0);
-    assert_int_equal(console_login_delete(s, "con-ann", &err), -TY_ENOTFOUND);
+    assert_int_equal(password_delete(s, "con-ann", &err), 0);
+    assert_int_equal(password_delete(s, "con-ann", &err), -TY_ENOTFOUND);
     store_close(s);
 }
 

@@ -1,5 +1,5 @@
 /*
- * console_attrib.h - which user profile a training job belongs to, for the profiler app:
+ * attrib.h - which user profile a training job belongs to, for the profiler app:
  * SageMaker Studio tags the jobs it launches with sagemaker:user-profile-arn and
  * sagemaker:domain-arn; trainyard adds the same tags at CreateTrainingJob when the caller is an
  * IAM user mapped to a user profile and the request carries no sagemaker:user-profile-arn tag
@@ -13,20 +13,20 @@
  * Owns: the lookup, the two tags and the ownership test the profiler app applies. Does not own
  * tags' storage (store.c) nor the job. Thread-safety: reentrant.
  */
-#ifndef TY_CP_CONSOLE_ATTRIB_H
-#define TY_CP_CONSOLE_ATTRIB_H
+#ifndef TY_CP_OPS_ATTRIB_H
+#define TY_CP_OPS_ATTRIB_H
 
 #include <jansson.h>
 
 #include "store.h"
 #include "ty_err.h"
 
-#define CONSOLE_ATTRIB_TAG   "trainyard:iam-user"
-#define CONSOLE_ATTRIB_OWNER "sagemaker:user-profile-arn" /* the tag naming a job's profile */
+#define ATTRIB_TAG   "trainyard:iam-user"
+#define ATTRIB_OWNER "sagemaker:user-profile-arn" /* the tag naming a job's profile */
 
 /* 1 when the tags of job_arn name profile_arn (case-insensitive) as the job's owner; 0 when
    not, or when they cannot be read (fail closed). */
-int console_attrib_owns(struct store *s, const char *job_arn, const char *profile_arn);
+int attrib_owns(struct store *s, const char *job_arn, const char *profile_arn);
 
 /*
  * Tags job_arn with the user profile and domain of principal_arn (an IAM user ARN; other
@@ -34,7 +34,7 @@ int console_attrib_owns(struct store *s, const char *job_arn, const char *profil
  * profile. 0 (also when nothing was added), or a store error (the caller logs it: the job
  * exists already).
  */
-int console_attrib_job(struct store *s, const char *principal_arn, const char *region,
-                       const char *account, const char *job_arn, json_t *tags, struct ty_err *err);
+int attrib_job(struct store *s, const char *principal_arn, const char *region, const char *account,
+               const char *job_arn, json_t *tags, struct ty_err *err);
 
 #endif

@@ -1,8 +1,8 @@
 /*
- * console_attrib.c - a new job's owner profile from the IAM user who created it
- * (console_attrib.h).
+ * ops/attrib.c - a new job's owner profile from the IAM user who created it
+ * (attrib.h).
  */
-#include "console_attrib.h"
+#include "attrib.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -28,8 +28,8 @@ static int attrib_has(json_t *tags, const char *key)
     return 0;
 }
 
-int console_attrib_job(struct store *s, const char *principal_arn, const char *region,
-                       const char *account, const char *job_arn, json_t *tags, struct ty_err *err)
+int attrib_job(struct store *s, const char *principal_arn, const char *region, const char *account,
+               const char *job_arn, json_t *tags, struct ty_err *err)
 {
     const char *user, *u;
     const char **arns;
@@ -55,7 +55,7 @@ int console_attrib_job(struct store *s, const char *principal_arn, const char *r
             json_string_value(json_object_get(json_array_get(profiles, i), "UserProfileArn"));
         arns[i] = arn ? arn : "";
     }
-    owners = arns ? store_tags_value_many(s, arns, n, CONSOLE_ATTRIB_TAG, err) : NULL;
+    owners = arns ? store_tags_value_many(s, arns, n, ATTRIB_TAG, err) : NULL;
     if (!owners) {
         if (!arns)
             ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
@@ -93,7 +93,7 @@ int console_attrib_job(struct store *s, const char *principal_arn, const char *r
     return rc;
 }
 
-int console_attrib_owns(struct store *s, const char *job_arn, const char *profile_arn)
+int attrib_owns(struct store *s, const char *job_arn, const char *profile_arn)
 {
     struct ty_err err;
     json_t *tags, *t;
@@ -105,7 +105,7 @@ int console_attrib_owns(struct store *s, const char *job_arn, const char *profil
     {
         const char *k = json_string_value(json_object_get(t, "Key"));
         const char *v = json_string_value(json_object_get(t, "Value"));
-        if (k && v && profile_arn && strcmp(k, CONSOLE_ATTRIB_OWNER) == 0 &&
+        if (k && v && profile_arn && strcmp(k, ATTRIB_OWNER) == 0 &&
             strcasecmp(v, profile_arn) == 0)
             mine = 1;
     }

@@ -1,21 +1,21 @@
 /*
- * console_login.h - console passwords of IAM users, as AWS's login profiles: the password hash
+ * password.h - console passwords of IAM users, as AWS's login profiles: the password hash
  * (a slow KDF with a per-user salt), the account's password policy, and sign-in attempts with
  * a throttle per user and client address after repeated failures (never a lock-out of the
  * account: a stranger's wrong passwords cannot keep the user out).
  *
  * Owns: the rules (the KDF, the policy's checks, the throttle: from the
- * CONSOLE_LOGIN_FREE_FAILS-th failed sign-in of a user from one address within
- * CONSOLE_LOGIN_WINDOW_S, that address waits 1 s, then 2 s, 4 s, ... up to
- * CONSOLE_LOGIN_WAIT_MAX_S before its next attempt of that user, right password or not;
+ * PASSWORD_FREE_FAILS-th failed sign-in of a user from one address within
+ * PASSWORD_WINDOW_S, that address waits 1 s, then 2 s, 4 s, ... up to
+ * PASSWORD_WAIT_MAX_S before its next attempt of that user, right password or not;
  * other addresses are unaffected); the keys and their fields are store_login.h's.
  * The password itself is never stored nor logged.
  * Does not own: the IAM query API's wire form (ops/iamapi.c calls these), console sessions
  * (console_auth.c), the IAM users themselves (store_iam.c).
  * Thread-safety: reentrant; the store is the caller's per-thread connection.
  */
-#ifndef TY_CP_CONSOLE_LOGIN_H
-#define TY_CP_CONSOLE_LOGIN_H
+#ifndef TY_CP_OPS_PASSWORD_H
+#define TY_CP_OPS_PASSWORD_H
 
 #include <jansson.h>
 #include <stddef.h>
@@ -23,20 +23,20 @@
 #include "store.h"
 #include "ty_err.h"
 
-#define CONSOLE_LOGIN_SCHEME     "pbkdf2-sha256"
-#define CONSOLE_LOGIN_ITERATIONS 310000 /* OWASP's figure for PBKDF2-HMAC-SHA256 (2021) */
-#define CONSOLE_LOGIN_SALT       16     /* bytes */
-#define CONSOLE_LOGIN_KEY        32     /* bytes */
-#define CONSOLE_LOGIN_HASH_MAX   160    /* an encoded hash, with the NUL */
-#define CONSOLE_LOGIN_PW_MAX     128    /* IAM's limit on a password's length */
-#define CONSOLE_LOGIN_FREE_FAILS 5      /* failed sign-ins (per user and address) before waits */
-#define CONSOLE_LOGIN_WINDOW_S   900    /* a failure count's life after its last failure, s */
-#define CONSOLE_LOGIN_WAIT_MAX_S 60     /* the longest wait, seconds */
+#define PASSWORD_SCHEME     "pbkdf2-sha256"
+#define PASSWORD_ITERATIONS 310000 /* OWASP's figure for PBKDF2-HMAC-SHA256 (2021) */
+#define PASSWORD_SALT       16     /* bytes */
+#define PASSWORD_KEY        32     /* bytes */
+#define PASSWORD_HASH_MAX   160    /* an encoded hash, with the NUL */
+#define PASSWORD_PW_MAX     128    /* IAM's limit on a password's length */
+#define PASSWORD_FREE_FAILS 5      /* failed sign-ins (per user and address) before waits */
+#define PASSWORD_WINDOW_S   900    /* a failure count's life after its last failure, s */
+#define PASSWORD_WAIT_MAX_S 60     /* the longest wait, seconds */
 /* The source of ChangePassword's old-password check (a signed IAM call, not a client address) */
-#define CONSOLE_LOGIN_API_SOURCE "api"
+#define PASSWORD_API_SOURCE "api"
 
 /* The account password policy (GetAccountPasswordPolicy's members). */
-struct console_login_policy {
+struct password_policy {
     int min_length;   /* MinimumPasswordLength, 6..128 */
     int req_symbols;  /* RequireSymbols */
     int req_numbers;  /* RequireNumbers */
@@ -48,7 +48,7 @@ struct console_login_policy {
 
 /* AWS's default policy (no custom one): at least 8 characters, and at least three of upper
    case, lower case, digits and symbols. OUT: p. */
-void console_login_policy_default(struct console_login_policy *p);
+void password_policy_default(struct password_policy *p);
 
 /*
  * Checks password against p (the default policy's three-of-four rule when !p->custom). 0, or
@@ -56,28 +56,26 @@ void console_login_policy_default(struct console_login_policy *p);
  * the first rule it breaks ("Password
  * should have at least one uppercase letter", IAM's PasswordPolicyViolation wording).
  */
-int console_login_policy_check(const struct console_login_policy *p, const char *password,
-                               struct ty_err *err);
+int password_policy_check(const struct password_policy *p, const char *password,
+                          struct ty_err *err);
 
 /*
  * Hashes password with a fresh random salt and iterations rounds of PBKDF2-HMAC-SHA256 into
- * OUT: out (n >= CONSOLE_LOGIN_HASH_MAX) as "pbkdf2-sha256$<iter>$<salt hex>$<key hex>".
+ * OUT: out (n >= PASSWORD_HASH_MAX) as "pbkdf2-sha256$<iter>$<salt hex>$<key hex>".
  * 0, or -TY_EINTERNAL (no randomness, KDF failure), -TY_EINVAL (password too long, n small).
  */
-int console_login_hash(const char *password, int iterations, char *out, size_t n,
-                       struct ty_err *err);
+int password_hash(const char *password, int iterations, char *out, size_t n, struct ty_err *err);
 
-/* 1 when password matches encoded (a console_login_hash result; constant-time compare), 0
+/* 1 when password matches encoded (a password_hash result; constant-time compare), 0
    when not or when encoded is malformed. */
-int console_login_verify(const char *password, const char *encoded);
+int password_verify(const char *password, const char *encoded);
 
 /* The account password policy from the store (the default one when none was set). OUT: p. */
-int console_login_policy_get(struct store *s, struct console_login_policy *p, struct ty_err *err);
+int password_policy_get(struct store *s, struct password_policy *p, struct ty_err *err);
 /* Stores p as the account policy (custom = 1). 0 or -TY_EREDIS. */
-int console_login_policy_put(struct store *s, const struct console_login_policy *p,
-                             struct ty_err *err);
+int password_policy_put(struct store *s, const struct password_policy *p, struct ty_err *err);
 /* Removes the custom policy (DeleteAccountPasswordPolicy). 0, -TY_ENOTFOUND, -TY_EREDIS. */
-int console_login_policy_delete(struct store *s, struct ty_err *err);
+int password_policy_delete(struct store *s, struct ty_err *err);
 
 /*
  * Gives IAM user name (whose id is uid) a login profile with password (checked against the
@@ -86,16 +84,16 @@ int console_login_policy_delete(struct store *s, struct ty_err *err);
  * PasswordResetRequired, -1 = keep (update only). Clears the user's failed sign-ins.
  * 0, -TY_EINVAL (policy), -TY_EINUSE, -TY_ENOTFOUND, -TY_EREDIS, -TY_EINTERNAL.
  */
-int console_login_put(struct store *s, const char *name, const char *uid, const char *password,
-                      int replace, int reset, double now, struct ty_err *err);
+int password_put(struct store *s, const char *name, const char *uid, const char *password,
+                 int replace, int reset, double now, struct ty_err *err);
 
 /* The login profile of name (uid: the user's current id). OUT: *created, *reset. 0 or
    -TY_ENOTFOUND (none, or one made for an earlier user of that name). */
-int console_login_get(struct store *s, const char *name, const char *uid, double *created,
-                      int *reset, struct ty_err *err);
+int password_get(struct store *s, const char *name, const char *uid, double *created, int *reset,
+                 struct ty_err *err);
 
 /* Deletes name's login profile. 0, -TY_ENOTFOUND, -TY_EREDIS. */
-int console_login_delete(struct store *s, const char *name, struct ty_err *err);
+int password_delete(struct store *s, const char *name, struct ty_err *err);
 
 /*
  * One sign-in attempt of IAM user name from source (the client's address; borrowed; uid: its
@@ -107,21 +105,21 @@ int console_login_delete(struct store *s, const char *name, struct ty_err *err);
  * source must wait ("Too many failed sign-in attempts. Try again in N seconds."; nothing is
  * checked nor counted), -TY_EREDIS.
  */
-int console_login_attempt(struct store *s, const char *name, const char *uid, const char *password,
-                          const char *source, int *reset, struct ty_err *err);
+int password_attempt(struct store *s, const char *name, const char *uid, const char *password,
+                     const char *source, int *reset, struct ty_err *err);
 
 /*
  * ChangePassword of IAM user name (uid: its current id): old_password must be its password
- * (checked as a sign-in attempt from CONSOLE_LOGIN_API_SOURCE: a wrong one counts there),
+ * (checked as a sign-in attempt from PASSWORD_API_SOURCE: a wrong one counts there),
  * new_password must pass the account policy and differ from the old one. The new password is stored
  * and PasswordResetRequired cleared. 0, -TY_EDENIED (wrong old password), -TY_ETHROTTLE (waiting
  * out), -TY_ENOTFOUND (no login profile), -TY_EPWPOLICY, -TY_EREDIS, -TY_EINTERNAL.
  */
-int console_login_change(struct store *s, const char *name, const char *uid,
-                         const char *old_password, const char *new_password, struct ty_err *err);
+int password_change(struct store *s, const char *name, const char *uid, const char *old_password,
+                    const char *new_password, struct ty_err *err);
 
 /* 1 when IAM user name (uid) has a login profile whose PasswordResetRequired is set. */
-int console_login_reset_required(struct store *s, const char *name, const char *uid);
+int password_reset_required(struct store *s, const char *name, const char *uid);
 
 /*
  * --admin-password-file: gives IAM user "admin" (store_iam_bootstrap_admin's) a login profile
@@ -130,6 +128,6 @@ int console_login_reset_required(struct store *s, const char *name, const char *
  * file), -TY_EINVAL (empty, or against the password policy: the message says which rule),
  * -TY_ENOTFOUND (no admin user), -TY_EREDIS.
  */
-int console_login_bootstrap(struct store *s, const char *path, struct ty_err *err);
+int password_bootstrap(struct store *s, const char *path, struct ty_err *err);
 
 #endif

@@ -1,11 +1,11 @@
 /*
- * console_login.c - login profiles, the password policy, the KDF and the sign-in throttle
- * (console_login.h).
+ * ops/password.c - login profiles, the password policy, the KDF and the sign-in throttle
+ * (password.h).
  *
  * Invariants: a password reaches only the KDF (never a key, a log line or a reply). The
  * Redis side (keys, replies) is store_login.c's.
  */
-#include "console_login.h"
+#include "password.h"
 
 #include <ctype.h>
 #include <openssl/crypto.h>
@@ -22,12 +22,12 @@
 
 /* A dummy hash verified for unknown users (same iteration count: same time). */
 #define LOGIN_DUMMY                                                                                \
-    CONSOLE_LOGIN_SCHEME "$310000$00000000000000000000000000000000$"                               \
-                         "0000000000000000000000000000000000000000000000000000000000000000"
+    PASSWORD_SCHEME "$310000$00000000000000000000000000000000$"                                    \
+                    "0000000000000000000000000000000000000000000000000000000000000000"
 
 /* ---- the password policy ---- */
 
-void console_login_policy_default(struct console_login_policy *p)
+void password_policy_default(struct password_policy *p)
 {
     memset(p, 0, sizeof(*p));
     p->min_length = 8;
@@ -40,8 +40,7 @@ static int login_is_symbol(int c)
     return c && strchr("!@#$%^&*()_+-=[]{}|'", c) != NULL;
 }
 
-int console_login_policy_check(const struct console_login_policy *p, const char *password,
-                               struct ty_err *err)
+int password_policy_check(const struct password_policy *p, const char *password, struct ty_err *err)
 {
     int up = 0, lo = 0, num = 0, sym = 0;
     size_t n = strlen(password);
@@ -56,9 +55,9 @@ int console_login_policy_check(const struct console_login_policy *p, const char 
         num |= isdigit(ch) != 0;
         sym |= login_is_symbol(ch);
     }
-    if (n > CONSOLE_LOGIN_PW_MAX)
+    if (n > PASSWORD_PW_MAX)
         return ty_err_set(err, TY_EPWPOLICY, "Password",
-                          "Password should have at most %d characters", CONSOLE_LOGIN_PW_MAX);
+                          "Password should have at most %d characters", PASSWORD_PW_MAX);
     if ((int)n < p->min_length)
         return ty_err_set(err, TY_EPWPOLICY, "Password",
                           "Password should have a minimum length of %d", p->min_length);
@@ -108,46 +107,44 @@ static int login_unhex(const char *in, size_t len, unsigned char *out, size_t n)
 }
 
 static int login_kdf(const char *password, const unsigned char *salt, int iter,
-                     unsigned char key[CONSOLE_LOGIN_KEY])
+                     unsigned char key[PASSWORD_KEY])
 {
-    return PKCS5_PBKDF2_HMAC(password, (int)strlen(password), salt, CONSOLE_LOGIN_SALT, iter,
-                             EVP_sha256(), CONSOLE_LOGIN_KEY, key) == 1
+    return PKCS5_PBKDF2_HMAC(password, (int)strlen(password), salt, PASSWORD_SALT, iter,
+                             EVP_sha256(), PASSWORD_KEY, key) == 1
                ? 0
                : -1;
 }
 
-int console_login_hash(const char *password, int iterations, char *out, size_t n,
-                       struct ty_err *err)
+int password_hash(const char *password, int iterations, char *out, size_t n, struct ty_err *err)
 {
-    unsigned char salt[CONSOLE_LOGIN_SALT], key[CONSOLE_LOGIN_KEY];
-    char salth[2 * CONSOLE_LOGIN_SALT + 1], keyh[2 * CONSOLE_LOGIN_KEY + 1];
+    unsigned char salt[PASSWORD_SALT], key[PASSWORD_KEY];
+    char salth[2 * PASSWORD_SALT + 1], keyh[2 * PASSWORD_KEY + 1];
 
-    if (!password || strlen(password) > CONSOLE_LOGIN_PW_MAX || n < CONSOLE_LOGIN_HASH_MAX ||
-        iterations < 1)
+    if (!password || strlen(password) > PASSWORD_PW_MAX || n < PASSWORD_HASH_MAX || iterations < 1)
         return ty_err_set(err, TY_EINVAL, "Password", "Password cannot be hashed");
     if (RAND_bytes(salt, sizeof(salt)) != 1 || login_kdf(password, salt, iterations, key) != 0)
         return ty_err_set(err, TY_EINTERNAL, NULL, "cannot hash the password");
     ty_hex_encode(salt, sizeof(salt), salth);
     ty_hex_encode(key, sizeof(key), keyh);
     OPENSSL_cleanse(key, sizeof(key));
-    snprintf(out, n, "%s$%d$%s$%s", CONSOLE_LOGIN_SCHEME, iterations, salth, keyh);
+    snprintf(out, n, "%s$%d$%s$%s", PASSWORD_SCHEME, iterations, salth, keyh);
     return 0;
 }
 
-int console_login_verify(const char *password, const char *encoded)
+int password_verify(const char *password, const char *encoded)
 {
-    unsigned char salt[CONSOLE_LOGIN_SALT], want[CONSOLE_LOGIN_KEY], got[CONSOLE_LOGIN_KEY];
+    unsigned char salt[PASSWORD_SALT], want[PASSWORD_KEY], got[PASSWORD_KEY];
     const char *p, *d1, *d2;
     char *end;
     long iter;
     int ok;
 
-    if (!password || !encoded || strlen(password) > CONSOLE_LOGIN_PW_MAX)
+    if (!password || !encoded || strlen(password) > PASSWORD_PW_MAX)
         return 0;
     p = encoded;
-    if (strncmp(p, CONSOLE_LOGIN_SCHEME "$", sizeof(CONSOLE_LOGIN_SCHEME)) != 0)
+    if (strncmp(p, PASSWORD_SCHEME "$", sizeof(PASSWORD_SCHEME)) != 0)
         return 0;
-    p += sizeof(CONSOLE_LOGIN_SCHEME);
+    p += sizeof(PASSWORD_SCHEME);
     iter = strtol(p, &end, 10);
     if (end == p || *end != '$' || iter < 1 || iter > 100000000)
         return 0;
@@ -171,14 +168,14 @@ static int login_no_profile(struct ty_err *err, const char *name)
 
 /* ---- the policy in the store ---- */
 
-int console_login_policy_get(struct store *s, struct console_login_policy *p, struct ty_err *err)
+int password_policy_get(struct store *s, struct password_policy *p, struct ty_err *err)
 {
     char *text;
     json_t *doc;
     int rc = store_login_policy_get(s, &text, err);
     if (rc)
         return rc;
-    console_login_policy_default(p);
+    password_policy_default(p);
     if (!text)
         return 0;
     doc = json_loads(text, 0, NULL);
@@ -198,8 +195,7 @@ int console_login_policy_get(struct store *s, struct console_login_policy *p, st
     return 0;
 }
 
-int console_login_policy_put(struct store *s, const struct console_login_policy *p,
-                             struct ty_err *err)
+int password_policy_put(struct store *s, const struct password_policy *p, struct ty_err *err)
 {
     json_t *doc =
         json_pack("{s:i,s:b,s:b,s:b,s:b,s:b}", "MinimumPasswordLength", p->min_length,
@@ -216,7 +212,7 @@ int console_login_policy_put(struct store *s, const struct console_login_policy 
     return rc;
 }
 
-int console_login_policy_delete(struct store *s, struct ty_err *err)
+int password_policy_delete(struct store *s, struct ty_err *err)
 {
     int rc = store_login_policy_delete(s, err);
     if (rc == 0)
@@ -227,11 +223,11 @@ int console_login_policy_delete(struct store *s, struct ty_err *err)
 
 /* ---- login profiles ---- */
 
-int console_login_put(struct store *s, const char *name, const char *uid, const char *password,
-                      int replace, int reset, double now, struct ty_err *err)
+int password_put(struct store *s, const char *name, const char *uid, const char *password,
+                 int replace, int reset, double now, struct ty_err *err)
 {
-    char hash[CONSOLE_LOGIN_HASH_MAX] = "", olduid[64];
-    struct console_login_policy pol;
+    char hash[PASSWORD_HASH_MAX] = "", olduid[64];
+    struct password_policy pol;
     double oc = 0;
     int oreset = 0, rc;
 
@@ -249,12 +245,11 @@ int console_login_put(struct store *s, const char *name, const char *uid, const 
     if (replace && rc != 0)
         return login_no_profile(err, name);
     if (password) {
-        if ((rc = console_login_policy_get(s, &pol, err)) != 0)
+        if ((rc = password_policy_get(s, &pol, err)) != 0)
             return rc;
-        if ((rc = console_login_policy_check(&pol, password, err)) != 0)
+        if ((rc = password_policy_check(&pol, password, err)) != 0)
             return rc;
-        if ((rc = console_login_hash(password, CONSOLE_LOGIN_ITERATIONS, hash, sizeof(hash),
-                                     err)) != 0)
+        if ((rc = password_hash(password, PASSWORD_ITERATIONS, hash, sizeof(hash), err)) != 0)
             return rc;
     }
     rc = store_login_write(s, name, hash[0] ? hash : NULL, uid, replace ? oc : now,
@@ -263,8 +258,8 @@ int console_login_put(struct store *s, const char *name, const char *uid, const 
     return rc;
 }
 
-int console_login_get(struct store *s, const char *name, const char *uid, double *created,
-                      int *reset, struct ty_err *err)
+int password_get(struct store *s, const char *name, const char *uid, double *created, int *reset,
+                 struct ty_err *err)
 {
     char olduid[64];
     double c = 0;
@@ -279,7 +274,7 @@ int console_login_get(struct store *s, const char *name, const char *uid, double
     return 0;
 }
 
-int console_login_delete(struct store *s, const char *name, struct ty_err *err)
+int password_delete(struct store *s, const char *name, struct ty_err *err)
 {
     int rc = store_login_delete(s, name, err);
     if (rc == 0 || rc == -TY_EINVAL)
@@ -294,28 +289,28 @@ static int login_denied(struct ty_err *err)
 }
 
 /* How long source waits after its n-th failed sign-in of a user: none for the first
-   CONSOLE_LOGIN_FREE_FAILS - 1, then 1 s, doubling up to CONSOLE_LOGIN_WAIT_MAX_S. */
+   PASSWORD_FREE_FAILS - 1, then 1 s, doubling up to PASSWORD_WAIT_MAX_S. */
 static long long login_wait_ms(long long n)
 {
     long long ms = 1000;
-    if (n < CONSOLE_LOGIN_FREE_FAILS)
+    if (n < PASSWORD_FREE_FAILS)
         return 0;
-    for (long long i = CONSOLE_LOGIN_FREE_FAILS; i < n && ms < CONSOLE_LOGIN_WAIT_MAX_S * 1000; i++)
+    for (long long i = PASSWORD_FREE_FAILS; i < n && ms < PASSWORD_WAIT_MAX_S * 1000; i++)
         ms *= 2;
-    return ms < CONSOLE_LOGIN_WAIT_MAX_S * 1000 ? ms : CONSOLE_LOGIN_WAIT_MAX_S * 1000;
+    return ms < PASSWORD_WAIT_MAX_S * 1000 ? ms : PASSWORD_WAIT_MAX_S * 1000;
 }
 
-int console_login_attempt(struct store *s, const char *name, const char *uid, const char *password,
-                          const char *source, int *reset, struct ty_err *err)
+int password_attempt(struct store *s, const char *name, const char *uid, const char *password,
+                     const char *source, int *reset, struct ty_err *err)
 {
-    char hash[CONSOLE_LOGIN_HASH_MAX], olduid[64];
+    char hash[PASSWORD_HASH_MAX], olduid[64];
     double created = 0;
     int rs = 0, rc, ok;
     long long wait_ms = 0, n;
 
     rc = store_login_wait(s, name, source, &wait_ms, err);
     if (rc == -TY_EINVAL) {
-        console_login_verify(password, LOGIN_DUMMY);
+        password_verify(password, LOGIN_DUMMY);
         return login_denied(err);
     }
     if (rc)
@@ -328,9 +323,9 @@ int console_login_attempt(struct store *s, const char *name, const char *uid, co
     if (rc != 0 && rc != -TY_ENOTFOUND)
         return rc;
     if (rc == 0 && uid[0] && strcmp(olduid, uid) == 0) {
-        ok = console_login_verify(password, hash);
+        ok = password_verify(password, hash);
     } else {
-        console_login_verify(password, LOGIN_DUMMY);
+        password_verify(password, LOGIN_DUMMY);
         ok = 0;
     }
     OPENSSL_cleanse(hash, sizeof(hash));
@@ -340,21 +335,21 @@ int console_login_attempt(struct store *s, const char *name, const char *uid, co
         return 0;
     }
     /* the window restarts at each failure; from the FREE_FAILS-th on, the source waits */
-    n = store_login_fail(s, name, source, CONSOLE_LOGIN_WINDOW_S);
+    n = store_login_fail(s, name, source, PASSWORD_WINDOW_S);
     store_login_hold(s, name, source, login_wait_ms(n));
     return login_denied(err);
 }
 
-int console_login_change(struct store *s, const char *name, const char *uid,
-                         const char *old_password, const char *new_password, struct ty_err *err)
+int password_change(struct store *s, const char *name, const char *uid, const char *old_password,
+                    const char *new_password, struct ty_err *err)
 {
     double created;
     int reset, rc;
 
-    if ((rc = console_login_get(s, name, uid, &created, &reset, err)) != 0)
+    if ((rc = password_get(s, name, uid, &created, &reset, err)) != 0)
         return rc;
-    if ((rc = console_login_attempt(s, name, uid, old_password, CONSOLE_LOGIN_API_SOURCE, &reset,
-                                    err)) != 0) {
+    if ((rc = password_attempt(s, name, uid, old_password, PASSWORD_API_SOURCE, &reset, err)) !=
+        0) {
         if (rc == -TY_EDENIED)
             return ty_err_set(err, TY_EDENIED, "OldPassword",
                               "The old password you entered is incorrect.");
@@ -363,23 +358,23 @@ int console_login_change(struct store *s, const char *name, const char *uid,
     if (strcmp(old_password, new_password) == 0)
         return ty_err_set(err, TY_EPWPOLICY, "NewPassword",
                           "Password should not be the same as the old password");
-    return console_login_put(s, name, uid, new_password, 1, 0, (double)time(NULL), err);
+    return password_put(s, name, uid, new_password, 1, 0, (double)time(NULL), err);
 }
 
-int console_login_reset_required(struct store *s, const char *name, const char *uid)
+int password_reset_required(struct store *s, const char *name, const char *uid)
 {
     struct ty_err err;
     double created;
     int reset = 0;
     ty_err_clear(&err);
-    if (console_login_get(s, name, uid, &created, &reset, &err) != 0)
+    if (password_get(s, name, uid, &created, &reset, &err) != 0)
         return 0;
     return reset != 0;
 }
 
-int console_login_bootstrap(struct store *s, const char *path, struct ty_err *err)
+int password_bootstrap(struct store *s, const char *path, struct ty_err *err)
 {
-    char pw[CONSOLE_LOGIN_PW_MAX + 4];
+    char pw[PASSWORD_PW_MAX + 4];
     struct store_iam_user u;
     double created;
     int reset, rc;
@@ -388,7 +383,7 @@ int console_login_bootstrap(struct store *s, const char *path, struct ty_err *er
 
     if ((rc = store_iam_user_get(s, "admin", &u, NULL, err)) != 0)
         return rc;
-    if (console_login_get(s, u.name, u.id, &created, &reset, err) == 0)
+    if (password_get(s, u.name, u.id, &created, &reset, err) == 0)
         return 0;
     ty_err_clear(err);
     f = fopen(path, "r");
@@ -402,7 +397,7 @@ int console_login_bootstrap(struct store *s, const char *path, struct ty_err *er
     if (n == 0) {
         rc = ty_err_set(err, TY_EINVAL, "admin-password-file", "'%s' holds no password", path);
     } else {
-        rc = console_login_put(s, u.name, u.id, pw, 0, 0, (double)time(NULL), err);
+        rc = password_put(s, u.name, u.id, pw, 0, 0, (double)time(NULL), err);
     }
     OPENSSL_cleanse(pw, sizeof(pw));
     return rc;
