@@ -22,7 +22,7 @@ static struct store_script quota_script =
     STORE_SCRIPT_INIT(store__lua_quota_count, "quota_count.lua");
 
 /* prefix + id into buf; -TY_EINVAL when id is empty, has ':' or ' ', or does not fit. */
-static int quota__key(char *buf, size_t n, const char *prefix, const char *id, struct ty_err *err)
+static int quota_key(char *buf, size_t n, const char *prefix, const char *id, struct ty_err *err)
 {
     int w;
     if (!id || !*id || strchr(id, ':') || strchr(id, ' '))
@@ -34,8 +34,8 @@ static int quota__key(char *buf, size_t n, const char *prefix, const char *id, s
 }
 
 /* Runs the script; 0, 1 with *used on its "LIMIT <n>" error, or -TY_EREDIS with err. */
-static int quota__eval(struct store *s, int nargs, const char *const *argv, long *used,
-                       struct ty_err *err)
+static int quota_eval(struct store *s, int nargs, const char *const *argv, long *used,
+                      struct ty_err *err)
 {
     redisReply *r = store_script_eval(s, &quota_script, 2, nargs, argv, NULL, err);
     int rc = 0;
@@ -61,7 +61,7 @@ int store_quota_jobs_reserve(struct store *s, const char *instance_type, const c
     char key[256], snow[40], sn[24], slim[24], sttl[16];
     const char *argv[8];
 
-    if (quota__key(key, sizeof(key), "ty:quota:jobs:", instance_type, err) < 0)
+    if (quota_key(key, sizeof(key), "ty:quota:jobs:", instance_type, err) < 0)
         return -TY_EINVAL;
     snprintf(snow, sizeof(snow), "%.3f", now);
     snprintf(sn, sizeof(sn), "%ld", instances);
@@ -75,7 +75,7 @@ int store_quota_jobs_reserve(struct store *s, const char *instance_type, const c
     argv[5] = sn;
     argv[6] = slim;
     argv[7] = sttl;
-    return quota__eval(s, 8, argv, used, err);
+    return quota_eval(s, 8, argv, used, err);
 }
 
 void store_quota_jobs_release(struct store *s, const char *instance_type, const char *job_name)
@@ -84,18 +84,18 @@ void store_quota_jobs_release(struct store *s, const char *instance_type, const 
     const char *argv[5];
     struct ty_err err;
 
-    if (quota__key(key, sizeof(key), "ty:quota:jobs:", instance_type, &err) < 0)
+    if (quota_key(key, sizeof(key), "ty:quota:jobs:", instance_type, &err) < 0)
         return;
     argv[0] = "ty:idx:job:status:InProgress";
     argv[1] = key;
     argv[2] = "job_release";
     argv[3] = "0";
     argv[4] = job_name;
-    (void)quota__eval(s, 5, argv, NULL, &err);
+    (void)quota_eval(s, 5, argv, NULL, &err);
 }
 
 /* The kind's key prefixes: the parent's set of children and the children's records. */
-static void quota__kind(enum store_quota_kind kind, const char **kids, const char **child)
+static void quota_kind(enum store_quota_kind kind, const char **kids, const char **child)
 {
     if (kind == STORE_QUOTA_APPS_OF_PROFILE) {
         *kids = "user-profile:";
@@ -107,15 +107,15 @@ static void quota__kind(enum store_quota_kind kind, const char **kids, const cha
 }
 
 /* The three keys of kind/parent_id/child_id; -TY_EINVAL with err when an id is bad. */
-static int quota__kid_keys(enum store_quota_kind kind, const char *parent_id, const char *child_id,
-                           char kids[512], char resv[512], char child[512],
-                           const char **child_prefix, struct ty_err *err)
+static int quota_kid_keys(enum store_quota_kind kind, const char *parent_id, const char *child_id,
+                          char kids[512], char resv[512], char child[512],
+                          const char **child_prefix, struct ty_err *err)
 {
     const char *kp;
     char pk[256];
 
-    quota__kind(kind, &kp, child_prefix);
-    if (quota__key(pk, sizeof(pk), kp, parent_id, err) < 0 ||
+    quota_kind(kind, &kp, child_prefix);
+    if (quota_key(pk, sizeof(pk), kp, parent_id, err) < 0 ||
         snprintf(kids, 512, "ty:kids:%s", pk) >= 512 ||
         snprintf(resv, 512, "ty:quota:kids:%s", pk) >= 512 || !child_id ||
         snprintf(child, 512, "%s%s", *child_prefix, child_id) >= 512)
@@ -130,7 +130,7 @@ int store_quota_kids_reserve(struct store *s, enum store_quota_kind kind, const 
     char kids[512], resv[512], child[512], snow[40], slim[24], sttl[16];
     const char *argv[8], *prefix;
 
-    if (quota__kid_keys(kind, parent_id, child_id, kids, resv, child, &prefix, err) < 0)
+    if (quota_kid_keys(kind, parent_id, child_id, kids, resv, child, &prefix, err) < 0)
         return -TY_EINVAL;
     snprintf(snow, sizeof(snow), "%.3f", now);
     snprintf(slim, sizeof(slim), "%ld", limit);
@@ -143,7 +143,7 @@ int store_quota_kids_reserve(struct store *s, enum store_quota_kind kind, const 
     argv[5] = slim;
     argv[6] = child;
     argv[7] = sttl;
-    return quota__eval(s, 8, argv, used, err);
+    return quota_eval(s, 8, argv, used, err);
 }
 
 void store_quota_kids_release(struct store *s, enum store_quota_kind kind, const char *parent_id,
@@ -153,12 +153,12 @@ void store_quota_kids_release(struct store *s, enum store_quota_kind kind, const
     const char *argv[5], *prefix;
     struct ty_err err;
 
-    if (quota__kid_keys(kind, parent_id, child_id, kids, resv, child, &prefix, &err) < 0)
+    if (quota_kid_keys(kind, parent_id, child_id, kids, resv, child, &prefix, &err) < 0)
         return;
     argv[0] = kids;
     argv[1] = resv;
     argv[2] = "kids_release";
     argv[3] = "0";
     argv[4] = child;
-    (void)quota__eval(s, 5, argv, NULL, &err);
+    (void)quota_eval(s, 5, argv, NULL, &err);
 }
