@@ -10,7 +10,7 @@
 
 #include "objstore_remote.h"
 
-#include "store_int.h"
+#include "store_raw.h"
 #include "ty_buf.h"
 #include "ty_codec.h"
 #include "ty_fs.h"

@@ -6,7 +6,7 @@
 #include "objstore_int.h"
 #include "objstore_remote.h"
 
-#include "store_int.h"
+#include "store_raw.h"
 
 #include <hiredis/hiredis.h>
 #include <openssl/evp.h>

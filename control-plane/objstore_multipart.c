@@ -7,7 +7,7 @@
 #include "objstore.h"
 #include "objstore_int.h"
 
-#include "store_int.h"
+#include "store_raw.h"
 #include "ty_codec.h"
 
 #include "ty_crc32c.h"

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "store.h"
+#include "store_raw.h"
 #include "ty_err.h"
 
 struct redisContext;
@@ -90,22 +91,8 @@ struct redisContext *store__dial(struct store *s, struct ty_err *err);
 struct redisReply *store__cmd(struct store *s, int argc, const char **argv, const size_t *lens,
                               int timeout_ms, struct ty_err *err);
 
-/* As store__cmd for a list of at most 32 C strings terminated by NULL. */
-struct redisReply *store__cmdv(struct store *s, struct ty_err *err, const char *arg0, ...)
-    __attribute__((sentinel));
-
-/*
- * Runs n commands in one pipeline (cmds[i] is argc[i] C strings). OUT: replies[i] (new each)
- * on success. 0 or -TY_EREDIS; on failure nothing is left in replies.
- */
-int store__pipeline(struct store *s, size_t n, const int *argc, const char *const *const *argv,
-                    struct redisReply **replies, struct ty_err *err);
-
 /* SET key to value's compact JSON text with a TTL of ttl_s seconds (>= 1). 0 or -TY_E*. */
 int store__set_json_ex(struct store *s, const char *key, const json_t *value, int ttl_s,
                        struct ty_err *err);
-
-/* Sets err from an error reply or an unexpected reply type; returns -TY_EREDIS. */
-int store__reply_err(const struct redisReply *r, const char *what, struct ty_err *err);
 
 #endif
