@@ -15,18 +15,35 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # folder -> what it holds (the order of the map)
 WHAT = {
-    "control-plane/core": "shared core (`ty_core`): errors (`TY_ERR_MAP`), logger, bounded buffers, "
-                          "XML reader, options, hex/percent decoding, CRC-32C, `mkdir -p`, random "
-                          "strings, wait deadlines",
-    "control-plane": "the server's libraries (docs/design.md): HTTP, dispatch, authentication "
-                     "(SigV4, sessions), IAM policies, validation from `api/`, Redis state, queue "
-                     "and scripts, the object store, the console",
-    "control-plane/ops": "operations: training jobs, tags, CloudWatch Logs, IAM, STS, S3, "
-                         "Studio, tuning",
+    "control-plane": "the control plane, one folder per library (docs/design.md), each with "
+                     "its public headers in `include/`",
+    "control-plane/core": "`ty_core`: errors (`TY_ERR_MAP`), logger, bounded buffers, XML reader, "
+                          "options, decoding, CRC-32C, `mkdir -p`, random strings, clocks, "
+                          "name/value pairs",
+    "control-plane/sigv4": "`ty_sigv4`: SigV4 and SigV2 signing and verification",
+    "control-plane/iam": "`ty_iam`: IAM policy parsing, validation and evaluation",
+    "control-plane/apimodel": "`ty_apimodel`: the AWS service model (`api/`) and request "
+                              "validation",
+    "control-plane/tuning": "`ty_tuning`: hyperparameter tuning strategies (pure)",
+    "control-plane/s3uri": "`ty_s3uri`: `s3://bucket/key` parsing",
+    "control-plane/store": "`ty_store`: Redis state, the queue, sessions, quotas' records",
+    "control-plane/store/lua": "the Lua scripts of every atomic state change (compiled in)",
+    "control-plane/authz": "`ty_authz`: authorisation of every call",
+    "control-plane/http": "`ty_http`: the HTTP server (libmicrohttpd) and request metrics",
+    "control-plane/objstore": "`ty_objstore`: the embedded and the external object store, the S3 "
+                              "client",
+    "control-plane/front": "`ty_front`: the request context, the per-thread worker, "
+                           "authentication",
+    "control-plane/s3api": "`ty_s3api`: the S3 REST API",
+    "control-plane/docker": "`ty_docker`: the Docker Engine API client",
     "control-plane/agent": "the agent: queue -> hardened containers through the Docker Engine "
                            "API; staging, confined file I/O, the API relay, network fences, "
                            "artifacts, warm pools",
-    "control-plane/lua": "the Lua scripts of every atomic state change (compiled in)",
+    "control-plane/ops": "`ty_ops`: training jobs, tags, Logs, CloudWatch, IAM, STS, Studio, "
+                         "tuning, quotas, the operation table",
+    "control-plane/console": "`ty_console`: the web console",
+    "control-plane/server": "`ty_server` and `trainyard-server`: the router, the private Redis, "
+                            "main",
     "api": "the SageMaker and Logs service-model subset (from botocore) and its extractor",
     "openapi": "`openapi.yaml`, generated from `api/`, drift-checked by a test",
     "runtime-image": "`trainyard-train` (SageMaker's container contract), the built-in trainer, "
@@ -44,8 +61,12 @@ WHAT = {
 }
 
 # folders whose C files are read for prefixes (the others list none)
-PREFIX_DIRS = {"control-plane/core", "control-plane", "control-plane/ops", "control-plane/agent",
-               "runtime-image"}
+PREFIX_DIRS = {"control-plane/core", "control-plane/sigv4", "control-plane/iam",
+               "control-plane/apimodel", "control-plane/tuning", "control-plane/s3uri",
+               "control-plane/store", "control-plane/authz", "control-plane/http",
+               "control-plane/objstore", "control-plane/front", "control-plane/s3api",
+               "control-plane/docker", "control-plane/agent", "control-plane/ops",
+               "control-plane/console", "control-plane/server", "runtime-image"}
 
 
 # folders whose libraries have one public prefix

@@ -18,7 +18,7 @@
 
 #include "access.h"
 #include "fence.h"
-#include "metrics.h"
+#include "metricdefs.h"
 #include "outbox.h"
 #include "prof.h"
 #include "reap.h"
@@ -333,7 +333,7 @@ int run__conclude(struct run_ctx *r, enum run_outcome out)
         out = RUN_EXITED;
     r->t_end = run__now();
     run__drain_logs(r);
-    if (r->h[0].logs && metrics_count(r->h[0].logs->metrics) > 0) {
+    if (r->h[0].logs && metricdefs_count(r->h[0].logs->metrics) > 0) {
         /* the last values, recorded before the upload (in the outbox while Redis is away):
            an agent that takes the ended job over after this one died reads no log again */
         json_t *fm = json_object();

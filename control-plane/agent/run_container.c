@@ -14,7 +14,7 @@
 #include "gpumetrics.h"
 #include "instances.h"
 #include "instmetrics.h"
-#include "metrics.h"
+#include "metricdefs.h"
 #include "prof.h"
 #include "reap.h"
 #include "relay.h"
@@ -412,7 +412,7 @@ int run__start_logs(struct run_ctx *r, struct run_host *h, long skip)
     l->docker_host = strdup(r->a->cfg.docker_host);
     l->batch = json_array();
     l->mpend = json_array();
-    l->metrics = metrics_new(r->sp.metric_defs);
+    l->metrics = metricdefs_new(r->sp.metric_defs);
     run__fmt(l->container, sizeof(l->container), "%s", h->cid);
     run__fmt(l->job, sizeof(l->job), "%s", r->job);
     run__fmt(l->region, sizeof(l->region), "%s", r->region);
@@ -683,7 +683,7 @@ enum run_outcome run__supervise(struct run_ctx *r)
         }
         if (now >= next_metrics && r->h[0].logs) {
             int changed = 0;
-            json_t *m = metrics_final(r->h[0].logs->metrics, &changed);
+            json_t *m = metricdefs_final(r->h[0].logs->metrics, &changed);
             next_metrics = now + RUN_METRICS_MS / 1000.0;
             if (changed && m && json_array_size(m) > 0) {
                 json_t *set = json_pack("{s:O}", "FinalMetricDataList", m);

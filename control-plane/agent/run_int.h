@@ -46,11 +46,11 @@ struct run_logs {
     char stream[128]; /* <job>/algo-1-<epoch> */
     char region[32];  /* for the log stream ARN, from the job ARN */
     char account[32];
-    struct metrics *metrics; /* owned; thread-safe itself */
-    pthread_mutex_t mu;      /* guards the members below and serialises appends */
-    pthread_cond_t cv;       /* signalled when done is set */
-    json_t *batch;           /* events not yet appended */
-    json_t *mpend;           /* metric points not yet put: [[def, ts, seq, value], ...] */
+    struct metricdefs *metrics; /* owned; thread-safe itself */
+    pthread_mutex_t mu;         /* guards the members below and serialises appends */
+    pthread_cond_t cv;          /* signalled when done is set */
+    json_t *batch;              /* events not yet appended */
+    json_t *mpend;              /* metric points not yet put: [[def, ts, seq, value], ...] */
     size_t batch_bytes;
     int done;        /* the reader returned */
     long dropped;    /* events dropped while Redis refused them */

@@ -10,7 +10,7 @@
  */
 #include "run_int.h"
 
-#include "metrics.h"
+#include "metricdefs.h"
 #include "ty_log.h"
 
 #include <string.h>
@@ -31,7 +31,7 @@ void run__logs_unref(struct run_logs *l)
         return;
     json_decref(l->batch);
     json_decref(l->mpend);
-    metrics_free(l->metrics);
+    metricdefs_free(l->metrics);
     free(l->redis_url);
     free(l->docker_host);
     pthread_mutex_destroy(&l->mu);
@@ -43,12 +43,12 @@ void run__logs_unref(struct run_logs *l)
    most RUN_MPEND_MAX (the oldest go). Call with l->mu held. */
 void run__metrics_collect(struct run_logs *l)
 {
-    struct metrics_point pts[256];
+    struct metricdefs_point pts[256];
     size_t n;
 
     if (!l->metrics || !l->mpend)
         return;
-    while ((n = metrics_take(l->metrics, pts, 256)) > 0) {
+    while ((n = metricdefs_take(l->metrics, pts, 256)) > 0) {
         for (size_t i = 0; i < n; i++)
             json_array_append_new(l->mpend,
                                   json_pack("[i, I, I, f]", pts[i].def, (json_int_t)pts[i].ts_ms,
@@ -128,20 +128,22 @@ static void run_metrics_push(struct run_logs *l, struct store *s)
         json_decref(dims);
         return;
     }
-    for (int def = 0; def < metrics_count(l->metrics) && !failed; def++) {
+    for (int def = 0; def < metricdefs_count(l->metrics) && !failed; def++) {
         size_t from = 0, k;
         while (!failed && (k = run__metrics_of(l, def, &from, sp, 256)) > 0) {
             struct ty_err err;
-            int rc = store_metrics_put(s, STORE_METRICS_NS_SAGEMAKER, metrics_name(l->metrics, def),
-                                       dims, sp, k, run__now_ms(), &err);
+            int rc =
+                store_metrics_put(s, STORE_METRICS_NS_SAGEMAKER, metricdefs_name(l->metrics, def),
+                                  dims, sp, k, run__now_ms(), &err);
             if (rc == 0) {
                 run__metrics_job_seq(l, sp, k);
-                rc = store_metrics_put(s, STORE_METRICS_NS_SAGEMAKER, metrics_name(l->metrics, def),
-                                       jdims, sp, k, run__now_ms(), &err);
+                rc = store_metrics_put(s, STORE_METRICS_NS_SAGEMAKER,
+                                       metricdefs_name(l->metrics, def), jdims, sp, k,
+                                       run__now_ms(), &err);
             }
             if (rc != 0) {
                 ty_log(TY_LOG_WARN, "agent.metrics.put_failed", "job=%s metric='%s' error='%s'",
-                       l->job, metrics_name(l->metrics, def), err.msg);
+                       l->job, metricdefs_name(l->metrics, def), err.msg);
                 failed = 1;
             }
         }
@@ -223,7 +225,7 @@ static int run_logs_line(const char *line, size_t len, int64_t ts_ms, int is_std
     l->last_ts = ts_ms;
     pthread_mutex_unlock(&l->mu);
     if (idx >= rd->fed) {
-        metrics_feed(l->metrics, rd->line, len, ts_ms);
+        metricdefs_feed(l->metrics, rd->line, len, ts_ms);
         rd->fed = idx + 1;
     }
     if (idx < rd->kept)

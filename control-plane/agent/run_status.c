@@ -9,7 +9,7 @@
  */
 #include "run_int.h"
 
-#include "metrics.h"
+#include "metricdefs.h"
 #include "outbox.h"
 #include "ty_log.h"
 
@@ -82,16 +82,16 @@ static void run_metrics_spill(struct run_ctx *r, struct run_logs *l)
     run__metrics_collect(l);
     if (json_array_size(l->mpend) == 0 || !(dims = run__metrics_dims(l)))
         return;
-    for (int def = 0; def < metrics_count(l->metrics); def++) {
+    for (int def = 0; def < metricdefs_count(l->metrics); def++) {
         size_t from = 0, k;
         while ((k = run__metrics_of(l, def, &from, sp, 256)) > 0) {
             int rc = outbox_metrics(r->a->cfg.data_dir, r->job, STORE_METRICS_NS_SAGEMAKER,
-                                    metrics_name(l->metrics, def), dims, sp, k, &err);
+                                    metricdefs_name(l->metrics, def), dims, sp, k, &err);
             json_t *jdims = rc == 0 ? run__metrics_job_dims(l) : NULL;
             if (jdims) {
                 run__metrics_job_seq(l, sp, k);
                 rc = outbox_metrics(r->a->cfg.data_dir, r->job, STORE_METRICS_NS_SAGEMAKER,
-                                    metrics_name(l->metrics, def), jdims, sp, k, &err);
+                                    metricdefs_name(l->metrics, def), jdims, sp, k, &err);
                 json_decref(jdims);
             }
             if (rc == 0)
@@ -360,9 +360,9 @@ void run__set_metrics(struct run_ctx *r, json_t *set)
     json_t *m;
 
     /* FinalMetricDataList comes from algo-1's log, the host SageMaker's metrics follow */
-    if (!r->h[0].logs || metrics_count(r->h[0].logs->metrics) == 0)
+    if (!r->h[0].logs || metricdefs_count(r->h[0].logs->metrics) == 0)
         return;
-    m = metrics_final(r->h[0].logs->metrics, NULL);
+    m = metricdefs_final(r->h[0].logs->metrics, NULL);
     if (m)
         json_object_set_new(set, "FinalMetricDataList", m);
 }

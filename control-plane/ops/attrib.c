@@ -11,8 +11,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "ops/studio.h"
 #include "store_res.h"
+#include "studio.h"
 #include "ty_log.h"
 
 static int attrib_has(json_t *tags, const char *key)

@@ -204,7 +204,8 @@ int op_tuning_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err
         snprintf(probe, sizeof(probe), "%s-001-00000000", name);
         req = tuning_training_request(doc, probe, hp);
         json_decref(hp);
-        rc = req ? model_validate(tuning_model(), "sagemaker", "CreateTrainingJob", req, err) : 0;
+        rc =
+            req ? apimodel_validate(tuning_model(), "sagemaker", "CreateTrainingJob", req, err) : 0;
         json_decref(req);
         if (rc)
             goto out;

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../control-plane/agent/docker.c"
+#include "../../control-plane/docker/docker.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_model.c - libFuzzer harness for model_validate(): the input is a JSON body for one of the
+ * fuzz_model.c - libFuzzer harness for apimodel_validate(): the input is a JSON body for one of the
  * operations in the embedded model (chosen by the first byte). Checks that validation never
  * crashes, never leaks, returns one of its documented codes and leaves a bounded, valid UTF-8
  * message. Build: -DTY_FUZZ=ON with clang (tests/fuzz); run ./fuzz_model [corpus dir].
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "apimodel.h"
 #include "ty_err.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -27,12 +27,12 @@ static const char *const OPS[][2] = {
     {"logs", "FilterLogEvents"},        {"logs", "DescribeLogGroups"},
 };
 
-static struct model *model_once(void)
+static struct apimodel *apimodel_once(void)
 {
-    static struct model *m;
+    static struct apimodel *m;
     if (!m) {
         struct ty_err err;
-        m = model_load_embedded(&err);
+        m = apimodel_load_embedded(&err);
         if (!m)
             abort();
     }
@@ -41,7 +41,7 @@ static struct model *model_once(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct model *m = model_once();
+    struct apimodel *m = apimodel_once();
     struct ty_err err;
     json_error_t jerr;
     json_t *body, *check;
@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!body)
         return 0;
     ty_err_clear(&err);
-    rc = model_validate(m, op[0], op[1], body, &err);
+    rc = apimodel_validate(m, op[0], op[1], body, &err);
     if (rc != 0 && rc != -TY_EINVAL && rc != -TY_ESERIAL)
         abort();
     if (strlen(err.msg) >= sizeof(err.msg))

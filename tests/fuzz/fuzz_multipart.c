@@ -11,7 +11,7 @@
  * the bytes written; a range that is accepted lies inside the object.
  */
 #define _GNU_SOURCE /* memfd_create */
-#include "../../control-plane/ops/s3_int.h"
+#include "../../control-plane/s3api/s3_int.h"
 
 #include <stdlib.h>
 #include <string.h>

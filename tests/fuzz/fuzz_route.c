@@ -11,10 +11,10 @@
  * the service is one of the six names or NULL, S3 is only taken for "s3" or a signature scoped
  * to s3, the bucket and the action are bounded NUL-terminated strings.
  */
-#include "../../control-plane/ops/s3_int.h"
+#include "../../control-plane/s3api/s3_int.h"
 
 #include "auth.h"
-#include "ops/s3.h"
+#include "s3.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -22,7 +22,7 @@
 
 #include "artifacts.h"
 #include "instances.h"
-#include "metrics.h"
+#include "metricdefs.h"
 #include "s3uri.h"
 #include "spec.h"
 #include "stage.h"
@@ -343,25 +343,25 @@ static void test_metrics(void **state)
         json_pack("[{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s}]", "Name", "loss", "Regex",
                   "loss[=:] *([-+0-9.eE]+)", "Name", "acc", "Regex", "acc=([0-9.]+)%", "Name",
                   "broken", "Regex", "([unclosed", "Name", "nogroup", "Regex", "epoch");
-    struct metrics *m = metrics_new(defs);
+    struct metricdefs *m = metricdefs_new(defs);
     json_t *out;
     int changed;
     (void)state;
 
     assert_non_null(m);
-    assert_int_equal(metrics_count(m), 3); /* the broken regex is skipped */
-    out = metrics_final(m, &changed);
+    assert_int_equal(metricdefs_count(m), 3); /* the broken regex is skipped */
+    out = metricdefs_final(m, &changed);
     assert_int_equal(json_array_size(out), 0);
     assert_int_equal(changed, 0);
     json_decref(out);
 
-    assert_int_equal(metrics_feed(m, "epoch 1 loss=0.75", 17, 1000), 1);
-    assert_int_equal(metrics_feed(m, "nothing here", 12, 2000), 0);
-    assert_int_equal(metrics_feed(m, "epoch 2 loss: 2.5e-1 acc=91.5%", 30, 3000), 2);
-    assert_int_equal(metrics_feed(m, "loss=abc", 8, 4000), 0);
+    assert_int_equal(metricdefs_feed(m, "epoch 1 loss=0.75", 17, 1000), 1);
+    assert_int_equal(metricdefs_feed(m, "nothing here", 12, 2000), 0);
+    assert_int_equal(metricdefs_feed(m, "epoch 2 loss: 2.5e-1 acc=91.5%", 30, 3000), 2);
+    assert_int_equal(metricdefs_feed(m, "loss=abc", 8, 4000), 0);
     /* only the first len bytes count */
-    assert_int_equal(metrics_feed(m, "loss=9 acc=1%", 6, 5000), 1);
-    out = metrics_final(m, &changed);
+    assert_int_equal(metricdefs_feed(m, "loss=9 acc=1%", 6, 5000), 1);
+    out = metricdefs_final(m, &changed);
     assert_int_equal(changed, 1);
     assert_int_equal(json_array_size(out), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(out, 0), "MetricName")),
@@ -371,17 +371,17 @@ static void test_metrics(void **state)
     assert_true(json_real_value(json_object_get(json_array_get(out, 1), "Value")) == 91.5);
     assert_true(json_real_value(json_object_get(json_array_get(out, 1), "Timestamp")) == 3.0);
     json_decref(out);
-    out = metrics_final(m, &changed);
+    out = metricdefs_final(m, &changed);
     assert_int_equal(changed, 0);
     json_decref(out);
-    metrics_free(m);
-    metrics_free(NULL);
+    metricdefs_free(m);
+    metricdefs_free(NULL);
     json_decref(defs);
 
-    m = metrics_new(NULL);
+    m = metricdefs_new(NULL);
     assert_non_null(m);
-    assert_int_equal(metrics_feed(m, "loss=1", 6, 1), 0);
-    metrics_free(m);
+    assert_int_equal(metricdefs_feed(m, "loss=1", 6, 1), 0);
+    metricdefs_free(m);
 }
 
 /* ---- S3 URIs ---- */

@@ -21,7 +21,7 @@
 #include "console_auth.h"
 #include "console_call.h"
 #include "console_sysmon.h"
-#include "ops/password.h"
+#include "password.h"
 #include "redis_fixture.h"
 #include "store.h"
 #include "store_iam.h"

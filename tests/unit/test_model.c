@@ -16,12 +16,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model.h"
+#include "apimodel.h"
 #include "ty_err.h"
 
 #define JOB_PATTERN "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"
 
-static struct model *M; /* the embedded model, shared by the tests */
+static struct apimodel *M; /* the embedded model, shared by the tests */
 
 /* The CreateTrainingJob body a plain Estimator sends (reference/sdk-flow.md §1). */
 static const char *SDK_BODY =
@@ -59,7 +59,7 @@ static int check_sm(const char *op, json_t *body, struct ty_err *err)
 {
     int rc;
     ty_err_clear(err);
-    rc = model_validate(M, "sagemaker", op, body, err);
+    rc = apimodel_validate(M, "sagemaker", op, body, err);
     json_decref(body);
     return rc;
 }
@@ -113,16 +113,16 @@ static int setup(void **state)
 {
     struct ty_err err;
     (void)state;
-    M = model_load_embedded(&err);
+    M = apimodel_load_embedded(&err);
     if (!M)
-        fprintf(stderr, "model_load_embedded: %s\n", err.msg);
+        fprintf(stderr, "apimodel_load_embedded: %s\n", err.msg);
     return M ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    model_free(M);
+    apimodel_free(M);
     M = NULL;
     return 0;
 }
@@ -148,15 +148,15 @@ static void test_ops(void **state)
     struct ty_err err;
     (void)state;
     for (size_t i = 0; i < sizeof(sm) / sizeof(sm[0]); i++)
-        assert_true(model_has_op(M, "sagemaker", sm[i]));
+        assert_true(apimodel_has_op(M, "sagemaker", sm[i]));
     for (size_t i = 0; i < sizeof(logs) / sizeof(logs[0]); i++)
-        assert_true(model_has_op(M, "logs", logs[i]));
-    assert_false(model_has_op(M, "sagemaker", "CreateEndpoint"));
-    assert_false(model_has_op(M, "logs", "CreateTrainingJob"));
-    assert_false(model_has_op(M, "s3", "GetObject"));
-    assert_false(model_has_op(NULL, "sagemaker", "CreateTrainingJob"));
-    assert_false(model_has_op(M, NULL, "CreateTrainingJob"));
-    assert_false(model_has_op(M, "sagemaker", NULL));
+        assert_true(apimodel_has_op(M, "logs", logs[i]));
+    assert_false(apimodel_has_op(M, "sagemaker", "CreateEndpoint"));
+    assert_false(apimodel_has_op(M, "logs", "CreateTrainingJob"));
+    assert_false(apimodel_has_op(M, "s3", "GetObject"));
+    assert_false(apimodel_has_op(NULL, "sagemaker", "CreateTrainingJob"));
+    assert_false(apimodel_has_op(M, NULL, "CreateTrainingJob"));
+    assert_false(apimodel_has_op(M, "sagemaker", NULL));
     assert_int_equal(check_sm("CreateEndpoint", json_object(), &err), -TY_EUNKNOWNOP);
     assert_int_equal(err.code, TY_EUNKNOWNOP);
 }
@@ -164,20 +164,20 @@ static void test_ops(void **state)
 static void test_load_dir_matches_embedded(void **state)
 {
     struct ty_err err, e1, e2;
-    struct model *d;
+    struct apimodel *d;
     json_t *body;
     (void)state;
-    d = model_load(TY_API_DIR, &err);
+    d = apimodel_load(TY_API_DIR, &err);
     assert_non_null(d);
-    assert_true(model_has_op(d, "sagemaker", "DeleteTrainingJob"));
-    assert_true(model_has_op(d, "logs", "GetLogEvents"));
+    assert_true(apimodel_has_op(d, "sagemaker", "DeleteTrainingJob"));
+    assert_true(apimodel_has_op(d, "logs", "GetLogEvents"));
     body = sdk_with("TrainingJobName", json_string("bad_name!"));
-    assert_int_equal(model_validate(d, "sagemaker", "CreateTrainingJob", body, &e1), -TY_EINVAL);
-    assert_int_equal(model_validate(M, "sagemaker", "CreateTrainingJob", body, &e2), -TY_EINVAL);
+    assert_int_equal(apimodel_validate(d, "sagemaker", "CreateTrainingJob", body, &e1), -TY_EINVAL);
+    assert_int_equal(apimodel_validate(M, "sagemaker", "CreateTrainingJob", body, &e2), -TY_EINVAL);
     assert_string_equal(e1.msg, e2.msg);
     json_decref(body);
-    model_free(d);
-    model_free(NULL);
+    apimodel_free(d);
+    apimodel_free(NULL);
 }
 
 static void write_file(const char *dir, const char *name, const char *text)
@@ -198,13 +198,13 @@ static void remove_file(const char *dir, const char *name)
     unlink(path);
 }
 
-static struct model *load_one(const char *text, struct ty_err *err)
+static struct apimodel *load_one(const char *text, struct ty_err *err)
 {
     char dir[] = "/tmp/test_model.XXXXXX";
-    struct model *m;
+    struct apimodel *m;
     assert_non_null(mkdtemp(dir));
     write_file(dir, "svc.json", text);
-    m = model_load(dir, err);
+    m = apimodel_load(dir, err);
     remove_file(dir, "svc.json");
     rmdir(dir);
     return m;
@@ -215,11 +215,11 @@ static void test_load_errors(void **state)
     struct ty_err err;
     char dir[] = "/tmp/test_model.XXXXXX";
     (void)state;
-    assert_null(model_load("/nonexistent/dir", &err));
+    assert_null(apimodel_load("/nonexistent/dir", &err));
     assert_int_equal(err.code, TY_EIO);
-    assert_null(model_load(NULL, &err));
+    assert_null(apimodel_load(NULL, &err));
     assert_non_null(mkdtemp(dir));
-    assert_null(model_load(dir, &err)); /* no *.json */
+    assert_null(apimodel_load(dir, &err)); /* no *.json */
     assert_int_equal(err.code, TY_EIO);
     rmdir(dir);
 
@@ -253,7 +253,7 @@ static void test_load_errors(void **state)
                "{\"metadata\":{\"signingName\":\"x\"},\"shapes\":{},\"operations\":{}}");
     write_file(dir2, "b.json",
                "{\"metadata\":{\"signingName\":\"x\"},\"shapes\":{},\"operations\":{}}");
-    assert_null(model_load(dir2, &err));
+    assert_null(apimodel_load(dir2, &err));
     assert_non_null(strstr(err.msg, "loaded twice"));
     remove_file(dir2, "a.json");
     remove_file(dir2, "b.json");
@@ -412,16 +412,16 @@ static void test_range(void **state)
     ty_err_clear(&err);
     json_t *b = parse("{\"logGroupName\":\"/aws/sagemaker/TrainingJobs\","
                       "\"logStreamName\":\"job1/algo-1-1604710358\",\"limit\":10001}");
-    assert_int_equal(model_validate(M, "logs", "GetLogEvents", b, &err), -TY_EINVAL);
+    assert_int_equal(apimodel_validate(M, "logs", "GetLogEvents", b, &err), -TY_EINVAL);
     assert_string_equal(err.msg, "1 validation error detected: Value '10001' at 'limit' failed to "
                                  "satisfy constraint: Member must have value less than or equal "
                                  "to 10000");
     json_object_set_new(b, "limit", json_integer(10000));
     json_object_set_new(b, "startTime", json_integer(0));
     json_object_set_new(b, "startFromHead", json_true());
-    assert_int_equal(model_validate(M, "logs", "GetLogEvents", b, &err), 0);
+    assert_int_equal(apimodel_validate(M, "logs", "GetLogEvents", b, &err), 0);
     json_object_set_new(b, "startTime", json_integer(-1)); /* logs' Timestamp is a long, min 0 */
-    assert_int_equal(model_validate(M, "logs", "GetLogEvents", b, &err), -TY_EINVAL);
+    assert_int_equal(apimodel_validate(M, "logs", "GetLogEvents", b, &err), -TY_EINVAL);
     assert_string_equal(err.field, "startTime");
     json_decref(b);
 }
@@ -665,9 +665,11 @@ static void test_wrong_types(void **state)
 
     /* the body itself */
     json_t *arr = parse("[1]");
-    assert_int_equal(model_validate(M, "sagemaker", "CreateTrainingJob", arr, &err), -TY_ESERIAL);
+    assert_int_equal(apimodel_validate(M, "sagemaker", "CreateTrainingJob", arr, &err),
+                     -TY_ESERIAL);
     json_decref(arr);
-    assert_int_equal(model_validate(M, "sagemaker", "CreateTrainingJob", NULL, &err), -TY_ESERIAL);
+    assert_int_equal(apimodel_validate(M, "sagemaker", "CreateTrainingJob", NULL, &err),
+                     -TY_ESERIAL);
     /* an operation with no input takes any object */
     assert_int_equal(check_sm("ListDomains", parse("{\"junk\":[1,2]}"), &err), 0);
 }
@@ -739,7 +741,7 @@ static const char *JAVA =
 static void test_java_patterns(void **state)
 {
     struct ty_err err;
-    struct model *m = load_one(JAVA, &err);
+    struct apimodel *m = load_one(JAVA, &err);
     json_t *b;
     (void)state;
     if (!m)
@@ -747,7 +749,7 @@ static void test_java_patterns(void **state)
 #define JV(text, rc)                                                                               \
     do {                                                                                           \
         b = parse(text);                                                                           \
-        assert_int_equal(model_validate(m, "java", "Op", b, &err), rc);                            \
+        assert_int_equal(apimodel_validate(m, "java", "Op", b, &err), rc);                         \
         json_decref(b);                                                                            \
     } while (0)
     JV("{\"Arn\":\"arn:aws-cn:lambda:abc\"}", 0);
@@ -760,23 +762,23 @@ static void test_java_patterns(void **state)
     JV("{\"NoDigits\":\"abc\"}", 0);
     JV("{\"NoDigits\":\"ab1\"}", -TY_EINVAL);
 #undef JV
-    model_free(m);
+    apimodel_free(m);
 }
 
 static void test_synthetic(void **state)
 {
     struct ty_err err;
-    struct model *m;
+    struct apimodel *m;
     json_t *b;
     (void)state;
     m = load_one(SYNTH, &err);
     assert_non_null(m);
-    assert_true(model_has_op(m, "synth", "Op"));
+    assert_true(apimodel_has_op(m, "synth", "Op"));
 #define SYN(text, rc)                                                                              \
     do {                                                                                           \
         b = parse(text);                                                                           \
         ty_err_clear(&err);                                                                        \
-        assert_int_equal(model_validate(m, "synth", "Op", b, &err), rc);                           \
+        assert_int_equal(apimodel_validate(m, "synth", "Op", b, &err), rc);                        \
         json_decref(b);                                                                            \
     } while (0)
     SYN("{\"F\":0.5,\"D\":2,\"B\":\"aGk=\",\"L\":9007199254740992,\"Any\":[1,{\"x\":null}],"
@@ -821,9 +823,9 @@ static void test_synthetic(void **state)
                         "must satisfy constraint: [Member must satisfy enum value set: [A, B, C]]");
 #undef SYN
     b = parse("{}");
-    assert_int_equal(model_validate(m, "synth", "NoInput", b, &err), 0);
+    assert_int_equal(apimodel_validate(m, "synth", "NoInput", b, &err), 0);
     json_decref(b);
-    model_free(m);
+    apimodel_free(m);
 }
 
 /* ---------------------------------------------------------------- robustness */
@@ -831,7 +833,7 @@ static void test_synthetic(void **state)
 static void test_deep_nesting(void **state)
 {
     struct ty_err err;
-    struct model *m = load_one(SYNTH, &err);
+    struct apimodel *m = load_one(SYNTH, &err);
     json_t *root, *cur;
     (void)state;
     assert_non_null(m);
@@ -845,9 +847,9 @@ static void test_deep_nesting(void **state)
     }
     json_object_set_new(cur, "Name", json_string("x"));
     /* beyond the depth bound the request is not looked into; no crash, no stack overflow */
-    assert_int_equal(model_validate(m, "synth", "Op", root, &err), 0);
+    assert_int_equal(apimodel_validate(m, "synth", "Op", root, &err), 0);
     json_decref(root);
-    model_free(m);
+    apimodel_free(m);
 }
 
 static void test_long_values_bounded(void **state)
@@ -992,13 +994,13 @@ static void test_junk_every_op(void **state)
     for (int round = 0; round < 300; round++) {
         for (size_t i = 0; i < sizeof(sm) / sizeof(sm[0]); i++) {
             json_t *b = junk(0);
-            int rc = model_validate(M, "sagemaker", sm[i], b, &err);
+            int rc = apimodel_validate(M, "sagemaker", sm[i], b, &err);
             assert_true(rc == 0 || rc == -TY_EINVAL || rc == -TY_ESERIAL);
             json_decref(b);
         }
         for (size_t i = 0; i < sizeof(logs) / sizeof(logs[0]); i++) {
             json_t *b = junk(0);
-            int rc = model_validate(M, "logs", logs[i], b, &err);
+            int rc = apimodel_validate(M, "logs", logs[i], b, &err);
             assert_true(rc == 0 || rc == -TY_EINVAL || rc == -TY_ESERIAL);
             json_decref(b);
         }
@@ -1028,9 +1030,9 @@ static void *validate_many(void *p)
     json_t *bad = sdk_with("TrainingJobName", json_string("bad_name!"));
     for (int i = 0; i < 300; i++) {
         struct ty_err err;
-        if (model_validate(M, "sagemaker", "CreateTrainingJob", good, &err) != 0)
+        if (apimodel_validate(M, "sagemaker", "CreateTrainingJob", good, &err) != 0)
             a->failures++;
-        if (model_validate(M, "sagemaker", "CreateTrainingJob", bad, &err) != -TY_EINVAL ||
+        if (apimodel_validate(M, "sagemaker", "CreateTrainingJob", bad, &err) != -TY_EINVAL ||
             strcmp(err.field, "trainingJobName") != 0)
             a->failures++;
     }
@@ -1058,9 +1060,9 @@ static void test_null_err(void **state)
 {
     json_t *b = parse("{\"TrainingJobName\":\"bad_name!\"}");
     (void)state;
-    assert_int_equal(model_validate(M, "sagemaker", "DescribeTrainingJob", b, NULL), -TY_EINVAL);
-    assert_int_equal(model_validate(M, "sagemaker", "Nope", b, NULL), -TY_EUNKNOWNOP);
-    assert_int_equal(model_validate(NULL, "sagemaker", "DescribeTrainingJob", b, NULL),
+    assert_int_equal(apimodel_validate(M, "sagemaker", "DescribeTrainingJob", b, NULL), -TY_EINVAL);
+    assert_int_equal(apimodel_validate(M, "sagemaker", "Nope", b, NULL), -TY_EUNKNOWNOP);
+    assert_int_equal(apimodel_validate(NULL, "sagemaker", "DescribeTrainingJob", b, NULL),
                      -TY_EUNKNOWNOP);
     json_decref(b);
 }

@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #include "objstore.h"
-#include "ops/s3_int.h"
 #include "redis_fixture.h"
+#include "s3_int.h"
 #include "store.h"
 #include "ty_crc32c.h"
 

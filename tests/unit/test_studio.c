@@ -19,9 +19,9 @@
 #include <string.h>
 
 #include "console.h"
-#include "ops/studio.h"
 #include "redis_fixture.h"
 #include "store_res.h"
+#include "studio.h"
 
 static struct redis_fixture fx;
 static int have_redis;

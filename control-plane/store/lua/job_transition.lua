@@ -1,0 +1,91 @@
+--job_transition.lua : the one script that changes a training job document.--KEYS[1] ty : job
+    : <name>(hash
+             : top -
+                   level member->JSON text of its value)-- ARGV[1] expected TrainingJobStatus values
+    ,
+    comma - separated('' = any)-- ARGV[2] expected SecondaryStatus values,
+    comma - separated('' = any)-- ARGV[3] new TrainingJobStatus('' = keep)-- ARGV
+                [4] new SecondaryStatus('' = keep)-- ARGV[5] the appended transition as JSON text,
+    without EndTime(used when the secondary-- status changes)-- ARGV[6] now as a
+        number(EndTime of the previous transition)-- ARGV[7] now as JSON
+        text(LastModifiedTime)-- ARGV[8] the status
+        - set prefix ty : idx : job : status
+    : (a set of names per TrainingJobStatus)--ARGV[9] the job name-- ARGV[10..] member,
+    json pairs to write;
+an empty json removes the member-- Returns HGETALL of the new document,
+    or the errors "NOTFOUND no such job" or
+        --"CONFLICT <current TrainingJobStatus>".--Only SecondaryStatusTransitions is
+          decoded(its entries hold strings and ms timestamps, --which cjson keeps exactly); every other member is stored as opaque JSON text.
+local key = KEYS[1]
+if redis.call('EXISTS', key) == 0 then
+    return redis.error_reply('NOTFOUND no such job')
+end
+
+local function dec(s)
+    if not s then
+        return nil
+    end
+    local ok, v = pcall(cjson.decode, s)
+    if ok and type(v) == 'string' then
+        return v
+    end
+    return nil
+end
+
+local function member_of(list, v)
+    for item in string.gmatch(list, '[^,]+') do
+        if item == v then
+            return true
+        end
+    end
+    return false
+end
+
+local cur = dec(redis.call('HGET', key, 'TrainingJobStatus')) or ''
+local cur2 = dec(redis.call('HGET', key, 'SecondaryStatus')) or ''
+if ARGV[1] ~= '' and not member_of(ARGV[1], cur) then
+    return redis.error_reply('CONFLICT ' .. cur)
+end
+if ARGV[2] ~= '' and not member_of(ARGV[2], cur2) then
+    return redis.error_reply('CONFLICT ' .. cur)
+end
+
+if ARGV[3] ~= '' and ARGV[3] ~= cur then
+    redis.call('HSET', key, 'TrainingJobStatus', cjson.encode(ARGV[3]))
+    redis.call('SREM', ARGV[8] .. cur, ARGV[9])
+    redis.call('SADD', ARGV[8] .. ARGV[3], ARGV[9])
+end
+if ARGV[4] ~= '' and ARGV[4] ~= cur2 then
+    redis.call('HSET', key, 'SecondaryStatus', cjson.encode(ARGV[4]))
+    local text = redis.call('HGET', key, 'SecondaryStatusTransitions')
+    local list = {}
+    if text then
+        local ok, v = pcall(cjson.decode, text)
+        if ok and type(v) == 'table' then
+            list = v
+        end
+    end
+    local n = #list
+    if n == 0 then
+        text = '[' .. ARGV[5] .. ']'
+    else
+        if type(list[n]) == 'table' and list[n]['EndTime'] == nil then
+            list[n]['EndTime'] = tonumber(ARGV[6])
+        end
+        local enc = cjson.encode(list)
+        text = string.sub(enc, 1, -2) .. ',' .. ARGV[5] .. ']'
+    end
+    redis.call('HSET', key, 'SecondaryStatusTransitions', text)
+end
+
+local i = 10
+while i < #ARGV do
+    if ARGV[i + 1] == '' then
+        redis.call('HDEL', key, ARGV[i])
+    else
+        redis.call('HSET', key, ARGV[i], ARGV[i + 1])
+    end
+    i = i + 2
+end
+redis.call('HSET', key, 'LastModifiedTime', ARGV[7])
+return redis.call('HGETALL', key)

@@ -1,0 +1,89 @@
+--quota_count
+      .lua : the account quotas' counters (quota.c), each read and its reservation in one --atomic
+                 step.-- --job_reserve : KEYS[1] ty : idx : job : status
+    : InProgress(set of job names, kept by the job scripts)-- KEYS[2] ty : quota : jobs
+    : <instance type>(hash
+                      : job name->"<expiry> <instances>",
+                        --the reservations of creates under way)-- ARGV
+    : verb now name instances limit ttl
+      -- Usage = the InstanceCount of every InProgress job of that instance
+                 type(its document's --ResourceConfig member, JSON text in ty:job
+                      : <name>) +
+                 live reservations of jobs not yet in-- the set.Over the limit : error
+                                                                                 "LIMIT <usage>";
+otherwise the reservation is recorded--(it lives until released or ttl seconds) and
+    the usage is returned.--job_release : KEYS[2] as above; ARGV: verb now name. Drops the reservation.
+-- kids_reserve: KEYS[1] ty:kids:<kind>:<id> (set of child resource keys, res.lua's)
+--              KEYS[2] ty:quota:kids:<kind>:<id> (hash: child key -> expiry, creates under way)
+--   ARGV: verb now prefix limit child ttl. Counts the children whose key starts with prefix and
+--   whose status is live (not Deleting, Deleted or Failed), plus live reservations of other
+--   children not yet in the set; error "LIMIT <count>" when the count has reached the limit,
+--   else records child's reservation and returns the count.
+-- kids_release: KEYS[2] as above; ARGV: verb now child. Drops the reservation.
+local verb = ARGV[1]
+local now = tonumber(ARGV[2])
+
+if verb == 'job_reserve' then
+    local name, want, limit, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+    local itype = string.sub(KEYS[2], string.len('ty:quota:jobs:') + 1)
+    local used = 0
+    local running = {}
+    for _, job in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+        local rc = redis.call('HGET', 'ty:job:' .. job, 'ResourceConfig')
+        if rc then
+            local ok, v = pcall(cjson.decode, rc)
+            if ok and type(v) == 'table' and v['InstanceType'] == itype then
+                used = used + (tonumber(v['InstanceCount']) or 1)
+            end
+        end
+        running[job] = true
+    end
+    local resv = redis.call('HGETALL', KEYS[2])
+    for i = 1, #resv, 2 do
+        local exp, n = string.match(resv[i + 1], '^(%S+) (%S+)$')
+        if not exp or tonumber(exp) < now then
+            redis.call('HDEL', KEYS[2], resv[i])
+        elseif not running[resv[i]] and resv[i] ~= name then
+            used = used + tonumber(n)
+        end
+    end
+    if used + want > limit then
+        return redis.error_reply('LIMIT ' .. used)
+    end
+    redis.call('HSET', KEYS[2], name, string.format('%.3f %d', now + ttl, want))
+    return used
+elseif verb == 'job_release' then
+    redis.call('HDEL', KEYS[2], ARGV[3])
+    return 0
+elseif verb == 'kids_reserve' then
+    local prefix, limit, child, ttl = ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+    local n = 0
+    local present = {}
+    for _, key in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+        present[key] = true
+        if string.sub(key, 1, string.len(prefix)) == prefix then
+            local st = redis.call('HGET', key, 'status')
+            if st and st ~= 'Deleting' and st ~= 'Deleted' and st ~= 'Failed' then
+                n = n + 1
+            end
+        end
+    end
+    local resv = redis.call('HGETALL', KEYS[2])
+    for i = 1, #resv, 2 do
+        if tonumber(resv[i + 1]) < now then
+            redis.call('HDEL', KEYS[2], resv[i])
+        elseif resv[i] ~= child and not present[resv[i]] then
+            n = n + 1
+        end
+    end
+    if n >= limit then
+        return redis.error_reply('LIMIT ' .. n)
+    end
+    redis.call('HSET', KEYS[2], child, string.format('%.3f', now + ttl))
+    redis.call('EXPIRE', KEYS[2], ttl * 2)
+    return n
+elseif verb == 'kids_release' then
+    redis.call('HDEL', KEYS[2], ARGV[3])
+    return 0
+end
+return redis.error_reply('ERR quota_count.lua: unknown verb ' .. tostring(verb))
