@@ -9,7 +9,7 @@
 #   metrics100    typrof run --interval 100 -- cpu_work STEPS
 #   annotated     typrof run --interval 500 -- cpu_work STEPS 1    (libtyprof in the process,
 #                 one step + one range per ~1 ms step, trace and summary written at exit)
-# Goal (issue 6): <= 3 % with CPU metrics. Kernel tracing needs a GPU (not measured here).
+# Goal: <= 3 % with CPU metrics. Kernel tracing needs a GPU (not measured here).
 set -eu
 B=${1:-$(cd "$(dirname "$0")/../.." && pwd)/build-profiler}
 RUNS=${2:-7}

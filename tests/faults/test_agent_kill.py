@@ -1,4 +1,4 @@
-"""kill -9 of the agent during running jobs (issue 11): 6 jobs (one of them on two hosts, with
+"""kill -9 of the agent during running jobs: 6 jobs (one of them on two hosts, with
 its job network and per-host sandboxes) on an agent with 2 slots, killed twice. First while two
 jobs train: started again at once under the same id, it takes their running containers over.
 Then while the next jobs train, left dead until their containers have exited: a new agent id on

@@ -1,4 +1,4 @@
-"""A job whose agent is gone and no other agent is live (issue 11): StopTrainingJob still ends it,
+"""A job whose agent is gone and no other agent is live: StopTrainingJob still ends it,
 through the engine (SIGTERM, the grace, SIGKILL), as Stopped; a running job nobody takes over
 fails with a clear reason after --orphan-timeout, never InProgress for ever. Either way its
 containers are removed. The server is API-only (--agents 0) and shares the engine with one
@@ -60,7 +60,7 @@ def test_stop_with_the_agent_dead(make_server, procs, workdir):
     t0 = time.monotonic()
     sm.stop_training_job(TrainingJobName=name)
     # taken over once the agent's heartbeat expired and its entry was idle 10 s (the server's
-    # heartbeat TTL), then SIGTERM, GRACE, SIGKILL: within grace + 30 s, as issue 11 asks
+    # heartbeat TTL), then SIGTERM, GRACE, SIGKILL: within grace + 30 s in all
     job = H.wait_job(sm, name, timeout=30 + GRACE + 30)
     took = time.monotonic() - t0
     assert job["TrainingJobStatus"] == "Stopped", job

@@ -1,4 +1,4 @@
-"""The data dir's disk full (issue 11): the server's --data-dir (its private Redis with its AOF,
+"""The data dir's disk full: the server's --data-dir (its private Redis with its AOF,
 the object store, the embedded agent's state) on a small tmpfs, filled to the last byte while a
 job trains. While it is full the API must answer every call, in AWS's error form for the
 writes it cannot keep (no crash, no hung request), and keep answering reads; once space is

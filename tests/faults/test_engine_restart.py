@@ -1,4 +1,4 @@
-"""The container engine's API service restarted while jobs train (issue 11): the Podman service
+"""The container engine's API service restarted while jobs train: the Podman service
 on the socket the tests use (tests/engine.sh) gets SIGTERM while two of four jobs train, stays
 away for a few seconds and is started again by engine.sh; the containers (run by conmon) go on.
 The agent keeps supervising: its log readers read again from where they were once the engine

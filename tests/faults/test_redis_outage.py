@@ -1,4 +1,4 @@
-"""Redis outages (issue 11): a real redis-server (AOF, appendfsync always) is killed with SIGKILL
+"""Redis outages: a real redis-server (AOF, appendfsync always) is killed with SIGKILL
 while N short jobs run and brought back on the same port and data dir after 5, 30 and 120 s; the
 standalone agent keeps supervising its containers, buffers what it could not write (its outbox)
 and replays it, and retries its uploads. Then the API server is killed with SIGKILL during N jobs

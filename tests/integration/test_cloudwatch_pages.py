@@ -1,4 +1,4 @@
-"""CloudWatch PutMetricData and NextToken pages (issue 14), in both protocols botocore speaks:
+"""CloudWatch PutMetricData and NextToken pages, in both protocols botocore speaks:
 the query protocol (Debian's botocore 1.29) and JSON 1.0 (current botocore; Debian's model with
 its protocol switched). ListMetrics pages of 500 metrics, GetMetricData pages of MaxDatapoints
 (PartialData, NextToken), PutMetricData's Value, Values/Counts and StatisticValues and its

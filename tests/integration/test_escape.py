@@ -1,5 +1,5 @@
 """A training job is an untrusted tenant: nothing it does inside its container may bring one byte
-of a host file into S3, nor write outside its own staging folder (issue 10).
+of a host file into S3, nor write outside its own staging folder.
 
 Each hostile job below tries one escape the agent (root on the host) could fall for: symlinks in
 place of /opt/ml/model, /opt/ml/output/data, /opt/ml/checkpoints, /opt/ml/output/profiler and

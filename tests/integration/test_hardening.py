@@ -1,4 +1,4 @@
-"""Hardened job containers (issue 10, docs/job-sandbox.md): what `docker inspect` of a RUNNING
+"""Hardened job containers (docs/job-sandbox.md): what `docker inspect` of a RUNNING
 job shows (capabilities, no-new-privileges, pids/memory/CPU limits, read-only root with tmpfs,
 no host namespaces, only the job's own binds, NetworkMode none), and what the job itself finds
 from inside: / is read-only while /tmp and /opt/ml are writable, a fork bomb stops at the pids

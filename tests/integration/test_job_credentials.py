@@ -1,4 +1,4 @@
-"""Role credentials inside job containers (issue 10): the agent's relay puts trainyard's API on
+"""Role credentials inside job containers: the agent's relay puts trainyard's API on
 127.0.0.1:9911 inside every job host's network namespace (control-plane/agent/relay.h), and the
 container gets the standard container credentials provider's variables
 (AWS_CONTAINER_CREDENTIALS_FULL_URI + AWS_CONTAINER_AUTHORIZATION_TOKEN) for the job's role.
@@ -158,7 +158,7 @@ def _check_env(env, token_expected=True):
 
 
 def test_boto3_in_job_allowed_and_denied(server, sm, logs, pyboto, buckets, bucket_role):
-    """The issue's "done when": boto3 in a job lists the bucket its role allows and is denied
+    """What done means: boto3 in a job lists the bucket its role allows and is denied
     the one it does not; afterwards the token and its credentials are refused (revoked)."""
     a, b = buckets
     name, d = _boto_job(server, sm, pyboto, buckets, bucket_role)

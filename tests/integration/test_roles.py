@@ -1,4 +1,4 @@
-"""IAM roles, iam:PassRole and role-scoped data access for training jobs (issue 10).
+"""IAM roles, iam:PassRole and role-scoped data access for training jobs.
 
 A job acts only with its RoleArn: the caller must be allowed iam:PassRole on it, the role must
 exist and trust sagemaker.amazonaws.com, and every object the platform reads or writes for the

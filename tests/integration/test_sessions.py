@@ -53,7 +53,7 @@ def grant(server, job, role_arn, ttl=3600):
 def revoke(server, job):
     """Revokes from another process, as an agent does: the server's principal cache sees it at
     its next look at the auth generation, at most AUTHGEN_POLL_MS (250 ms) after the change
-    (issue 13 allows a second), so the caller waits twice that long before expecting a refusal."""
+    (the bound is a second), so the caller waits twice that long before expecting a refusal."""
     _tool("revoke", _redis_url(server), job)
     time.sleep(0.5)
 

@@ -1,4 +1,4 @@
-"""Managed warm pools (issue 14): ResourceConfig.KeepAlivePeriodInSeconds keeps a job's instance
+"""Managed warm pools: ResourceConfig.KeepAlivePeriodInSeconds keeps a job's instance
 (its sandbox: the network namespace) on its agent; a matching job of the same account and role
 reuses it with a fresh container and a fresh /opt/ml; WarmPoolStatus (Available, InUse, Reused,
 Terminated), UpdateTrainingJob of the period, ListTrainingJobs WarmPoolStatusEquals.
