@@ -1,9 +1,7 @@
---iam.lua : every write to IAM users and roles, their tags,
-    inline policies and access keys--(store_iam.c).One script with verbs,
-    so that each check and its write are one atomic step.--Roles use the same verbs on their own
-    keys(ty:iam:role:, ty:iam
-         : roles, ty:iam:rtags:, --ty:iam:rpol:, ty:iam:rpolsz:, ty:iam:rkeys
-         : unused); "NOSUCHUSER" then means no such role.
+-- iam.lua: every write to IAM users and roles, their tags, inline policies and access keys
+-- (store_iam.c). One script with verbs, so that each check and its write are one atomic step.
+-- Roles use the same verbs on their own keys (ty:iam:role:, ty:iam:roles, ty:iam:rtags:,
+-- ty:iam:rpol:, ty:iam:rpolsz:, ty:iam:rkeys: unused); "NOSUCHUSER" then means no such role.
 --
 -- KEYS[1] ty:iam:user:<lname>    hash: name id path arn created ver
 -- KEYS[2] ty:iam:users           sorted set of lname (score 0: lexical order for ListUsers)
@@ -11,28 +9,29 @@
 -- KEYS[4] ty:iam:upol:<lname>    hash: policy name -> document (the text as put)
 -- KEYS[5] ty:iam:upolsz:<lname>  hash: policy name -> its size as IAM counts it
 -- KEYS[6] ty:iam:ukeys:<lname>   hash: access key id -> "<Status> <created epoch>"
--- KEYS[7] ty:iam:version         counter;
-every change that authorisation depends on takes-- the
-    next value into the user's `ver` (the policy cache key) --KEYS[8] ty : principal
-    : <akid>(delete_key, update_key) the SigV4 principal of the key-- ARGV[1] verb,
-      then the verb's arguments. --Errors
-    : "NOSUCHUSER",
-      "EXISTS",
-      "CONFLICT keys|policies",
-      "LIMIT tags|size|keys",
-      --"NOSUCHPOLICY",
-      "NOSUCHKEY".local verb = ARGV[1]
+-- KEYS[7] ty:iam:version         counter; every change that authorisation depends on takes
+--                                the next value into the user's `ver` (the policy cache key)
+-- KEYS[8] ty:principal:<akid>    (delete_key, update_key) the SigV4 principal of the key
+-- ARGV[1] verb, then the verb's arguments.
+-- Errors: "NOSUCHUSER", "EXISTS", "CONFLICT keys|policies", "LIMIT tags|size|keys",
+-- "NOSUCHPOLICY", "NOSUCHKEY".
+local verb = ARGV[1]
 
-      local function
-      bump() local v = redis.call('INCR', KEYS[7]) redis
-                           .call('HSET', KEYS[1], 'ver', v) return v end
+local function bump()
+    local v = redis.call('INCR', KEYS[7])
+    redis.call('HSET', KEYS[1], 'ver', v)
+    return v
+end
 
-                       local function need_user() if redis.call('EXISTS', KEYS[1]) ==
-                       0 then return redis.error_reply('NOSUCHUSER') end return nil end
+local function need_user()
+    if redis.call('EXISTS', KEYS[1]) == 0 then
+        return redis.error_reply('NOSUCHUSER')
+    end
+    return nil
+end
 
-                       -- tags from ARGV[first..] as key,
-                        value pairs;
-at most max tags in all after the merge local function put_tags(first, max)
+-- tags from ARGV[first..] as key, value pairs; at most max tags in all after the merge
+local function put_tags(first, max)
     local n = redis.call('HLEN', KEYS[3])
     for i = first, #ARGV, 2 do
         if redis.call('HEXISTS', KEYS[3], ARGV[i]) == 0 then
@@ -147,16 +146,30 @@ elseif verb == 'create_key' then
     redis.call('HSETNX', KEYS[6], ARGV[2], 'Active ' .. ARGV[3])
     return 1
 elseif verb == 'update_key' then
-    -- ARGV: access key id, new status (Active|Inactive);
-    the principal keeps it in `status` local e = need_user() if e then return e end local v =
-        redis.call('HGET', KEYS[6], ARGV[2]) if not v then return redis.error_reply('NOSUCHKEY')
-            end local created =
-            string.match(v, ' (.*)$') or
-            '0' redis.call('HSET', KEYS[6], ARGV[2],
-                           ARGV[3]..' '..created) if redis.call('EXISTS', KEYS[8]) ==
-                1 then redis.call('HSET', KEYS[8], 'status', ARGV[3]) end return 1 elseif verb ==
-                'delete_key' then local e =
-                need_user() if e then return e end if redis.call('HDEL', KEYS[6], ARGV[2]) ==
-                0 then return redis.error_reply('NOSUCHKEY')
-                    end redis.call('DEL', KEYS[8]) return 1 end return redis.error_reply(
-                        'ERR iam.lua: unknown verb '..tostring(verb))
+    -- ARGV: access key id, new status (Active|Inactive); the principal keeps it in `status`
+    local e = need_user()
+    if e then
+        return e
+    end
+    local v = redis.call('HGET', KEYS[6], ARGV[2])
+    if not v then
+        return redis.error_reply('NOSUCHKEY')
+    end
+    local created = string.match(v, ' (.*)$') or '0'
+    redis.call('HSET', KEYS[6], ARGV[2], ARGV[3] .. ' ' .. created)
+    if redis.call('EXISTS', KEYS[8]) == 1 then
+        redis.call('HSET', KEYS[8], 'status', ARGV[3])
+    end
+    return 1
+elseif verb == 'delete_key' then
+    local e = need_user()
+    if e then
+        return e
+    end
+    if redis.call('HDEL', KEYS[6], ARGV[2]) == 0 then
+        return redis.error_reply('NOSUCHKEY')
+    end
+    redis.call('DEL', KEYS[8])
+    return 1
+end
+return redis.error_reply('ERR iam.lua: unknown verb ' .. tostring(verb))

@@ -1,7 +1,7 @@
---job_delete.lua : deletes a training job when its status is one of the expected ones.--KEYS[1] ty
-    : job : <name>
-                KEYS[2] ty : idx : job-- ARGV[1] name ARGV[2] expected TrainingJobStatus values,
-    comma - separated('' = any)-- ARGV[3] tags key prefix('ty:tags:'); the job's tags live under prefix .. TrainingJobArn
+-- job_delete.lua: deletes a training job when its status is one of the expected ones.
+-- KEYS[1] ty:job:<name>  KEYS[2] ty:idx:job
+-- ARGV[1] name  ARGV[2] expected TrainingJobStatus values, comma-separated ('' = any)
+-- ARGV[3] tags key prefix ('ty:tags:'); the job's tags live under prefix .. TrainingJobArn
 -- ARGV[4] the status-set prefix ty:idx:job:status: (a set of names per TrainingJobStatus)
 -- Returns 1, or the errors "NOTFOUND no such job" / "CONFLICT <status>".
 local key = KEYS[1]

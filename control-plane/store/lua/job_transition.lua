@@ -1,21 +1,20 @@
---job_transition.lua : the one script that changes a training job document.--KEYS[1] ty : job
-    : <name>(hash
-             : top -
-                   level member->JSON text of its value)-- ARGV[1] expected TrainingJobStatus values
-    ,
-    comma - separated('' = any)-- ARGV[2] expected SecondaryStatus values,
-    comma - separated('' = any)-- ARGV[3] new TrainingJobStatus('' = keep)-- ARGV
-                [4] new SecondaryStatus('' = keep)-- ARGV[5] the appended transition as JSON text,
-    without EndTime(used when the secondary-- status changes)-- ARGV[6] now as a
-        number(EndTime of the previous transition)-- ARGV[7] now as JSON
-        text(LastModifiedTime)-- ARGV[8] the status
-        - set prefix ty : idx : job : status
-    : (a set of names per TrainingJobStatus)--ARGV[9] the job name-- ARGV[10..] member,
-    json pairs to write;
-an empty json removes the member-- Returns HGETALL of the new document,
-    or the errors "NOTFOUND no such job" or
-        --"CONFLICT <current TrainingJobStatus>".--Only SecondaryStatusTransitions is
-          decoded(its entries hold strings and ms timestamps, --which cjson keeps exactly); every other member is stored as opaque JSON text.
+-- job_transition.lua: the one script that changes a training job document.
+-- KEYS[1] ty:job:<name> (hash: top-level member -> JSON text of its value)
+-- ARGV[1] expected TrainingJobStatus values, comma-separated ('' = any)
+-- ARGV[2] expected SecondaryStatus values, comma-separated ('' = any)
+-- ARGV[3] new TrainingJobStatus ('' = keep)
+-- ARGV[4] new SecondaryStatus ('' = keep)
+-- ARGV[5] the appended transition as JSON text, without EndTime (used when the secondary
+--         status changes)
+-- ARGV[6] now as a number (EndTime of the previous transition)
+-- ARGV[7] now as JSON text (LastModifiedTime)
+-- ARGV[8] the status-set prefix ty:idx:job:status: (a set of names per TrainingJobStatus)
+-- ARGV[9] the job name
+-- ARGV[10..] member, json pairs to write; an empty json removes the member
+-- Returns HGETALL of the new document, or the errors "NOTFOUND no such job" or
+-- "CONFLICT <current TrainingJobStatus>".
+-- Only SecondaryStatusTransitions is decoded (its entries hold strings and ms timestamps,
+-- which cjson keeps exactly); every other member is stored as opaque JSON text.
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 0 then
     return redis.error_reply('NOTFOUND no such job')

@@ -1,18 +1,15 @@
---quota_count
-      .lua : the account quotas' counters (quota.c), each read and its reservation in one --atomic
-                 step.-- --job_reserve : KEYS[1] ty : idx : job : status
-    : InProgress(set of job names, kept by the job scripts)-- KEYS[2] ty : quota : jobs
-    : <instance type>(hash
-                      : job name->"<expiry> <instances>",
-                        --the reservations of creates under way)-- ARGV
-    : verb now name instances limit ttl
-      -- Usage = the InstanceCount of every InProgress job of that instance
-                 type(its document's --ResourceConfig member, JSON text in ty:job
-                      : <name>) +
-                 live reservations of jobs not yet in-- the set.Over the limit : error
-                                                                                 "LIMIT <usage>";
-otherwise the reservation is recorded--(it lives until released or ttl seconds) and
-    the usage is returned.--job_release : KEYS[2] as above; ARGV: verb now name. Drops the reservation.
+-- quota_count.lua: the account quotas' counters (quota.c), each read and its reservation in one
+-- atomic step.
+--
+-- job_reserve: KEYS[1] ty:idx:job:status:InProgress (set of job names, kept by the job scripts)
+--              KEYS[2] ty:quota:jobs:<instance type> (hash: job name -> "<expiry> <instances>",
+--              the reservations of creates under way)
+--   ARGV: verb now name instances limit ttl
+--   Usage = the InstanceCount of every InProgress job of that instance type (its document's
+--   ResourceConfig member, JSON text in ty:job:<name>) + live reservations of jobs not yet in
+--   the set. Over the limit: error "LIMIT <usage>"; otherwise the reservation is recorded
+--   (it lives until released or ttl seconds) and the usage is returned.
+-- job_release: KEYS[2] as above; ARGV: verb now name. Drops the reservation.
 -- kids_reserve: KEYS[1] ty:kids:<kind>:<id> (set of child resource keys, res.lua's)
 --              KEYS[2] ty:quota:kids:<kind>:<id> (hash: child key -> expiry, creates under way)
 --   ARGV: verb now prefix limit child ttl. Counts the children whose key starts with prefix and

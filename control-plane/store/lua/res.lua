@@ -1,23 +1,23 @@
---res.lua : the one script that changes Studio resources(domains, user profiles, apps) and
-    --console sessions(store_res.c).One script with verbs,
-    so that every verb shares `settle`.-- --A resource is a hash ty : res
-    : <kind> : <id> with the fields-- id the resource
-               id(d - xxx, d - xxx / profile,
-                  d - xxx / profile / apptype / app)-- doc the Describe document as JSON text,
-    opaque here(no cjson round trip)-- status Pending | InService | Updating | Deleting | Deleted |
-        Failed-- since epoch seconds the current status began(delays are measured from it)-- created
-    ,
-    modified epoch seconds(modified is LastModifiedTime)-- idx the
-    kind's creation-time index (sorted set of resource keys) --pkids the parent
-    's children set (of resource keys), '' for a top-level resource --kids
-    this resource's children set --keep seconds a Deleted resource stays listed; 0 = removed as soon as it is deleted
+-- res.lua: the one script that changes Studio resources (domains, user profiles, apps) and
+-- console sessions (store_res.c). One script with verbs, so that every verb shares `settle`.
+--
+-- A resource is a hash ty:res:<kind>:<id> with the fields
+--   id       the resource id (d-xxx, d-xxx/profile, d-xxx/profile/apptype/app)
+--   doc      the Describe document as JSON text, opaque here (no cjson round trip)
+--   status   Pending | InService | Updating | Deleting | Deleted | Failed
+--   since    epoch seconds the current status began (delays are measured from it)
+--   created, modified   epoch seconds (modified is LastModifiedTime)
+--   idx      the kind's creation-time index (sorted set of resource keys)
+--   pkids    the parent's children set (of resource keys), '' for a top-level resource
+--   kids     this resource's children set
+--   keep     seconds a Deleted resource stays listed; 0 = removed as soon as it is deleted
 --   ver      write counter, for compare-and-set updates
 --   tags     the resource's tag hash (ty:tags:<arn>), deleted with it; '' for none
 --
 -- ARGV[1] verb, ARGV[2] now, ARGV[3] pending delay, ARGV[4] deleting delay (seconds).
 -- Time-driven transitions are applied lazily, by `settle`, whenever a verb touches a resource:
--- Pending/Updating -> InService after the pending delay;
-Deleting->Deleted(keep > 0) or --gone after the deleting delay; Deleted -> gone after keep. A transition is dated when it
+-- Pending/Updating -> InService after the pending delay; Deleting -> Deleted (keep > 0) or
+-- gone after the deleting delay; Deleted -> gone after keep. A transition is dated when it
 -- became due, not when it was noticed.
 -- Errors: "NOTFOUND x", "NOPARENT x", "PARENTSTATE <status>", "INUSE <status>",
 -- "CONFLICT <status>", "STALE <ver>", "HASKIDS <n>".
@@ -60,9 +60,9 @@ local function set_status(key, st, at)
     redis.call('HINCRBY', key, 'ver', 1)
 end
 
--- Applies due transitions;
-returns the status,
-    or nil when the resource does not(or no-- longer) exist.local function settle(key)
+-- Applies due transitions; returns the status, or nil when the resource does not (or no
+-- longer) exist.
+local function settle(key)
     local f = redis.call('HMGET', key, 'status', 'since', 'keep', 'idx', 'pkids', 'kids', 'tags')
     local st = f[1]
     if not st then
