@@ -48,11 +48,6 @@ struct janitor {
     double quiet_until; /* no action before: agents' heartbeats lost with Redis come back */
 };
 
-static double janitor_now(void)
-{
-    return ty_wall_s();
-}
-
 /* Seconds job has been orphaned (first call: 0). */
 static double janitor_orphan_age(struct janitor *j, const char *job, double now)
 {
@@ -96,7 +91,7 @@ static void janitor_finish(struct janitor *j, const struct queue_item *it, const
     t.secondary = status;
     t.message = msg;
     t.set = set;
-    t.now = janitor_now();
+    t.now = ty_wall_s();
     if (session_job_revoke(j->s, it->job, &err) != 0)
         ty_log(TY_LOG_WARN, "janitor.revoke_failed", "job=%s error='%s'", it->job, err.msg);
     doc = store_job_transition(j->s, it->job, &t, &err);
@@ -134,7 +129,7 @@ static void janitor_handle(struct janitor *j, const struct queue_item *it)
             reap_job(j->d, j->deployment, it->job, j->cfg.stop_grace_s);
         janitor_finish(j, it, "Stopping", "Stopped", JANITOR_STOP_MSG, NULL);
     } else if (j->cfg.orphan_timeout_s > 0) {
-        double age = janitor_orphan_age(j, it->job, janitor_now());
+        double age = janitor_orphan_age(j, it->job, ty_wall_s());
         if (age >= j->cfg.orphan_timeout_s) {
             snprintf(reason, sizeof(reason),
                      "InternalServerError: the agent running this job stopped answering and no "
@@ -173,10 +168,10 @@ static void janitor_pass(struct janitor *j)
            or lost with it): a live agent writes its own again within a third of its TTL, so
            nothing is taken from it before two TTLs have passed */
         j->redis_lost = 0;
-        j->quiet_until = janitor_now() + 2.0 * j->cfg.heartbeat_ttl_s;
+        j->quiet_until = ty_wall_s() + 2.0 * j->cfg.heartbeat_ttl_s;
         ty_log(TY_LOG_INFO, "janitor.redis_back", "quiet_s=%d", 2 * j->cfg.heartbeat_ttl_s);
     }
-    if (janitor_now() < j->quiet_until) {
+    if (ty_wall_s() < j->quiet_until) {
         json_decref(live);
         return;
     }

@@ -106,11 +106,6 @@ static json_t *leftover_doc(const char *job, void *ctx)
     return l->doc;
 }
 
-static double leftover_now(void)
-{
-    return ty_wall_s();
-}
-
 int leftover_sweep(struct store *s, struct docker *d, const char *deployment, const char *self,
                    int grace_s)
 {
@@ -142,7 +137,7 @@ int leftover_sweep(struct store *s, struct docker *d, const char *deployment, co
         if (dup || nseen == LEFTOVER_JOBS_MAX)
             continue;
         snprintf(seen[nseen++], sizeof(seen[0]), "%s", job);
-        if (!leftover_job_ended(job, leftover_doc, &l, leftover_now(), grace_s)) {
+        if (!leftover_job_ended(job, leftover_doc, &l, ty_wall_s(), grace_s)) {
             if (l.failed)
                 break;
             continue;

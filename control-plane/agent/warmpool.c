@@ -45,11 +45,6 @@ struct warmpool {
     int started;
 };
 
-static double warmpool_now(void)
-{
-    return ty_wall_s();
-}
-
 static const char *warmpool_str(json_t *obj, const char *key)
 {
     const char *v = json_string_value(json_object_get(obj, key));
@@ -241,7 +236,7 @@ int warmpool_put(struct warmpool *wp, struct store *s, const struct warmpool_ent
         ty_log(TY_LOG_INFO, "agent.warmpool.evicted", "job=%s note='more pools than slots'",
                old->e.job);
         d = docker_open(wp->docker_host, err);
-        warmpool_terminate(d, s, &old->e, warmpool_now());
+        warmpool_terminate(d, s, &old->e, ty_wall_s());
         docker_close(d);
         free(old);
     }
@@ -303,7 +298,7 @@ static void warmpool_sweep(struct warmpool *wp, struct store **s, struct docker 
     for (int i = 0; i < n; i++) {
         json_t *doc;
         struct warmpool_node *node = NULL;
-        double now = warmpool_now(), since = 0;
+        double now = ty_wall_s(), since = 0;
         int end;
 
         ty_err_clear(&err);
@@ -393,7 +388,7 @@ void warmpool_stop(struct warmpool *wp)
         while (wp->pools) {
             struct warmpool_node *p = wp->pools;
             wp->pools = p->next;
-            warmpool_terminate(d, s, &p->e, warmpool_now());
+            warmpool_terminate(d, s, &p->e, ty_wall_s());
             free(p);
         }
         docker_close(d);

@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,11 +60,6 @@ static pthread_mutex_t *objstore_lock_for(const char *bucket, const char *key)
     for (const char *p = key; *p; p++)
         h = (h ^ (unsigned char)*p) * 16777619u;
     return &objstore_locks[h % OBJSTORE_NLOCKS];
-}
-
-int64_t objstore__now_ms(void)
-{
-    return (int64_t)ty_wall_ms();
 }
 
 int objstore__fmt(char *out, size_t n, const char *fmt, ...)
@@ -532,8 +526,8 @@ int objstore_bucket_create(struct objstore *os, const char *name, const char *re
     redisReply *r;
     long long added;
 
-    snprintf(val, sizeof(val), "{\"created\":%lld,\"region\":\"%.32s\"}",
-             (long long)objstore__now_ms(), region && *region ? region : "us-east-1");
+    snprintf(val, sizeof(val), "{\"created\":%lld,\"region\":\"%.32s\"}", ty_wall_ms(),
+             region && *region ? region : "us-east-1");
     if (objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 || ty_mkdirs(p, 0755) != 0)
         return ty_err_set(err, TY_EIO, NULL, "cannot create the bucket directory");
     r = store__cmdv(os->st, err, "HSETNX", "ty:s3:buckets", name, val, NULL);
@@ -850,7 +844,7 @@ int objstore__put_tmp(struct objstore *os, const char *bucket, const char *key,
     snprintf(m.etag, sizeof(m.etag), "%s", etag);
     m.size = size;
     m.parts = parts;
-    m.mtime_ms = objstore__now_ms();
+    m.mtime_ms = (int64_t)ty_wall_ms();
     {
         struct stat st;
         if (stat(tmp_path, &st) == 0)

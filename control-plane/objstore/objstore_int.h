@@ -26,8 +26,6 @@ struct objstore {
     struct s3c *remote; /* the external store (--s3-endpoint), NULL for the local one */
 };
 
-/* Milliseconds since the epoch. */
-int64_t objstore__now_ms(void);
 /* snprintf into out (size n). 0, or -1 when it does not fit. */
 int objstore__fmt(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* fsyncs the directory holding file. */

@@ -12,6 +12,7 @@
 
 #include "ty_crc32c.h"
 #include "ty_fs.h"
+#include "ty_time.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -66,7 +67,7 @@ int objstore_mpu_create(struct objstore *os, const char *bucket, const char *key
         return ty_err_set(err, TY_EINTERNAL, NULL, "no randomness");
     ty_hex_encode(rnd, 16, id);
     snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
-    snprintf(init, sizeof(init), "%lld", (long long)objstore__now_ms());
+    snprintf(init, sizeof(init), "%lld", ty_wall_ms());
     if (objstore__fmt(dir, sizeof(dir), "%s/.ty/mpu/%s", os->dir, id) != 0 || mkdir(dir, 0755) != 0)
         return ty_err_set(err, TY_EIO, NULL, "cannot create the upload: %s", strerror(errno));
     zk = objstore__rkey("ty:s3:mpus:", bucket, NULL);
@@ -151,8 +152,7 @@ int objstore_mpu_put_part(struct objstore *os, const char *bucket, const char *k
     objstore__fsync_parent(dst);
     snprintf(rk, sizeof(rk), "ty:s3:mpuparts:%s", id);
     snprintf(num, sizeof(num), "%d", number);
-    snprintf(val, sizeof(val), "%s %llu %lld", etag, (unsigned long long)size,
-             (long long)objstore__now_ms());
+    snprintf(val, sizeof(val), "%s %llu %lld", etag, (unsigned long long)size, ty_wall_ms());
     r = store__cmdv(os->st, err, "HSET", rk, num, val, NULL);
     if (!r)
         return -TY_EREDIS;
@@ -199,7 +199,7 @@ int objstore_mpu_copy_part(struct objstore *os, const char *bucket, const char *
         unlink(tmp);
     out->number = number;
     out->size = size;
-    out->mtime_ms = objstore__now_ms();
+    out->mtime_ms = (int64_t)ty_wall_ms();
 out:
     close(fd);
     objstore_meta_cleanup(&src);

@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 
 #define CW_NS          "http://monitoring.amazonaws.com/doc/2010-08-01/"
@@ -955,11 +954,6 @@ static void cw_error(struct http_request *req, struct http_response *resp, int j
     http_response_header(resp, "x-amzn-RequestId", req->request_id);
 }
 
-static double cw_now(void)
-{
-    return ty_wall_s();
-}
-
 /* CloudWatch's words for an auth_request failure at stage. */
 static void cw_auth_error(struct http_request *req, struct http_response *resp, int json,
                           const struct ty_err *err, enum auth_stage stage)
@@ -1042,11 +1036,11 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
         return;
     }
     if (strcmp(action, "ListMetrics") == 0)
-        r = cloudwatch_list_metrics(s, in, cw_now(), &out, &err);
+        r = cloudwatch_list_metrics(s, in, ty_wall_s(), &out, &err);
     else if (strcmp(action, "GetMetricStatistics") == 0)
         r = cloudwatch_get_metric_statistics(s, in, &out, &err);
     else if (strcmp(action, "PutMetricData") == 0)
-        r = cloudwatch_put_metric_data(s, in, cw_now(), &err);
+        r = cloudwatch_put_metric_data(s, in, ty_wall_s(), &err);
     else
         r = cloudwatch_get_metric_data(s, in, &out, &err);
     json_decref(in);

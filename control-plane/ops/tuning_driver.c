@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #define TUNING_LEASE_MS   15000
@@ -801,11 +800,6 @@ struct tuning_driver {
     atomic_int stop;
 };
 
-static double tuning_now(void)
-{
-    return ty_wall_s();
-}
-
 static void *tuning_thread(void *arg)
 {
     struct tuning_driver *d = arg;
@@ -817,7 +811,7 @@ static void *tuning_thread(void *arg)
         ty_err_clear(&err);
         if (!s && !(s = store_open(d->c.redis_url, &err)))
             ty_log(TY_LOG_WARN, "tuning.store", "error='%s'", err.msg);
-        if (s && tuning_driver_pass(s, &d->c, tuning_now(), &err) == -TY_EREDIS) {
+        if (s && tuning_driver_pass(s, &d->c, ty_wall_s(), &err) == -TY_EREDIS) {
             store_close(s);
             s = NULL;
         }

@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 
 /* One request on its way through the front ends. */
@@ -69,11 +68,6 @@ static void route_json_error(struct http_request *req, struct http_response *res
     http_response_header(resp, "x-amzn-RequestId", req->request_id);
     ty_log(TY_LOG_DEBUG, "http.error", "req=%s code=%s msg=\"%s\"", req->request_id, name,
            err->msg);
-}
-
-static double route_now(void)
-{
-    return ty_wall_s();
 }
 
 /* ---- health, metrics, container credentials ---- */
@@ -441,7 +435,7 @@ static void route_serve_json(struct route_call *c)
     ctx.region = rc->region;
     ctx.account_id = rc->account_id;
     ctx.principal_arn = ao.p.arn;
-    ctx.now = route_now();
+    ctx.now = ty_wall_s();
     ctx.host = http_header(req, "Host");
     ctx.s3_dir = rc->s3_dir;
     ctx.s3_remote = rc->s3_remote;

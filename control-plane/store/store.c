@@ -490,11 +490,6 @@ double store__ms_round(double t)
     return (double)n / 1000.0;
 }
 
-long long store__now_ms(void)
-{
-    return ty_wall_ms();
-}
-
 /* ---- argument vectors (store_int.h) ---- */
 
 int store__args_init(struct store_args *a, int cap)

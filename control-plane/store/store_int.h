@@ -49,8 +49,6 @@ int store__key(char *out, size_t n, const char *a, const char *b, const char *c,
                struct ty_err *err);
 /* Epoch seconds rounded to milliseconds (timestamps keep ms, and cjson keeps 13 digits). */
 double store__ms_round(double t);
-/* The wall clock in epoch milliseconds. */
-long long store__now_ms(void);
 
 /* An argument vector whose strings may be owned (freed by store__args_cleanup). */
 struct store_args {

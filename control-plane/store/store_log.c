@@ -15,6 +15,7 @@
 
 #include "store_int.h"
 #include "ty_buf.h"
+#include "ty_time.h"
 
 long long store_log_group_created_get(struct store *s, const char *group, struct ty_err *err)
 {
@@ -76,7 +77,7 @@ int store_log_append(struct store *s, const char *group, const char *stream, jso
     rc |= store__args_str(&a, k2);
     rc |= store__args_str(&a, k3);
     rc |= store__args_str(&a, stream);
-    rc |= store__args_fmt(&a, "%lld", store__now_ms());
+    rc |= store__args_fmt(&a, "%lld", ty_wall_ms());
     json_array_foreach(events, i, e)
     {
         json_t *ts = json_object_get(e, "timestamp");
