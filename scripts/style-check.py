@@ -45,8 +45,8 @@ INTERNAL = [
     (r"\biam__\w+", r"^control-plane/iam/"),
     # the IAM query API's files (ops/iamapi_int.h).
     (r"\biamapi__\w+", r"^control-plane/ops/iamapi\w*\.[ch]$"),
-    # one job's run (control-plane/agent/run_int.h).
-    (r"\brun__\w+", r"^control-plane/agent/run\w*\.[ch]$"),
+    # one job's run (control-plane/agent/run/run_int.h).
+    (r"\brun__\w+", r"^control-plane/agent/run/"),
     (r"\btyprof__\w+", r"^profiler/"),
     (r"\btyc__\w+", r"^(compiler|runtime-image)/"),
 ]
