@@ -35,7 +35,7 @@ INCLUDE_DIRS = sorted(d for d in glob.glob(os.path.join(os.path.dirname(os.path.
     "profiler/include", "profiler/src", "profiler/rules", "compiler/include", "compiler/src"]
 PKGS = ["jansson", "hiredis", "libmicrohttpd", "libcurl", "libcrypto", "libarchive", "libpcre2-8"]
 
-# Library-internal symbols (x__y, STYLE.md) and the files allowed to use them. Everything else
+# Library-internal symbols (x__y, docs/style.md) and the files allowed to use them. Everything else
 # reaches a library through its public header.
 INTERNAL = [
     # ty_store's command helpers (store_int.h); objstore/ uses the three of store_raw.h.

@@ -2,8 +2,8 @@
 # engine.sh - makes sure a Docker-compatible container engine answers at $TY_DOCKER_HOST.
 #
 # Idempotent: when an engine already answers (Docker, or a Podman service started earlier) it
-# does nothing. Otherwise it configures and starts Podman's Docker API service as DESIGN.md §6
-# shows (runc, vfs storage, no default ulimits) on the unix socket named by TY_DOCKER_HOST,
+# does nothing. Otherwise it configures and starts Podman's Docker API service the way the
+# suite needs it (runc, vfs storage, no default ulimits) on the unix socket named by TY_DOCKER_HOST,
 # detached, logging to $TY_ENGINE_LOG, and waits up to $TY_ENGINE_TIMEOUT seconds (30) for
 # `GET /_ping` to answer OK. Installs nothing: podman and runc must be present
 # (apt-get install -y podman runc). Needs root for the socket under /run.

@@ -961,7 +961,7 @@ def pyboto_image(tmpdir, docker_host=DOCKER_HOST):
                                       body=f.read(), timeout=600)
     assert status == 200, (status, body[-500:])
     if not engine_image_exists(PYBOTO_IMAGE, docker_host):
-        # Podman 4.3 names an import docker.io/<repo>:latest (DESIGN.md section 6): tag it
+        # Podman 4.3 names an import docker.io/<repo>:latest: tag it
         q = urllib.parse.urlencode({"repo": repo, "tag": tag})
         status, body = engine_request("POST", f"/v1.41/images/docker.io%2F{repo.replace('/', '%2F')}"
                                       f"%3Alatest/tag?{q}", docker_host)

@@ -1,7 +1,8 @@
 /*
- * store.h - trainyard's state in Redis (hiredis), as DESIGN.md §4 lays it out.
+ * store.h - trainyard's state in Redis (hiredis); every key is listed in
+ * docs/internals/redis-keys.md.
  *
- * Owns: the `ty:` key space, the connection, and the Lua scripts (control-plane/lua/, loaded
+ * Owns: the `ty:` key space, the connection, and the Lua scripts (control-plane/store/lua/, loaded
  * with SCRIPT LOAD and called by EVALSHA, reloaded on NOSCRIPT). Keys:
  *   ty:job:<name>            training job: the DescribeTrainingJob JSON document, as a hash
  *                            of top-level member -> that member's JSON text (so that Lua

@@ -17,7 +17,7 @@
  *   ty:iam:version         counter; each change that authorisation depends on (create, tags,
  *                          policies) stores its next value in the user's `ver`, so a cache of
  *                          a user's parsed policies is valid while `ver` (and `id`) are equal
- * and running control-plane/lua/iam.lua (every write: check and write in one atomic step).
+ * and running control-plane/store/lua/iam.lua (every write: check and write in one atomic step).
  * The SigV4 side of an access key (ty:principal:<akid>) belongs to store.c: CreateAccessKey
  * writes it with store_principal_put; DeleteAccessKey removes it inside iam.lua.
  * Does not own: validation of names and documents (ops/iamapi.c, iam.h), any wire form.

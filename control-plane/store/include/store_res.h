@@ -5,7 +5,7 @@
  *
  * Owns: the keys
  *   ty:res:<kind>:<id>          hash: id, doc (JSON text), status, since, created, modified,
- *                               idx, pkids, kids, keep, ver (see control-plane/lua/res.lua)
+ *                               idx, pkids, kids, keep, ver (see control-plane/store/lua/res.lua)
  *   ty:idx:res:<kind>           sorted set of resource keys scored by creation time
  *   ty:kids:<kind>:<id>         set of the resource keys of its children
  *   ty:console:token:<sha256>   one-time token (JSON), TTL = its lifetime, taken with GETDEL
