@@ -227,10 +227,11 @@ static void run_record(struct run_ctx *r, int with_exits)
                strerror(errno));
 }
 
-static int run_container(struct run_ctx *r)
+static enum run_end run_container(struct run_ctx *r)
 {
     char reason[RUN_REASON_MAX + 1] = "";
     struct ty_err err;
+    enum run_tr tr;
     json_t *set;
     int rc;
 
@@ -250,7 +251,7 @@ static int run_container(struct run_ctx *r)
             run__fmt(reason, sizeof(reason),
                      "InternalServerError: cannot create the network of the job's %d hosts: %s",
                      r->nh, err.msg);
-            return run__finish_failed(r, reason) < 0 ? -1 : 0;
+            return run__finish_failed(r, reason);
         }
     }
     {
@@ -262,14 +263,14 @@ static int run_container(struct run_ctx *r)
     }
     if (rc != 0) {
         run_remove_containers(r);
-        return run__finish_failed(r, reason) < 0 ? -1 : 0;
+        return run__finish_failed(r, reason);
     }
     for (int i = 0; i < r->nh; i++)
         run__sandbox(r, &r->h[i]);
     for (int i = 0; i < r->nh; i++) {
         if (run__create(r, &r->h[i], reason, sizeof(reason)) != 0) {
             run_remove_containers(r);
-            return run__finish_failed(r, reason) < 0 ? -1 : 0;
+            return run__finish_failed(r, reason);
         }
     }
     r->t_start = run__now();
@@ -282,9 +283,9 @@ static int run_container(struct run_ctx *r)
         else
             json_decref(rs);
     }
-    rc = run__transition(r, "InProgress", NULL, "Training", MSG_TRAINING, set);
-    if (rc != 0)
-        return rc < 0 ? -1 : (run__settle_conflict(r) < 0 ? -1 : 0);
+    tr = run__transition(r, "InProgress", NULL, "Training", MSG_TRAINING, set);
+    if (tr != RUN_TR_DONE)
+        return run__settle(r, tr);
     for (int i = 0; i < r->nh; i++) {
         struct run_host *h = &r->h[i];
         if (docker_start(r->d, h->cid, &err) != 0) {
@@ -292,10 +293,10 @@ static int run_container(struct run_ctx *r)
                      err.msg);
             r->t_end = run__now();
             if (run__kill(r) != 0)
-                return -1;
+                return RUN_END_PENDING;
             run__drain_logs(r);
             run_remove_containers(r);
-            return run__finish_failed(r, reason) < 0 ? -1 : 0;
+            return run__finish_failed(r, reason);
         }
         ty_log(TY_LOG_INFO, "agent.job.started", "job=%s host=%s container=%.12s", r->job, h->name,
                h->cid);
@@ -308,27 +309,28 @@ static int run_container(struct run_ctx *r)
 
 /* From the end of supervision (out) to the final status: stops what still runs, reads the rest of
    the logs, removes the containers, uploads and records the end. Returns 0 when the job reached a
-   terminal state (ack), -1 to leave the entry pending. */
-int run__conclude(struct run_ctx *r, enum run_outcome out)
+   terminal state or is gone (RUN_END_ACK), RUN_END_PENDING when the agent stops first. */
+enum run_end run__conclude(struct run_ctx *r, enum run_outcome out)
 {
     char reason[RUN_REASON_MAX + 1] = "";
+    enum run_tr tr;
     json_t *set;
-    int rc, failed = 0;
+    int failed = 0;
 
     if (out == RUN_ABANDON)
-        return -1;
+        return RUN_END_PENDING;
     if (out == RUN_MAXRUNTIME) {
-        rc = run__transition(r, "InProgress", "Stopping", "MaxRuntimeExceeded", MSG_MAXRUNTIME,
+        tr = run__transition(r, "InProgress", "Stopping", "MaxRuntimeExceeded", MSG_MAXRUNTIME,
                              NULL);
-        if (rc < 0)
-            return -1;
-        if (rc == 1 && strcmp(r->cur, "Stopping") != 0)
-            return 0; /* terminal already (or gone) */
-        if (rc == 1)
+        if (tr == RUN_TR_ABANDON)
+            return RUN_END_PENDING;
+        if (tr == RUN_TR_CONFLICT && strcmp(r->cur, "Stopping") != 0)
+            return RUN_END_ACK; /* terminal already (or gone) */
+        if (tr == RUN_TR_CONFLICT)
             out = RUN_STOPPED;
     }
     if (out != RUN_EXITED && run__kill(r) != 0)
-        return -1;
+        return RUN_END_PENDING;
     if (out == RUN_HOST_FAILED)
         out = RUN_EXITED;
     r->t_end = run__now();
@@ -358,34 +360,37 @@ int run__conclude(struct run_ctx *r, enum run_outcome out)
         if (run__upload(r, set, 1, reason, sizeof(reason)) != 0)
             ty_log(TY_LOG_WARN, "agent.job.upload_on_stop_failed", "job=%s reason='%s'", r->job,
                    reason);
-        return run__finish_stopped(r, out == RUN_MAXRUNTIME, set) < 0 ? -1 : 0;
+        return run__finish_stopped(r, out == RUN_MAXRUNTIME, set);
     }
     if (failed) {
         char ignored[RUN_REASON_MAX + 1];
         run__failure_reason(r, reason, sizeof(reason));
         run__upload(r, NULL, 0, ignored, sizeof(ignored)); /* output.tar.gz, best effort */
-        return run__finish_failed(r, reason) < 0 ? -1 : 0;
+        return run__finish_failed(r, reason);
     }
-    rc = run__transition(r, "InProgress", NULL, "Uploading", MSG_UPLOADING, NULL);
-    if (rc < 0)
-        return -1;
+    tr = run__transition(r, "InProgress", NULL, "Uploading", MSG_UPLOADING, NULL);
+    if (tr == RUN_TR_ABANDON)
+        return RUN_END_PENDING;
     set = json_object();
     if (run__upload(r, set, 1, reason, sizeof(reason)) != 0) {
         json_decref(set);
-        return run__finish_failed(r, reason) < 0 ? -1 : 0;
+        return run__finish_failed(r, reason);
     }
-    if (rc == 1) /* stopped while it finished: Stopped, with its model */
-        return strcmp(r->cur, "Stopping") == 0 ? (run__finish_stopped(r, 0, set) < 0 ? -1 : 0)
-                                               : (json_decref(set), 0);
+    if (tr == RUN_TR_CONFLICT) { /* stopped while it finished: Stopped, with its model */
+        if (strcmp(r->cur, "Stopping") == 0)
+            return run__finish_stopped(r, 0, set);
+        json_decref(set);
+        return RUN_END_ACK;
+    }
     run__set_times(r, set);
     run__set_metrics(r, set);
-    rc = run__transition(r, "InProgress", "Completed", "Completed", MSG_COMPLETED, set);
-    if (rc == 1 && strcmp(r->cur, "Stopping") == 0) {
+    tr = run__transition(r, "InProgress", "Completed", "Completed", MSG_COMPLETED, set);
+    if (tr == RUN_TR_CONFLICT && strcmp(r->cur, "Stopping") == 0) {
         set = json_object();
         run__upload(r, set, 1, reason, sizeof(reason));
-        rc = run__finish_stopped(r, 0, set);
+        return run__finish_stopped(r, 0, set);
     }
-    return rc < 0 ? -1 : 0;
+    return tr == RUN_TR_ABANDON ? RUN_END_PENDING : RUN_END_ACK;
 }
 
 /* Names host h's checkpoint folder: <h->dir>/<LocalPath under /opt/ml>, else
@@ -453,22 +458,24 @@ static int run_stage_data(struct run_ctx *r, struct run_host *h, struct ty_err *
     return rc;
 }
 
-/* Everything from the claimed entry to a terminal job. Returns 0 to ack, -1 to leave pending. */
-static int run_job(struct run_ctx *r)
+/* Everything from the claimed entry to a terminal job. */
+static enum run_end run_job(struct run_ctx *r)
 {
     char reason[RUN_REASON_MAX + 1], secondary[64];
     struct ty_err err;
     const char *status;
+    enum run_end end;
+    enum run_tr tr;
     json_t *doc;
     double t_doc;
     int gone = 0, rc, stopping;
 
     for (int i = 0; i < RUN_STORE_RETRIES && !(doc = run__get(r, &gone)) && !gone; i++) {
         if (agent__sleep(r->a, 1000))
-            return -1;
+            return RUN_END_PENDING;
     }
-    if (!doc)
-        return gone ? 0 : -1; /* deleted: ack; Redis away: leave it pending */
+    if (!doc) /* deleted: ack; Redis away: leave it pending */
+        return gone ? RUN_END_ACK : RUN_END_PENDING;
     status = run__status_of(doc);
     stopping = strcmp(status, "Stopping") == 0;
     if (r->run->reclaimed && strcmp(status, "InProgress") != 0 && !stopping) {
@@ -479,12 +486,12 @@ static int run_job(struct run_ctx *r)
     if (stopping && !r->run->reclaimed) {
         json_decref(doc);
         ty_log(TY_LOG_INFO, "agent.job.stopped_before_start", "job=%s", r->job);
-        return run__finish_stopped(r, 0, NULL) < 0 ? -1 : 0;
+        return run__finish_stopped(r, 0, NULL);
     }
     if (strcmp(status, "InProgress") != 0 && !stopping) {
         json_decref(doc);
         ty_log(TY_LOG_INFO, "agent.job.skipped", "job=%s status=%s", r->job, status);
-        return 0;
+        return RUN_END_ACK;
     }
     run__fmt(secondary, sizeof(secondary), "%s",
              json_string_value(json_object_get(doc, "SecondaryStatus"))
@@ -505,14 +512,14 @@ static int run_job(struct run_ctx *r)
     }
     json_decref(doc);
     if (rc != 0)
-        return run__finish_failed(r, err.msg) < 0 ? -1 : 0;
+        return run__finish_failed(r, err.msg);
     run__arn_identity(r);
     if (r->sp.instance_count > STAGE_MAX_HOSTS) {
         run__fmt(reason, sizeof(reason),
                  "ClientError: InstanceCount %d is more than one trainyard agent runs for a job "
                  "(%d)",
                  r->sp.instance_count, STAGE_MAX_HOSTS);
-        return run__finish_failed(r, reason) < 0 ? -1 : 0;
+        return run__finish_failed(r, reason);
     }
     r->nh = r->sp.instance_count > 1 ? r->sp.instance_count : 1;
     for (int i = 1; i < r->nh; i++)
@@ -522,33 +529,33 @@ static int run_job(struct run_ctx *r)
         r->d = docker_open(r->a->cfg.docker_host, &err);
     if (!r->d) {
         run__fmt(reason, sizeof(reason), "InternalServerError: container engine: %s", err.msg);
-        return run__finish_failed(r, reason) < 0 ? -1 : 0;
+        return run__finish_failed(r, reason);
     }
     if (r->run->reclaimed) {
         /* its containers, if any ever ran, are taken over: the script runs once per attempt */
-        if (run__reattach(r, secondary, t_doc, stopping, &rc))
-            return rc;
+        if (run__reattach(r, secondary, t_doc, stopping, &end))
+            return end;
         run__remove_leftovers(r);
         if (stopping) {
             ty_log(TY_LOG_INFO, "agent.job.stopped_before_start", "job=%s", r->job);
-            return run__finish_stopped(r, 0, NULL) < 0 ? -1 : 0;
+            return run__finish_stopped(r, 0, NULL);
         }
-        rc = run__transition(r, "InProgress", NULL, "Restarting", MSG_RESTARTING, NULL);
-        if (rc == 0)
-            rc = run__transition(r, "InProgress", NULL, "Starting", MSG_STARTING, NULL);
-        if (rc != 0)
-            return rc < 0 ? -1 : (run__settle_conflict(r) < 0 ? -1 : 0);
+        tr = run__transition(r, "InProgress", NULL, "Restarting", MSG_RESTARTING, NULL);
+        if (tr == RUN_TR_DONE)
+            tr = run__transition(r, "InProgress", NULL, "Starting", MSG_STARTING, NULL);
+        if (tr != RUN_TR_DONE)
+            return run__settle(r, tr);
     } else {
         for (int i = 0; i < r->nh; i++) /* stale ones with our names */
             docker_remove(r->d, r->h[i].cname, 1, &err);
         run_warm_take(r);
     }
 
-    rc = run__transition(r, "InProgress", NULL, "Downloading", MSG_DOWNLOAD,
+    tr = run__transition(r, "InProgress", NULL, "Downloading", MSG_DOWNLOAD,
                          r->warm ? json_pack("{s:{s:s}}", "WarmPoolStatus", "Status", "InUse")
                                  : NULL);
-    if (rc != 0)
-        return rc < 0 ? -1 : (run__settle_conflict(r) < 0 ? -1 : 0);
+    if (tr != RUN_TR_DONE)
+        return run__settle(r, tr);
     /* The log streams are named now, so that download progress lands in the stream the
        container's output continues. */
     for (int i = 0; i < r->nh; i++)
@@ -559,7 +566,7 @@ static int run_job(struct run_ctx *r)
     for (int i = 0; i < r->nh; i++) {
         struct run_host *h = &r->h[i];
         if (stage_prepare(h->dir, &r->sp, i, NULL, &err) != 0)
-            return run__finish_failed(r, err.msg) < 0 ? -1 : 0;
+            return run__finish_failed(r, err.msg);
         if (r->prof_cfg && prof_write_config(h->dir, r->prof_cfg) != 0) {
             ty_log(TY_LOG_WARN, "agent.profiler.config_failed", "job=%s host=%s", r->job, h->name);
             r->prof_on = 0;
@@ -573,17 +580,17 @@ static int run_job(struct run_ctx *r)
                    r->job, h->name, attempt, err.msg);
         if (src != 0) {
             if (atomic_load(&r->a->stopping))
-                return -1;
+                return RUN_END_PENDING;
             r->log_host = i;
             run__log_line(r, err.msg);
             r->log_host = 0;
-            return run__finish_failed(r, err.msg) < 0 ? -1 : 0;
+            return run__finish_failed(r, err.msg);
         }
         if (atomic_load(&r->a->stopping))
-            return -1;
+            return RUN_END_PENDING;
     }
     if (atomic_load(&r->a->stopping))
-        return -1;
+        return RUN_END_PENDING;
     return run_container(r);
 }
 
@@ -625,7 +632,7 @@ void *run_thread(void *arg)
     struct agent *a = run->a;
     struct run_ctx *r = calloc(1, sizeof(*r));
     struct ty_err err;
-    int rc = -1;
+    enum run_end end = RUN_END_PENDING;
 
     if (!r)
         goto out;
@@ -643,20 +650,20 @@ void *run_thread(void *arg)
     if (!r->dir[0]) {
         /* no staging folder name (HMAC failed): touch nothing, leave the entry pending */
         ty_log(TY_LOG_ERROR, "agent.job.no_staging_dir", "job=%s", r->job);
-        rc = -1;
+        end = RUN_END_PENDING;
     } else if (run_name_ok(r->job)) {
         /* What an earlier run of this agent could not write goes first (outbox.h). */
         r->ob = outbox_pending(a->cfg.data_dir, r->job);
-        rc = run_outbox_wait(r) == 0 ? run_job(r) : -1;
+        end = run_outbox_wait(r) == 0 ? run_job(r) : RUN_END_PENDING;
     } else {
         /* Not a name the API accepts: touch no path or container, drop the entry. */
         ty_log(TY_LOG_ERROR, "agent.job.bad_name", "entry=%s", run->item.entry_id);
         r->dir[0] = '\0';
-        rc = 0;
+        end = RUN_END_ACK;
     }
 
-    run_warm_end(r, rc == 0);
-    if (rc == 0) {
+    run_warm_end(r, end == RUN_END_ACK);
+    if (end == RUN_END_ACK) {
         for (int i = 0; i < r->nh && r->d; i++)
             if (r->h[i].cid[0])
                 docker_remove(r->d, r->h[i].cid, 1, &err);
@@ -692,7 +699,8 @@ void *run_thread(void *arg)
         ty_log(TY_LOG_INFO, "agent.job.left_pending", "job=%s stopping=%d", r->job,
                atomic_load(&a->stopping));
     }
-    run__relay_cleanup(r, rc == 0); /* also when abandoned: the relay ends with the runner */
+    run__relay_cleanup(
+        r, end == RUN_END_ACK); /* also when abandoned: the relay ends with the runner */
     for (int i = 0; i < r->nh; i++) {
         struct run_host *h = &r->h[i];
         if (h->logs) {

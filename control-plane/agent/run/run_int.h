@@ -59,6 +59,17 @@ struct run_logs {
                         the job appended them, reattach.h): matched for metrics, not appended */
 };
 
+/* What run__transition did. */
+enum run_tr {
+    RUN_TR_DONE,     /* applied, or buffered in the job's outbox while Redis is away */
+    RUN_TR_CONFLICT, /* the job is not in an expected state: r->cur holds it ("" when gone) */
+    RUN_TR_ABANDON,  /* the agent is stopping (or no disk for the outbox): nothing written */
+};
+
+/* How a run ends: its queue entry acknowledged (the job is terminal, or gone), or left pending
+   for a reclaim (the agent stops, Redis is away). */
+enum run_end { RUN_END_ACK, RUN_END_PENDING };
+
 /* RUN_HOST_FAILED: one host of several exited non-zero while others still run. */
 enum run_outcome { RUN_EXITED, RUN_STOPPED, RUN_MAXRUNTIME, RUN_ABANDON, RUN_HOST_FAILED };
 
@@ -132,7 +143,7 @@ int run__image_has_typrof(const struct run_ctx *r);
 __attribute__((format(printf, 3, 4))) int run__fmt(char *out, size_t n, const char *fmt, ...);
 double run__now(void);
 int64_t run__now_ms(void);
-int run__conclude(struct run_ctx *r, enum run_outcome out);
+enum run_end run__conclude(struct run_ctx *r, enum run_outcome out);
 void run__ckpt_dir(struct run_ctx *r, struct run_host *h);
 
 /* run_logs.c */
@@ -150,8 +161,8 @@ void *run__logs_thread(void *arg);
 void run__store_reopen(struct run_ctx *r);
 int run__outbox_drain(struct run_ctx *r);
 void run__logs_flush_all(struct run_ctx *r, int force);
-int run__transition(struct run_ctx *r, const char *expect, const char *status,
-                    const char *secondary, const char *message, json_t *set);
+enum run_tr run__transition(struct run_ctx *r, const char *expect, const char *status,
+                            const char *secondary, const char *message, json_t *set);
 int run__redis_down(struct run_ctx *r);
 int run__transient(struct run_ctx *r, const struct ty_err *err);
 double run__retry_deadline(struct run_ctx *r);
@@ -171,9 +182,9 @@ const char *run__ckpt_root(const struct run_ctx *r, const struct run_host *h, co
 void run__checkpoints_sync(struct run_ctx *r, int final);
 void run__profiler_live(struct run_ctx *r);
 int run__upload(struct run_ctx *r, json_t *set, int with_model, char *reason, size_t n);
-int run__finish_stopped(struct run_ctx *r, int maxruntime, json_t *set);
-int run__finish_failed(struct run_ctx *r, const char *reason);
-int run__settle_conflict(struct run_ctx *r);
+enum run_end run__finish_stopped(struct run_ctx *r, int maxruntime, json_t *set);
+enum run_end run__finish_failed(struct run_ctx *r, const char *reason);
+enum run_end run__settle(struct run_ctx *r, enum run_tr tr);
 
 /* run_container.c */
 void run__unfence(struct run_ctx *r);
@@ -194,6 +205,7 @@ void run__failure_reason(struct run_ctx *r, char *reason, size_t n);
 
 /* run_reattach.c */
 void run__host_init(struct run_ctx *r, int i);
-int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int stopping, int *out);
+int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int stopping,
+                  enum run_end *out);
 
 #endif

@@ -86,10 +86,11 @@ static void run_reattach_host(struct run_ctx *r, struct run_host *h, const struc
  * A reclaimed job (its agent died, or restarted): takes over what an earlier agent of this engine
  * started instead of running the job's script again (reattach.h), and follows it to its end as
  * that agent would have. secondary and t_doc: the job's SecondaryStatus and TrainingStartTime;
- * stopping: it is Stopping. Returns 1 when the job was dealt with (OUT: *out, as run_job's
- * result), 0 when nothing of it ever ran: start it anew.
+ * stopping: it is Stopping. Returns 1 when the job was dealt with (OUT: *out, how its run ends),
+ * 0 when nothing of it ever ran: start it anew.
  */
-int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int stopping, int *out)
+int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int stopping,
+                  enum run_end *out)
 {
     static const char *const actions[] = {"fresh", "attach", "fail"};
     struct reattach_record rec;
@@ -108,11 +109,11 @@ int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int st
                      "InternalServerError: the agent running this job was lost, and the container "
                      "engine did not answer to take its containers over: %s",
                      err.msg);
-            *out = run__finish_failed(r, reason) < 0 ? -1 : 0;
+            *out = run__finish_failed(r, reason);
             return 1;
         }
         if (agent__sleep(r->a, 2000)) {
-            *out = -1;
+            *out = RUN_END_PENDING;
             return 1;
         }
     }
@@ -133,7 +134,7 @@ int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int st
     if (plan.action == REATTACH_FAIL) {
         run__remove_leftovers(r);
         r->t_end = run__now();
-        *out = run__finish_failed(r, plan.reason) < 0 ? -1 : 0;
+        *out = run__finish_failed(r, plan.reason);
         return 1;
     }
     if (r->t_start <= 0)

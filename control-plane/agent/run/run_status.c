@@ -183,20 +183,21 @@ static int run_transition_outbox(struct run_ctx *r, struct store_transition *t)
  * Applies one transition. set is stolen (may be NULL). While Redis is away (or the job's
  * outbox is not yet replayed), the transition goes into the outbox, to be replayed in order
  * when Redis is back, and counts as applied: the runner goes on supervising.
- * Returns 0 on success (or buffered), 1 when the job is not in an expected state (r->cur = its
- * status, "" when the job is gone), -1 when the agent is stopping (or no disk for the outbox).
+ * Returns RUN_TR_DONE (applied or buffered), RUN_TR_CONFLICT (r->cur = the job's status, ""
+ * when it is gone) or RUN_TR_ABANDON (the agent is stopping, or no disk for the outbox).
  */
-int run__transition(struct run_ctx *r, const char *expect, const char *status,
-                    const char *secondary, const char *message, json_t *set)
+enum run_tr run__transition(struct run_ctx *r, const char *expect, const char *status,
+                            const char *secondary, const char *message, json_t *set)
 {
     struct store_transition t = {
         .expect = expect, .status = status, .secondary = secondary, .message = message, .set = set};
     struct ty_err err;
-    int rc = -1;
+    enum run_tr tr = RUN_TR_ABANDON;
+    int answered = 0; /* Redis answered: applied, or refused */
 
     r->cur[0] = '\0';
     if (r->ob && !atomic_load(&r->a->stopping)) {
-        rc = run_transition_outbox(r, &t);
+        tr = run_transition_outbox(r, &t) == 0 ? RUN_TR_DONE : RUN_TR_ABANDON;
         goto done;
     }
     for (int i = 0; i < RUN_STORE_TRIES; i++) {
@@ -209,16 +210,19 @@ int run__transition(struct run_ctx *r, const char *expect, const char *status,
             doc = store_job_transition(r->s, r->job, &t, &err);
             if (doc) {
                 json_decref(doc);
-                rc = 0;
+                tr = RUN_TR_DONE;
+                answered = 1;
                 break;
             }
             if (err.code == TY_ECONFLICT) {
                 run__fmt(r->cur, sizeof(r->cur), "%s", err.msg);
-                rc = 1;
+                tr = RUN_TR_CONFLICT;
+                answered = 1;
                 break;
             }
             if (err.code == TY_ENOTFOUND) {
-                rc = 1;
+                tr = RUN_TR_CONFLICT;
+                answered = 1;
                 break;
             }
             ty_log(TY_LOG_WARN, "agent.job.transition_failed", "job=%s to=%s/%s error='%s'", r->job,
@@ -229,14 +233,14 @@ int run__transition(struct run_ctx *r, const char *expect, const char *status,
         if (agent__sleep(r->a, 500 << i))
             break;
     }
-    if (rc < 0 && !atomic_load(&r->a->stopping))
-        rc = run_transition_outbox(r, &t); /* Redis away: buffered, replayed when it is back */
+    if (!answered && !atomic_load(&r->a->stopping) && run_transition_outbox(r, &t) == 0)
+        tr = RUN_TR_DONE; /* Redis away: buffered, replayed when it is back */
 done:
     json_decref(set);
-    if (rc == 0)
+    if (tr == RUN_TR_DONE)
         ty_log(TY_LOG_INFO, "agent.job.transition", "job=%s status=%s secondary=%s", r->job,
                status ? status : "-", secondary ? secondary : "-");
-    return rc;
+    return tr;
 }
 
 /* 1 when Redis does not answer now (a fresh connection's PING fails). */

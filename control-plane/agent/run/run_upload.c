@@ -324,22 +324,24 @@ int run__upload(struct run_ctx *r, json_t *set, int with_model, char *reason, si
 }
 
 /* Final Stopped: expects Stopping (or InProgress), keeps a MaxRuntimeExceeded secondary. */
-int run__finish_stopped(struct run_ctx *r, int maxruntime, json_t *set)
+enum run_end run__finish_stopped(struct run_ctx *r, int maxruntime, json_t *set)
 {
     if (!set)
         set = json_object();
     run__set_times(r, set);
     run__set_metrics(r, set);
     return run__transition(r, "Stopping,InProgress", "Stopped", maxruntime ? NULL : "Stopped",
-                           MSG_STOPPED, set);
+                           MSG_STOPPED, set) == RUN_TR_ABANDON
+               ? RUN_END_PENDING
+               : RUN_END_ACK;
 }
 
 /* Final Failed with reason; a job being stopped ends Stopped instead. */
-int run__finish_failed(struct run_ctx *r, const char *reason)
+enum run_end run__finish_failed(struct run_ctx *r, const char *reason)
 {
     char why[RUN_REASON_MAX + 1];
     json_t *set = json_object();
-    int rc;
+    enum run_tr tr;
 
     run__fmt(why, sizeof(why), "%s", reason);
     stage_utf8_fix(why, strlen(why));
@@ -352,16 +354,20 @@ int run__finish_failed(struct run_ctx *r, const char *reason)
             json_object_set_new(set, "ProfilerRuleEvaluationStatuses", rs);
     }
     ty_log(TY_LOG_INFO, "agent.job.failed", "job=%s reason='%s'", r->job, why);
-    rc = run__transition(r, "InProgress", "Failed", "Failed", MSG_FAILED, set);
-    if (rc == 1 && strcmp(r->cur, "Stopping") == 0)
-        rc = run__finish_stopped(r, 0, NULL);
-    return rc;
+    tr = run__transition(r, "InProgress", "Failed", "Failed", MSG_FAILED, set);
+    if (tr == RUN_TR_CONFLICT && strcmp(r->cur, "Stopping") == 0)
+        return run__finish_stopped(r, 0, NULL);
+    return tr == RUN_TR_ABANDON ? RUN_END_PENDING : RUN_END_ACK;
 }
 
-/* Ends a job that never ran (conflict on an early transition): Stopping -> Stopped. */
-int run__settle_conflict(struct run_ctx *r)
+/* Ends a run whose early transition tr was not applied: the agent stopping leaves the entry
+   pending; a conflict with a job being stopped ends it Stopped (it never ran); a job already
+   terminal, or gone, is acknowledged as it is. */
+enum run_end run__settle(struct run_ctx *r, enum run_tr tr)
 {
-    if (strcmp(r->cur, "Stopping") == 0)
+    if (tr == RUN_TR_ABANDON)
+        return RUN_END_PENDING;
+    if (tr == RUN_TR_CONFLICT && strcmp(r->cur, "Stopping") == 0)
         return run__finish_stopped(r, 0, NULL);
-    return 0; /* already terminal or gone: nothing to do */
+    return RUN_END_ACK;
 }
