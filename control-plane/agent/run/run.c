@@ -65,35 +65,26 @@ __attribute__((format(printf, 3, 4))) int run__fmt(char *out, size_t n, const ch
     return w;
 }
 
-double run__now(void)
-{
-    return ty_wall_s();
-}
-
-int64_t run__now_ms(void)
-{
-    return (int64_t)ty_wall_ms();
-}
-
 /* ---- warm pools (warmpool.h) ---- */
 
-/* Moves the hosts' sandboxes and the job network into r->keep instead of removing them, when
+/* Moves the hosts' sandboxes and the job network into r->warm.keep instead of removing them, when
    the job may retain its instance (a KeepAlivePeriodInSeconds at claim, or a warm pool it runs
    on); run_warm_end() decides once the job has ended. The relays stop and the credentials are
    revoked as for any job: nothing of the job but its network namespace stays. */
 static void run_warm_detach(struct run_ctx *r)
 {
-    if ((r->keep_alive <= 0 && !r->warm) || !r->warm_key[0] || atomic_load(&r->a->stopping))
+    if ((r->warm.keep_alive <= 0 && !r->warm.reused) || !r->warm.key[0] ||
+        atomic_load(&r->a->stopping))
         return;
-    r->keep.nh = r->nh;
-    run__fmt(r->keep.job, sizeof(r->keep.job), "%s", r->job);
-    run__fmt(r->keep.key, sizeof(r->keep.key), "%s", r->warm_key);
+    r->warm.keep.nh = r->nh;
+    run__fmt(r->warm.keep.job, sizeof(r->warm.keep.job), "%s", r->job);
+    run__fmt(r->warm.keep.key, sizeof(r->warm.keep.key), "%s", r->warm.key);
     for (int i = 0; i < r->nh; i++) {
-        run__fmt(r->keep.sbid[i], sizeof(r->keep.sbid[i]), "%s", r->h[i].sbid);
+        run__fmt(r->warm.keep.sbid[i], sizeof(r->warm.keep.sbid[i]), "%s", r->h[i].sbid);
         r->h[i].sbid[0] = '\0';
     }
     if (r->net[0]) {
-        run__fmt(r->keep.net, sizeof(r->keep.net), "%s", r->net);
+        run__fmt(r->warm.keep.net, sizeof(r->warm.keep.net), "%s", r->net);
         r->net[0] = '\0';
     }
 }
@@ -109,25 +100,25 @@ static void run_warm_take(struct run_ctx *r)
     double t0;
     int ok = 1;
 
-    if (!r->warm_key[0] || !(e = malloc(sizeof(*e))))
+    if (!r->warm.key[0] || !(e = malloc(sizeof(*e))))
         return;
-    if (!warmpool_take(r->a->wp, r->warm_key, e)) {
+    if (!warmpool_take(r->a->wp, r->warm.key, e)) {
         free(e);
         return;
     }
-    if (!r->s)
+    if (!r->io.s)
         run__store_reopen(r);
-    t0 = run__now();
+    t0 = ty_wall_s();
     ok = e->nh == r->nh;
     for (int i = 0; ok && i < e->nh; i++)
-        if (e->sbid[i][0] && (docker_inspect(r->d, e->sbid[i], &st, &err) != 0 || !st.running))
+        if (e->sbid[i][0] && (docker_inspect(r->io.d, e->sbid[i], &st, &err) != 0 || !st.running))
             ok = 0;
     ty_log(TY_LOG_INFO, "agent.warmpool.checked", "job=%s pool=%s ok=%d check_ms=%.0f", r->job,
-           e->job, ok, (run__now() - t0) * 1000);
+           e->job, ok, (ty_wall_s() - t0) * 1000);
     if (!ok) {
         ty_log(TY_LOG_WARN, "agent.warmpool.broken", "job=%s pool=%s note='starting cold'", r->job,
                e->job);
-        warmpool_terminate(r->d, r->s, e, run__now());
+        warmpool_terminate(r->io.d, r->io.s, e, ty_wall_s());
         free(e);
         return;
     }
@@ -135,12 +126,12 @@ static void run_warm_take(struct run_ctx *r)
         run__fmt(r->h[i].sbid, sizeof(r->h[i].sbid), "%s", e->sbid[i]);
     if (e->net[0])
         run__fmt(r->net, sizeof(r->net), "%s", e->net);
-    r->warm = 1;
-    warmpool_reused(r->s, e, r->job, run__now());
+    r->warm.reused = 1;
+    warmpool_reused(r->io.s, e, r->job, ty_wall_s());
     free(e);
 }
 
-/* After the job ended (acked: terminal): retains r->keep when SageMaker would
+/* After the job ended (acked: terminal): retains r->warm.keep when SageMaker would
    (warmpool_retains), else removes it, recording Terminated when the job ran on a pool. */
 static void run_warm_end(struct run_ctx *r, int acked)
 {
@@ -148,28 +139,28 @@ static void run_warm_end(struct run_ctx *r, int acked)
     json_t *doc = NULL;
     int retain;
 
-    if (r->keep.nh == 0 && !r->warm)
+    if (r->warm.keep.nh == 0 && !r->warm.reused)
         return;
-    if (!r->keep.job[0]) {
-        run__fmt(r->keep.job, sizeof(r->keep.job), "%s", r->job);
-        run__fmt(r->keep.key, sizeof(r->keep.key), "%s", r->warm_key);
+    if (!r->warm.keep.job[0]) {
+        run__fmt(r->warm.keep.job, sizeof(r->warm.keep.job), "%s", r->job);
+        run__fmt(r->warm.keep.key, sizeof(r->warm.keep.key), "%s", r->warm.key);
     }
-    if (!r->s)
+    if (!r->io.s)
         run__store_reopen(r);
-    if (acked && !r->ob && r->s && !atomic_load(&r->a->stopping))
-        doc = store_job_get(r->s, r->job, &err);
-    retain = doc && r->t_start > 0 && r->keep.nh > 0 && warmpool_retains(doc);
+    if (acked && !r->io.ob && r->io.s && !atomic_load(&r->a->stopping))
+        doc = store_job_get(r->io.s, r->job, &err);
+    retain = doc && r->t_start > 0 && r->warm.keep.nh > 0 && warmpool_retains(doc);
     json_decref(doc);
-    r->keep.since = run__now();
-    if (retain && warmpool_put(r->a->wp, r->s, &r->keep, &err) == 0) {
-        memset(&r->keep, 0, sizeof(r->keep));
+    r->warm.keep.since = ty_wall_s();
+    if (retain && warmpool_put(r->a->wp, r->io.s, &r->warm.keep, &err) == 0) {
+        memset(&r->warm.keep, 0, sizeof(r->warm.keep));
         return;
     }
-    if (r->warm && acked)
-        warmpool_terminate(r->d, r->s, &r->keep, r->keep.since);
+    if (r->warm.reused && acked)
+        warmpool_terminate(r->io.d, r->io.s, &r->warm.keep, r->warm.keep.since);
     else
-        warmpool_release(r->d, &r->keep);
-    memset(&r->keep, 0, sizeof(r->keep));
+        warmpool_release(r->io.d, &r->warm.keep);
+    memset(&r->warm.keep, 0, sizeof(r->warm.keep));
 }
 
 /* Removes every host's container (after its logs were read) and the job's network. */
@@ -178,11 +169,11 @@ static void run_remove_containers(struct run_ctx *r)
     struct ty_err err;
 
     for (int i = 0; i < r->nh; i++)
-        if (r->h[i].cid[0] && docker_remove(r->d, r->h[i].cid, 1, &err) == 0)
+        if (r->h[i].cid[0] && docker_remove(r->io.d, r->h[i].cid, 1, &err) == 0)
             r->h[i].cid[0] = '\0';
     run_warm_detach(r);
     run__relay_cleanup(r, 1);
-    if (r->net[0] && docker_network_remove(r->d, r->net, &err) != 0)
+    if (r->net[0] && docker_network_remove(r->io.d, r->net, &err) != 0)
         ty_log(TY_LOG_WARN, "agent.job.network_remove_failed", "job=%s network=%s error='%s'",
                r->job, r->net, err.msg);
     if (r->net[0])
@@ -207,8 +198,8 @@ static void run_record(struct run_ctx *r, int with_exits)
         struct reattach_rec_host *rh = &rec.h[i];
         if (!with_exits) {
             /* lines still in the outbox would land after the count: unknown then */
-            long n = r->s && (!r->ob || run__outbox_drain(r) == 0)
-                         ? store_log_count(r->s, RUN_LOG_GROUP, h->stream, &err)
+            long n = r->io.s && (!r->io.ob || run__outbox_drain(r) == 0)
+                         ? store_log_count(r->io.s, RUN_LOG_GROUP, h->stream, &err)
                          : -1;
             h->log_base = n >= 0 ? n : -1;
         }
@@ -242,10 +233,10 @@ static enum run_end run_container(struct run_ctx *r)
         /* internal (no route out) and fenced from the host's own services */
         reap_job_name(r->a->deployment, r->job, r->net, sizeof(r->net));
         fence_ifname(r->net, br, sizeof(br));
-        rc = docker_network_create(r->d, r->net, 1, br, labels, &err);
+        rc = docker_network_create(r->io.d, r->net, 1, br, labels, &err);
         json_decref(labels);
         if (rc == 0 && (rc = fence_bridge(br, &err)) != 0)
-            docker_network_remove(r->d, r->net, NULL);
+            docker_network_remove(r->io.d, r->net, NULL);
         if (rc != 0) {
             r->net[0] = '\0';
             run__fmt(reason, sizeof(reason),
@@ -273,11 +264,11 @@ static enum run_end run_container(struct run_ctx *r)
             return run__finish_failed(r, reason);
         }
     }
-    r->t_start = run__now();
+    r->t_start = ty_wall_s();
     run_record(r, 0); /* before anything runs: a restarted agent takes the containers over */
     set = json_pack("{s:f}", "TrainingStartTime", r->t_start);
     {
-        json_t *rs = prof_rules_in_progress(r->prof_rules, r->t_start);
+        json_t *rs = prof_rules_in_progress(r->prof.rules, r->t_start);
         if (rs && set)
             json_object_set_new(set, "ProfilerRuleEvaluationStatuses", rs);
         else
@@ -288,10 +279,10 @@ static enum run_end run_container(struct run_ctx *r)
         return run__settle(r, tr);
     for (int i = 0; i < r->nh; i++) {
         struct run_host *h = &r->h[i];
-        if (docker_start(r->d, h->cid, &err) != 0) {
+        if (docker_start(r->io.d, h->cid, &err) != 0) {
             run__fmt(reason, sizeof(reason), "ClientError: cannot start the training container: %s",
                      err.msg);
-            r->t_end = run__now();
+            r->t_end = ty_wall_s();
             if (run__kill(r) != 0)
                 return RUN_END_PENDING;
             run__drain_logs(r);
@@ -333,7 +324,7 @@ enum run_end run__conclude(struct run_ctx *r, enum run_outcome out)
         return RUN_END_PENDING;
     if (out == RUN_HOST_FAILED)
         out = RUN_EXITED;
-    r->t_end = run__now();
+    r->t_end = ty_wall_s();
     run__drain_logs(r);
     if (r->h[0].logs && metricdefs_count(r->h[0].logs->metrics) > 0) {
         /* the last values, recorded before the upload (in the outbox while Redis is away):
@@ -419,8 +410,8 @@ static int run_stage_data(struct run_ctx *r, struct run_host *h, struct ty_err *
 
     run__ckpt_dir(r, h);
     /* the role must be allowed to write what the job will write: refused before it runs */
-    if (h->index == 0 &&
-        (!(os = run__objstore(r, err)) || (rc = access_job_outputs(r->os_store, &r->sp, err)) != 0))
+    if (h->index == 0 && (!(os = run__objstore(r, err)) ||
+                          (rc = access_job_outputs(r->io.os_store, &r->sp, err)) != 0))
         return os ? rc
                   : ty_err_set(err, TY_EIO, NULL, "InternalServerError: object store: %s",
                                err->msg);
@@ -480,7 +471,7 @@ static enum run_end run_job(struct run_ctx *r)
     stopping = strcmp(status, "Stopping") == 0;
     if (r->run->reclaimed && strcmp(status, "InProgress") != 0 && !stopping) {
         /* Ended while its agent was away: what that agent left on the engine goes. */
-        if ((r->d = docker_open(r->a->cfg.docker_host, &err)) != NULL)
+        if ((r->io.d = docker_open(r->a->cfg.docker_host, &err)) != NULL)
             run__remove_leftovers(r);
     }
     if (stopping && !r->run->reclaimed) {
@@ -498,17 +489,17 @@ static enum run_end run_job(struct run_ctx *r)
                  ? json_string_value(json_object_get(doc, "SecondaryStatus"))
                  : "");
     t_doc = json_number_value(json_object_get(doc, "TrainingStartTime"));
-    r->keep_alive = warmpool_keep_alive(doc);
-    if (warmpool_key(doc, r->warm_key, sizeof(r->warm_key), &err) != 0)
-        r->warm_key[0] = '\0';
+    r->warm.keep_alive = warmpool_keep_alive(doc);
+    if (warmpool_key(doc, r->warm.key, sizeof(r->warm.key), &err) != 0)
+        r->warm.key[0] = '\0';
     rc = spec_parse(doc, &r->sp, &err);
     if (rc == 0) {
         json_t *pc = json_object_get(doc, "ProfilerConfig");
         json_t *rules = json_object_get(doc, "ProfilerRuleConfigurations");
         if (prof_enabled(pc))
-            r->prof_cfg = json_deep_copy(pc);
+            r->prof.cfg = json_deep_copy(pc);
         if (json_is_array(rules) && json_array_size(rules) > 0)
-            r->prof_rules = json_deep_copy(rules);
+            r->prof.rules = json_deep_copy(rules);
     }
     json_decref(doc);
     if (rc != 0)
@@ -525,9 +516,9 @@ static enum run_end run_job(struct run_ctx *r)
     for (int i = 1; i < r->nh; i++)
         run__host_init(r, i);
 
-    if (!r->d)
-        r->d = docker_open(r->a->cfg.docker_host, &err);
-    if (!r->d) {
+    if (!r->io.d)
+        r->io.d = docker_open(r->a->cfg.docker_host, &err);
+    if (!r->io.d) {
         run__fmt(reason, sizeof(reason), "InternalServerError: container engine: %s", err.msg);
         return run__finish_failed(r, reason);
     }
@@ -547,29 +538,29 @@ static enum run_end run_job(struct run_ctx *r)
             return run__settle(r, tr);
     } else {
         for (int i = 0; i < r->nh; i++) /* stale ones with our names */
-            docker_remove(r->d, r->h[i].cname, 1, &err);
+            docker_remove(r->io.d, r->h[i].cname, 1, &err);
         run_warm_take(r);
     }
 
-    tr = run__transition(r, "InProgress", NULL, "Downloading", MSG_DOWNLOAD,
-                         r->warm ? json_pack("{s:{s:s}}", "WarmPoolStatus", "Status", "InUse")
-                                 : NULL);
+    tr = run__transition(
+        r, "InProgress", NULL, "Downloading", MSG_DOWNLOAD,
+        r->warm.reused ? json_pack("{s:{s:s}}", "WarmPoolStatus", "Status", "InUse") : NULL);
     if (tr != RUN_TR_DONE)
         return run__settle(r, tr);
     /* The log streams are named now, so that download progress lands in the stream the
        container's output continues. */
     for (int i = 0; i < r->nh; i++)
         run__fmt(r->h[i].stream, sizeof(r->h[i].stream), "%s/%s-%lld", r->job, r->h[i].name,
-                 (long long)run__now());
-    if (r->prof_cfg)
-        r->prof_on = 1;
+                 (long long)ty_wall_s());
+    if (r->prof.cfg)
+        r->prof.on = 1;
     for (int i = 0; i < r->nh; i++) {
         struct run_host *h = &r->h[i];
         if (stage_prepare(h->dir, &r->sp, i, NULL, &err) != 0)
             return run__finish_failed(r, err.msg);
-        if (r->prof_cfg && prof_write_config(h->dir, r->prof_cfg) != 0) {
+        if (r->prof.cfg && prof_write_config(h->dir, r->prof.cfg) != 0) {
             ty_log(TY_LOG_WARN, "agent.profiler.config_failed", "job=%s host=%s", r->job, h->name);
-            r->prof_on = 0;
+            r->prof.on = 0;
         }
         double deadline = run__retry_deadline(r);
         int attempt = 0, src;
@@ -600,7 +591,7 @@ static int run_outbox_wait(struct run_ctx *r)
 {
     int ms = RUN_RETRY_BASE_MS;
 
-    while (r->ob) {
+    while (r->io.ob) {
         if (run__outbox_drain(r) == 0)
             return 0;
         if (agent__sleep(r->a, ms))
@@ -653,7 +644,7 @@ void *run_thread(void *arg)
         end = RUN_END_PENDING;
     } else if (run_name_ok(r->job)) {
         /* What an earlier run of this agent could not write goes first (outbox.h). */
-        r->ob = outbox_pending(a->cfg.data_dir, r->job);
+        r->io.ob = outbox_pending(a->cfg.data_dir, r->job);
         end = run_outbox_wait(r) == 0 ? run_job(r) : RUN_END_PENDING;
     } else {
         /* Not a name the API accepts: touch no path or container, drop the entry. */
@@ -664,30 +655,30 @@ void *run_thread(void *arg)
 
     run_warm_end(r, end == RUN_END_ACK);
     if (end == RUN_END_ACK) {
-        for (int i = 0; i < r->nh && r->d; i++)
+        for (int i = 0; i < r->nh && r->io.d; i++)
             if (r->h[i].cid[0])
-                docker_remove(r->d, r->h[i].cid, 1, &err);
-        if (r->net[0] && r->d)
-            docker_network_remove(r->d, r->net, &err);
+                docker_remove(r->io.d, r->h[i].cid, 1, &err);
+        if (r->net[0] && r->io.d)
+            docker_network_remove(r->io.d, r->net, &err);
         if (r->net[0])
             run__unfence(r);
         if (r->dir[0])
             stage_remove(r->dir);
-        for (int i = 0; i < RUN_STORE_RETRIES && !r->ob; i++) {
-            if (!r->s)
+        for (int i = 0; i < RUN_STORE_RETRIES && !r->io.ob; i++) {
+            if (!r->io.s)
                 run__store_reopen(r);
-            if (r->s && queue_ack(r->s, run->item.entry_id, &err) == 0)
+            if (r->io.s && queue_ack(r->io.s, run->item.entry_id, &err) == 0)
                 break;
             ty_log(TY_LOG_WARN, "agent.queue.ack_failed", "job=%s error='%s'", r->job,
-                   r->s ? err.msg : "no connection");
-            store_close(r->s);
-            r->s = NULL;
+                   r->io.s ? err.msg : "no connection");
+            store_close(r->io.s);
+            r->io.s = NULL;
             if (i == 2 || agent__sleep(a, 1000)) {
-                r->ob = 1; /* the ack goes behind the rest, into the outbox */
+                r->io.ob = 1; /* the ack goes behind the rest, into the outbox */
                 break;
             }
         }
-        if (r->ob && outbox_ack(a->cfg.data_dir, r->job, run->item.entry_id, &err) != 0)
+        if (r->io.ob && outbox_ack(a->cfg.data_dir, r->job, run->item.entry_id, &err) != 0)
             ty_log(TY_LOG_ERROR, "agent.outbox.write_failed", "job=%s error='%s'", r->job, err.msg);
         /* Redis away: the runner waits for it (its slot busy); if the agent stops first, its
            next start replays the outbox (agent.c) */
@@ -714,12 +705,12 @@ void *run_thread(void *arg)
         json_decref(h->ckpt_seen);
     }
     spec_cleanup(&r->sp);
-    docker_close(r->d);
+    docker_close(r->io.d);
     run__objstore_reset(r);
-    json_decref(r->prof_cfg);
-    json_decref(r->prof_rules);
-    json_decref(r->prof_seen);
-    store_close(r->s);
+    json_decref(r->prof.cfg);
+    json_decref(r->prof.rules);
+    json_decref(r->prof.seen);
+    store_close(r->io.s);
     free(r);
 out:
     pthread_mutex_lock(&a->mu);

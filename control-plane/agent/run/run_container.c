@@ -53,10 +53,10 @@ void run__remove_leftovers(struct run_ctx *r)
 {
     struct ty_err err;
 
-    reap_job(r->d, r->a->deployment, r->job,
+    reap_job(r->io.d, r->a->deployment, r->job,
              0); /* containers, sandboxes, network, fence (reap.h) */
     for (int h = 0; h < r->nh; h++)
-        docker_remove(r->d, r->h[h].cname, 1, &err);
+        docker_remove(r->io.d, r->h[h].cname, 1, &err);
 }
 
 /* ---- role credentials and trainyard's API inside the containers (session.h, relay.h) ---- */
@@ -82,18 +82,18 @@ int run__creds_grant(struct run_ctx *r, char *reason, size_t n)
     ttl = (r->sp.max_runtime_s > 0 ? r->sp.max_runtime_s : RUN_CREDS_DEF_S) + RUN_CREDS_SLACK_S;
     if (ttl > SESSION_MAX_TTL_S)
         ttl = SESSION_MAX_TTL_S;
-    if (!r->s)
+    if (!r->io.s)
         run__store_reopen(r);
     ty_err_clear(&err);
-    if (!r->s || session_job_revoke(r->s, r->job, &err) != 0 ||
-        session_job_grant(r->s, r->job, r->sp.role_arn, (int)ttl, r->token, sizeof(r->token),
-                          &err) != 0) {
-        r->token[0] = '\0';
+    if (!r->io.s || session_job_revoke(r->io.s, r->job, &err) != 0 ||
+        session_job_grant(r->io.s, r->job, r->sp.role_arn, (int)ttl, r->creds.token,
+                          sizeof(r->creds.token), &err) != 0) {
+        r->creds.token[0] = '\0';
         run__fmt(reason, n, "InternalServerError: cannot grant the role '%s' to the job: %s",
-                 r->sp.role_arn, r->s ? err.msg : "no connection to the store");
+                 r->sp.role_arn, r->io.s ? err.msg : "no connection to the store");
         return -1;
     }
-    r->granted = 1;
+    r->creds.granted = 1;
     ty_log(TY_LOG_INFO, "agent.job.creds_granted", "job=%s role='%s' ttl_s=%ld", r->job,
            r->sp.role_arn, ttl);
     return 0;
@@ -104,17 +104,17 @@ static void run_creds_revoke(struct run_ctx *r)
 {
     struct ty_err err;
 
-    if (!r->granted)
+    if (!r->creds.granted)
         return;
-    if (!r->s)
+    if (!r->io.s)
         run__store_reopen(r);
-    if (r->s && session_job_revoke(r->s, r->job, &err) == 0) {
-        r->granted = 0;
-        memset(r->token, 0, sizeof(r->token));
+    if (r->io.s && session_job_revoke(r->io.s, r->job, &err) == 0) {
+        r->creds.granted = 0;
+        memset(r->creds.token, 0, sizeof(r->creds.token));
         ty_log(TY_LOG_INFO, "agent.job.creds_revoked", "job=%s", r->job);
     } else {
         ty_log(TY_LOG_WARN, "agent.job.creds_revoke_failed", "job=%s error='%s'", r->job,
-               r->s ? err.msg : "no connection to the store");
+               r->io.s ? err.msg : "no connection to the store");
     }
 }
 
@@ -142,8 +142,8 @@ static void run_sandbox_remove(struct run_ctx *r, struct run_host *h)
 
     if (!h->sbid[0])
         return;
-    docker_kill(r->d, h->sbid, "SIGKILL", &err);
-    if (docker_remove(r->d, h->sbid, 1, &err) == 0)
+    docker_kill(r->io.d, h->sbid, "SIGKILL", &err);
+    if (docker_remove(r->io.d, h->sbid, 1, &err) == 0)
         h->sbid[0] = '\0';
 }
 
@@ -171,21 +171,21 @@ int run__sandbox(struct run_ctx *r, struct run_host *h)
         return 0;
     ty_err_clear(&err);
     if (h->sbid[0]) { /* a warm pool's (run_warm_take checked that it runs) */
-        if (docker_inspect(r->d, h->sbid, &st, &err) == 0 && st.running && st.pid > 0) {
+        if (docker_inspect(r->io.d, h->sbid, &st, &err) == 0 && st.running && st.pid > 0) {
             run__relay_start(r, h, st.pid);
             return 0;
         }
         run_sandbox_remove(r, h);
         h->sbid[0] = '\0';
     }
-    if (!image || docker_image_exists(r->d, image, &err) != 1) {
+    if (!image || docker_image_exists(r->io.d, image, &err) != 1) {
         ty_log(TY_LOG_WARN, "agent.sandbox.no_image",
                "job=%s image='%s' note='relay bound after the container starts'", r->job,
                image ? image : "");
         return -1;
     }
     run__fmt(name, sizeof(name), "%s-net", h->cname);
-    docker_remove(r->d, name, 1, &err); /* a stale one with our name */
+    docker_remove(r->io.d, name, 1, &err); /* a stale one with our name */
     labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", "trainyard.deployment", r->a->deployment,
                        "trainyard.job", r->job, "trainyard.agent", r->a->id, "trainyard.host",
                        h->name, "trainyard.sandbox", "1");
@@ -206,11 +206,12 @@ int run__sandbox(struct run_ctx *r, struct run_host *h)
     } else {
         c.network_none = 1;
     }
-    if (!labels || docker_create(r->d, &c, h->sbid, sizeof(h->sbid), &err) != 0) {
+    if (!labels || docker_create(r->io.d, &c, h->sbid, sizeof(h->sbid), &err) != 0) {
         h->sbid[0] = '\0';
         goto fail;
     }
-    if (docker_start(r->d, h->sbid, &err) != 0 || docker_inspect(r->d, h->sbid, &st, &err) != 0)
+    if (docker_start(r->io.d, h->sbid, &err) != 0 ||
+        docker_inspect(r->io.d, h->sbid, &st, &err) != 0)
         goto fail;
     if (st.pid <= 0) {
         run__fmt(err.msg, sizeof(err.msg), "no State.Pid");
@@ -239,7 +240,7 @@ void run__relay_late(struct run_ctx *r, struct run_host *h)
 
     if (!run__relay_wanted(r) || h->sbid[0] || h->relay)
         return;
-    if (docker_inspect(r->d, h->cid, &st, &err) != 0 || st.pid <= 0) {
+    if (docker_inspect(r->io.d, h->cid, &st, &err) != 0 || st.pid <= 0) {
         ty_log(TY_LOG_WARN, "agent.relay.failed", "job=%s host=%s error='%s'", r->job, h->name,
                st.pid <= 0 ? "no State.Pid" : err.msg);
         return;
@@ -255,7 +256,7 @@ void run__relay_cleanup(struct run_ctx *r, int remove)
     for (int i = 0; i < r->nh; i++) {
         relay_stop(r->h[i].relay);
         r->h[i].relay = NULL;
-        if (r->d && remove)
+        if (r->io.d && remove)
             run_sandbox_remove(r, &r->h[i]);
     }
     run_creds_revoke(r);
@@ -278,7 +279,7 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
     json_t *labels = NULL;
     int rc = -1, ex;
 
-    ex = docker_image_exists(r->d, r->sp.image, &err);
+    ex = docker_image_exists(r->io.d, r->sp.image, &err);
     if (ex == 0) {
         run__fmt(reason, n,
                  "ClientError: image '%s' not found on this agent's container engine and no "
@@ -308,7 +309,7 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
     if (run__relay_wanted(r) && (h->relay || !h->sbid[0])) { /* no sandbox: bound after start */
         eo.relay_port = RELAY_PORT;
         eo.creds_path = SESSION_CREDENTIALS_PATH;
-        eo.creds_token = r->token;
+        eo.creds_token = r->creds.token;
     }
     env = stage_env(&r->sp, &eo);
     labels =
@@ -332,7 +333,7 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
     } else {
         c.cmd = r->sp.arguments ? (const char *const *)r->sp.arguments : train_cmd;
     }
-    if (r->prof_on && run__image_has_typrof(r)) {
+    if (r->prof.on && run__image_has_typrof(r)) {
         /* typrof run -- <entrypoint or the image's command>: system metrics, traces */
         size_t ne = 0;
         while (r->sp.entrypoint && r->sp.entrypoint[ne])
@@ -347,7 +348,7 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
         for (size_t i = 0; i < ne; i++)
             prof_ep[3 + i] = r->sp.entrypoint[i];
         c.entrypoint = (const char *const *)prof_ep;
-    } else if (r->prof_on) {
+    } else if (r->prof.on) {
         ty_log(TY_LOG_WARN, "agent.profiler.no_typrof",
                "job=%s image='%s' note='profiling needs typrof in the image (the runtime image "
                "has it); the command runs unprofiled'",
@@ -380,7 +381,7 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
     c.shm_bytes = lim.shm_bytes;
     if (h->sbid[0])
         c.net_container = h->sbid; /* the sandbox's namespace, with the relay already in it */
-    if (docker_create(r->d, &c, h->cid, sizeof(h->cid), &err) != 0) {
+    if (docker_create(r->io.d, &c, h->cid, sizeof(h->cid), &err) != 0) {
         h->cid[0] = '\0';
         run__fmt(reason, n, "ClientError: cannot create the training container: %s", err.msg);
         goto done;
@@ -445,7 +446,7 @@ static int run_exited(struct run_ctx *r, struct run_host *h)
 
     if (h->exited)
         return 1;
-    rc = docker_inspect(r->d, h->cid, &h->st, &err);
+    rc = docker_inspect(r->io.d, h->cid, &h->st, &err);
     if (rc == -TY_ENOTFOUND) {
         memset(&h->st, 0, sizeof(h->st));
         h->st.exit_code = 137;
@@ -515,7 +516,7 @@ static void run_signal_all(struct run_ctx *r, const char *sig)
     struct ty_err err;
     for (int i = 0; i < r->nh; i++) {
         struct run_host *h = &r->h[i];
-        if (h->cid[0] && !h->exited && docker_kill(r->d, h->cid, sig, &err) != 0)
+        if (h->cid[0] && !h->exited && docker_kill(r->io.d, h->cid, sig, &err) != 0)
             ty_log(TY_LOG_WARN, "agent.job.kill_failed", "job=%s host=%s signal=%s error='%s'",
                    r->job, h->name, sig, err.msg);
     }
@@ -530,8 +531,8 @@ int run__kill(struct run_ctx *r)
     double deadline;
 
     run_signal_all(r, "SIGTERM");
-    deadline = run__now() + r->a->cfg.stop_grace_s;
-    while (run__now() < deadline) {
+    deadline = ty_wall_s() + r->a->cfg.stop_grace_s;
+    while (ty_wall_s() < deadline) {
         if (run_all_exited(r))
             return 0;
         if (atomic_load(&r->a->stopping))
@@ -540,8 +541,8 @@ int run__kill(struct run_ctx *r)
     }
     ty_log(TY_LOG_INFO, "agent.job.sigkill", "job=%s grace_s=%d", r->job, r->a->cfg.stop_grace_s);
     run_signal_all(r, "SIGKILL");
-    deadline = run__now() + RUN_KILL_WAIT_S;
-    while (run__now() < deadline) {
+    deadline = ty_wall_s() + RUN_KILL_WAIT_S;
+    while (ty_wall_s() < deadline) {
         if (run_all_exited(r))
             return 0;
         run_tick(r);
@@ -549,7 +550,7 @@ int run__kill(struct run_ctx *r)
     /* Still there: force-remove them; the job ends either way. */
     for (int i = 0; i < r->nh; i++) {
         if (r->h[i].cid[0] && !r->h[i].exited) {
-            docker_remove(r->d, r->h[i].cid, 1, &err);
+            docker_remove(r->io.d, r->h[i].cid, 1, &err);
             r->h[i].exited = 1;
             r->h[i].st.exit_code = 137;
         }
@@ -561,7 +562,7 @@ int run__kill(struct run_ctx *r)
    typrof in the container re-reads when its mtime changes. */
 static void run_profiler_update(struct run_ctx *r, json_t *pc)
 {
-    if (!pc || !prof_config_changed(r->prof_cfg, pc))
+    if (!pc || !prof_config_changed(r->prof.cfg, pc))
         return;
     for (int i = 0; i < r->nh; i++) {
         if (prof_write_config(r->h[i].dir, pc) != 0) {
@@ -570,8 +571,8 @@ static void run_profiler_update(struct run_ctx *r, json_t *pc)
             return;
         }
     }
-    json_decref(r->prof_cfg);
-    r->prof_cfg = json_deep_copy(pc);
+    json_decref(r->prof.cfg);
+    r->prof.cfg = json_deep_copy(pc);
     ty_log(TY_LOG_INFO, "agent.profiler.config_updated", "job=%s disabled=%d", r->job,
            !prof_enabled(pc));
 }
@@ -592,7 +593,7 @@ static void run_instance_metrics(struct run_ctx *r)
     static const char *const names[] = {"CPUUtilization", "MemoryUtilization", "DiskUtilization",
                                         "GPUUtilization", "GPUMemoryUtilization"};
 
-    if (!r->s)
+    if (!r->io.s)
         return; /* Redis away (the connection was dropped): no sample this time */
     for (int i = 0; i < r->nh; i++) {
         struct run_host *h = &r->h[i];
@@ -602,9 +603,9 @@ static void run_instance_metrics(struct run_ctx *r)
         double gutil, gmem;
         char host[200];
         json_t *dims;
-        int64_t now = run__now_ms();
+        int64_t now = (int64_t)ty_wall_ms();
 
-        if (!h->cid[0] || h->exited || docker_stats(r->d, h->cid, &cur, &err) != 0)
+        if (!h->cid[0] || h->exited || docker_stats(r->io.d, h->cid, &cur, &err) != 0)
             continue;
         instmetrics_compute(h->st_have ? &h->st_prev : NULL, &cur, h->dir, &m);
         h->st_prev = cur;
@@ -618,8 +619,8 @@ static void run_instance_metrics(struct run_ctx *r)
         for (int k = 0; dims && k < 5; k++) {
             double v = k == 0 ? m.cpu : k == 1 ? m.mem : k == 2 ? m.disk : k == 3 ? gutil : gmem;
             struct store_metric_point p = {now, (long)(now / 1000), v};
-            if (v >= 0 && store_metrics_put(r->s, STORE_METRICS_NS_SAGEMAKER, names[k], dims, &p, 1,
-                                            now, &err) != 0)
+            if (v >= 0 && store_metrics_put(r->io.s, STORE_METRICS_NS_SAGEMAKER, names[k], dims, &p,
+                                            1, now, &err) != 0)
                 break; /* Redis away: the next sample will do */
         }
         json_decref(dims);
@@ -628,9 +629,9 @@ static void run_instance_metrics(struct run_ctx *r)
 
 enum run_outcome run__supervise(struct run_ctx *r)
 {
-    double next_poll = 0, next_metrics = run__now() + RUN_METRICS_MS / 1000.0, next_inst = 0;
-    double next_prof = run__now() + RUN_PROF_LIVE_MS / 1000.0;
-    double next_ckpt = run__now() + RUN_CKPT_MS / 1000.0;
+    double next_poll = 0, next_metrics = ty_wall_s() + RUN_METRICS_MS / 1000.0, next_inst = 0;
+    double next_prof = ty_wall_s() + RUN_PROF_LIVE_MS / 1000.0;
+    double next_ckpt = ty_wall_s() + RUN_CKPT_MS / 1000.0;
 
     for (;;) {
         double now;
@@ -640,7 +641,7 @@ enum run_outcome run__supervise(struct run_ctx *r)
         if (atomic_load(&r->a->stopping))
             return RUN_ABANDON;
         run__logs_flush_all(r, 0);
-        now = run__now();
+        now = ty_wall_s();
         ex = 1;
         for (int i = 0; i < r->nh; i++) {
             struct run_host *h = &r->h[i];
@@ -661,7 +662,7 @@ enum run_outcome run__supervise(struct run_ctx *r)
             json_t *doc = run__get(r, &gone);
             const char *status = run__status_of(doc);
             int stop = gone || strcmp(status, "Stopping") == 0 || strcmp(status, "Stopped") == 0;
-            if (doc && !stop && r->prof_on)
+            if (doc && !stop && r->prof.on)
                 run_profiler_update(r, json_object_get(doc, "ProfilerConfig"));
             json_decref(doc);
             if (stop)
@@ -671,7 +672,7 @@ enum run_outcome run__supervise(struct run_ctx *r)
             return RUN_MAXRUNTIME;
         if (now >= next_ckpt) {
             run__checkpoints_sync(r, 0);
-            next_ckpt = run__now() + RUN_CKPT_MS / 1000.0;
+            next_ckpt = ty_wall_s() + RUN_CKPT_MS / 1000.0;
         }
         if (now >= next_inst) {
             run_instance_metrics(r);
@@ -679,7 +680,7 @@ enum run_outcome run__supervise(struct run_ctx *r)
         }
         if (now >= next_prof) {
             run__profiler_live(r);
-            next_prof = run__now() + RUN_PROF_LIVE_MS / 1000.0;
+            next_prof = ty_wall_s() + RUN_PROF_LIVE_MS / 1000.0;
         }
         if (now >= next_metrics && r->h[0].logs) {
             int changed = 0;
@@ -697,14 +698,14 @@ enum run_outcome run__supervise(struct run_ctx *r)
 /* After the containers are gone: lets the readers drain, then flushes what is left. */
 void run__drain_logs(struct run_ctx *r)
 {
-    double deadline = run__now() + RUN_LOGS_DRAIN_S;
+    double deadline = ty_wall_s() + RUN_LOGS_DRAIN_S;
 
     for (int i = 0; i < r->nh; i++) {
         struct run_host *h = &r->h[i];
         if (!h->logs)
             continue;
         if (h->log_started) {
-            int left_ms = (int)((deadline - run__now()) * 1000.0);
+            int left_ms = (int)((deadline - ty_wall_s()) * 1000.0);
             if (run_logs_wait(h->logs, left_ms > 0 ? left_ms : 0)) {
                 pthread_join(h->log_thr, NULL);
             } else {

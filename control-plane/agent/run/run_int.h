@@ -1,9 +1,10 @@
 /*
  * run_int.h - what the files of one job's run share (run.c and its run_*.c): the runner's
- * context (struct run_ctx), a host (struct run_host), the state a runner shares with its log
- * readers (struct run_logs), the timings and messages, and the run__* functions one file
- * calls in another. Not part of the agent's contract (agent.h); agent.c sees only run_thread
- * (agent_int.h).
+ * context (struct run_ctx, its connections, profiler settings, credentials and warm pool in
+ * struct run_io, run_prof, run_creds, run_warm), a host (struct run_host), the state a runner
+ * shares with its log readers (struct run_logs), the timings and messages, and the run__* functions
+ * one file calls in another. Not part of the agent's contract (agent.h); agent.c sees only
+ * run_thread (agent_int.h).
  *
  * Invariants: a struct run_ctx belongs to one runner thread; a struct run_logs is shared by
  * the runner and one log reader under its mutex and freed by the last run__logs_unref().
@@ -19,6 +20,7 @@
 #include "store.h"
 #include "store_metrics.h"
 #include "transfer.h"
+#include "ty_time.h"
 #include "warmpool.h"
 
 #include <jansson.h>
@@ -98,51 +100,68 @@ struct run_host {
     struct relay *relay; /* owned: trainyard's API on 127.0.0.1:RELAY_PORT inside, or NULL */
 };
 
-struct run_ctx {
-    struct agent *a;
-    struct agent_run *run;
-    struct store *s;  /* owned */
-    struct docker *d; /* owned */
-    struct spec sp;
-    char job[128];
-    char dir[PATH_MAX]; /* <staging_dir>/<HMAC of the job name> (stage.h) */
-    struct run_host h[STAGE_MAX_HOSTS];
-    int nh;                 /* hosts in use: InstanceCount once the job is read, 1 before */
-    int log_host;           /* host whose stream gets the agent's own lines (staging) */
-    char net[200];          /* the job's network (several hosts), "" when none */
-    double t_start, t_end;  /* container start and end, epoch seconds */
-    char cur[64];           /* current TrainingJobStatus after a conflict */
-    char region[32];        /* of the job (from its ARN), else the agent's */
-    char account[32];       /* of the job (from its ARN), "" when unknown */
+/* A runner's connections: each runner has its own (store and engine connections are not
+   shared between threads), and the job's outbox stands in for Redis while it is away. */
+struct run_io {
+    struct store *s;        /* owned; NULL after a failure, reopened by run__store_reopen */
+    struct docker *d;       /* owned */
     int store_down;         /* the last store call failed on Redis */
     int ob;                 /* the job's outbox holds writes not yet replayed: every write goes
                                there, behind them, until a replay empties it (outbox.h) */
     double drain_after;     /* no replay try before this time (the last one failed) */
     struct store *os_store; /* owned: the objstore's own connection */
     struct objstore *os;    /* owned, NULL until first used */
-    json_t *prof_cfg;       /* owned: ProfilerConfig as last written, NULL when none */
-    json_t *prof_rules;     /* owned: ProfilerRuleConfigurations, NULL when none */
-    int prof_on;            /* profilerconfig.json written at the start */
-    json_t *prof_seen;      /* owned: system-metrics files uploaded while training (signatures) */
+};
 
-    char token[SESSION_TOKEN_LEN]; /* the job's container token (session.h), "" when none */
+/* The job's profiler settings (prof.h). */
+struct run_prof {
+    json_t *cfg;   /* owned: ProfilerConfig as last written, NULL when none */
+    json_t *rules; /* owned: ProfilerRuleConfigurations, NULL when none */
+    int on;        /* profilerconfig.json written at the start */
+    json_t *seen;  /* owned: system-metrics files uploaded while training (signatures) */
+};
+
+/* The job's container credentials (session.h). */
+struct run_creds {
+    char token[SESSION_TOKEN_LEN]; /* the job's container token, "" when none */
     int granted;                   /* session_job_grant succeeded and no revoke since */
+};
 
-    /* warm pools (warmpool.h) */
-    char warm_key[WARMPOOL_KEY_MAX]; /* the job's match key, "" when none */
-    int warm;                        /* runs on a pool an earlier job retained */
-    int gpus;                        /* GPUs each host's container was given (-1: all) */
-    long keep_alive;                 /* KeepAlivePeriodInSeconds when the job was claimed */
-    struct warmpool_entry keep;      /* the sandboxes and network, detached from the job when
-                                        its containers were removed (keep.nh > 0): retained
-                                        (warmpool_put) or released when the job has ended */
+/* The job's warm pool (warmpool.h). */
+struct run_warm {
+    char key[WARMPOOL_KEY_MAX]; /* the job's match key, "" when none */
+    int reused;                 /* runs on a pool an earlier job retained */
+    long keep_alive;            /* KeepAlivePeriodInSeconds when the job was claimed */
+    struct warmpool_entry keep; /* the sandboxes and network, detached from the job when its
+                                   containers were removed (keep.nh > 0): retained
+                                   (warmpool_put) or released when the job has ended */
+};
+
+/* One runner's state: the job, its hosts, and the groups above. */
+struct run_ctx {
+    struct agent *a;
+    struct agent_run *run;
+    struct spec sp;
+    char job[128];
+    char dir[PATH_MAX]; /* <staging_dir>/<HMAC of the job name> (stage.h) */
+    char region[32];    /* of the job (from its ARN), else the agent's */
+    char account[32];   /* of the job (from its ARN), "" when unknown */
+    struct run_host h[STAGE_MAX_HOSTS];
+    int nh;                /* hosts in use: InstanceCount once the job is read, 1 before */
+    int log_host;          /* host whose stream gets the agent's own lines (staging) */
+    char net[200];         /* the job's network (several hosts), "" when none */
+    int gpus;              /* GPUs each host's container was given (-1: all) */
+    double t_start, t_end; /* container start and end, epoch seconds */
+    char cur[64];          /* the job's status after a RUN_TR_CONFLICT */
+    struct run_io io;
+    struct run_prof prof;
+    struct run_creds creds;
+    struct run_warm warm;
 };
 
 /* run.c */
 int run__image_has_typrof(const struct run_ctx *r);
 __attribute__((format(printf, 3, 4))) int run__fmt(char *out, size_t n, const char *fmt, ...);
-double run__now(void);
-int64_t run__now_ms(void);
 enum run_end run__conclude(struct run_ctx *r, enum run_outcome out);
 void run__ckpt_dir(struct run_ctx *r, struct run_host *h);
 

@@ -134,12 +134,12 @@ static void run_metrics_push(struct run_logs *l, struct store *s)
             struct ty_err err;
             int rc =
                 store_metrics_put(s, STORE_METRICS_NS_SAGEMAKER, metricdefs_name(l->metrics, def),
-                                  dims, sp, k, run__now_ms(), &err);
+                                  dims, sp, k, (int64_t)ty_wall_ms(), &err);
             if (rc == 0) {
                 run__metrics_job_seq(l, sp, k);
                 rc = store_metrics_put(s, STORE_METRICS_NS_SAGEMAKER,
                                        metricdefs_name(l->metrics, def), jdims, sp, k,
-                                       run__now_ms(), &err);
+                                       (int64_t)ty_wall_ms(), &err);
             }
             if (rc != 0) {
                 ty_log(TY_LOG_WARN, "agent.metrics.put_failed", "job=%s metric='%s' error='%s'",
@@ -215,7 +215,7 @@ static int run_logs_line(const char *line, size_t len, int64_t ts_ms, int is_std
     rd->line[len] = '\0';
     stage_utf8_fix(rd->line, len);
     if (ts_ms <= 0)
-        ts_ms = run__now_ms();
+        ts_ms = (int64_t)ty_wall_ms();
     pthread_mutex_lock(&l->mu);
     /* Engines stamp lines with whole seconds (Podman) and the agent's own lines come first:
        keep the stream chronological, as CloudWatch and the SDK's tailing (startTime = the last
@@ -277,8 +277,8 @@ void *run__logs_thread(void *arg)
                 if (irc == -TY_ENOTFOUND)
                     break;
                 if (engine_deadline == 0)
-                    engine_deadline = run__now() + RUN_LOGS_ENGINE_S;
-                if (run__now() >= engine_deadline)
+                    engine_deadline = ty_wall_s() + RUN_LOGS_ENGINE_S;
+                if (ty_wall_s() >= engine_deadline)
                     break;
                 sleep(1);
                 continue;

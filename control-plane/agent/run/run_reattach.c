@@ -37,14 +37,14 @@ static void run_reattach_stream(struct run_ctx *r, struct run_host *h)
     json_t *list = NULL, *last;
 
     run__fmt(prefix, sizeof(prefix), "%s/%s-", r->job, h->name);
-    if (r->s)
-        list = store_log_streams(r->s, RUN_LOG_GROUP, prefix, 0, 0, &err);
+    if (r->io.s)
+        list = store_log_streams(r->io.s, RUN_LOG_GROUP, prefix, 0, 0, &err);
     last = json_array_get(list, json_array_size(list) - 1);
     if (json_string_value(json_object_get(last, "logStreamName")))
         run__fmt(h->stream, sizeof(h->stream), "%s",
                  json_string_value(json_object_get(last, "logStreamName")));
     else
-        run__fmt(h->stream, sizeof(h->stream), "%s%lld", prefix, (long long)run__now());
+        run__fmt(h->stream, sizeof(h->stream), "%s%lld", prefix, (long long)ty_wall_s());
     json_decref(list);
 }
 
@@ -58,7 +58,7 @@ static void run_reattach_host(struct run_ctx *r, struct run_host *h, const struc
     long skip = 0;
 
     if (!ph->started && !stopping) {
-        if (docker_start(r->d, h->cid, &err) != 0) {
+        if (docker_start(r->io.d, h->cid, &err) != 0) {
             ty_log(TY_LOG_WARN, "agent.reattach.start_failed", "job=%s host=%s error='%s'", r->job,
                    h->name, err.msg);
             h->exited = 1;
@@ -69,10 +69,10 @@ static void run_reattach_host(struct run_ctx *r, struct run_host *h, const struc
                h->cid);
     }
     if (run__relay_wanted(r) && (ph->running || !ph->started) &&
-        docker_inspect(r->d, h->sbid[0] ? h->sbid : h->cid, &st, &err) == 0 && st.pid > 0)
+        docker_inspect(r->io.d, h->sbid[0] ? h->sbid : h->cid, &st, &err) == 0 && st.pid > 0)
         run__relay_start(r, h, st.pid);
-    if (h->log_base >= 0 && r->s) {
-        long n = store_log_count(r->s, RUN_LOG_GROUP, h->stream, &err);
+    if (h->log_base >= 0 && r->io.s) {
+        long n = store_log_count(r->io.s, RUN_LOG_GROUP, h->stream, &err);
         skip = n > h->log_base ? n - h->log_base : 0;
     } else {
         ty_log(TY_LOG_WARN, "agent.reattach.log_base_unknown",
@@ -97,14 +97,14 @@ int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int st
     struct reattach_plan plan;
     struct ty_err err;
     char filter[200], reason[RUN_REASON_MAX + 1];
-    double deadline = run__now() + RUN_ATTACH_LIST_S;
+    double deadline = ty_wall_s() + RUN_ATTACH_LIST_S;
     json_t *list;
     int have_rec, running = 0;
 
     run__fmt(filter, sizeof(filter), "trainyard.job=%s", r->job);
-    while (!(list = docker_list(r->d, filter, &err))) {
+    while (!(list = docker_list(r->io.d, filter, &err))) {
         ty_log(TY_LOG_WARN, "agent.reattach.list_failed", "job=%s error='%s'", r->job, err.msg);
-        if (run__now() >= deadline) {
+        if (ty_wall_s() >= deadline) {
             run__fmt(reason, sizeof(reason),
                      "InternalServerError: the agent running this job was lost, and the container "
                      "engine did not answer to take its containers over: %s",
@@ -133,16 +133,16 @@ int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int st
     r->t_start = t_doc > 0 ? t_doc : (have_rec && rec.t_start > 0 ? rec.t_start : 0);
     if (plan.action == REATTACH_FAIL) {
         run__remove_leftovers(r);
-        r->t_end = run__now();
+        r->t_end = ty_wall_s();
         *out = run__finish_failed(r, plan.reason);
         return 1;
     }
     if (r->t_start <= 0)
-        r->t_start = run__now();
+        r->t_start = ty_wall_s();
     if (r->nh > 1 && !r->sp.network_isolation)
         reap_job_name(r->a->deployment, r->job, r->net, sizeof(r->net));
-    r->granted = run__relay_wanted(r) && r->sp.role_arn[0]; /* revoked when the job ends */
-    r->prof_on = r->prof_cfg != NULL;
+    r->creds.granted = run__relay_wanted(r) && r->sp.role_arn[0]; /* revoked when the job ends */
+    r->prof.on = r->prof.cfg != NULL;
     for (int i = 0; i < r->nh; i++) {
         struct run_host *h = &r->h[i];
         const struct reattach_host *ph = &plan.h[i];

@@ -26,37 +26,37 @@ void run__store_reopen(struct run_ctx *r)
 {
     struct ty_err err;
 
-    store_close(r->s);
-    r->s = store_open(r->a->cfg.redis_url, &err);
-    if (!r->s)
+    store_close(r->io.s);
+    r->io.s = store_open(r->a->cfg.redis_url, &err);
+    if (!r->io.s)
         ty_log(TY_LOG_WARN, "agent.store.reconnect", "job=%s error='%s'", r->job, err.msg);
     else
-        store_set_identity(r->s, r->region, r->account[0] ? r->account : NULL);
+        store_set_identity(r->io.s, r->region, r->account[0] ? r->account : NULL);
 }
 
 /* ---- the job's outbox (outbox.h): what Redis did not take, replayed in order ---- */
 
-/* Replays the job's outbox when it has one. 0 when it is empty now (r->ob cleared, and the
+/* Replays the job's outbox when it has one. 0 when it is empty now (r->io.ob cleared, and the
    log readers write directly again), -1 while Redis is away. */
 int run__outbox_drain(struct run_ctx *r)
 {
     struct ty_err err;
 
-    if (!r->ob)
+    if (!r->io.ob)
         return 0;
-    if (run__now() < r->drain_after)
+    if (ty_wall_s() < r->io.drain_after)
         return -1; /* the last try failed less than a second ago */
-    if (!r->s)
+    if (!r->io.s)
         run__store_reopen(r);
     ty_err_clear(&err);
-    if (!r->s || outbox_replay(r->s, r->a->cfg.data_dir, r->job, &err) != 0) {
-        store_close(r->s);
-        r->s = NULL;
-        r->drain_after = run__now() + 1.0;
+    if (!r->io.s || outbox_replay(r->io.s, r->a->cfg.data_dir, r->job, &err) != 0) {
+        store_close(r->io.s);
+        r->io.s = NULL;
+        r->io.drain_after = ty_wall_s() + 1.0;
         return -1;
     }
-    store_set_identity(r->s, r->region, r->account[0] ? r->account : NULL);
-    r->ob = 0;
+    store_set_identity(r->io.s, r->region, r->account[0] ? r->account : NULL);
+    r->io.ob = 0;
     for (int i = 0; i < r->nh; i++) {
         struct run_logs *l = r->h[i].logs;
         if (!l)
@@ -95,7 +95,7 @@ static void run_metrics_spill(struct run_ctx *r, struct run_logs *l)
                 json_decref(jdims);
             }
             if (rc == 0)
-                r->ob = 1;
+                r->io.ob = 1;
             else if (rc == 1)
                 l->dropped += (long)k;
             else
@@ -117,13 +117,13 @@ static void run_logs_spill(struct run_ctx *r, struct run_host *h)
     if (!l)
         return;
     pthread_mutex_lock(&l->mu);
-    if (atomic_load(&l->spill) || r->ob)
+    if (atomic_load(&l->spill) || r->io.ob)
         run_metrics_spill(r, l);
-    if ((atomic_load(&l->spill) || r->ob) && json_array_size(l->batch) > 0) {
+    if ((atomic_load(&l->spill) || r->io.ob) && json_array_size(l->batch) > 0) {
         rc = outbox_logs(r->a->cfg.data_dir, r->job, r->region, r->account, l->stream, l->batch,
                          &err);
         if (rc == 0)
-            r->ob = 1;
+            r->io.ob = 1;
         if (rc >= 0) { /* kept, or dropped because the outbox is full */
             if (rc == 1)
                 l->dropped += (long)json_array_size(l->batch);
@@ -145,8 +145,8 @@ void run__logs_flush_all(struct run_ctx *r, int force)
         struct run_logs *l = r->h[i].logs;
         if (!l)
             continue;
-        if (!r->ob && !atomic_load(&l->spill))
-            run__logs_flush(l, r->s);
+        if (!r->io.ob && !atomic_load(&l->spill))
+            run__logs_flush(l, r->io.s);
         if (force) {
             pthread_mutex_lock(&l->mu);
             run__metrics_collect(l);
@@ -154,10 +154,10 @@ void run__logs_flush_all(struct run_ctx *r, int force)
                 atomic_store(&l->spill, 1);
             pthread_mutex_unlock(&l->mu);
         }
-        if (r->ob || atomic_load(&l->spill))
+        if (r->io.ob || atomic_load(&l->spill))
             run_logs_spill(r, &r->h[i]);
     }
-    if (r->ob)
+    if (r->io.ob)
         run__outbox_drain(r);
 }
 
@@ -167,12 +167,12 @@ static int run_transition_outbox(struct run_ctx *r, struct store_transition *t)
 {
     struct ty_err err;
 
-    t->now = run__now();
+    t->now = ty_wall_s();
     if (outbox_transition(r->a->cfg.data_dir, r->job, t, &err) != 0) {
         ty_log(TY_LOG_ERROR, "agent.outbox.write_failed", "job=%s error='%s'", r->job, err.msg);
         return -1;
     }
-    r->ob = 1;
+    r->io.ob = 1;
     ty_log(TY_LOG_INFO, "agent.job.transition_buffered", "job=%s status=%s secondary=%s", r->job,
            t->status ? t->status : "-", t->secondary ? t->secondary : "-");
     run__outbox_drain(r);
@@ -196,18 +196,18 @@ enum run_tr run__transition(struct run_ctx *r, const char *expect, const char *s
     int answered = 0; /* Redis answered: applied, or refused */
 
     r->cur[0] = '\0';
-    if (r->ob && !atomic_load(&r->a->stopping)) {
+    if (r->io.ob && !atomic_load(&r->a->stopping)) {
         tr = run_transition_outbox(r, &t) == 0 ? RUN_TR_DONE : RUN_TR_ABANDON;
         goto done;
     }
     for (int i = 0; i < RUN_STORE_TRIES; i++) {
         json_t *doc;
-        if (!r->s)
+        if (!r->io.s)
             run__store_reopen(r);
-        if (r->s) {
-            t.now = run__now();
+        if (r->io.s) {
+            t.now = ty_wall_s();
             ty_err_clear(&err);
-            doc = store_job_transition(r->s, r->job, &t, &err);
+            doc = store_job_transition(r->io.s, r->job, &t, &err);
             if (doc) {
                 json_decref(doc);
                 tr = RUN_TR_DONE;
@@ -227,8 +227,8 @@ enum run_tr run__transition(struct run_ctx *r, const char *expect, const char *s
             }
             ty_log(TY_LOG_WARN, "agent.job.transition_failed", "job=%s to=%s/%s error='%s'", r->job,
                    status ? status : "-", secondary ? secondary : "-", err.msg);
-            store_close(r->s);
-            r->s = NULL;
+            store_close(r->io.s);
+            r->io.s = NULL;
         }
         if (agent__sleep(r->a, 500 << i))
             break;
@@ -266,10 +266,10 @@ int run__transient(struct run_ctx *r, const struct ty_err *err)
    RUN_RETRY_FLOOR_S from now. */
 double run__retry_deadline(struct run_ctx *r)
 {
-    double start = r->t_start > 0 ? r->t_start : run__now();
+    double start = r->t_start > 0 ? r->t_start : ty_wall_s();
     double d = start + (r->sp.max_runtime_s > 0 ? r->sp.max_runtime_s : RUN_CREDS_DEF_S);
 
-    return d > run__now() + RUN_RETRY_FLOOR_S ? d : run__now() + RUN_RETRY_FLOOR_S;
+    return d > ty_wall_s() + RUN_RETRY_FLOOR_S ? d : ty_wall_s() + RUN_RETRY_FLOOR_S;
 }
 
 /* Sleeps before retry number *attempt (capped exponential backoff with jitter), then counts
@@ -281,7 +281,7 @@ int run__backoff(struct run_ctx *r, double deadline, int *attempt)
     if (base > RUN_RETRY_MAX_MS)
         base = RUN_RETRY_MAX_MS;
     ms = base / 2 + (int)((unsigned)rand() % (unsigned)(base / 2 + 1)); /* jitter: 50-100% */
-    if (run__now() + ms / 1000.0 > deadline)
+    if (ty_wall_s() + ms / 1000.0 > deadline)
         return -1;
     (*attempt)++;
     if (agent__sleep(r->a, ms))
@@ -310,8 +310,8 @@ void run__arn_identity(struct run_ctx *r)
         if (al > 0 && al < (int)sizeof(r->account))
             run__fmt(r->account, sizeof(r->account), "%.*s", al, f[4]);
     }
-    if (r->s)
-        store_set_identity(r->s, r->region, r->account[0] ? r->account : NULL);
+    if (r->io.s)
+        store_set_identity(r->io.s, r->region, r->account[0] ? r->account : NULL);
 }
 
 /* new: the job document, NULL when gone (*gone = 1) or on a Redis error (*gone = 0). */
@@ -321,17 +321,17 @@ json_t *run__get(struct run_ctx *r, int *gone)
     json_t *doc;
 
     *gone = 0;
-    if (!r->s)
+    if (!r->io.s)
         run__store_reopen(r);
-    if (!r->s)
+    if (!r->io.s)
         return NULL;
-    doc = store_job_get(r->s, r->job, &err);
+    doc = store_job_get(r->io.s, r->job, &err);
     if (!doc) {
         if (err.code == TY_ENOTFOUND)
             *gone = 1;
         else {
-            store_close(r->s);
-            r->s = NULL;
+            store_close(r->io.s);
+            r->io.s = NULL;
         }
     }
     return doc;
@@ -346,7 +346,7 @@ const char *run__status_of(json_t *doc)
 /* Adds the timing members to set (not stolen). */
 void run__set_times(struct run_ctx *r, json_t *set)
 {
-    double end = r->t_end > 0 ? r->t_end : run__now();
+    double end = r->t_end > 0 ? r->t_end : ty_wall_s();
     long secs;
 
     if (r->t_start <= 0)

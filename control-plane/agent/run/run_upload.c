@@ -26,29 +26,30 @@
    again after a failure). NULL with err when Redis is away. */
 struct objstore *run__objstore(struct run_ctx *r, struct ty_err *err)
 {
-    if (r->os)
-        return r->os;
-    if (!r->os_store && !(r->os_store = store_open(r->a->cfg.redis_url, err)))
+    if (r->io.os)
+        return r->io.os;
+    if (!r->io.os_store && !(r->io.os_store = store_open(r->a->cfg.redis_url, err)))
         return NULL;
-    r->os = objstore_open(r->a->cfg.s3_dir, r->os_store, err);
-    if (r->os && r->a->cfg.s3_remote && objstore_use_remote(r->os, r->a->cfg.s3_remote, err) != 0) {
-        objstore_close(r->os);
-        r->os = NULL;
+    r->io.os = objstore_open(r->a->cfg.s3_dir, r->io.os_store, err);
+    if (r->io.os && r->a->cfg.s3_remote &&
+        objstore_use_remote(r->io.os, r->a->cfg.s3_remote, err) != 0) {
+        objstore_close(r->io.os);
+        r->io.os = NULL;
     }
-    if (!r->os) {
-        store_close(r->os_store);
-        r->os_store = NULL;
+    if (!r->io.os) {
+        store_close(r->io.os_store);
+        r->io.os_store = NULL;
     }
-    return r->os;
+    return r->io.os;
 }
 
 /* Drops the objstore handle after an error, so that the next use reconnects. */
 void run__objstore_reset(struct run_ctx *r)
 {
-    objstore_close(r->os);
-    r->os = NULL;
-    store_close(r->os_store);
-    r->os_store = NULL;
+    objstore_close(r->io.os);
+    r->io.os = NULL;
+    store_close(r->io.os_store);
+    r->io.os_store = NULL;
 }
 
 /* Appends one line to the job's log stream now (progress of downloads and uploads). */
@@ -60,22 +61,23 @@ void run__log_line(void *ud, const char *line)
     json_t *ev;
 
     ty_log(TY_LOG_INFO, "agent.job.progress", "job=%s host=%s line='%s'", r->job, h->name, line);
-    if (!r->s && !r->ob)
+    if (!r->io.s && !r->io.ob)
         run__store_reopen(r);
-    if (run__now_ms() > h->last_log_ts)
-        h->last_log_ts = run__now_ms();
+    if ((int64_t)ty_wall_ms() > h->last_log_ts)
+        h->last_log_ts = (int64_t)ty_wall_ms();
     ev = json_pack("[{s:I, s:s}]", "timestamp", (json_int_t)h->last_log_ts, "message", line);
     if (!ev)
         return;
     ty_err_clear(&err);
-    if (r->ob || !r->s || store_log_append(r->s, RUN_LOG_GROUP, h->stream, ev, &err) != 0) {
+    if (r->io.ob || !r->io.s ||
+        store_log_append(r->io.s, RUN_LOG_GROUP, h->stream, ev, &err) != 0) {
         /* Redis away (or the outbox not yet replayed): the line goes behind the outbox */
-        if (!r->ob && r->s)
+        if (!r->io.ob && r->io.s)
             ty_log(TY_LOG_WARN, "agent.logs.append_failed", "job=%s stream='%s' error='%s'", r->job,
                    h->stream, err.msg);
         if (outbox_logs(r->a->cfg.data_dir, r->job, r->region, r->account, h->stream, ev, &err) ==
             0)
-            r->ob = 1;
+            r->io.ob = 1;
         run__outbox_drain(r);
     }
     json_decref(ev);
@@ -88,7 +90,7 @@ void run__transfer_init(struct run_ctx *r, struct transfer *t, struct objstore *
     t->region = r->region;
     t->log = run__log_line;
     t->ud = r;
-    t->authz = r->os_store; /* the job's role authorises every object (access.h) */
+    t->authz = r->io.os_store; /* the job's role authorises every object (access.h) */
     t->role_arn = r->sp.role_arn;
 }
 
@@ -172,9 +174,9 @@ void run__profiler_live(struct run_ctx *r)
     size_t ul;
     int count = 0;
 
-    if (!r->prof_on || !r->sp.profiler_uri[0] || !r->h[0].dir[0])
+    if (!r->prof.on || !r->sp.profiler_uri[0] || !r->h[0].dir[0])
         return;
-    if (!r->prof_seen && !(r->prof_seen = json_object()))
+    if (!r->prof.seen && !(r->prof.seen = json_object()))
         return;
     ul = strlen(r->sp.profiler_uri);
     while (ul > 0 && r->sp.profiler_uri[ul - 1] == '/')
@@ -185,7 +187,7 @@ void run__profiler_live(struct run_ctx *r)
         return;
     run__transfer_init(r, &t, os);
     t.log = NULL;
-    if (transfer_upload_tree(&t, r->h[0].dir, "output/profiler/system", uri, r->prof_seen, 0,
+    if (transfer_upload_tree(&t, r->h[0].dir, "output/profiler/system", uri, r->prof.seen, 0,
                              &count, &err) != 0) {
         ty_log(TY_LOG_WARN, "agent.profiler.live_failed", "job=%s error='%s'", r->job, err.msg);
         if (err.code == TY_EREDIS || err.code == TY_EIO)
@@ -223,9 +225,9 @@ static void run_profiler_upload(struct run_ctx *r)
     else
         ty_log(TY_LOG_INFO, "agent.profiler.uploaded", "job=%s files=%d uri='%s'", r->job, count,
                uri);
-    if (r->prof_on) {
+    if (r->prof.on) {
         run__fmt(uri, sizeof(uri), "%.*s/%s", (int)ul, r->sp.profiler_uri, r->job);
-        prof_report_publish(r->h[0].dir, r->prof_rules, uri, run_profiler_put, &t);
+        prof_report_publish(r->h[0].dir, r->prof.rules, uri, run_profiler_put, &t);
     }
 }
 
@@ -248,7 +250,7 @@ static int run_upload_once(struct run_ctx *r, json_t *set, int with_model, char 
 
     run__checkpoints_sync(r, 1);
     if (with_model) {
-        json_t *rs = prof_rules_eval(r->h[0].dir, r->prof_rules, run__now());
+        json_t *rs = prof_rules_eval(r->h[0].dir, r->prof.rules, ty_wall_s());
         if (rs && set)
             json_object_set_new(set, "ProfilerRuleEvaluationStatuses", rs);
         else
@@ -349,7 +351,7 @@ enum run_end run__finish_failed(struct run_ctx *r, const char *reason)
     run__set_times(r, set);
     run__set_metrics(r, set);
     if (r->t_start > 0) { /* the rules set InProgress at Training end too */
-        json_t *rs = prof_rules_eval(r->h[0].dir, r->prof_rules, run__now());
+        json_t *rs = prof_rules_eval(r->h[0].dir, r->prof.rules, ty_wall_s());
         if (rs)
             json_object_set_new(set, "ProfilerRuleEvaluationStatuses", rs);
     }
