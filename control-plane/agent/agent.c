@@ -1,9 +1,10 @@
 /*
  * agent.c - the training agent's lifecycle: start-up checks, runtime image import, the
- * heartbeat, the claim loop (reclaim of dead agents' jobs first, then new entries) and stop.
+ * heartbeat, the claim loop (its own unfinished entries, then dead agents', then new ones: a
+ * state machine, struct claim_state) and stop.
  *
  * Owns: struct agent, the claim and heartbeat threads and the list of runner threads.
- * Does not own a job's run (run.c). Threads: claim loop and heartbeat each hold their own
+ * Does not own a job's run (run/run.c). Threads: claim loop and heartbeat each hold their own
  * store connection; agent_start/agent_stop/agent_status are called from the owner's thread.
  */
 #include "agent.h"
@@ -176,21 +177,135 @@ static int agent_job_running(const char *job, void *ud)
     return found;
 }
 
+/* ---- the claim loop ---- */
+
+/*
+ * Where the claim loop looks for work. It starts with the entries this agent's id claimed and
+ * left unfinished (CLAIM_OWN: an earlier run of this agent died); once that walk ends it
+ * reclaims dead agents' entries, then claims new ones (CLAIM_QUEUE); every AGENT_OWN_RESCAN_S
+ * it walks its own entries again (CLAIM_RESCAN), skipping those a runner here holds, for a
+ * runner that gave up on Redis before its job ran. An own walk starts with a replay of the
+ * outboxes nobody replays (outbox.h).
+ */
+enum claim_phase { CLAIM_OWN, CLAIM_RESCAN, CLAIM_QUEUE };
+
+/* What one look found. */
+enum claim_found {
+    CLAIM_TOOK,   /* an entry: a runner started for it (or it was skipped); look again now */
+    CLAIM_NONE,   /* nothing there: look at the next source */
+    CLAIM_IDLE,   /* nothing anywhere: the claim waited its block out */
+    CLAIM_FAILED, /* Redis failed (err) */
+};
+
+/* The claim thread's state. */
+struct claim_state {
+    enum claim_phase phase;
+    char own_after[64];   /* the own walk's cursor: the last entry it saw, "" at its start */
+    double next_own;      /* monotonic time at which CLAIM_QUEUE turns to CLAIM_RESCAN */
+    double next_leftover; /* monotonic time of the next leftover sweep (leftover.h) */
+    int backoff_ms;       /* the wait after the next Redis failure */
+    struct store *s;      /* owned; NULL before a connection and after a failure */
+    struct docker *d;     /* owned: for the leftover sweep only */
+};
+
+/* Waits out the backoff after a Redis failure and doubles it, up to 8 s. */
+static void claim_backoff(struct agent *a, struct claim_state *st)
+{
+    agent__sleep(a, st->backoff_ms);
+    st->backoff_ms = st->backoff_ms < 8000 ? st->backoff_ms * 2 : st->backoff_ms;
+}
+
+/* Starts a runner for item; on failure waits a second (the entry stays pending). */
+static void claim_spawn(struct agent *a, const struct queue_item *item, int reclaimed)
+{
+    if (agent_spawn(a, item, reclaimed) != 0)
+        agent__sleep(a, 1000);
+}
+
+/* Every AGENT_LEFTOVER_S: removes what dead agents left on the engine. */
+static void claim_leftovers(struct agent *a, struct claim_state *st)
+{
+    struct ty_err err;
+
+    if (ty_mono_s() < st->next_leftover)
+        return;
+    st->next_leftover = ty_mono_s() + AGENT_LEFTOVER_S;
+    if (!st->d)
+        st->d = docker_open(a->cfg.docker_host, &err);
+    if (st->d &&
+        leftover_sweep(st->s, st->d, a->deployment, a->id, 3 * a->cfg.heartbeat_ttl_s) < 0) {
+        docker_close(st->d); /* the engine or Redis did not answer: fresh ones next time */
+        st->d = NULL;
+    }
+}
+
+/* The next of this agent's own pending entries (CLAIM_OWN, CLAIM_RESCAN). */
+static enum claim_found claim_own(struct agent *a, struct claim_state *st, struct ty_err *err)
+{
+    struct queue_item item;
+    int rc;
+
+    memset(&item, 0, sizeof(item));
+    rc = queue_own_pending(st->s, a->id, st->own_after, &item, err);
+    if (rc < 0)
+        return CLAIM_FAILED;
+    if (rc == 0) { /* the walk is over */
+        st->phase = CLAIM_QUEUE;
+        st->next_own = ty_mono_s() + AGENT_OWN_RESCAN_S;
+        return CLAIM_NONE;
+    }
+    snprintf(st->own_after, sizeof(st->own_after), "%s", item.entry_id);
+    if (st->phase == CLAIM_RESCAN && agent_job_running(item.job, a))
+        return CLAIM_TOOK; /* its runner is at work */
+    ty_log(TY_LOG_INFO, "agent.claim.own_pending", "agent=%s job=%s entry=%s", a->id, item.job,
+           item.entry_id);
+    claim_spawn(a, &item, 1);
+    return CLAIM_TOOK;
+}
+
+/* A dead agent's entry, else a new one (CLAIM_QUEUE; waits up to AGENT_CLAIM_BLOCK_MS). */
+static enum claim_found claim_queue(struct agent *a, struct claim_state *st, struct ty_err *err)
+{
+    long min_idle_ms = (long)a->cfg.heartbeat_ttl_s * 3 * 1000;
+    struct queue_item item;
+    int rc;
+
+    memset(&item, 0, sizeof(item));
+    rc = queue_reclaim(st->s, a->id, min_idle_ms, &item, err);
+    if (rc == 1 && agent_job_running(item.job, a)) {
+        /* ours again (the server's janitor took it while Redis had lost our heartbeat):
+           its runner here goes on and acknowledges it; no second run */
+        ty_log(TY_LOG_INFO, "agent.claim.already_running", "agent=%s job=%s entry=%s", a->id,
+               item.job, item.entry_id);
+        return CLAIM_TOOK;
+    }
+    if (rc == 1) {
+        ty_log(TY_LOG_INFO, "agent.claim.reclaimed", "agent=%s job=%s entry=%s", a->id, item.job,
+               item.entry_id);
+        claim_spawn(a, &item, 1);
+        return CLAIM_TOOK;
+    }
+    if (rc == 0)
+        rc = queue_claim(st->s, a->id, AGENT_CLAIM_BLOCK_MS, &item, err);
+    if (rc == 1) {
+        claim_spawn(a, &item, 0);
+        return CLAIM_TOOK;
+    }
+    return rc == 0 ? CLAIM_IDLE : CLAIM_FAILED;
+}
+
 static void *agent_claim_thread(void *arg)
 {
     struct agent *a = arg;
-    struct store *s = NULL;
+    struct claim_state st = {.phase = CLAIM_OWN,
+                             .backoff_ms = 500,
+                             .next_own = ty_mono_s() + AGENT_OWN_RESCAN_S,
+                             .next_leftover = ty_mono_s() + AGENT_CLAIM_BLOCK_MS / 1000.0};
     struct ty_err err;
-    long min_idle_ms = (long)a->cfg.heartbeat_ttl_s * 3 * 1000;
-    int backoff_ms = 500, own_done = 0, rescan = 0;
-    char own_after[64] = "";
-    double next_own = ty_mono_s() + AGENT_OWN_RESCAN_S;
-    double next_leftover = ty_mono_s() + AGENT_CLAIM_BLOCK_MS / 1000.0;
-    struct docker *d = NULL; /* for the leftover sweep only */
 
     while (!atomic_load(&a->stopping)) {
-        struct queue_item item;
-        int busy, rc;
+        enum claim_found found = CLAIM_NONE;
+        int busy;
 
         pthread_mutex_lock(&a->mu);
         agent_reap_locked(a);
@@ -200,94 +315,40 @@ static void *agent_claim_thread(void *arg)
             agent__sleep(a, 250);
             continue;
         }
-        if (!s && !(s = store_open(a->cfg.redis_url, &err))) {
+        if (!st.s && !(st.s = store_open(a->cfg.redis_url, &err))) {
             ty_log(TY_LOG_WARN, "agent.claim.store", "agent=%s error='%s'", a->id, err.msg);
-            agent__sleep(a, backoff_ms);
-            backoff_ms = backoff_ms < 8000 ? backoff_ms * 2 : backoff_ms;
+            claim_backoff(a, &st);
             continue;
         }
-        if (ty_mono_s() >= next_leftover) {
-            next_leftover = ty_mono_s() + AGENT_LEFTOVER_S;
-            if (!d)
-                d = docker_open(a->cfg.docker_host, &err);
-            if (d && leftover_sweep(s, d, a->deployment, a->id, 3 * a->cfg.heartbeat_ttl_s) < 0) {
-                docker_close(d); /* the engine or Redis did not answer: fresh ones next time */
-                d = NULL;
-            }
+        claim_leftovers(a, &st);
+        if (st.phase == CLAIM_QUEUE && ty_mono_s() >= st.next_own) {
+            st.phase = CLAIM_RESCAN;
+            st.own_after[0] = '\0';
         }
-        if (own_done && ty_mono_s() >= next_own) {
-            /* Alive, look again for entries of our own that no runner holds (a runner that
-               gave up on Redis before its job ran), and outboxes nobody replays. */
-            own_done = 0;
-            own_after[0] = '\0';
-            rescan = 1;
-        }
-        if (!own_done && !own_after[0] &&
-            outbox_replay_all(s, a->cfg.data_dir, agent_job_running, a) > 0 &&
-            store_ping(s, &err) != 0) {
+        if (st.phase != CLAIM_QUEUE && !st.own_after[0] &&
+            outbox_replay_all(st.s, a->cfg.data_dir, agent_job_running, a) > 0 &&
+            store_ping(st.s, &err) != 0) {
             /* Redis away again: the leftovers wait for the next pass */
-            store_close(s);
-            s = NULL;
-            agent__sleep(a, backoff_ms);
+            store_close(st.s);
+            st.s = NULL;
+            agent__sleep(a, st.backoff_ms);
             continue;
         }
-        memset(&item, 0, sizeof(item));
-        rc = 0;
-        if (!own_done) {
-            /* first, what an earlier run under this same id claimed and left unfinished */
-            rc = queue_own_pending(s, a->id, own_after, &item, &err);
-            if (rc == 1) {
-                snprintf(own_after, sizeof(own_after), "%s", item.entry_id);
-                if (rescan && agent_job_running(item.job, a))
-                    continue; /* its runner is at work */
-                ty_log(TY_LOG_INFO, "agent.claim.own_pending", "agent=%s job=%s entry=%s", a->id,
-                       item.job, item.entry_id);
-                if (agent_spawn(a, &item, 1) != 0)
-                    agent__sleep(a, 1000);
-                continue;
-            }
-            if (rc == 0) {
-                own_done = 1;
-                rescan = 0;
-                next_own = ty_mono_s() + AGENT_OWN_RESCAN_S;
-            }
-        }
-        if (rc >= 0)
-            rc = queue_reclaim(s, a->id, min_idle_ms, &item, &err);
-        if (rc == 1 && agent_job_running(item.job, a)) {
-            /* ours again (the server's janitor took it while Redis had lost our heartbeat):
-               its runner here goes on and acknowledges it; no second run */
-            ty_log(TY_LOG_INFO, "agent.claim.already_running", "agent=%s job=%s entry=%s", a->id,
-                   item.job, item.entry_id);
+        if (st.phase != CLAIM_QUEUE)
+            found = claim_own(a, &st, &err);
+        if (found == CLAIM_NONE)
+            found = claim_queue(a, &st, &err);
+        if (found != CLAIM_FAILED) {
+            st.backoff_ms = 500;
             continue;
         }
-        if (rc == 1) {
-            ty_log(TY_LOG_INFO, "agent.claim.reclaimed", "agent=%s job=%s entry=%s", a->id,
-                   item.job, item.entry_id);
-            if (agent_spawn(a, &item, 1) != 0)
-                agent__sleep(a, 1000);
-            continue;
-        }
-        if (rc == 0)
-            rc = queue_claim(s, a->id, AGENT_CLAIM_BLOCK_MS, &item, &err);
-        if (rc == 1) {
-            if (agent_spawn(a, &item, 0) != 0)
-                agent__sleep(a, 1000);
-            backoff_ms = 500;
-            continue;
-        }
-        if (rc < 0) {
-            ty_log(TY_LOG_WARN, "agent.claim.failed", "agent=%s error='%s'", a->id, err.msg);
-            store_close(s);
-            s = NULL;
-            agent__sleep(a, backoff_ms);
-            backoff_ms = backoff_ms < 8000 ? backoff_ms * 2 : backoff_ms;
-            continue;
-        }
-        backoff_ms = 500;
+        ty_log(TY_LOG_WARN, "agent.claim.failed", "agent=%s error='%s'", a->id, err.msg);
+        store_close(st.s);
+        st.s = NULL;
+        claim_backoff(a, &st);
     }
-    store_close(s);
-    docker_close(d);
+    store_close(st.s);
+    docker_close(st.d);
     return NULL;
 }
 
