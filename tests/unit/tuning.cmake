@@ -6,13 +6,9 @@ ty_unit_test(test_tuning SOURCES ${TY_TESTS_DIR}/unit/test_tuning.c LIBS ty_tuni
 # put/range, the cap, the retention, ListMetrics filters, the memory per point (printed).
 ty_unit_test(test_store_metrics SOURCES ${TY_TESTS_DIR}/unit/test_store_metrics.c
              ${TY_TESTS_DIR}/unit/redis_fixture.c LIBS ty_store PkgConfig::HIREDIS)
-if(TARGET test_store_metrics)
-  target_include_directories(test_store_metrics PRIVATE ${TY_TESTS_DIR}/unit)
-  set_tests_properties(test_store_metrics PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
-endif()
+target_include_directories(test_store_metrics PRIVATE ${TY_TESTS_DIR}/unit)
+set_tests_properties(test_store_metrics PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
 
 # test_instmetrics: CPUUtilization/MemoryUtilization/DiskUtilization arithmetic (agent/instmetrics.h).
 ty_unit_test(test_instmetrics SOURCES ${TY_TESTS_DIR}/unit/test_instmetrics.c LIBS ty_agent_core)
-if(TARGET test_instmetrics)
-  target_include_directories(test_instmetrics PRIVATE ${CMAKE_SOURCE_DIR}/control-plane/agent)
-endif()
+target_include_directories(test_instmetrics PRIVATE ${CMAKE_SOURCE_DIR}/control-plane/agent)
