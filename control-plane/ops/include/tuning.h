@@ -17,7 +17,7 @@
  * Invariants: a training job is recorded in _jobs (compare-and-set on the record's version)
  * before it is created, and created with a deterministic name and hyperparameters, so a pass
  * that dies between the two is repaired by the next one; at most one pass at a time works on a
- * tuning job (a Redis lease, ty:tuning:lease:<name>).
+ * tuning job (a Redis lease, ty:lease:tuning:<name>).
  * Thread-safety: the driver has its own Redis connection; tuning_driver_pass is reentrant.
  */
 #ifndef TY_CP_TUNING_H
