@@ -32,7 +32,8 @@ INCLUDE_DIRS = sorted(d for d in glob.glob(os.path.join(os.path.dirname(os.path.
     os.path.abspath(__file__))), "control-plane", "*")) if os.path.isdir(d)) + sorted(
     glob.glob(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "control-plane", "*", "include"))) + [
-    "profiler/include", "profiler/src", "profiler/rules", "compiler/include", "compiler/src"]
+    "profiler/include", "profiler/src", "profiler/rules", "profiler/report", "compiler/include",
+    "compiler/src"]
 PKGS = ["jansson", "hiredis", "libmicrohttpd", "libcurl", "libcrypto", "libarchive", "libpcre2-8"]
 
 # Library-internal symbols (x__y, docs/style.md) and the files allowed to use them. Everything else

@@ -7,8 +7,8 @@
  * (128+signal when it was killed).
  */
 #define _GNU_SOURCE
-#include "cli.h"
 #include "jsonmini.h"
+#include "report_int.h"
 #include "rules.h"
 #include "typrof_int.h"
 #include <errno.h>
@@ -409,7 +409,7 @@ static int cmd_run(int argc, char **argv)
         fprintf(rf, "%s\n", run);
         fclose(rf);
     }
-    if (typrof_cli_summary(abs_out, NULL) == 0)
+    if (typrof__report_summary(abs_out, NULL) == 0)
         fprintf(stderr, "typrof: wrote '%s' (exit %d, %.2fs)\n", abs_out, code, wall);
     return code;
 }
@@ -519,14 +519,14 @@ static int cmd_report(int argc, char **argv)
         snprintf(path, sizeof(path), "%s/report.html", dir);
         html = path;
     }
-    int rc = typrof_cli_summary(dir, stdout);
+    int rc = typrof__report_summary(dir, stdout);
     if (rc != 0)
         return 2;
-    if (typrof_cli_html(dir, html, (size_t)(mb * 1048576.0), NULL) != 0)
+    if (typrof__report_html(dir, html, (size_t)(mb * 1048576.0), NULL) != 0)
         return 2;
     char tl[4200];
     snprintf(tl, sizeof(tl), "%s/timeline.trace.json", dir);
-    if (typrof_cli_timeline(dir, tl, (size_t)(mb * 1048576.0)) != 0)
+    if (typrof__report_timeline(dir, tl, (size_t)(mb * 1048576.0)) != 0)
         return 2;
     printf("\nwrote '%s'\nwrote '%s' (open in ui.perfetto.dev)\n", html, tl);
     return 0;

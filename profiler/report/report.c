@@ -1,13 +1,14 @@
 /*
- * report.c - `typrof report` and the summary merge of `typrof run`: reads a profiler output
- * directory (system metrics, per-process summaries, traces), writes DIR/summary.json, prints a
- * text summary, and writes one self-contained HTML dashboard (inline CSS/JS, data embedded as
- * JSON; no network resources): utilisation charts, top kernels, copies, latency percentiles
- * and a zoomable timeline (wheel: zoom, drag: pan, double-click: reset).
+ * report.c - typrof_report's renderer (report_int.h), used by the public typrof_report.h and by
+ * `typrof report` and the summary merge of `typrof run`: reads a profiler output directory
+ * (system metrics, per-process summaries, traces), writes DIR/summary.json, prints a text
+ * summary, and writes one self-contained HTML dashboard (inline CSS/JS, data embedded as JSON;
+ * no network resources): utilisation charts, top kernels, copies, latency percentiles and a
+ * zoomable timeline (wheel: zoom, drag: pan, double-click: reset).
  */
 #define _GNU_SOURCE
-#include "cli.h"
 #include "jsonmini.h"
+#include "report_int.h"
 #include "rules.h"
 #include "typrof_int.h"
 #include <dirent.h>
@@ -247,7 +248,7 @@ static void print_process(FILE *out, const struct jm_val *v)
     }
 }
 
-int typrof_cli_summary(const char *dir, FILE *out)
+int typrof__report_summary(const char *dir, FILE *out)
 {
     char path[4200], tmp[4300], sdir[4200];
     struct typrof_metrics m;
@@ -439,7 +440,7 @@ static void put_run_events(FILE *f, const struct jm_val *run, const struct typro
     }
 }
 
-/* The merged timeline of dir into f: see typrof_cli_timeline. */
+/* The merged timeline of dir into f: see typrof__report_timeline. */
 static int timeline_write(FILE *f, const char *dir, size_t max_trace_bytes)
 {
     char path[4200];
@@ -495,7 +496,7 @@ static int timeline_write(FILE *f, const char *dir, size_t max_trace_bytes)
     return ferror(f) ? -1 : 0;
 }
 
-int typrof_cli_timeline(const char *dir, const char *out_path, size_t max_trace_bytes)
+int typrof__report_timeline(const char *dir, const char *out_path, size_t max_trace_bytes)
 {
     char tmp[4300];
     snprintf(tmp, sizeof(tmp), "%s.tmp", out_path);
@@ -544,8 +545,8 @@ static void put_default_rules(FILE *f, const char *dir)
         typrof__metrics_cleanup(&m);
 }
 
-int typrof_cli_html(const char *dir, const char *html_path, size_t max_trace_bytes,
-                    const char *job_rules_json)
+int typrof__report_html(const char *dir, const char *html_path, size_t max_trace_bytes,
+                        const char *job_rules_json)
 {
     char path[4200], tmp[4300];
     size_t len;

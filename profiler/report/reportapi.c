@@ -1,8 +1,8 @@
 /*
  * reportapi.c - typrof_report.h: the public face of the rules (rules.h) and of the dashboard
- * writer (cli/report.c) for the agent and other callers that must not see the internals.
+ * writer (report.c) for the agent and other callers that must not see the internals.
  */
-#include "cli.h"
+#include "report_int.h"
 #include "rules.h"
 #include "typrof_report.h"
 #include <stdio.h>
@@ -55,10 +55,10 @@ int typrof_report_write(const char *dir, const struct typrof_report_opts *o)
     size_t max = o && o->max_trace_bytes ? o->max_trace_bytes : (32u << 20);
     snprintf(html, sizeof(html), "%s/report.html", dir);
     snprintf(trace, sizeof(trace), "%s/timeline.trace.json", dir);
-    if (typrof_cli_summary(dir, NULL) != 0)
+    if (typrof__report_summary(dir, NULL) != 0)
         return -1;
-    if (typrof_cli_html(dir, o && o->html_path ? o->html_path : html, max,
-                        o ? o->job_rules_json : NULL) != 0)
+    if (typrof__report_html(dir, o && o->html_path ? o->html_path : html, max,
+                            o ? o->job_rules_json : NULL) != 0)
         return -1;
-    return typrof_cli_timeline(dir, o && o->trace_path ? o->trace_path : trace, max);
+    return typrof__report_timeline(dir, o && o->trace_path ? o->trace_path : trace, max);
 }
