@@ -25,6 +25,17 @@ ty_dep_probe(server_agent_api ty_server agent.h allowed)
 ty_dep_probe(agent_profiler_rules ty_agent rules.h forbidden)
 ty_dep_probe(agent_profiler_int ty_agent typrof_int.h forbidden)
 ty_dep_probe(agent_profiler_api ty_agent typrof_report.h allowed)
+# the profiler's libraries show their dependents include/ alone: not the core's src/ and rules/
+# (typrof_int.h, rules.h), nor the renderer's report/ (report_int.h); the public headers beside
+# them compile (the controls).
+ty_dep_probe(profiler_core_rules typrof_core rules.h forbidden)
+ty_dep_probe(profiler_core_int typrof_core typrof_int.h forbidden)
+ty_dep_probe(profiler_core_api typrof_core typrof.h allowed)
+ty_dep_probe(profiler_report_private typrof_report report_int.h forbidden)
+ty_dep_probe(profiler_report_rules typrof_report rules.h forbidden)
+ty_dep_probe(profiler_report_api typrof_report typrof_report.h allowed)
+ty_dep_probe(profiler_lib_int typrof typrof_int.h forbidden)
+ty_dep_probe(profiler_lib_api typrof typrof.h allowed)
 # the object store and S3 API know nothing of the container engine.
 ty_dep_probe(s3_engine ty_s3api docker.h forbidden)
 ty_dep_probe(server_engine ty_server docker.h allowed)
