@@ -296,7 +296,7 @@ int tyc__tf_parse(const struct tyc__json *j, struct tyc__tfspec *ts, int *classe
                   struct tyc_err *err);
 int tyc__tf_nparams(const struct tyc__tfspec *ts);
 struct tyc_session;
-/* session hooks (model.c) used by models_gpt.c */
+/* session hooks (session.c) used by models_gpt.c and models_layers.c */
 int tyc__session_add_param(struct tyc_session *s, const char *name, int nd, const int *dim);
 float *tyc__session_param_data(struct tyc_session *s, int slot);
 int tyc__session_batch(const struct tyc_session *s);
