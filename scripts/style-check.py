@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Files the check leaves alone: C++ for the fake CUDA runtime of the compiler's tests.
-FORMAT_SKIP = {"compiler/tests/fakecuda/prelude.h"}
+# Files the check leaves alone: C++ for the fake CUDA runtime the compiler's tests run.
+FORMAT_SKIP = {"compiler/tools/fakecuda/prelude.h"}
 
 # curl's list (docs/CODE_STYLE.md there): unbounded or unchecked conversions and copies.
 BANNED = ["strcpy", "strcat", "sprintf", "vsprintf", "gets", "atoi", "atol", "strtok"]

@@ -1,14 +1,14 @@
 #!/bin/sh
 # fake_cuda.sh - the CUDA back end end to end without a GPU: the generated CUDA C is built by g++
 # and run through libtyc's unchanged driver-API launcher against a stand-in libcuda.so.1
-# (tests/fakecuda/); the training losses must match the CPU back end's (relative 1e-5) for a
+# (tools/fakecuda/); the training losses must match the CPU back end's (relative 1e-5) for a
 # small GPT (2 layers, dropout) and a small encoder (and, with TYC_FAKE_MLP=1, test_tyc_cuda's
 # MLP: it passes, 4 steps within 1e-6). Exits 77 without
 # g++ or libnvrtc (the PTX step still runs NVRTC, for the launcher's cache).
 # usage: fake_cuda.sh TYC TYC_LM_CURVE TEST_TYC_CUDA
 set -eu
 tyc=$1 curve=$2 cudatest=$3
-src=$(cd "$(dirname "$0")/fakecuda" && pwd)
+src=$(cd "$(dirname "$0")/../tools/fakecuda" && pwd)
 command -v g++ >/dev/null 2>&1 || { echo "no g++: skipped"; exit 77; }
 d=$(mktemp -d /tmp/tyc-fakecuda.XXXXXX)
 trap 'rm -rf "$d"' EXIT

@@ -1,4 +1,4 @@
-// prelude.h - compiles libtyc's generated CUDA C as C++ for tests/fakecuda/fakecuda.c: one
+// prelude.h - compiles libtyc's generated CUDA C as C++ for tools/fakecuda/fakecuda.c: one
 // pthread per CUDA thread, blocks in sequence (so a function-local static is block-shared).
 #include <math.h>
 #include <pthread.h>

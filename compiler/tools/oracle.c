@@ -1,6 +1,6 @@
 /* oracle.c - tyc-oracle: runs a libtyc session on given data and writes what the PyTorch parity
- * test (parity_torch.py) compares: the initial weights (a saved model), the logits of the first
- * batch before and after training, the loss of every step, the first step's gradients (eager
+ * test (tests/parity_torch.py) compares: the initial weights (a saved model), the logits of the
+ * first batch before and after training, the loss of every step, the first step's gradients (eager
  * mode) and the final weights. Owns nothing past main().
  *
  * usage: tyc-oracle MODEL OUTDIR --x X.bin --y Y.bin [--batch B] [--steps N]
