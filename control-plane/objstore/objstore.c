@@ -2,7 +2,7 @@
  * objstore.c - the embedded S3 object store (layout and invariants in objstore.h).
  *
  * Bytes are only ever streamed (1 MiB buffers, copy_file_range for multipart concatenation);
- * the Redis index is touched with short commands (a MULTI/EXEC pipeline per commit).
+ * the records in Redis are the store's (store_obj.h: one MULTI/EXEC per commit).
  */
 #define _GNU_SOURCE /* copy_file_range */
 #include "objstore.h"
@@ -10,7 +10,7 @@
 
 #include "objstore_remote.h"
 
-#include "store_raw.h"
+#include "store_obj.h"
 #include "ty_buf.h"
 #include "ty_codec.h"
 #include "ty_fs.h"
@@ -20,7 +20,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <limits.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -250,19 +249,6 @@ static int objstore_hashed_rel(const char *bucket, const char *key, char *out, s
     return objstore__fmt(out, n, ".ty/obj/%s/%.2s/%s", bucket, hex, hex);
 }
 
-char *objstore__rkey(const char *fmt_prefix, const char *bucket, const char *key)
-{
-    size_t n = strlen(fmt_prefix) + strlen(bucket) + (key ? strlen(key) + 1 : 0) + 1;
-    char *k = malloc(n);
-    if (!k)
-        return NULL;
-    if (key)
-        snprintf(k, n, "%s%s/%s", fmt_prefix, bucket, key);
-    else
-        snprintf(k, n, "%s%s", fmt_prefix, bucket);
-    return k;
-}
-
 /* ---- open/close ----------------------------------------------------------------------------- */
 
 struct objstore *objstore_open(const char *s3_dir, struct store *st, struct ty_err *err)
@@ -366,121 +352,51 @@ void objstore_meta_cleanup(struct objstore_meta *meta)
     }
 }
 
-int objstore__meta_from_reply(const redisReply *r, struct objstore_meta *m, int want_hdrs)
+void objstore__meta_from_rec(const struct store_obj_rec *r, struct objstore_meta *m)
 {
     memset(m, 0, sizeof(*m));
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements == 0)
-        return -1;
-    for (size_t i = 0; i + 1 < r->elements; i += 2) {
-        const char *f = r->element[i]->str, *v = r->element[i + 1]->str;
-        if (!f || !v)
-            continue;
-        if (strcmp(f, "etag") == 0)
-            snprintf(m->etag, sizeof(m->etag), "%s", v);
-        else if (strcmp(f, "size") == 0)
-            m->size = strtoull(v, NULL, 10);
-        else if (strcmp(f, "mtime") == 0)
-            m->mtime_ms = strtoll(v, NULL, 10);
-        else if (strcmp(f, "parts") == 0)
-            m->parts = (int)strtol(v, NULL, 10);
-        else if (strcmp(f, "ino") == 0)
-            m->ino = strtoull(v, NULL, 10);
-        else if (strcmp(f, "path") == 0)
-            snprintf(m->path, sizeof(m->path), "%s", v);
-        else if (strcmp(f, "hdrs") == 0 && want_hdrs)
-            m->hdrs = json_loads(v, 0, NULL);
-    }
-    return m->path[0] ? 0 : -1;
+    snprintf(m->etag, sizeof(m->etag), "%s", r->etag);
+    m->size = r->size;
+    m->mtime_ms = r->mtime_ms;
+    m->parts = r->parts;
+    m->ino = r->ino;
+    snprintf(m->path, sizeof(m->path), "%s", r->path);
 }
 
+/* m from bucket/key's record (hdrs only when want_hdrs; caller cleans m with
+   objstore_meta_cleanup, on failure too). 0, -TY_ENOTFOUND or -TY_EREDIS. */
 static int objstore_meta_load(struct objstore *os, const char *bucket, const char *key,
                               struct objstore_meta *m, int want_hdrs, struct ty_err *err)
 {
-    char *rk = objstore__rkey("ty:s3:obj:", bucket, key);
-    redisReply *r;
+    struct store_obj_rec r;
+    json_t *hdrs = NULL;
     int rc;
 
-    if (!rk)
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    r = store__cmdv(os->st, err, "HGETALL", rk, NULL);
-    free(rk);
-    if (!r)
-        return -TY_EREDIS;
-    rc = objstore__meta_from_reply(r, m, want_hdrs);
-    freeReplyObject(r);
-    return rc == 0 ? 0 : -TY_ENOTFOUND;
+    memset(m, 0, sizeof(*m));
+    rc = store_obj_get(os->st, bucket, key, &r, want_hdrs ? &hdrs : NULL, err);
+    if (rc != 0)
+        return rc;
+    objstore__meta_from_rec(&r, m);
+    m->hdrs = hdrs;
+    return 0;
 }
 
-/* Writes the index of bucket/key: its hash (replaced whole) and its place in the key set.
+/* Writes the index of bucket/key: its record (replaced whole) and its place in the key index.
    psizes (may be NULL): a multipart object's part sizes, "s1,s2,...". */
 static int objstore_index_put(struct objstore *os, const char *bucket, const char *key,
                               const struct objstore_meta *m, json_t *hdrs, const char *psizes,
                               struct ty_err *err)
 {
-    char *rk = objstore__rkey("ty:s3:obj:", bucket, key);
-    char *zk = objstore__rkey("ty:s3:keys:", bucket, NULL);
-    char size[32], mtime[32], parts[16], ino[32];
-    char *hj = hdrs ? json_dumps(hdrs, JSON_COMPACT) : NULL;
-    redisReply *rep[5] = {0};
-    int rc = 0;
+    struct store_obj_rec r;
 
-    if (!rk || !zk) {
-        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-        goto out;
-    }
-    snprintf(size, sizeof(size), "%llu", (unsigned long long)m->size);
-    snprintf(mtime, sizeof(mtime), "%lld", (long long)m->mtime_ms);
-    snprintf(parts, sizeof(parts), "%d", m->parts);
-    snprintf(ino, sizeof(ino), "%llu", (unsigned long long)m->ino);
-    {
-        const char *c0[] = {"MULTI"};
-        const char *cd[] = {"DEL", rk};
-        const char *c1[] = {"HSET",  rk,    "etag", m->etag,        "size",   size,
-                            "mtime", mtime, "path", m->path,        "parts",  parts,
-                            "ino",   ino,   "hdrs", hj ? hj : "{}", "psizes", psizes ? psizes : ""};
-        const char *c2[] = {"ZADD", zk, "0", key};
-        const char *c3[] = {"EXEC"};
-        const char *const *cmds[] = {c0, cd, c1, c2, c3};
-        const int argc[] = {1, 2, psizes ? 18 : 16, 4, 1};
-        if (store__pipeline(os->st, 5, argc, cmds, rep, err) != 0) {
-            rc = -TY_EREDIS;
-            goto out;
-        }
-        if (!rep[4] || rep[4]->type != REDIS_REPLY_ARRAY)
-            rc = store__reply_err(rep[4], "s3 index", err);
-        for (int i = 0; i < 5; i++)
-            freeReplyObject(rep[i]);
-    }
-out:
-    free(rk);
-    free(zk);
-    free(hj);
-    return rc;
-}
-
-static int objstore_index_del(struct objstore *os, const char *bucket, const char *key,
-                              struct ty_err *err)
-{
-    char *rk = objstore__rkey("ty:s3:obj:", bucket, key);
-    char *zk = objstore__rkey("ty:s3:keys:", bucket, NULL);
-    redisReply *rep[2] = {0};
-    int rc = 0;
-
-    if (!rk || !zk) {
-        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    } else {
-        const char *c0[] = {"DEL", rk};
-        const char *c1[] = {"ZREM", zk, key};
-        const char *const *cmds[] = {c0, c1};
-        const int argc[] = {2, 3};
-        if (store__pipeline(os->st, 2, argc, cmds, rep, err) != 0)
-            rc = -TY_EREDIS;
-        freeReplyObject(rep[0]);
-        freeReplyObject(rep[1]);
-    }
-    free(rk);
-    free(zk);
-    return rc;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.etag, sizeof(r.etag), "%s", m->etag);
+    r.size = m->size;
+    r.mtime_ms = m->mtime_ms;
+    r.parts = m->parts;
+    r.ino = m->ino;
+    snprintf(r.path, sizeof(r.path), "%s", m->path);
+    return store_obj_put(os->st, bucket, key, &r, hdrs, psizes, err);
 }
 
 /* ---- hashing files ------------------------------------------------------------------------- */
@@ -522,46 +438,28 @@ int objstore_bucket_create(struct objstore *os, const char *name, const char *re
 {
     if (os->remote)
         return objstore_remote_bucket_create(os->remote, name, region, err);
-    char p[PATH_MAX], val[128];
-    redisReply *r;
-    long long added;
+    char p[PATH_MAX];
+    int64_t created = (int64_t)ty_wall_ms();
+    int rc;
 
-    snprintf(val, sizeof(val), "{\"created\":%lld,\"region\":\"%.32s\"}", ty_wall_ms(),
-             region && *region ? region : "us-east-1");
     if (objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 || ty_mkdirs(p, 0755) != 0)
         return ty_err_set(err, TY_EIO, NULL, "cannot create the bucket directory");
-    r = store__cmdv(os->st, err, "HSETNX", "ty:s3:buckets", name, val, NULL);
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type != REDIS_REPLY_INTEGER) {
-        int rc = store__reply_err(r, "s3 bucket", err);
-        freeReplyObject(r);
+    rc = store_obj_bucket_add(os->st, name, created, region, err);
+    if (rc < 0)
         return rc;
-    }
-    added = r->integer;
-    freeReplyObject(r);
-    if (!added)
+    if (rc == 0)
         return ty_err_set(err, TY_EINUSE, "BucketAlreadyOwnedByYou",
                           "Your previous request to create the named bucket succeeded and you "
                           "already own it.");
     return 0;
 }
 
-static int objstore_parse_bucket(const char *name, const char *json, struct objstore_bucket *b)
+static void objstore_bucket_from(const struct store_obj_bucket *sb, struct objstore_bucket *b)
 {
-    json_t *j = json_loads(json, 0, NULL);
     memset(b, 0, sizeof(*b));
-    snprintf(b->name, sizeof(b->name), "%s", name);
-    snprintf(b->region, sizeof(b->region), "us-east-1");
-    if (j) {
-        json_t *c = json_object_get(j, "created"), *rg = json_object_get(j, "region");
-        if (json_is_integer(c))
-            b->created_ms = json_integer_value(c);
-        if (json_is_string(rg))
-            snprintf(b->region, sizeof(b->region), "%s", json_string_value(rg));
-        json_decref(j);
-    }
-    return 0;
+    snprintf(b->name, sizeof(b->name), "%s", sb->name);
+    b->created_ms = sb->created_ms;
+    snprintf(b->region, sizeof(b->region), "%s", sb->region);
 }
 
 int objstore_bucket_get(struct objstore *os, const char *name, struct objstore_bucket *b,
@@ -569,44 +467,44 @@ int objstore_bucket_get(struct objstore *os, const char *name, struct objstore_b
 {
     if (os->remote)
         return objstore_remote_bucket_get(os->remote, name, b, err);
-    redisReply *r;
+    struct store_obj_bucket sb;
     char p[PATH_MAX];
     struct stat st;
+    int rc;
 
     if (!name || !*name || strlen(name) > 63)
         goto missing;
-    r = store__cmdv(os->st, err, "HGET", "ty:s3:buckets", name, NULL);
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type == REDIS_REPLY_STRING) {
+    rc = store_obj_bucket_get(os->st, name, &sb, err);
+    if (rc == 0) {
         if (b)
-            objstore_parse_bucket(name, r->str, b);
-        freeReplyObject(r);
+            objstore_bucket_from(&sb, b);
         return 0;
     }
-    freeReplyObject(r);
+    if (rc != -TY_ENOTFOUND)
+        return rc;
+    ty_err_clear(err);
     /* a directory made outside the API (the agent, a test, a copy): adopt it and its files */
     if (!objstore_bucket_dir_ok(name) || objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) != 0 ||
         stat(p, &st) != 0 || !S_ISDIR(st.st_mode))
         goto missing;
     {
-        char val[96];
-        int found = 0, rc;
-        snprintf(val, sizeof(val), "{\"created\":%lld,\"region\":\"us-east-1\"}",
-                 (long long)st.st_mtim.tv_sec * 1000);
+        int found = 0;
+        memset(&sb, 0, sizeof(sb));
+        snprintf(sb.name, sizeof(sb.name), "%s", name);
+        sb.created_ms = (int64_t)st.st_mtim.tv_sec * 1000;
+        snprintf(sb.region, sizeof(sb.region), "us-east-1");
         /* index the files before the bucket is published: a concurrent lister that sees
            the bucket must see all of it (a second adopter racing this one indexes the same
            files again, which is harmless) */
         rc = objstore_adopt_tree(os, name, p, "", 0, &found, err);
         if (rc)
             return rc;
-        r = store__cmdv(os->st, err, "HSETNX", "ty:s3:buckets", name, val, NULL);
-        if (!r)
-            return -TY_EREDIS;
-        freeReplyObject(r);
+        rc = store_obj_bucket_add(os->st, name, sb.created_ms, sb.region, err);
+        if (rc < 0)
+            return rc;
         ty_log(TY_LOG_INFO, "s3.bucket.adopted", "bucket=%s objects=%d", name, found);
         if (b)
-            objstore_parse_bucket(name, val, b);
+            objstore_bucket_from(&sb, b);
         return 0;
     }
 missing:
@@ -648,50 +546,29 @@ int objstore_bucket_delete(struct objstore *os, const char *name, struct ty_err 
 {
     if (os->remote)
         return objstore_remote_bucket_delete(os->remote, name, err);
-    char *zk;
     char p[PATH_MAX];
-    redisReply *r;
+    struct ty_err e2;
     long long n;
     int rc, found = 0;
 
     if ((rc = objstore_bucket_get(os, name, NULL, err)) != 0)
         return rc;
-    zk = objstore__rkey("ty:s3:keys:", name, NULL);
-    if (!zk)
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     /* files written beside the API since the bucket was adopted count as objects */
     if (objstore__fmt(p, sizeof(p), "%s/%s", os->dir, name) == 0 &&
-        (rc = objstore_adopt_tree(os, name, p, "", 0, &found, err)) != 0) {
-        free(zk);
+        (rc = objstore_adopt_tree(os, name, p, "", 0, &found, err)) != 0)
         return rc;
-    }
-    r = store__cmdv(os->st, err, "ZCARD", zk, NULL);
-    if (!r) {
-        free(zk);
-        return -TY_EREDIS;
-    }
-    n = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-    freeReplyObject(r);
-    if (n > 0) {
-        free(zk);
+    if ((rc = store_obj_count(os->st, name, &n, err)) != 0)
+        return rc;
+    if (n > 0)
         return ty_err_set(err, TY_ECONFLICT, "BucketNotEmpty",
                           "The bucket you tried to delete is not empty");
-    }
-    r = store__cmdv(os->st, err, "HDEL", "ty:s3:buckets", name, NULL);
-    freeReplyObject(r);
-    r = store__cmdv(os->st, err, "DEL", zk, NULL);
-    freeReplyObject(r);
-    free(zk);
+    /* best effort, as the directories below: a record left behind is adopted again */
+    ty_err_clear(&e2);
+    store_obj_bucket_delete(os->st, name, &e2);
     objstore__rmtree(p, 0);
     if (objstore__fmt(p, sizeof(p), "%s/.ty/obj/%s", os->dir, name) == 0)
         objstore__rmtree(p, 0);
     return 0;
-}
-
-static int objstore_bucket_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct objstore_bucket *)a)->name,
-                  ((const struct objstore_bucket *)b)->name);
 }
 
 int objstore_bucket_list(struct objstore *os, struct objstore_bucket **out, size_t *n,
@@ -701,9 +578,10 @@ int objstore_bucket_list(struct objstore *os, struct objstore_bucket **out, size
         return objstore_remote_bucket_list(os->remote, out, n, err);
     DIR *d = opendir(os->dir);
     struct dirent *de;
-    redisReply *r;
+    struct store_obj_bucket *sv = NULL;
     struct objstore_bucket *v;
     size_t k = 0;
+    int rc;
 
     /* adopt bucket directories made outside the API first */
     while (d && (de = readdir(d)) != NULL) {
@@ -715,25 +593,16 @@ int objstore_bucket_list(struct objstore *os, struct objstore_bucket **out, size
     }
     if (d)
         closedir(d);
-    r = store__cmdv(os->st, err, "HGETALL", "ty:s3:buckets", NULL);
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type != REDIS_REPLY_ARRAY) {
-        int rc = store__reply_err(r, "s3 buckets", err);
-        freeReplyObject(r);
+    if ((rc = store_obj_bucket_list(os->st, &sv, &k, err)) != 0)
         return rc;
-    }
-    v = calloc(r->elements / 2 + 1, sizeof(*v));
+    v = calloc(k + 1, sizeof(*v));
     if (!v) {
-        freeReplyObject(r);
+        free(sv);
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     }
-    for (size_t i = 0; i + 1 < r->elements; i += 2) {
-        if (r->element[i]->str && r->element[i + 1]->str)
-            objstore_parse_bucket(r->element[i]->str, r->element[i + 1]->str, &v[k++]);
-    }
-    freeReplyObject(r);
-    qsort(v, k, sizeof(*v), objstore_bucket_cmp);
+    for (size_t i = 0; i < k; i++) /* sorted by name already */
+        objstore_bucket_from(&sv[i], &v[i]);
+    free(sv);
     *out = v;
     *n = k;
     return 0;
@@ -911,10 +780,9 @@ int objstore_part_range(struct objstore *os, const char *bucket, const char *key
                         const struct objstore_meta *m, int number, uint64_t *first, uint64_t *len,
                         struct ty_err *err)
 {
-    char *rk;
-    redisReply *r;
+    char *ps = NULL;
     uint64_t off = 0, total = 0, found_len = 0;
-    int i = 0, found = 0;
+    int i = 0, found = 0, rc;
 
     if (number < 1 || number > (m->parts ? m->parts : 1))
         return ty_err_set(err, TY_EINVAL, "InvalidPart", OBJSTORE_NO_SUCH_PART);
@@ -926,14 +794,9 @@ int objstore_part_range(struct objstore *os, const char *bucket, const char *key
     if (os->remote)
         return ty_err_set(err, TY_EINVAL, "NotImplemented",
                           "partNumber is not served by the external S3 store");
-    rk = objstore__rkey("ty:s3:obj:", bucket, key);
-    if (!rk)
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    r = store__cmdv(os->st, err, "HGET", rk, "psizes", NULL);
-    free(rk);
-    if (!r)
-        return -TY_EREDIS;
-    for (const char *p = r->type == REDIS_REPLY_STRING ? r->str : ""; *p;) {
+    if ((rc = store_obj_psizes(os->st, bucket, key, &ps, err)) != 0)
+        return rc;
+    for (const char *p = ps; *p;) {
         char *e;
         unsigned long long v = strtoull(p, &e, 10);
         if (e == p)
@@ -948,7 +811,7 @@ int objstore_part_range(struct objstore *os, const char *bucket, const char *key
         total += v;
         p = *e == ',' ? e + 1 : e;
     }
-    freeReplyObject(r);
+    free(ps);
     /* the sizes must describe this version (a newer one may have replaced it) */
     if (!found || i != m->parts || total != m->size)
         return ty_err_set(err, TY_EINVAL, "InvalidPart", OBJSTORE_NO_SUCH_PART);
@@ -1291,7 +1154,7 @@ int objstore_delete(struct objstore *os, const char *bucket, const char *key, st
     pthread_mutex_lock(lk);
     had = objstore_meta_load(os, bucket, key, &m, 0, err) == 0;
     ty_err_clear(err);
-    rc = objstore_index_del(os, bucket, key, err);
+    rc = store_obj_delete(os->st, bucket, key, err);
     if (rc == 0 && had)
         objstore_unlink_rel(os, bucket, m.path);
     else if (rc == 0 && objstore_natural_rel(bucket, key, rel, sizeof(rel)) == 0) {

@@ -7,7 +7,6 @@
 #ifndef TY_CP_OBJSTORE_INT_H
 #define TY_CP_OBJSTORE_INT_H
 
-#include <hiredis/hiredis.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +18,7 @@
 
 struct s3c;
 struct store;
+struct store_obj_rec;
 
 struct objstore {
     char dir[PATH_MAX];
@@ -30,13 +30,10 @@ struct objstore {
 int objstore__fmt(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* fsyncs the directory holding file. */
 void objstore__fsync_parent(const char *file);
-/* "<fmt_prefix><bucket>[/<key>]" (key may be NULL). Caller frees; NULL when out of memory. */
-char *objstore__rkey(const char *fmt_prefix, const char *bucket, const char *key);
 /* Nonzero (err set: NotImplemented) when os forwards to an external store. */
 int objstore__local_only(const struct objstore *os, struct ty_err *err);
-/* Fills m from an HGETALL reply of an object's hash (hdrs only when want_hdrs; caller cleans m
-   with objstore_meta_cleanup). 0, or -1 when r is not an object. */
-int objstore__meta_from_reply(const redisReply *r, struct objstore_meta *m, int want_hdrs);
+/* Fills m from an object's record r (store_obj.h); m->hdrs is left NULL. */
+void objstore__meta_from_rec(const struct store_obj_rec *r, struct objstore_meta *m);
 /* Removes the tree at path (depth: the recursion depth, 0 at the top). 0 or nonzero. */
 int objstore__rmtree(const char *path, int depth);
 /* Copies at most limit bytes of in (from its offset) into a new temp file while hashing.

@@ -1,14 +1,13 @@
 /*
- * objstore_list.c - listing the embedded object store: ListObjects(V2) over the Redis key index
- * (a sorted set per bucket walked with ZRANGEBYLEX), common prefixes, continuation tokens.
+ * objstore_list.c - listing the embedded object store: ListObjects(V2) over the bucket's key
+ * index (store_obj.h, walked in byte order from a cursor), common prefixes, continuation tokens.
  */
 #include "objstore.h"
 #include "objstore_int.h"
 #include "objstore_remote.h"
 
-#include "store_raw.h"
+#include "store_obj.h"
 
-#include <hiredis/hiredis.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,13 +76,32 @@ static int objstore_push(struct objstore_listing *l, size_t *cap, const char *ke
     return 0;
 }
 
-/* The ZRANGEBYLEX bound the listing starts from ('[' inclusive, '(' exclusive): after token,
-   else after start_after, else at prefix. OUT: cursor (size n). 0 or -TY_EINVAL. */
+/* Where a listing goes on from: the first key of the index, or the first key after at (at
+   itself too when incl). at ends in a 0xff byte to skip every key under a common prefix: no
+   UTF-8 key has one. */
+struct list_cursor {
+    char at[OBJSTORE_MAX_KEY + 8];
+    int incl;
+    int first;
+};
+
+/* cur = after (incl: at) the first n bytes of k, with a 0xff byte after them when skip. */
+static void list_cursor_set(struct list_cursor *cur, const char *k, int n, int incl, int skip)
+{
+    snprintf(cur->at, sizeof(cur->at), skip ? "%.*s\xff" : "%.*s", n, k);
+    cur->incl = incl;
+    cur->first = 0;
+}
+
+/* Where the listing starts: after token, else after start_after, else at prefix. OUT: cur.
+   0 or -TY_EINVAL. */
 static int objstore_list_cursor(const char *prefix, const char *delim, const char *token,
-                                const char *start_after, char *cursor, size_t n, struct ty_err *err)
+                                const char *start_after, struct list_cursor *cur,
+                                struct ty_err *err)
 {
     size_t plen = prefix ? strlen(prefix) : 0, dlen = delim ? strlen(delim) : 0;
 
+    memset(cur, 0, sizeof(*cur));
     if (token && *token) {
         char dec[OBJSTORE_MAX_KEY + 8];
         size_t dl;
@@ -92,60 +110,51 @@ static int objstore_list_cursor(const char *prefix, const char *delim, const cha
             return ty_err_set(err, TY_EINVAL, "InvalidArgument",
                               "The continuation token provided is incorrect");
         if (dec[0] == 'k')
-            snprintf(cursor, n, "(%.1024s", dec + 1);
+            list_cursor_set(cur, dec + 1, OBJSTORE_MAX_KEY, 0, 0);
         else
-            snprintf(cursor, n, "[%.1024s\xff", dec + 1);
+            list_cursor_set(cur, dec + 1, OBJSTORE_MAX_KEY, 1, 1);
     } else if (start_after && *start_after && (!prefix || strcmp(start_after, prefix) >= 0)) {
         size_t sl = strlen(start_after);
         if (sl > OBJSTORE_MAX_KEY)
             return ty_err_set(err, TY_EINVAL, "InvalidArgument", "start-after too long");
         /* a marker that is a common prefix (ListObjects v1's NextMarker) skips its keys */
         if (dlen && sl >= dlen && memcmp(start_after + sl - dlen, delim, dlen) == 0)
-            snprintf(cursor, n, "[%.1024s\xff", start_after);
+            list_cursor_set(cur, start_after, OBJSTORE_MAX_KEY, 1, 1);
         else
-            snprintf(cursor, n, "(%.1024s", start_after);
+            list_cursor_set(cur, start_after, OBJSTORE_MAX_KEY, 0, 0);
     } else if (plen) {
-        snprintf(cursor, n, "[%.1024s", prefix);
+        list_cursor_set(cur, prefix, OBJSTORE_MAX_KEY, 1, 0);
     } else {
-        snprintf(cursor, n, "-");
+        cur->first = 1;
     }
     return 0;
 }
 
-/* Walks the key index zk from cursor (size cn, moved along), adding up to max keys and common
-   prefixes to l; sets l->truncated when more follow. 0 or error (l keeps what it has). */
-static int objstore_list_scan(struct objstore *os, const char *zk, const char *prefix,
-                              const char *delim, int max, char *cursor, size_t cn,
+/* Walks bucket's key index from cur (moved along), adding up to max keys and common prefixes
+   to l; sets l->truncated when more follow. 0 or error (l keeps what it has). */
+static int objstore_list_scan(struct objstore *os, const char *bucket, const char *prefix,
+                              const char *delim, int max, struct list_cursor *cur,
                               struct objstore_listing *l, size_t *cap, struct ty_err *err)
 {
     size_t plen = prefix ? strlen(prefix) : 0, dlen = delim ? strlen(delim) : 0;
     int done = 0;
 
     while (!done) {
-        char lim[16];
-        int want = max - (int)l->n + 1;
-        redisReply *r;
+        struct store_obj_names pg;
+        int want = max - (int)l->n + 1, rc;
         if (want < 1)
             want = 1;
         if (want > 1001)
             want = 1001;
-        snprintf(lim, sizeof(lim), "%d", want);
-        r = store__cmdv(os->st, err, "ZRANGEBYLEX", zk, cursor, "+", "LIMIT", "0", lim, NULL);
-        if (!r)
-            return -TY_EREDIS;
-        if (r->type != REDIS_REPLY_ARRAY) {
-            int rc = store__reply_err(r, "s3 list", err);
-            freeReplyObject(r);
+        rc = store_obj_list(os->st, bucket, cur->first ? NULL : cur->at, cur->incl, want, &pg, err);
+        if (rc != 0)
             return rc;
-        }
-        if (r->elements == 0)
+        if (pg.n == 0)
             done = 1;
-        for (size_t i = 0; i < r->elements && !done; i++) {
-            const char *k = r->element[i]->str;
-            size_t kl = r->element[i]->len;
+        for (size_t i = 0; i < pg.n && !done; i++) {
+            const char *k = pg.v[i];
+            size_t kl = pg.len[i];
             const char *d;
-            if (!k)
-                continue;
             if (plen && (kl < plen || memcmp(k, prefix, plen) != 0)) {
                 done = 1;
                 break;
@@ -159,22 +168,22 @@ static int objstore_list_scan(struct objstore *os, const char *zk, const char *p
             if (d) {
                 size_t cl = (size_t)(d - k) + dlen;
                 if (objstore_push(l, cap, k, cl, 1) != 0) {
-                    freeReplyObject(r);
+                    store_obj_names_cleanup(&pg);
                     return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
                 }
-                /* skip every key under this common prefix: no UTF-8 key has a 0xff byte */
-                snprintf(cursor, cn, "[%.*s\xff", (int)cl, k);
+                /* skip every key under this common prefix */
+                list_cursor_set(cur, k, (int)cl, 1, 1);
                 break; /* re-query from the new cursor */
             }
             if (objstore_push(l, cap, k, kl, 0) != 0) {
-                freeReplyObject(r);
+                store_obj_names_cleanup(&pg);
                 return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
             }
-            snprintf(cursor, cn, "(%.*s", (int)kl, k);
+            list_cursor_set(cur, k, (int)kl, 0, 0);
         }
-        if (!done && r->elements < (size_t)want && (l->n == 0 || !l->e[l->n - 1].is_prefix))
+        if (!done && pg.n < (size_t)want && (l->n == 0 || !l->e[l->n - 1].is_prefix))
             done = 1;
-        freeReplyObject(r);
+        store_obj_names_cleanup(&pg);
     }
     return 0;
 }
@@ -184,57 +193,34 @@ static int objstore_list_meta(struct objstore *os, const char *bucket, struct ob
                               struct ty_err *err)
 {
     size_t nobj = 0, j = 0;
-    const char ***cmds;
-    int *argc, rc = 0;
-    char **keys;
-    const char **argvs;
-    redisReply **rep;
+    const char **keys;
+    struct store_obj_rec *recs;
+    int rc = 0;
 
     for (size_t i = 0; i < l->n; i++)
         nobj += !l->e[i].is_prefix;
     if (!nobj)
         return 0;
-    cmds = calloc(nobj, sizeof(*cmds));
-    argc = calloc(nobj, sizeof(*argc));
     keys = calloc(nobj, sizeof(*keys));
-    argvs = calloc(nobj * 2, sizeof(*argvs));
-    rep = calloc(nobj, sizeof(*rep));
-    if (!cmds || !argc || !keys || !argvs || !rep) {
+    recs = calloc(nobj, sizeof(*recs));
+    if (!keys || !recs) {
         rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    } else {
-        for (size_t i = 0; i < l->n && rc == 0; i++) {
-            if (l->e[i].is_prefix)
-                continue;
-            keys[j] = objstore__rkey("ty:s3:obj:", bucket, l->e[i].key);
-            if (!keys[j]) {
-                rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-                break;
-            }
-            argvs[2 * j] = "HGETALL";
-            argvs[2 * j + 1] = keys[j];
-            cmds[j] = &argvs[2 * j];
-            argc[j] = 2;
-            j++;
-        }
-        if (rc == 0 &&
-            store__pipeline(os->st, nobj, argc, (const char *const *const *)cmds, rep, err) != 0)
-            rc = -TY_EREDIS;
-        j = 0;
-        for (size_t i = 0; i < l->n && rc == 0; i++) {
-            if (l->e[i].is_prefix)
-                continue;
-            objstore__meta_from_reply(rep[j], &l->e[i].meta, 0);
-            freeReplyObject(rep[j]);
-            j++;
-        }
+        goto out;
     }
-    for (size_t i = 0; keys && i < nobj; i++)
-        free(keys[i]);
-    free(cmds);
-    free(argc);
+    for (size_t i = 0; i < l->n; i++) {
+        if (!l->e[i].is_prefix)
+            keys[j++] = l->e[i].key;
+    }
+    if ((rc = store_obj_get_many(os->st, bucket, keys, nobj, recs, err)) != 0)
+        goto out;
+    j = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (!l->e[i].is_prefix)
+            objstore__meta_from_rec(&recs[j++], &l->e[i].meta);
+    }
+out:
     free(keys);
-    free(argvs);
-    free(rep);
+    free(recs);
     return rc;
 }
 
@@ -264,7 +250,7 @@ int objstore_list(struct objstore *os, const char *bucket, const char *prefix, c
                                     err);
     struct objstore_listing l;
     size_t cap = 0, plen = prefix ? strlen(prefix) : 0, dlen = delim ? strlen(delim) : 0;
-    char *zk = NULL, cursor[OBJSTORE_MAX_KEY + 8];
+    struct list_cursor cur;
     int rc;
 
     memset(&l, 0, sizeof(l));
@@ -276,14 +262,9 @@ int objstore_list(struct objstore *os, const char *bucket, const char *prefix, c
         max = 0;
     if (max > 1000)
         max = 1000;
-    if ((rc = objstore_list_cursor(prefix, delim, token, start_after, cursor, sizeof(cursor),
-                                   err)) != 0)
+    if ((rc = objstore_list_cursor(prefix, delim, token, start_after, &cur, err)) != 0)
         return rc;
-    zk = objstore__rkey("ty:s3:keys:", bucket, NULL);
-    if (!zk)
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    if ((rc = objstore_list_scan(os, zk, prefix, delim, max, cursor, sizeof(cursor), &l, &cap,
-                                 err)) != 0 ||
+    if ((rc = objstore_list_scan(os, bucket, prefix, delim, max, &cur, &l, &cap, err)) != 0 ||
         (rc = objstore_list_meta(os, bucket, &l, err)) != 0)
         goto fail;
     if (l.truncated && l.n) {
@@ -292,11 +273,9 @@ int objstore_list(struct objstore *os, const char *bucket, const char *prefix, c
     } else {
         l.truncated = 0;
     }
-    free(zk);
     *out = l;
     return 0;
 fail:
-    free(zk);
     objstore_listing_cleanup(&l);
     return rc ? rc : -TY_EINTERNAL;
 }

@@ -7,7 +7,7 @@
 #include "objstore.h"
 #include "objstore_int.h"
 
-#include "store_raw.h"
+#include "store_obj.h"
 #include "ty_codec.h"
 
 #include "ty_crc32c.h"
@@ -17,7 +17,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <limits.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -56,9 +55,8 @@ int objstore_mpu_create(struct objstore *os, const char *bucket, const char *key
     if (objstore__local_only(os, err))
         return -err->code;
     unsigned char rnd[16];
-    char id[OBJSTORE_UPLOAD_ID_SZ], rk[64], dir[PATH_MAX], init[32];
-    char *zk, *member, *hj;
-    redisReply *rep[4] = {0};
+    char id[OBJSTORE_UPLOAD_ID_SZ], dir[PATH_MAX];
+    int64_t init;
     int rc = 0;
 
     if ((rc = objstore_bucket_get(os, bucket, NULL, err)) != 0)
@@ -66,39 +64,14 @@ int objstore_mpu_create(struct objstore *os, const char *bucket, const char *key
     if (RAND_bytes(rnd, sizeof(rnd)) != 1)
         return ty_err_set(err, TY_EINTERNAL, NULL, "no randomness");
     ty_hex_encode(rnd, 16, id);
-    snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
-    snprintf(init, sizeof(init), "%lld", ty_wall_ms());
+    init = (int64_t)ty_wall_ms();
     if (objstore__fmt(dir, sizeof(dir), "%s/.ty/mpu/%s", os->dir, id) != 0 || mkdir(dir, 0755) != 0)
         return ty_err_set(err, TY_EIO, NULL, "cannot create the upload: %s", strerror(errno));
-    zk = objstore__rkey("ty:s3:mpus:", bucket, NULL);
-    member = malloc(strlen(key) + sizeof(id) + 2);
-    hj = hdrs ? json_dumps(hdrs, JSON_COMPACT) : NULL;
-    if (!zk || !member) {
-        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-        goto out;
-    }
-    snprintf(member, strlen(key) + sizeof(id) + 2, "%s\n%s", key, id);
-    {
-        const char *c0[] = {"MULTI"};
-        const char *c1[] = {"HSET", rk,          "bucket", bucket, "key",
-                            key,    "initiated", init,     "hdrs", hj ? hj : "{}"};
-        const char *c2[] = {"ZADD", zk, "0", member};
-        const char *c3[] = {"EXEC"};
-        const char *const *cmds[] = {c0, c1, c2, c3};
-        const int argc[] = {1, 10, 4, 1};
-        if (store__pipeline(os->st, 4, argc, cmds, rep, err) != 0)
-            rc = -TY_EREDIS;
-        for (int i = 0; i < 4; i++)
-            freeReplyObject(rep[i]);
-    }
+    rc = store_obj_mpu_create(os->st, id, bucket, key, init, hdrs, err);
     if (rc == 0)
         memcpy(upload_id, id, sizeof(id));
-out:
-    if (rc)
+    else
         rmdir(dir);
-    free(zk);
-    free(member);
-    free(hj);
     return rc;
 }
 
@@ -107,25 +80,14 @@ int objstore_mpu_get(struct objstore *os, const char *bucket, const char *key, c
 {
     if (objstore__local_only(os, err))
         return -err->code;
-    char rk[64];
-    redisReply *r;
-    int ok;
+    int rc;
 
     if (hdrs)
         *hdrs = NULL;
     if (!objstore_id_ok(id))
         return objstore_no_upload(err);
-    snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
-    r = store__cmdv(os->st, err, "HMGET", rk, "bucket", "key", "hdrs", NULL);
-    if (!r)
-        return -TY_EREDIS;
-    ok = r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->str &&
-         r->element[1]->str && strcmp(r->element[0]->str, bucket) == 0 &&
-         strcmp(r->element[1]->str, key) == 0;
-    if (ok && hdrs && r->element[2]->str)
-        *hdrs = json_loads(r->element[2]->str, 0, NULL);
-    freeReplyObject(r);
-    return ok ? 0 : objstore_no_upload(err);
+    rc = store_obj_mpu_get(os->st, id, bucket, key, hdrs, err);
+    return rc == -TY_ENOTFOUND ? objstore_no_upload(err) : rc;
 }
 
 int objstore_mpu_put_part(struct objstore *os, const char *bucket, const char *key, const char *id,
@@ -134,8 +96,8 @@ int objstore_mpu_put_part(struct objstore *os, const char *bucket, const char *k
 {
     if (objstore__local_only(os, err))
         return -err->code;
-    char dst[PATH_MAX], rk[64], num[16], val[96];
-    redisReply *r;
+    struct store_obj_part p;
+    char dst[PATH_MAX];
     int rc;
 
     if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
@@ -150,14 +112,12 @@ int objstore_mpu_put_part(struct objstore *os, const char *bucket, const char *k
                    ? objstore_no_upload(err)
                    : ty_err_set(err, TY_EIO, NULL, "cannot store the part: %s", strerror(errno));
     objstore__fsync_parent(dst);
-    snprintf(rk, sizeof(rk), "ty:s3:mpuparts:%s", id);
-    snprintf(num, sizeof(num), "%d", number);
-    snprintf(val, sizeof(val), "%s %llu %lld", etag, (unsigned long long)size, ty_wall_ms());
-    r = store__cmdv(os->st, err, "HSET", rk, num, val, NULL);
-    if (!r)
-        return -TY_EREDIS;
-    freeReplyObject(r);
-    return 0;
+    memset(&p, 0, sizeof(p));
+    p.number = number;
+    snprintf(p.etag, sizeof(p.etag), "%s", etag);
+    p.size = size;
+    p.mtime_ms = (int64_t)ty_wall_ms();
+    return store_obj_mpu_part_put(os->st, id, &p, err);
 }
 
 int objstore_mpu_copy_part(struct objstore *os, const char *bucket, const char *key, const char *id,
@@ -206,79 +166,46 @@ out:
     return rc;
 }
 
-static int objstore_part_cmp(const void *a, const void *b)
-{
-    return ((const struct objstore_part *)a)->number - ((const struct objstore_part *)b)->number;
-}
-
 int objstore_mpu_parts(struct objstore *os, const char *id, struct objstore_part **out, size_t *n,
                        struct ty_err *err)
 {
     if (objstore__local_only(os, err))
         return -err->code;
-    char rk[64];
-    redisReply *r;
+    struct store_obj_part *sp = NULL;
     struct objstore_part *v;
     size_t k = 0;
+    int rc;
 
     if (!objstore_id_ok(id))
         return objstore_no_upload(err);
-    snprintf(rk, sizeof(rk), "ty:s3:mpuparts:%s", id);
-    r = store__cmdv(os->st, err, "HGETALL", rk, NULL);
-    if (!r)
-        return -TY_EREDIS;
-    if (r->type != REDIS_REPLY_ARRAY) {
-        freeReplyObject(r);
-        return ty_err_set(err, TY_EREDIS, NULL, "bad reply");
-    }
-    v = calloc(r->elements / 2 + 1, sizeof(*v));
+    if ((rc = store_obj_mpu_parts(os->st, id, &sp, &k, err)) != 0)
+        return rc;
+    v = calloc(k + 1, sizeof(*v));
     if (!v) {
-        freeReplyObject(r);
+        free(sp);
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     }
-    for (size_t i = 0; i + 1 < r->elements; i += 2) {
-        struct objstore_part *p = &v[k];
-        unsigned long long sz = 0;
-        long long mt = 0;
-        char et[48];
-        if (!r->element[i]->str || !r->element[i + 1]->str)
-            continue;
-        if (sscanf(r->element[i + 1]->str, "%47s %llu %lld", et, &sz, &mt) != 3)
-            continue;
-        p->number = (int)strtol(r->element[i]->str, NULL, 10);
-        snprintf(p->etag, sizeof(p->etag), "%s", et);
-        p->size = sz;
-        p->mtime_ms = mt;
-        k++;
+    for (size_t i = 0; i < k; i++) { /* by number already */
+        v[i].number = sp[i].number;
+        snprintf(v[i].etag, sizeof(v[i].etag), "%s", sp[i].etag);
+        v[i].size = sp[i].size;
+        v[i].mtime_ms = sp[i].mtime_ms;
     }
-    freeReplyObject(r);
-    qsort(v, k, sizeof(*v), objstore_part_cmp);
+    free(sp);
     *out = v;
     *n = k;
     return 0;
 }
 
+/* Forgets upload id (best effort: a record left behind names parts no longer there). */
 static void objstore_mpu_drop(struct objstore *os, const char *bucket, const char *key,
                               const char *id)
 {
-    char rk[64], pk[64], dir[PATH_MAX];
-    char *zk = objstore__rkey("ty:s3:mpus:", bucket, NULL);
-    char *member = malloc(strlen(key) + strlen(id) + 2);
+    char dir[PATH_MAX];
     struct ty_err e;
-    redisReply *r;
 
     ty_err_clear(&e);
-    snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", id);
-    snprintf(pk, sizeof(pk), "ty:s3:mpuparts:%s", id);
-    r = store__cmdv(os->st, &e, "DEL", rk, pk, NULL);
-    freeReplyObject(r);
-    if (zk && member) {
-        snprintf(member, strlen(key) + strlen(id) + 2, "%s\n%s", key, id);
-        r = store__cmdv(os->st, &e, "ZREM", zk, member, NULL);
-        freeReplyObject(r);
-    }
-    free(zk);
-    free(member);
+    store_obj_mpu_drop(os->st, id, bucket, key, &e);
     if (objstore__fmt(dir, sizeof(dir), "%s/.ty/mpu/%s", os->dir, id) == 0)
         objstore__rmtree(dir, 0);
 }
@@ -512,57 +439,32 @@ int objstore_mpu_complete(struct objstore *os, const char *bucket, const char *k
 int objstore_mpu_completed(struct objstore *os, const char *bucket, const char *key, const char *id,
                            char *etag, char *algo, char *composite, struct ty_err *err)
 {
-    char rk[96];
-    redisReply *r;
-    json_t *j;
-    int rc = ty_err_set(err, TY_ENOTFOUND, "NoSuchUpload",
-                        "The specified upload does not exist. The upload ID may be invalid, or "
-                        "the upload may have been aborted or completed.");
+    struct store_obj_done d;
+    int rc;
 
     if (os->remote)
+        return objstore_no_upload(err);
+    rc = store_obj_mpu_done_get(os->st, id, bucket, key, &d, err);
+    if (rc == -TY_ENOTFOUND)
+        return objstore_no_upload(err);
+    if (rc != 0)
         return rc;
-    snprintf(rk, sizeof(rk), "ty:s3:mpudone:%.64s", id);
-    r = store__cmdv(os->st, err, "GET", rk, NULL);
-    if (!r)
-        return -TY_EREDIS;
-    j = r->type == REDIS_REPLY_STRING ? json_loads(r->str, 0, NULL) : NULL;
-    freeReplyObject(r);
-    if (j && json_is_string(json_object_get(j, "b")) && json_is_string(json_object_get(j, "k")) &&
-        strcmp(json_string_value(json_object_get(j, "b")), bucket) == 0 &&
-        strcmp(json_string_value(json_object_get(j, "k")), key) == 0) {
-        const char *e = json_string_value(json_object_get(j, "e"));
-        const char *c = json_string_value(json_object_get(j, "c"));
-        const char *a = json_string_value(json_object_get(j, "a"));
-        snprintf(etag, 48, "%s", e ? e : "");
-        snprintf(composite, OBJSTORE_CK_SZ, "%s", c ? c : "");
-        /* records from before "a" was kept were SHA-256 */
-        snprintf(algo, 16, "%s", a && *a ? a : (c && *c ? "SHA256" : ""));
-        rc = 0;
-    }
-    json_decref(j);
-    return rc;
+    snprintf(etag, 48, "%s", d.etag);
+    snprintf(composite, OBJSTORE_CK_SZ, "%s", d.composite);
+    snprintf(algo, 16, "%s", d.algo);
+    return 0;
 }
 
-/* Records that upload id completed bucket/key (for a repeated CompleteMultipartUpload). */
+/* Records that upload id completed bucket/key (for a repeated CompleteMultipartUpload; best
+   effort: without it a repeat is NoSuchUpload). */
 static void objstore_mpu_done(struct objstore *os, const char *bucket, const char *key,
                               const char *id, const char *etag, const char *algo,
                               const char *composite)
 {
-    char rk[96];
     struct ty_err e;
-    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s}", "b", bucket, "k", key, "e", etag, "c",
-                          composite ? composite : "", "a", algo ? algo : "");
-    char *v = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    redisReply *r;
 
-    json_decref(j);
-    if (!v)
-        return;
     ty_err_clear(&e);
-    snprintf(rk, sizeof(rk), "ty:s3:mpudone:%.64s", id);
-    r = store__cmdv(os->st, &e, "SET", rk, v, "EX", "86400", NULL);
-    freeReplyObject(r);
-    free(v);
+    store_obj_mpu_done_put(os->st, id, bucket, key, etag, algo, composite, &e);
 }
 
 /* 1 when the client's ETag e (quotes optional) is the stored part's. */
@@ -772,9 +674,7 @@ int objstore_mpu_list(struct objstore *os, const char *bucket, const char *prefi
 {
     if (objstore__local_only(os, err))
         return -err->code;
-    char *zk;
-    char cursor[OBJSTORE_MAX_KEY + 8], lim[16];
-    redisReply *r;
+    struct store_obj_names pg;
     struct objstore_upload *v;
     size_t k = 0;
     int rc;
@@ -785,26 +685,20 @@ int objstore_mpu_list(struct objstore *os, const char *bucket, const char *prefi
         max = 1000;
     if (prefix && strlen(prefix) > OBJSTORE_MAX_KEY)
         return ty_err_set(err, TY_EINVAL, "InvalidArgument", "prefix too long");
-    snprintf(cursor, sizeof(cursor), prefix && *prefix ? "[%s" : "-", prefix ? prefix : "");
-    snprintf(lim, sizeof(lim), "%d", max + 1);
-    zk = objstore__rkey("ty:s3:mpus:", bucket, NULL);
-    if (!zk)
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
-    r = store__cmdv(os->st, err, "ZRANGEBYLEX", zk, cursor, "+", "LIMIT", "0", lim, NULL);
-    free(zk);
-    if (!r)
-        return -TY_EREDIS;
-    v = calloc(r->type == REDIS_REPLY_ARRAY ? r->elements + 1 : 1, sizeof(*v));
+    rc =
+        store_obj_mpu_list(os->st, bucket, prefix && *prefix ? prefix : NULL, 1, max + 1, &pg, err);
+    if (rc != 0)
+        return rc;
+    v = calloc(pg.n + 1, sizeof(*v));
     if (!v) {
-        freeReplyObject(r);
+        store_obj_names_cleanup(&pg);
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     }
     *truncated = 0;
-    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
-        const char *m = r->element[i]->str, *nl;
-        char rk[64];
-        redisReply *h;
-        if (!m || !(nl = strrchr(m, '\n')) || strlen(nl + 1) != OBJSTORE_UPLOAD_ID_SZ - 1)
+    for (size_t i = 0; i < pg.n; i++) {
+        const char *m = pg.v[i], *nl;
+        struct ty_err e2;
+        if (!(nl = strrchr(m, '\n')) || strlen(nl + 1) != OBJSTORE_UPLOAD_ID_SZ - 1)
             continue;
         if (prefix && *prefix && strncmp(m, prefix, strlen(prefix)) != 0)
             break;
@@ -814,15 +708,12 @@ int objstore_mpu_list(struct objstore *os, const char *bucket, const char *prefi
         }
         v[k].key = strndup(m, (size_t)(nl - m));
         memcpy(v[k].id, nl + 1, OBJSTORE_UPLOAD_ID_SZ);
-        snprintf(rk, sizeof(rk), "ty:s3:mpu:%s", v[k].id);
-        h = store__cmdv(os->st, err, "HGET", rk, "initiated", NULL);
-        if (h && h->type == REDIS_REPLY_STRING)
-            v[k].initiated_ms = strtoll(h->str, NULL, 10);
-        freeReplyObject(h);
+        ty_err_clear(&e2); /* an upload whose time cannot be read lists as initiated at 0 */
+        store_obj_mpu_initiated(os->st, v[k].id, &v[k].initiated_ms, &e2);
         if (v[k].key)
             k++;
     }
-    freeReplyObject(r);
+    store_obj_names_cleanup(&pg);
     *out = v;
     *n = k;
     return 0;

@@ -3,7 +3,7 @@
  * metadata and listing index in Redis; or, with objstore_use_remote, the same calls against an
  * external S3-compatible store (objstore_remote.c).
  *
- * Owns: the layout under the s3 dir (<data-dir>/s3) and the ty:s3:* Redis keys:
+ * Owns: the layout under the s3 dir (<data-dir>/s3):
  *   <s3>/<bucket>/<key>          an object's bytes, when the key is a safe relative path (every
  *                                '/' segment non-empty, not "." or "..", at most 255 bytes, and
  *                                the path does not collide with a file or directory of another
@@ -13,15 +13,10 @@
  *   <s3>/.ty/tmp/                temp files (uploads in flight); same file system, so a commit
  *                                is a rename
  *   <s3>/.ty/mpu/<upload-id>/<n> the parts of a multipart upload
- *   ty:s3:buckets                hash: bucket -> {"created": ms, "region": "..."}
- *   ty:s3:keys:<bucket>          sorted set of keys, score 0: ZRANGEBYLEX gives prefix, start-after
- *                                and continuation listing in O(log n + page)
- *   ty:s3:obj:<bucket>/<key>     hash: etag, size, mtime (ms), path (relative to <s3>), parts,
- *                                hdrs (JSON object of the headers replayed on GET/HEAD), psizes
- *                                (a multipart object's part sizes "s1,s2,...", for partNumber)
- *   ty:s3:mpu:<id>               hash: bucket, key, initiated, hdrs
- *   ty:s3:mpuparts:<id>          hash: part number -> "<etag> <size> <mtime>"
- *   ty:s3:mpus:<bucket>          sorted set "<key>\n<id>", score 0
+ * and what the records in Redis mean: buckets, each object's metadata (etag, size, mtime, path
+ * relative to <s3>, parts, inode, the headers replayed on GET/HEAD, a multipart object's part
+ * sizes) and the key index listings walk, uploads and their parts. The store keeps those
+ * records (store_obj.h has the ty:s3:* keys); this module runs no Redis command of its own.
  * Invariants: bytes reach their final name only by rename(2) of an fsync'ed temp file, and the
  * index is written after the rename, under a per-key lock, so a crash leaves either the old or
  * the new object, never a torn one. An index that missed a commit (a crash or a Redis error
