@@ -58,6 +58,12 @@ ty_dep_probe(agent_objstore ty_agent objstore.h allowed)
 # the core depends on nothing of the control plane.
 ty_dep_probe(core_store ty_core store.h forbidden)
 ty_dep_probe(core_self ty_core ty_buf.h allowed)
+# the training compiler's internals (compiler/src/) stay inside libtyc: a dependent (the CLI,
+# the built-in trainer, the tools) sees tyc.h alone; its tests name src/ themselves.
+ty_dep_probe(tyc_private tyc tyc_int.h forbidden)
+ty_dep_probe(tyc_cuda_private tyc cuda_int.h forbidden)
+ty_dep_probe(tyc_model_private tyc model_int.h forbidden)
+ty_dep_probe(tyc_public tyc tyc.h allowed)
 
 # The libraries' links against docs/design.md's allowed graph (symbols each takes from the
 # others, read with nm from the built archives; no cycle).
