@@ -1,5 +1,6 @@
 /*
- * store_int.h - internals shared by store.c, queue.c and the generated Lua table; not an API.
+ * store_int.h - internals shared by the store library's files (store.c, store_*.c, queue.c,
+ * session.c, authgen.c) and the generated Lua table; not an API.
  *
  * Owns: the command helpers that run one command (or a pipeline) on a struct store's
  * connection with one reconnect on a broken connection, and the embedded Lua sources.
@@ -12,7 +13,6 @@
 #include <stddef.h>
 
 #include "store.h"
-#include "store_raw.h"
 #include "ty_err.h"
 
 struct redisContext;
@@ -80,6 +80,20 @@ json_t *store__doc_from_reply(const struct redisReply *r, struct ty_err *err);
  * with -TY_EREDIS in err when Redis cannot be reached.
  */
 struct redisContext *store__dial(struct store *s, struct ty_err *err);
+
+/* As store__cmd for a list of at most 32 C strings terminated by NULL. */
+struct redisReply *store__cmdv(struct store *s, struct ty_err *err, const char *arg0, ...)
+    __attribute__((sentinel));
+
+/*
+ * Runs n commands in one pipeline (cmds[i] is argc[i] C strings). OUT: replies[i] (new each)
+ * on success. 0 or -TY_EREDIS; on failure nothing is left in replies.
+ */
+int store__pipeline(struct store *s, size_t n, const int *argc, const char *const *const *argv,
+                    struct redisReply **replies, struct ty_err *err);
+
+/* Sets err from an error reply or an unexpected reply type; returns -TY_EREDIS. */
+int store__reply_err(const struct redisReply *r, const char *what, struct ty_err *err);
 
 /*
  * Runs one command. Returns a new reply (which may be an error reply: the caller checks), or

@@ -48,6 +48,10 @@ ty_dep_probe(authz_iam_private ty_authz iam_int.h forbidden)
 ty_dep_probe(server_s3api_private ty_server s3_int.h forbidden)
 ty_dep_probe(server_s3api_public ty_server s3.h allowed)
 ty_dep_probe(server_console_private ty_server console_call.h forbidden)
+# the object store keeps its Redis records through store_obj.h, not the store's command
+# helpers (hiredis itself is a system header, so it cannot be probed).
+ty_dep_probe(objstore_store_private ty_objstore store_int.h forbidden)
+ty_dep_probe(objstore_store_obj ty_objstore store_obj.h allowed)
 # no header cycle: the fronts and the console do not see the router.
 ty_dep_probe(console_router ty_console route.h forbidden)
 ty_dep_probe(s3api_router ty_s3api route.h forbidden)
