@@ -366,10 +366,19 @@ int channels_copy_fd_at(int fd, int root, const char *rel, int gunzip, const cha
     return rc;
 }
 
-/* 0 when a symlink at entry path name with target tgt stays inside the tree. */
+/*
+ * 0 when a symlink at entry path name with target tgt resolves inside the tree, judged by how
+ * the kernel resolves it, not by its text: the target must be relative and normal, i.e. some
+ * leading ".." segments and then plain names only. A ".." after a name is refused, since that
+ * name may itself be a link (a/b -> .., then l -> a/b/.. is the tree's parent, not "a"). Leading
+ * ".." segments climb the link's own parent folders, which are real folders (no entry is ever
+ * made through a link), so they are counted against the link's depth. Each name below may be a
+ * link again, but every link was judged the same way where it lies, so by induction no chain of
+ * links leaves the tree.
+ */
 static int channels_link_ok(const char *name, const char *tgt)
 {
-    int depth = 0;
+    int depth = 0, named = 0;
     const char *seg;
 
     if (!tgt || !*tgt || tgt[0] == '/')
@@ -383,10 +392,10 @@ static int channels_link_ok(const char *name, const char *tgt)
         const char *end = strchr(seg, '/');
         size_t sl = end ? (size_t)(end - seg) : strlen(seg);
         if (sl == 2 && seg[0] == '.' && seg[1] == '.') {
-            if (--depth < 0)
+            if (named || --depth < 0)
                 return -1;
         } else if (sl > 0 && !(sl == 1 && seg[0] == '.')) {
-            depth++;
+            named = 1;
         }
         if (!end)
             break;
@@ -501,7 +510,9 @@ int channels_untar_fd(int fd, const char *dest, const char *what, struct ty_err 
         if (type == AE_IFLNK && channels_link_ok(tmp, archive_entry_symlink(e)) != 0) {
             rc = ty_err_set(err, TY_EINVAL, NULL,
                             "ClientError: %s: symbolic link '%s' points outside the code "
-                            "directory",
+                            "directory (a link's target must be relative: leading '..' "
+                            "segments within the archive, then names, with no '..' after a "
+                            "name)",
                             what, tmp);
             goto done;
         }

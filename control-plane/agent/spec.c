@@ -27,6 +27,46 @@ static int spec_str(json_t *obj, const char *key, char *out, size_t n)
     return 1;
 }
 
+/*
+ * 0 when path is a plain absolute folder path a checkpoint folder may be bound at: '/'
+ * followed by non-empty segments of [A-Za-z0-9._-], none "." or ".." (so no link trick, no bind
+ * option separator), no trailing '/', and neither "/", "/opt", "/opt/ml" nor a path under
+ * /proc, /sys or /dev. Under /opt/ml the agent creates it without following links (stage.h).
+ */
+static int spec_local_path_ok(const char *path)
+{
+    static const char *const refused[] = {"/opt", "/opt/ml"};
+    static const char *const below[] = {"/proc", "/sys", "/dev"};
+    const char *seg = path;
+
+    if (path[0] != '/' || !path[1])
+        return -1;
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        if (strcmp(path, refused[i]) == 0)
+            return -1;
+    }
+    for (size_t i = 0; i < sizeof(below) / sizeof(below[0]); i++) {
+        size_t l = strlen(below[i]);
+        if (strncmp(path, below[i], l) == 0 && (path[l] == '\0' || path[l] == '/'))
+            return -1;
+    }
+    while (*seg == '/') {
+        size_t sl = 0;
+        seg++;
+        while (seg[sl] && seg[sl] != '/') {
+            char c = seg[sl];
+            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-'))
+                return -1;
+            sl++;
+        }
+        if (sl == 0 || (sl == 1 && seg[0] == '.') || (sl == 2 && seg[0] == '.' && seg[1] == '.'))
+            return -1;
+        seg += sl;
+    }
+    return *seg ? -1 : 0;
+}
+
 static void spec_strv_free(char **v)
 {
     if (!v)
@@ -189,13 +229,13 @@ int spec_parse(json_t *doc, struct spec *sp, struct ty_err *err)
     v = json_object_get(doc, "CheckpointConfig");
     if (spec_str(v, "S3Uri", sp->checkpoint_uri, sizeof(sp->checkpoint_uri)) < 0 ||
         spec_str(v, "LocalPath", sp->checkpoint_local, sizeof(sp->checkpoint_local)) < 0 ||
-        (sp->checkpoint_local[0] &&
-         (sp->checkpoint_local[0] != '/' || strstr(sp->checkpoint_local, "/..") ||
-          strchr(sp->checkpoint_local, ':')))) {
+        (sp->checkpoint_local[0] && spec_local_path_ok(sp->checkpoint_local) != 0)) {
         spec_cleanup(sp);
         return ty_err_set(err, TY_EINVAL, "CheckpointConfig",
                           "ClientError: CheckpointConfig.S3Uri or LocalPath is invalid (LocalPath "
-                          "must be an absolute path without '..')");
+                          "must be a plain absolute path: segments of letters, digits and "
+                          "'._-', none '.' or '..', not /opt/ml itself nor under /proc, /sys or "
+                          "/dev)");
     }
     if (!sp->checkpoint_local[0])
         snprintf(sp->checkpoint_local, sizeof(sp->checkpoint_local), "/opt/ml/checkpoints");

@@ -172,6 +172,30 @@ static int stage_mkdir(const char *path, struct ty_err *err)
     return 0;
 }
 
+int stage_ckpt_dir(const char *dir, const char *rel, const char *local, struct ty_err *err)
+{
+    int root, fd, rc = 0;
+
+    if ((root = confine_openroot(dir)) < 0)
+        return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot open '%s': %s", dir,
+                          strerror(-root));
+    fd = confine_opendir(root, rel, 0777);
+    close(root);
+    if (fd == -ELOOP || fd == -ENOTDIR || fd == -EINVAL || fd == -EEXIST)
+        return ty_err_set(err, TY_EINVAL, "CheckpointConfig.LocalPath",
+                          "ClientError: CheckpointConfig.LocalPath '%s' cannot be created: a "
+                          "component is a symbolic link or a file",
+                          local);
+    if (fd < 0)
+        return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot create '%s': %s", local,
+                          strerror(-fd));
+    if (fchmod(fd, 0777) != 0)
+        rc = ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot open '%s' to the job: %s",
+                        local, strerror(errno));
+    close(fd);
+    return rc;
+}
+
 static int stage_write_json(const char *dir, const char *file, json_t *j, struct ty_err *err)
 {
     char path[PATH_MAX];

@@ -44,6 +44,16 @@ int stage_prepare(const char *dir, const struct spec *sp, int host, const char *
                   struct ty_err *err);
 
 /*
+ * Creates (or opens) the folder rel below a host's staging folder dir (the agent's path of the
+ * host's /opt/ml) and makes it 0777: a checkpoint LocalPath under /opt/ml. Each component is
+ * opened or made without following a symlink (confine.h), so a link the job planted (its code
+ * archive, an earlier container of the same job) is refused, never followed onto the host.
+ * Returns 0, -TY_EINVAL with err->msg "ClientError: ..." naming local (the LocalPath) when a
+ * component is a link or not a folder, or another negative code with an InternalServerError.
+ */
+int stage_ckpt_dir(const char *dir, const char *rel, const char *local, struct ty_err *err);
+
+/*
  * Where a job's staging folders live. Their host path shows in the container's
  * /proc/self/mountinfo, so it must tell a job nothing about the data dir: they live under a
  * root of their own (--staging-dir), each job in <root>/<32 hex chars of HMAC-SHA256(key, job

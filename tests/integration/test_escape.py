@@ -284,6 +284,25 @@ def esc(server, sm):
                           ({"name": "dev", "type": tarfile.CHRTYPE, "devmajor": 1, "devminor": 3},
                            None),
                           ({"name": "train.sh"}, b"echo ok\n")])
+    # the issue-35 attack: a link chain whose text stays inside but the kernel's resolution
+    # climbs out (code/l4 is the staging root's parent), then a LocalPath through it that the
+    # agent, as root, would have made 0777: the private Redis folder with every secret
+    def chain():  # new dicts each time: _tar consumes them
+        out = [({"name": "a", "type": tarfile.DIRTYPE}, None),
+               ({"name": "a/b", "type": tarfile.SYMTYPE, "linkname": ".."}, None)]
+        for i, tgt in enumerate(["a/b/..", "l1/..", "l2/..", "l3/.."]):
+            out.append(({"name": f"l{i + 1}", "type": tarfile.SYMTYPE, "linkname": tgt}, None))
+        return out
+    base = os.path.basename(e.server.data_dir)
+    for key, local in (("tar-chain-redis", f"/opt/ml/code/l4/{base}/redis"),
+                       ("tar-chain-new", f"/opt/ml/code/l4/esc-chain-{e.token[:8]}")):
+        body = _tar(chain() + [({"name": "train.sh"}, b"echo ok\n")])
+        k = f"code/{key}-{e.token[:8]}.tar.gz"
+        e.s3.put_object(Bucket=BUCKET, Key=k, Body=body)
+        e.create(key, "echo ctl > /opt/ml/model/ctl", HyperParameters={
+            "sagemaker_submit_directory": json.dumps(f"s3://{BUCKET}/{k}"),
+            "sagemaker_program": json.dumps("train.sh")},
+            CheckpointConfig={"S3Uri": f"s3://{BUCKET}/ckpt/@JOB@", "LocalPath": local})
     yield e
     e.cleanup()
 
@@ -363,3 +382,16 @@ def test_hostile_sourcedir_is_refused(esc, key):
 def test_sourcedir_special_files_are_skipped(esc):
     d, _ = esc.check("tar-fifo")
     assert d["TrainingJobStatus"] == "Completed", d.get("FailureReason")
+
+
+@pytest.mark.parametrize("key", ["tar-chain-redis", "tar-chain-new"])
+def test_link_chain_and_localpath_through_it_reach_nothing(esc, key):
+    """The archive is refused for where its links resolve, and nothing outside the job's
+    folder changed: the Redis folder stays 0700, no new folder appears beside the data dir."""
+    d, _ = esc.check(key)
+    assert d["TrainingJobStatus"] == "Failed", d
+    assert d["FailureReason"].startswith("ClientError: "), d["FailureReason"]
+    assert "symbolic link 'l1'" in d["FailureReason"], d["FailureReason"]
+    assert os.stat(os.path.join(esc.server.data_dir, "redis")).st_mode & 0o777 == 0o700
+    parent = os.path.dirname(esc.server.data_dir)
+    assert not os.path.exists(os.path.join(parent, f"esc-chain-{esc.token[:8]}"))

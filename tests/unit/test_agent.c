@@ -216,6 +216,48 @@ static void test_spec_malformed(void **state)
     d = doc_base();
     json_object_set_new(d, "ResourceConfig", json_string("big"));
     expect_bad(d, "ResourceConfig");
+    /* a checkpoint LocalPath is a plain path: no link trick, no bind option, no system folder */
+    {
+        static const char *const bad_paths[] = {
+            "opt/ml/checkpoints",
+            "/opt/ml/code/l4/../x",
+            "/opt/ml/./x",
+            "/opt/ml//x",
+            "/opt/ml/x/",
+            "/opt/ml",
+            "/",
+            "/opt",
+            "/proc/self",
+            "/sys",
+            "/dev/shm",
+            "/ckpt:rw",
+            "/ckpt,x",
+            "/a b",
+            "/opt/ml/..",
+            "/opt/ml/x\\y",
+        };
+        for (size_t i = 0; i < sizeof(bad_paths) / sizeof(bad_paths[0]); i++) {
+            d = doc_base();
+            json_object_set_new(d, "CheckpointConfig",
+                                json_pack("{s:s}", "LocalPath", bad_paths[i]));
+            expect_bad(d, "LocalPath");
+        }
+    }
+    {
+        static const char *const good_paths[] = {"/opt/ml/checkpoints", "/ckpt",
+                                                 "/opt/ml/code/run-1.d", "/processed", "/devel"};
+        for (size_t i = 0; i < sizeof(good_paths) / sizeof(good_paths[0]); i++) {
+            struct spec sp;
+            struct ty_err err;
+            d = doc_base();
+            json_object_set_new(d, "CheckpointConfig",
+                                json_pack("{s:s}", "LocalPath", good_paths[i]));
+            assert_int_equal(spec_parse(d, &sp, &err), 0);
+            assert_string_equal(sp.checkpoint_local, good_paths[i]);
+            spec_cleanup(&sp);
+            json_decref(d);
+        }
+    }
 }
 
 /* ---- staging JSON and environment ---- */

@@ -13,8 +13,10 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -428,6 +430,212 @@ static void test_untar_rejects(void **state)
     stage_remove(p);
 }
 
+/* ---- the hostile-archive corpus: judged by where things resolve, not by their text ---- */
+
+/* One snapshot of a host folder's own state, to show nothing outside the job's tree changed. */
+struct snap {
+    int exists;
+    mode_t mode;
+    uid_t uid;
+    ino_t ino;
+};
+
+static struct snap snap_of(const char *path)
+{
+    struct snap s = {0};
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        s.exists = 1;
+        s.mode = st.st_mode;
+        s.uid = st.st_uid;
+        s.ino = st.st_ino;
+    }
+    return s;
+}
+
+static void snap_same(const char *path, struct snap before)
+{
+    struct snap after = snap_of(path);
+    assert_int_equal(after.exists, before.exists);
+    assert_int_equal(after.mode, before.mode);
+    assert_int_equal(after.uid, before.uid);
+    assert_int_equal(after.ino, before.ino);
+}
+
+/*
+ * Every symlink the unpacker left under dest (walked without following) resolves, as the
+ * kernel sees it, to dest or below it; a dangling one is checked on the part that resolves.
+ */
+static void links_stay_inside(const char *dest, const char *top)
+{
+    char real_top[PATH_MAX], p[PATH_MAX], res[PATH_MAX];
+    DIR *d = opendir(dest);
+    struct dirent *de;
+
+    assert_non_null(realpath(top, real_top));
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        snprintf(p, sizeof(p), "%s/%s", dest, de->d_name);
+        assert_int_equal(lstat(p, &st), 0);
+        if (S_ISLNK(st.st_mode)) {
+            if (realpath(p, res) != NULL) {
+                size_t l = strlen(real_top);
+                if (strncmp(res, real_top, l) != 0 || (res[l] != '\0' && res[l] != '/'))
+                    fail_msg("link '%s' resolves to '%s', outside '%s'", p, res, real_top);
+            }
+        } else if (S_ISDIR(st.st_mode)) {
+            links_stay_inside(p, top);
+        }
+    }
+    closedir(d);
+}
+
+static void test_untar_hostile_corpus(void **state)
+{
+    /* the chain: a/b -> .. is fine, but a/b/.. is the tree's parent, not a */
+    const struct tar_entry chain[] = {
+        {"a/", 'd', ""},      {"a/b", 'l', ".."},   {"l1", 'l', "a/b/.."},     {"l2", 'l', "l1/.."},
+        {"l3", 'l', "l2/.."}, {"l4", 'l', "l3/.."}, {"l4/evil", 'f', "pwned"},
+    };
+    const struct tar_entry chain2[] = {
+        {"a/", 'd', ""}, {"a/b", 'l', ".."}, {"l1", 'l', "a/b/../x"}};
+    const struct tar_entry dotted[] = {{"x/", 'd', ""}, {"x/y", 'l', "./../../.."}};
+    const struct tar_entry mid_dotdot[] = {{"s/", 'd', ""}, {"s/t", 'l', "../s/../.."}};
+    const struct tar_entry link_to_link[] = {
+        {"a/", 'd', ""}, {"a/up", 'l', ".."}, {"b", 'l', "a/up/a/up/.."}};
+    const struct tar_entry link_dir_then_file[] = {
+        {"a/", 'd', ""}, {"a/b", 'l', ".."}, {"a/b/evil", 'f', "x"}};
+    const struct tar_entry abs_entry[] = {{"/etc/ty-evil", 'f', "x"}};
+    const struct tar_entry dd_entry[] = {{"a/../../ty-evil", 'f', "x"}};
+    const struct tar_entry abs_link[] = {{"e", 'l', "/"}};
+    const struct tar_entry hard_out[] = {{"h", 'h', "../../outside/canary"}};
+    const struct tar_entry dir_over_link[] = {{"u", 'l', "."}, {"u/", 'd', ""}};
+    const struct {
+        const struct tar_entry *e;
+        size_t n;
+    } bad[] = {
+        {chain, 7},      {chain2, 3},        {dotted, 2},
+        {mid_dotdot, 2}, {link_to_link, 3},  {link_dir_then_file, 3},
+        {abs_entry, 1},  {dd_entry, 1},      {abs_link, 1},
+        {hard_out, 1},   {dir_over_link, 2},
+    };
+    /* links that stay inside, however they chain: these unpack */
+    const struct tar_entry fine[] = {
+        {"a/", 'd', ""},
+        {"a/up", 'l', ".."},
+        {"c", 'l', "a/up"},
+        {"d", 'l', "c/c/c/a"},
+        {"a/e", 'l', "../c/a/up"},
+        {"a/f/", 'd', ""},
+        {"a/f/g", 'l', "../../a/./f"},
+        {"dev", 'f', "not a device"},
+    };
+    char jail[300], dest[400], outside[300], canary[400], tarp[300], p[700];
+    struct snap s_out, s_can, s_jail;
+    struct ty_err err;
+    (void)state;
+
+    snprintf(jail, sizeof(jail), "%s/corpus", tmp);
+    snprintf(dest, sizeof(dest), "%s/code", jail);
+    snprintf(outside, sizeof(outside), "%s/outside", tmp);
+    snprintf(canary, sizeof(canary), "%s/canary", outside);
+    snprintf(tarp, sizeof(tarp), "%s/corpus.tar.gz", tmp);
+    stage_remove(outside);
+    assert_int_equal(mkdir(outside, 0700), 0);
+    write_file(canary, "canary", 6);
+    assert_int_equal(chmod(canary, 0600), 0);
+    s_out = snap_of(outside);
+    s_can = snap_of(canary);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        stage_remove(jail);
+        assert_int_equal(mkdir(jail, 0700), 0);
+        assert_int_equal(mkdir(dest, 0755), 0);
+        s_jail = snap_of(jail);
+        make_targz(tarp, bad[i].e, bad[i].n);
+        ty_err_clear(&err);
+        if (untar(tarp, dest, &err) != -TY_EINVAL)
+            fail_msg("hostile archive %zu was unpacked", i);
+        assert_non_null(strstr(err.msg, "ClientError: sourcedir.tar.gz"));
+        links_stay_inside(dest, dest);
+        snap_same(outside, s_out);
+        snap_same(canary, s_can);
+        snap_same(jail, s_jail);
+        snprintf(p, sizeof(p), "%s/evil", jail);
+        assert_false(exists(p));
+        snprintf(p, sizeof(p), "%s/evil", tmp);
+        assert_false(exists(p));
+        snprintf(p, sizeof(p), "%s/ty-evil", tmp);
+        assert_false(exists(p));
+        assert_false(exists("/etc/ty-evil"));
+    }
+    stage_remove(jail);
+    assert_int_equal(mkdir(jail, 0700), 0);
+    assert_int_equal(mkdir(dest, 0755), 0);
+    make_targz(tarp, fine, sizeof(fine) / sizeof(fine[0]));
+    ty_err_clear(&err);
+    assert_int_equal(untar(tarp, dest, &err), 0);
+    links_stay_inside(dest, dest);
+    {
+        char got[PATH_MAX], want[PATH_MAX];
+        snprintf(p, sizeof(p), "%s/d", dest); /* c/c/c/a: the code folder's own a */
+        assert_non_null(realpath(p, got));
+        snprintf(p, sizeof(p), "%s/a", dest);
+        assert_non_null(realpath(p, want));
+        assert_string_equal(got, want);
+    }
+    snap_same(outside, s_out);
+    stage_remove(jail);
+    stage_remove(outside);
+}
+
+/* A checkpoint LocalPath under /opt/ml is made below the job's tree, never through a link. */
+static void test_ckpt_dir_not_through_links(void **state)
+{
+    char host[512], outside[512], p[700], link[700];
+    struct snap s_out;
+    struct stat st;
+    struct ty_err err;
+    (void)state;
+
+    snprintf(host, sizeof(host), "%s/ckpt-host", tmp);
+    snprintf(outside, sizeof(outside), "%s/ckpt-outside", tmp);
+    stage_remove(host);
+    stage_remove(outside);
+    assert_int_equal(mkdir(host, 0755), 0);
+    assert_int_equal(mkdir(outside, 0700), 0);
+    snprintf(p, sizeof(p), "%s/code", host);
+    assert_int_equal(mkdir(p, 0777), 0);
+    /* what the archive achieved: code/l4 is a host folder */
+    snprintf(link, sizeof(link), "%s/code/l4", host);
+    assert_int_equal(symlink(outside, link), 0);
+    s_out = snap_of(outside);
+
+    ty_err_clear(&err);
+    assert_int_equal(stage_ckpt_dir(host, "code/l4", "/opt/ml/code/l4", &err), -TY_EINVAL);
+    assert_non_null(strstr(err.msg, "ClientError: CheckpointConfig.LocalPath '/opt/ml/code/l4'"));
+    ty_err_clear(&err);
+    assert_int_equal(stage_ckpt_dir(host, "code/l4/redis", "/opt/ml/code/l4/redis", &err),
+                     -TY_EINVAL);
+    snap_same(outside, s_out);
+    snprintf(p, sizeof(p), "%s/redis", outside);
+    assert_false(exists(p));
+
+    /* a plain path is made, 0777 whatever the umask */
+    ty_err_clear(&err);
+    assert_int_equal(stage_ckpt_dir(host, "checkpoints/run1", "/opt/ml/checkpoints/run1", &err), 0);
+    snprintf(p, sizeof(p), "%s/checkpoints/run1", host);
+    assert_int_equal(lstat(p, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0777);
+    /* again: an existing folder is fine */
+    assert_int_equal(stage_ckpt_dir(host, "checkpoints/run1", "/opt/ml/checkpoints/run1", &err), 0);
+    stage_remove(host);
+    stage_remove(outside);
+}
+
 static void test_fmt_size(void **state)
 {
     char s[32];
@@ -446,10 +654,15 @@ static void test_fmt_size(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shard),    cmocka_unit_test(test_rel_path),
-        cmocka_unit_test(test_manifest), cmocka_unit_test(test_copy_gunzip),
-        cmocka_unit_test(test_untar_ok), cmocka_unit_test(test_untar_rejects),
+        cmocka_unit_test(test_shard),
+        cmocka_unit_test(test_rel_path),
+        cmocka_unit_test(test_manifest),
+        cmocka_unit_test(test_copy_gunzip),
+        cmocka_unit_test(test_untar_ok),
+        cmocka_unit_test(test_untar_rejects),
         cmocka_unit_test(test_fmt_size),
+        cmocka_unit_test(test_untar_hostile_corpus),
+        cmocka_unit_test(test_ckpt_dir_not_through_links),
     };
     int rc;
 

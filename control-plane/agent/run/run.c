@@ -426,12 +426,18 @@ static int run_stage_data(struct run_ctx *r, struct run_host *h, struct ty_err *
     if (rc == 0)
         rc = transfer_code(&t, &r->sp, h->dir, err);
     if (rc == 0 && r->sp.checkpoint_uri[0]) {
-        if ((rc = ty_mkdirs(h->ckpt_dir, 0777)) != 0 || chmod(h->ckpt_dir, 0777) != 0) {
-            r->log_host = 0;
-            return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot create '%s'",
-                              h->ckpt_dir);
-        }
         const char *rel, *root = run__ckpt_root(r, h, &rel);
+        /* under /opt/ml: below the job's own tree, never through a link it planted; elsewhere:
+           the agent's own folder, which the container sees only as the bind's source */
+        if (rel[0])
+            rc = stage_ckpt_dir(root, rel, r->sp.checkpoint_local, err);
+        else if (ty_mkdirs(h->ckpt_dir, 0777) != 0 || chmod(h->ckpt_dir, 0777) != 0)
+            rc = ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot create '%s'",
+                            h->ckpt_dir);
+        if (rc != 0) {
+            r->log_host = 0;
+            return rc;
+        }
         rc = transfer_download_prefix(&t, r->sp.checkpoint_uri, root, rel, &count, err);
         if (rc == 0 && count > 0) {
             char line[1300];

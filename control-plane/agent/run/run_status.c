@@ -258,6 +258,11 @@ int run__redis_down(struct run_ctx *r)
    behind it, or does not answer now. */
 int run__transient(struct run_ctx *r, const struct ty_err *err)
 {
+    /* a ClientError is waited out only while Redis is really down (a lookup that failed with
+       it reads as a missing object), never for its text: a key or a LocalPath naming "redis"
+       once retried a refused archive until MaxRuntime */
+    if (strncmp(err->msg, "ClientError", 11) == 0)
+        return run__redis_down(r);
     return err->code == TY_EREDIS || strstr(err->msg, "redis") != NULL || run__redis_down(r);
 }
 
