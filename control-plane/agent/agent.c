@@ -15,6 +15,7 @@
 #include "leftover.h"
 #include "outbox.h"
 #include "queue.h"
+#include "seccomp.h"
 #include "stage.h"
 #include "store.h"
 #include "ty_log.h"
@@ -23,6 +24,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -411,6 +413,59 @@ static void agent_runtime_image_prune(struct agent *a, struct docker *d, const c
 }
 
 /*
+ * The seccomp profile of the job's containers (seccomp.h): on Podman, its default profile with
+ * new user namespaces refused, written to <data_dir>/seccomp-no-userns.json and named by path
+ * in each container's SecurityOpt; on Docker, the engine's default, which already refuses them
+ * to a process without CAP_SYS_ADMIN. A Podman without its default profile on this host leaves
+ * the engine's default in force and says so, with the kernel's user.max_user_namespaces.
+ * Returns 0, or a negative code (the profile exists and cannot be read or written).
+ */
+static int agent_seccomp(struct agent *a, struct docker *d, struct ty_err *err)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 32];
+    int podman = docker_is_podman(d, err), rc;
+    long max_ns = -1;
+    FILE *f;
+
+    a->seccomp_path[0] = '\0';
+    if (podman < 0)
+        return podman;
+    if (!podman) {
+        ty_log(TY_LOG_INFO, "agent.sandbox.seccomp",
+               "engine=docker profile=default (no namespace without CAP_SYS_ADMIN)");
+        return 0;
+    }
+    if (!realpath(a->cfg.data_dir, dir))
+        return ty_err_set(err, TY_EIO, NULL, "cannot resolve data dir '%s': %s", a->cfg.data_dir,
+                          strerror(errno));
+    snprintf(path, sizeof(path), "%s/seccomp-no-userns.json", dir);
+    rc = seccomp_write_profile(SECCOMP_PODMAN_DEFAULT, path, err);
+    if (rc == 0) {
+        snprintf(a->seccomp_path, sizeof(a->seccomp_path), "%s", path);
+        ty_log(TY_LOG_INFO, "agent.sandbox.seccomp",
+               "engine=podman profile='%s' base='%s' user_namespaces=refused", path,
+               SECCOMP_PODMAN_DEFAULT);
+        return 0;
+    }
+    if (rc != -TY_ENOTFOUND)
+        return rc;
+    ty_err_clear(err);
+    if ((f = fopen("/proc/sys/user/max_user_namespaces", "re")) != NULL) {
+        if (fscanf(f, "%ld", &max_ns) != 1)
+            max_ns = -1;
+        fclose(f);
+    }
+    ty_log(max_ns == 0 ? TY_LOG_INFO : TY_LOG_WARN, "agent.sandbox.seccomp",
+           "engine=podman profile=default base='%s' missing user.max_user_namespaces=%ld: %s",
+           SECCOMP_PODMAN_DEFAULT, max_ns,
+           max_ns == 0 ? "no user namespace can be made"
+                       : "a job can make a user namespace and hold capabilities inside it "
+                         "(install containers-common's seccomp.json, or set "
+                         "user.max_user_namespaces=0)");
+    return 0;
+}
+
+/*
  * Imports the runtime image from its tarball when the engine lacks it or holds an older
  * build: each import is also tagged "<image>-r<fingerprint of the tarball>", so a rebuilt
  * tarball (new size or mtime) is imported again under the same public name.
@@ -580,6 +635,13 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
         goto fail;
     if ((rc = docker_ping(d, err)) != 0)
         goto fail;
+    if ((rc = agent_seccomp(a, d, err)) != 0) {
+        char why[sizeof(err->msg)];
+        snprintf(why, sizeof(why), "%s", err->msg);
+        ty_err_set(err, err->code ? err->code : TY_EENGINE, NULL,
+                   "cannot prepare the containers' seccomp profile: %s", why);
+        goto fail;
+    }
     if ((rc = agent_runtime_image(a, d, err)) != 0) {
         ty_err_set(err, err->code ? err->code : TY_EENGINE, NULL,
                    "cannot import runtime image '%s' from '%s': %s", a->cfg.runtime_image,

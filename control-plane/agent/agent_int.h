@@ -39,6 +39,7 @@ struct agent {
     int64_t host_memory;         /* physical memory of this host, bytes */
     int host_gpus;               /* NVIDIA GPUs seen in /dev */
     unsigned char stage_key[32]; /* names the jobs' staging folders (stage_job_dir) */
+    char seccomp_path[4200];     /* the containers' seccomp profile (seccomp.h), "" = engine's */
     atomic_int stopping;
     pthread_mutex_t mu;
     pthread_cond_t cv;      /* signalled on stop and when a runner finishes */

@@ -645,6 +645,26 @@ int docker_ping(struct docker *d, struct ty_err *err)
     return rc;
 }
 
+int docker_is_podman(struct docker *d, struct ty_err *err)
+{
+    json_t *v = NULL, *comp;
+    long status = 0;
+    size_t i;
+    int rc = call(d, "GET", "/version", NULL, TY_DOCKER_SHORT_S, "version", &status, &v, err);
+
+    if (rc)
+        return rc;
+    rc = 0;
+    json_array_foreach(json_object_get(v, "Components"), i, comp)
+    {
+        const char *name = json_string_value(json_object_get(comp, "Name"));
+        if (name && strstr(name, "Podman"))
+            rc = 1;
+    }
+    json_decref(v);
+    return rc;
+}
+
 int docker_image_exists(struct docker *d, const char *image, struct ty_err *err)
 {
     char path[512];
@@ -843,8 +863,18 @@ static int create_confine(json_t *hc, const struct docker_create *c)
         rc |= json_object_set_new(hc, "CapDrop", json_pack("[s]", "ALL"));
     if (c->cap_add)
         rc |= set_strv(hc, "CapAdd", c->cap_add);
-    if (c->no_new_privileges)
-        rc |= json_object_set_new(hc, "SecurityOpt", json_pack("[s]", "no-new-privileges"));
+    if (c->no_new_privileges || c->seccomp) {
+        json_t *so = json_array();
+        char *opt = NULL;
+        if (c->no_new_privileges)
+            rc |= so ? json_array_append_new(so, json_string("no-new-privileges")) : -1;
+        if (c->seccomp && (opt = malloc(strlen(c->seccomp) + 9)) != NULL)
+            snprintf(opt, strlen(c->seccomp) + 9, "seccomp=%s", c->seccomp);
+        if (c->seccomp)
+            rc |= so && opt ? json_array_append_new(so, json_string(opt)) : -1;
+        free(opt);
+        rc |= so ? json_object_set_new(hc, "SecurityOpt", so) : -1;
+    }
     if (c->pids_limit > 0)
         rc |= json_object_set_new(hc, "PidsLimit", json_integer(c->pids_limit));
     if (c->readonly_rootfs)

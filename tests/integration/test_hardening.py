@@ -2,7 +2,8 @@
 job shows (capabilities, no-new-privileges, pids/memory/CPU limits, read-only root with tmpfs,
 no host namespaces, only the job's own binds, NetworkMode none), and what the job itself finds
 from inside: / is read-only while /tmp and /opt/ml are writable, a fork bomb stops at the pids
-limit, the capabilities are the documented six, and no port of the host answers - not a
+limit, the capabilities are the documented six, no user namespace can be made (unshare -U
+would give every capability back inside it: NET_ADMIN on a network namespace of its own), and no port of the host answers - not a
 listener this test binds to 0.0.0.0, not through the job network's gateway (several hosts), not
 with EnableNetworkIsolation (no interface but lo). The runtime image's wget works, -T included
 (Debian's busybox crashed on it). Job names start with hard-.
@@ -40,6 +41,8 @@ mount -t tmpfs none /mnt 2>/dev/null && echo MOUNT-OK || echo MOUNT-DENIED
 mknod /tmp/n c 1 3 2>/dev/null && echo MKNOD-OK || echo MKNOD-DENIED
 ip link set lo down 2>/dev/null && echo NETADMIN-OK || echo NETADMIN-DENIED
 traceroute -n -m 1 -w 1 127.0.0.1 >/dev/null 2>&1 && echo RAW-OK || echo RAW-DENIED
+unshare -U sh -c 'echo USERNS-OK' 2>/dev/null || echo USERNS-DENIED
+unshare -U -n sh -c 'ip link set lo down && echo USERNS-NETADMIN-OK' 2>/dev/null; echo USERNS-CHECKED
 for s in /run/trainyard-podman.sock /var/run/docker.sock /run/podman/podman.sock; do [ -e $s ] && echo "SOCK $s"; done; echo SOCKS-CHECKED
 gw=$(ip -4 -o addr show eth0 2>/dev/null | sed -n 's/.* inet \([0-9.]*\)\.[0-9]*\/.*/\1.1/p'); echo "GW $gw"
 for ip in $PROBE_IPS $gw; do nc -w 3 $ip $PROBE_PORT </dev/null >/dev/null 2>&1 && echo "REACH $ip" || echo "NOREACH $ip"; done; echo PROBED
@@ -149,8 +152,11 @@ def _check_inside(lines, probe_ips, net):
         assert has(w), (w, lines)
     assert has(f"CapEff: {CAP_EFF}") and has("NoNewPrivs: 1"), lines
     assert has(f"PIDSMAX {PIDS_LIMIT}"), lines
-    for d in ("MOUNT-DENIED", "MKNOD-DENIED", "NETADMIN-DENIED", "RAW-DENIED"):
+    for d in ("MOUNT-DENIED", "MKNOD-DENIED", "NETADMIN-DENIED", "RAW-DENIED", "USERNS-DENIED"):
         assert has(d), (d, lines)
+    # no user namespace of its own, so no capability back inside one (seccomp.h)
+    assert has("USERNS-CHECKED") and not has("USERNS-OK"), lines
+    assert not has("USERNS-NETADMIN-OK"), lines
     assert has("SOCKS-CHECKED") and not [l for l in lines if l.startswith("SOCK ")], lines
     nets = [l for l in lines if l.startswith("NET ")]
     assert nets == [f"NET {net}"], (nets, lines)

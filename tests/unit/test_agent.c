@@ -24,6 +24,7 @@
 #include "instances.h"
 #include "metricdefs.h"
 #include "s3uri.h"
+#include "seccomp.h"
 #include "spec.h"
 #include "stage.h"
 #include "ty_fs.h"
@@ -258,6 +259,121 @@ static void test_spec_malformed(void **state)
             json_decref(d);
         }
     }
+}
+
+/* ---- the containers' seccomp profile (seccomp.h) ---- */
+
+/* 1 when rule names name. */
+static int rule_names(json_t *rule, const char *name)
+{
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(rule, "names"), i, n)
+    {
+        if (strcmp(json_string_value(n), name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void test_seccomp_no_userns(void **state)
+{
+    json_error_t je;
+    json_t *base =
+        json_loads("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"defaultErrnoRet\":38,\"archMap\":[],"
+                   "\"syscalls\":[{\"names\":[\"read\",\"clone\",\"unshare\",\"clone3\",\"write\"],"
+                   "\"action\":\"SCMP_ACT_ALLOW\",\"args\":[]},"
+                   "{\"names\":[\"clone\"],\"action\":\"SCMP_ACT_ALLOW\",\"includes\":{\"caps\":"
+                   "[\"CAP_SYS_ADMIN\"]}},{\"names\":[\"setns\"],\"action\":\"SCMP_ACT_ERRNO\"}]}",
+                   0, &je);
+    json_t *out, *calls, *rule;
+    struct ty_err err;
+    size_t i;
+    int allow_cond = 0, deny_cond = 0, clone3_enosys = 0;
+    char path[256], outp[300];
+    FILE *f;
+    (void)state;
+
+    assert_non_null(base);
+    out = seccomp_no_userns(base, &err);
+    assert_non_null(out);
+    /* the base is untouched, the rest of it kept */
+    assert_true(rule_names(json_array_get(json_object_get(base, "syscalls"), 0), "unshare"));
+    assert_string_equal(json_string_value(json_object_get(out, "defaultAction")), "SCMP_ACT_ERRNO");
+    assert_int_equal(json_integer_value(json_object_get(out, "defaultErrnoRet")), 38);
+    calls = json_object_get(out, "syscalls");
+    json_array_foreach(calls, i, rule)
+    {
+        json_t *arg = json_array_get(json_object_get(rule, "args"), 0);
+        const char *action = json_string_value(json_object_get(rule, "action"));
+        if (rule_names(rule, "clone3")) {
+            /* only its own rule: ENOSYS, whatever the capabilities */
+            assert_string_equal(action, "SCMP_ACT_ERRNO");
+            assert_int_equal(json_integer_value(json_object_get(rule, "errnoRet")), 38);
+            assert_false(rule_names(rule, "clone"));
+            clone3_enosys++;
+            continue;
+        }
+        if (!rule_names(rule, "unshare") && !rule_names(rule, "clone"))
+            continue;
+        /* every rule that names them is one of ours, on the CLONE_NEWUSER bit of flags */
+        assert_true(rule_names(rule, "unshare") && rule_names(rule, "clone"));
+        assert_int_equal(json_array_size(json_object_get(rule, "args")), 1);
+        assert_int_equal(json_integer_value(json_object_get(arg, "index")), 0);
+        assert_int_equal(json_integer_value(json_object_get(arg, "value")), 0x10000000);
+        assert_string_equal(json_string_value(json_object_get(arg, "op")), "SCMP_CMP_MASKED_EQ");
+        if (strcmp(action, "SCMP_ACT_ALLOW") == 0) {
+            assert_int_equal(json_integer_value(json_object_get(arg, "valueTwo")), 0);
+            allow_cond++;
+        } else {
+            assert_string_equal(action, "SCMP_ACT_ERRNO");
+            assert_int_equal(json_integer_value(json_object_get(arg, "valueTwo")), 0x10000000);
+            assert_int_equal(json_integer_value(json_object_get(rule, "errnoRet")), 1);
+            deny_cond++;
+        }
+    }
+    assert_int_equal(allow_cond, 1);
+    assert_int_equal(deny_cond, 1);
+    assert_int_equal(clone3_enosys, 1);
+    assert_true(rule_names(json_array_get(calls, 0), "read"));
+    assert_true(rule_names(json_array_get(calls, 0), "write"));
+    assert_true(rule_names(json_array_get(calls, 1), "setns")); /* the clone-only rule is gone */
+    json_decref(out);
+
+    /* not a profile */
+    json_object_set_new(base, "syscalls", json_pack("[{s:s}]", "action", "SCMP_ACT_ALLOW"));
+    assert_null(seccomp_no_userns(base, &err));
+    assert_non_null(strstr(err.msg, "names"));
+    assert_null(seccomp_no_userns(json_object_get(base, "defaultAction"), &err));
+    json_decref(base);
+
+    /* the file form: a missing base is ENOTFOUND, a broken one EINVAL, a good one 0644 */
+    snprintf(path, sizeof(path), "/tmp/ty-test-seccomp-%d.json", (int)getpid());
+    snprintf(outp, sizeof(outp), "%s.out", path);
+    unlink(path);
+    assert_int_equal(seccomp_write_profile(path, outp, &err), -TY_ENOTFOUND);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"syscalls\": [", f);
+    fclose(f);
+    assert_int_equal(seccomp_write_profile(path, outp, &err), -TY_EINVAL);
+    f = fopen(path, "w");
+    fputs("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"unshare\"],"
+          "\"action\":\"SCMP_ACT_ALLOW\"}]}",
+          f);
+    fclose(f);
+    assert_int_equal(seccomp_write_profile(path, outp, &err), 0);
+    {
+        struct stat st;
+        json_t *w = json_load_file(outp, 0, &je);
+        assert_non_null(w);
+        assert_int_equal(json_array_size(json_object_get(w, "syscalls")), 3);
+        json_decref(w);
+        assert_int_equal(stat(outp, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0644);
+    }
+    unlink(path);
+    unlink(outp);
 }
 
 /* ---- staging JSON and environment ---- */
@@ -684,6 +800,7 @@ int main(void)
         cmocka_unit_test(test_spec_parse),
         cmocka_unit_test(test_spec_entrypoint_and_coercion),
         cmocka_unit_test(test_spec_malformed),
+        cmocka_unit_test(test_seccomp_no_userns),
         cmocka_unit_test(test_stage_json),
         cmocka_unit_test(test_stage_env),
         cmocka_unit_test(test_metrics),

@@ -198,6 +198,7 @@ int run__sandbox(struct run_ctx *r, struct run_host *h)
     c.memory_bytes = RUN_SANDBOX_MEMORY;
     c.cap_drop_all = 1; /* it only sleeps: no capability, no new privilege, nothing to write */
     c.no_new_privileges = 1;
+    c.seccomp = r->a->seccomp_path[0] ? r->a->seccomp_path : NULL;
     c.readonly_rootfs = 1;
     c.pids_limit = RUN_SANDBOX_PIDS;
     if (r->net[0]) {
@@ -375,6 +376,7 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
     c.cap_drop_all = 1;
     c.cap_add = instances_caps;
     c.no_new_privileges = 1;
+    c.seccomp = r->a->seccomp_path[0] ? r->a->seccomp_path : NULL; /* no user namespace */
     c.pids_limit = lim.pids_limit;
     c.readonly_rootfs = 1;
     c.tmpfs = tmpfs;

@@ -65,12 +65,19 @@ struct docker_create {
     int cap_drop_all;           /* CapDrop ["ALL"] */
     const char *const *cap_add; /* NULL-terminated CapAdd ("CHOWN", ...), may be NULL */
     int no_new_privileges;      /* SecurityOpt ["no-new-privileges"] */
+    const char *seccomp;        /* SecurityOpt "seccomp=<this>": a profile's path on the
+                                   engine's host (Podman) or its JSON (Docker); NULL = the
+                                   engine's default profile */
     int64_t pids_limit;         /* PidsLimit, 0 = engine default */
     int readonly_rootfs;        /* ReadonlyRootfs */
     const char *const *tmpfs;   /* NULL-terminated "/path:options" (Tmpfs), may be NULL */
     int64_t shm_bytes;          /* ShmSize of /dev/shm, 0 = engine default */
     const char *userns_mode;    /* UsernsMode ("auto", ...), NULL = engine default */
 };
+
+/* 1 when the engine is Podman's compatible service (GET /version lists a "Podman Engine"
+   component), 0 for another (Docker), or -TY_EENGINE. */
+int docker_is_podman(struct docker *d, struct ty_err *err);
 
 /* Creates a container. OUT: id (64 hex + NUL, so n >= 65). 0 or -TY_EENGINE (message from the
    engine, e.g. "no such image"). */
