@@ -244,6 +244,25 @@ struct redis_child *redis_child_start(const char *data_dir, char *url, size_t ur
         ty_err_set(err, TY_EREDIS, "data-dir", "cannot create %s: %s", rc->dir, strerror(errno));
         goto fail;
     }
+    /* The AOF holds every access key and secret: its folder is ours alone, or we do not start
+       (a folder opened to others by anything, a link in its place). */
+    {
+        struct stat st = {0};
+        if (lstat(rc->dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+            (st.st_mode & 077) != 0) {
+            ty_err_set(err, TY_EREDIS, "data-dir",
+                       "%s holds the credentials' store and must be a folder of uid %d with mode "
+                       "0700 (found %s, uid %d, mode %04o): refusing to start; check who opened "
+                       "it, then chmod 700 it",
+                       rc->dir, (int)geteuid(),
+                       lstat(rc->dir, &st) != 0 ? "nothing"
+                       : S_ISLNK(st.st_mode)    ? "a symbolic link"
+                       : S_ISDIR(st.st_mode)    ? "a folder"
+                                                : "a file",
+                       (int)st.st_uid, (unsigned)(st.st_mode & 07777));
+            goto fail;
+        }
+    }
     /* a redis-server of a server that was just killed may still be saving its AOF after its
        PDEATHSIG: give it time to go before calling the data dir busy */
     for (int i = 0; i < 100 && redis_child_connectable(rc->sock); i++)

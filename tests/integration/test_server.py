@@ -273,3 +273,31 @@ def test_restart_after_server_sigkill(make_server):
     s2.start(timeout=60)
     d = s2.client().describe_training_job(TrainingJobName=name)
     assert d["TrainingJobName"] == name
+
+
+def test_redis_folder_opened_to_others_refuses_to_start(make_server, workdir):
+    """The private Redis folder holds the AOF with every key and secret: a server whose folder
+    was opened to others (what a job that escaped its sandbox did, issue 35) or replaced by a
+    link refuses to start, saying why, and starts again once it is 0700."""
+    s = make_server(agents=0)
+    s.kill()
+    rdir = os.path.join(s.data_dir, "redis")
+    assert os.stat(rdir).st_mode & 0o777 == 0o700
+    os.chmod(rdir, 0o777)
+    argv = [H.SERVER_BIN, "--listen", f"127.0.0.1:{H.free_port()}", "--data-dir", s.data_dir,
+            "--agents", "0"]
+    rc, lines = _startup_failure(argv)
+    _assert_one_clear_line(rc, lines, "0700")
+    assert "0777" in lines[-1], lines[-1]
+    # a link in its place, to a folder that is 0700 itself, is refused too
+    moved = os.path.join(workdir, "redis-moved")
+    os.rename(rdir, moved)
+    os.chmod(moved, 0o700)
+    os.symlink(moved, rdir)
+    rc, lines = _startup_failure(argv)
+    _assert_one_clear_line(rc, lines, "symbolic link")
+    os.unlink(rdir)
+    os.rename(moved, rdir)
+    s2 = make_server(agents=0, data_dir=s.data_dir, start=False)
+    s2.start(timeout=60)
+    assert s2.client().list_training_jobs()["TrainingJobSummaries"] is not None
