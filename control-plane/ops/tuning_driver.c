@@ -531,6 +531,9 @@ static int tuning_launch(struct tuning__pass *p, const char *strategy, long long
                            json_array_size(json_object_get(p->doc, "_jobs")) - 1));
         p->nch++;
         r = tuning_create_job(p, jname, hp, reason, rn);
+        /* counted above: it has a status from here on, whatever the creation gave (every
+           later step of the pass reads it) */
+        ch->status = "Failed";
         if (r == -2) {
             return ty_err_set(err, TY_EREDIS, NULL, "%s", reason);
         }

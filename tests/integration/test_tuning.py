@@ -467,3 +467,38 @@ def test_tuning_survives_server_restart(make_server):
     assert d["HyperParameterTuningJobStatus"] == "Completed", d
     assert d["TrainingJobStatusCounters"]["Completed"] == 3, d
     assert d["BestTrainingJob"]["TrainingJobName"].startswith(name + "-")
+
+
+def test_child_that_cannot_be_created_fails_the_tuning_job(server, sm, tune_code):
+    """A training job the driver cannot create ends the tuning job Failed with SageMaker's
+    FailureReason; the server lives on (it used to read the child's unset status: SIGSEGV a
+    second after the 200). Two ways: the definition's input prefix holds no object, and
+    HyperParameterTuningResourceConfig.InstanceConfigs without a ResourceConfig."""
+    base = f"hpo-nochild-{os.getpid() % 10000}{int(time.time()) % 10000}"
+    reqs = {}
+    req = _tuner_request(base + "-a", tune_code, "Random", max_jobs=2, max_parallel=1)
+    req["TrainingJobDefinition"]["InputDataConfig"] = [{
+        "ChannelName": "train", "DataSource": {"S3DataSource": {
+            "S3DataType": "S3Prefix", "S3Uri": f"s3://{tune_code}/no-such-prefix/",
+            "S3DataDistributionType": "FullyReplicated"}}}]
+    reqs[base + "-a"] = req
+    req = _tuner_request(base + "-b", tune_code, "Random", max_jobs=2, max_parallel=1)
+    req["TrainingJobDefinition"].pop("ResourceConfig")
+    req["TrainingJobDefinition"]["HyperParameterTuningResourceConfig"] = {
+        "InstanceConfigs": [{"InstanceType": "ml.m5.large", "InstanceCount": 1,
+                             "VolumeSizeInGB": 1}]}
+    reqs[base + "-b"] = req
+    created = []
+    for name, r in reqs.items():
+        try:
+            sm.create_hyper_parameter_tuning_job(**r)
+            created.append(name)
+        except ClientError as e:  # refused up front is as good: never a crash
+            assert e.response["Error"]["Code"] == "ValidationException", e
+    for name in created:
+        d = _wait_tuning(sm, name, timeout=60)
+        assert d["HyperParameterTuningJobStatus"] == "Failed", d
+        assert d.get("FailureReason", "").startswith("Failed to create training job"), d
+    assert server.proc.p.poll() is None, "trainyard-server died"
+    status, body = server.healthz()
+    assert status == 200, body
