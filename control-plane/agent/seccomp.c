@@ -30,11 +30,10 @@ static int seccomp_is_owned(const char *name)
 /* new: {"names": [name...], "action": action, "args": [flags & NEWUSER == want], ...}. */
 static json_t *seccomp_rule_newuser(const char *action, int errno_ret, json_int_t want)
 {
-    json_t *r = json_pack("{s:[s,s], s:s, s:[{s:i, s:I, s:I, s:s}], s:s}", "names", "unshare",
-                          "clone", "action", action, "args", "index", 0, "value",
-                          (json_int_t)SECCOMP_CLONE_NEWUSER, "valueTwo", want, "op",
-                          "SCMP_CMP_MASKED_EQ", "comment",
-                          "trainyard: no new user namespace (seccomp.h)");
+    json_t *r = json_pack(
+        "{s:[s,s], s:s, s:[{s:i, s:I, s:I, s:s}], s:s}", "names", "unshare", "clone", "action",
+        action, "args", "index", 0, "value", (json_int_t)SECCOMP_CLONE_NEWUSER, "valueTwo", want,
+        "op", "SCMP_CMP_MASKED_EQ", "comment", "trainyard: no new user namespace (seccomp.h)");
     if (r && errno_ret && json_object_set_new(r, "errnoRet", json_integer(errno_ret)) != 0) {
         json_decref(r);
         return NULL;
