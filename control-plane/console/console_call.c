@@ -113,7 +113,8 @@ static void call_decode(char *s)
     *o = '\0';
 }
 
-/* Sets v at the dotted path in obj (objects made on the way). 0 or -1. */
+/* Sets v at the dotted path in obj (objects made on the way); v is taken. 0, or -1 for a bad
+   path or a part that is not UTF-8. */
 static int call_set(json_t *obj, const char *path, json_t *v)
 {
     char part[128];
@@ -126,8 +127,10 @@ static int call_set(json_t *obj, const char *path, json_t *v)
         part[dot - path] = '\0';
         next = json_object_get(obj, part);
         if (!next) {
+            /* a refused set (a part that is not UTF-8) frees next: never used after */
             next = json_object();
-            json_object_set_new(obj, part, next);
+            if (!next || json_object_set_new(obj, part, next) != 0)
+                goto fail;
         }
         if (!json_is_object(next))
             goto fail;
@@ -136,8 +139,7 @@ static int call_set(json_t *obj, const char *path, json_t *v)
     }
     if (!*path)
         goto fail;
-    json_object_set_new(obj, path, v);
-    return 0;
+    return json_object_set_new(obj, path, v) == 0 ? 0 : -1; /* v is taken either way */
 fail:
     json_decref(v);
     return -1;

@@ -67,8 +67,13 @@ static char *cw_decode(const char *s, size_t n)
     return o;
 }
 
-/* Sets key path k (dotted, decoded) to string v in root. */
-static void cw_set_path(json_t *root, char *k, const char *v)
+/*
+ * Sets key path k (dotted, decoded) to string v in root. 0, or -1 when a key segment or v is not
+ * valid UTF-8 (jansson refuses it) or memory ran out: every jansson call is checked, since a
+ * refused json_object_set_new frees the value it was given (a freed array once went on being
+ * appended to, forever). A member index outside 1..1000 is ignored (0).
+ */
+static int cw_set_path(json_t *root, char *k, const char *v)
 {
     char *segs[32];
     int n = 0;
@@ -82,40 +87,42 @@ static void cw_set_path(json_t *root, char *k, const char *v)
             json_t *arr = json_object_get(node, segs[i]), *el;
             long idx = strtol(segs[i + 2], NULL, 10) - 1;
             if (idx < 0 || idx >= 1000)
-                return;
+                return 0;
             if (!json_is_array(arr)) {
                 arr = json_array();
-                json_object_set_new(node, segs[i], arr);
+                if (!arr || json_object_set_new(node, segs[i], arr) != 0)
+                    return -1;
             }
-            while ((long)json_array_size(arr) <= idx)
-                json_array_append_new(arr, json_null());
-            if (i + 3 == n) {
-                json_array_set_new(arr, (size_t)idx, json_string(v));
-                return;
+            while ((long)json_array_size(arr) <= idx) {
+                if (json_array_append_new(arr, json_null()) != 0)
+                    return -1;
             }
+            if (i + 3 == n)
+                return json_array_set_new(arr, (size_t)idx, json_string(v)) == 0 ? 0 : -1;
             el = json_array_get(arr, (size_t)idx);
             if (!json_is_object(el)) {
                 el = json_object();
-                json_array_set_new(arr, (size_t)idx, el);
+                if (!el || json_array_set_new(arr, (size_t)idx, el) != 0)
+                    return -1;
             }
             node = el;
             i += 3;
             continue;
         }
-        if (i + 1 == n) {
-            json_object_set_new(node, segs[i], json_string(v));
-            return;
-        }
+        if (i + 1 == n)
+            return json_object_set_new(node, segs[i], json_string(v)) == 0 ? 0 : -1;
         {
             json_t *child = json_object_get(node, segs[i]);
             if (!json_is_object(child)) {
                 child = json_object();
-                json_object_set_new(node, segs[i], child);
+                if (!child || json_object_set_new(node, segs[i], child) != 0)
+                    return -1;
             }
             node = child;
         }
         i++;
     }
+    return 0;
 }
 
 /* Drops the null holes left by sparse member indexes. */
@@ -152,12 +159,18 @@ json_t *cloudwatch_form_to_json(const char *s, size_t n)
             ;
         k = cw_decode(s + i, eq - i);
         v = cw_decode(eq < j ? s + eq + 1 : "", eq < j ? j - eq - 1 : 0);
-        if (k && v && *k && strcmp(k, "Action") != 0 && strcmp(k, "Version") != 0)
-            cw_set_path(root, k, v);
+        if (!k || !v ||
+            (*k && strcmp(k, "Action") != 0 && strcmp(k, "Version") != 0 &&
+             cw_set_path(root, k, v) != 0)) {
+            json_decref(root);
+            root = NULL;
+        }
         free(k);
         free(v);
         i = j + 1;
     }
+    if (!root)
+        return NULL;
     cw_compact(root);
     return root;
 }
@@ -1017,6 +1030,11 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
             auth_form_param(req->query, strlen(req->query), "Action", action, sizeof(action));
         in = req->body.len ? cloudwatch_form_to_json(body, req->body.len)
                            : cloudwatch_form_to_json(req->query, strlen(req->query));
+        if (!in) {
+            cw_error(req, resp, json, 400, "InvalidParameterValue",
+                     "A form parameter's name or value is not valid UTF-8.");
+            return;
+        }
     }
     if (strcmp(action, "ListMetrics") != 0 && strcmp(action, "GetMetricStatistics") != 0 &&
         strcmp(action, "GetMetricData") != 0 && strcmp(action, "PutMetricData") != 0) {

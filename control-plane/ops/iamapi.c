@@ -56,19 +56,21 @@ static int iamapi_list_set(json_t *into, const char *name, long idx, const char 
         json_decref(v);
         return -1;
     }
-    while (json_array_size(arr) < (size_t)idx)
-        json_array_append_new(arr, field ? json_object() : json_null());
+    while (json_array_size(arr) < (size_t)idx) {
+        if (json_array_append_new(arr, field ? json_object() : json_null()) != 0) {
+            json_decref(v);
+            return -1;
+        }
+    }
     if (field) {
         json_t *o = json_array_get(arr, (size_t)idx - 1);
         if (!json_is_object(o)) {
             json_decref(v);
             return -1;
         }
-        json_object_set_new(o, field, v);
-        return 0;
+        return json_object_set_new(o, field, v) == 0 ? 0 : -1; /* a field not UTF-8 */
     }
-    json_array_set_new(arr, (size_t)idx - 1, v);
-    return 0;
+    return json_array_set_new(arr, (size_t)idx - 1, v) == 0 ? 0 : -1;
 }
 
 /* "Tags.member.3.Key" -> list "Tags", 3, field "Key"; returns 1 when name is such a member. */
@@ -139,20 +141,27 @@ json_t *op_iamapi_form(json_t *into, const char *text, size_t len, struct ty_err
         }
         if (m > 0) {
             if (iamapi_list_set(o, list, idx, field, json_stringn(v, vlen)) != 0) {
-                ty_err_set(err, TY_EINVAL, NULL, "Malformed list parameter %.100s.", k);
+                /* never echo bytes that are not UTF-8 */
+                json_t *name = json_string(k), *val = json_stringn(v, vlen);
+                if (name && val)
+                    ty_err_set(err, TY_EINVAL, NULL, "Malformed list parameter %.100s.", k);
+                else
+                    ty_err_set(err, TY_EINVAL, NULL,
+                               "A parameter's name or value is not valid UTF-8.");
+                json_decref(name);
+                json_decref(val);
                 free(k);
                 free(v);
                 goto fail;
             }
         } else {
             json_t *s = json_stringn(v, vlen);
-            if (!s) { /* not UTF-8 */
-                ty_err_set(err, TY_EINVAL, NULL, "Parameter %.100s is not valid UTF-8.", k);
+            if (!s || json_object_set_new(o, k, s) != 0) { /* value or name not UTF-8 */
+                ty_err_set(err, TY_EINVAL, NULL, "A parameter's name or value is not valid UTF-8.");
                 free(k);
                 free(v);
                 goto fail;
             }
-            json_object_set_new(o, k, s);
         }
         free(k);
         free(v);

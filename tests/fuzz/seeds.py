@@ -241,6 +241,19 @@ def model():
     }
 
 
+def form():
+    """Whole forms as the form parsers get them (fuzz_form): CloudWatch, IAM, the console."""
+    return {
+        "cloudwatch_list_metrics": b"Action=ListMetrics&Version=2010-08-01&Namespace=trainyard"
+                                   b"&Dimensions.member.1.Name=Host&Dimensions.member.1.Value=algo-1",
+        "iam_tag_user": b"Action=TagUser&Version=2010-05-08&UserName=u&Tags.member.1.Key=team"
+                        b"&Tags.member.1.Value=a",
+        "console_do": b"csrf=x&p.DomainName=d1&p.DefaultUserSettings.ExecutionRole="
+                      b"arn%3Aaws%3Aiam%3A%3A1%3Arole%2Fr&l.SubnetIds=subnet-1&n.MaxResults=5&t.team=a",
+        "cloudwatch_member_key_not_utf8": b"Action=ListMetrics&Version=2010-08-01&%FF.member.1=x",
+    }
+
+
 def main():
     reqs = requests()
     for name in ("s3_get", "s3_presigned", "s3_put", "sagemaker", "sts", "iam"):
@@ -253,7 +266,7 @@ def main():
     for name, data in multipart():
         put("multipart", name, data)
     for harness, seeds in (("s3xml", s3xml()), ("docker", docker()), ("iam", iam()),
-                           ("model", model())):
+                           ("model", model()), ("form", form())):
         for name, data in seeds.items():
             put(harness, name, data)
 

@@ -31,7 +31,8 @@ void cloudwatch_route(struct http_request *req, struct http_response *resp,
 
 /* new: the query form s[0..n) (Action=...&Dimensions.member.1.Name=...) as the JSON input of
    the operation: "X.member.N" becomes the N-th element of array X, other dots nest objects,
-   every leaf is a string. Action and Version are dropped. NULL on allocation failure. */
+   every leaf is a string. Action and Version are dropped. NULL when a name or value is not
+   valid UTF-8 once decoded, or on allocation failure. */
 json_t *cloudwatch_form_to_json(const char *s, size_t n);
 
 /* Epoch seconds of a CloudWatch timestamp: a JSON number, or an ISO 8601 string
