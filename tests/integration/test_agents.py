@@ -120,3 +120,40 @@ def test_agent_bad_redis_fails_fast(workdir):
     assert p.returncode != 0
     lines = [l for l in p.stderr.splitlines() if l.strip()]
     assert lines and "redis" in lines[-1].lower(), lines
+
+
+def test_jobs_stopped_in_the_queue_are_skipped_cleanly(make_server, procs, workdir):
+    """Jobs stopped before any agent claims them: the agent that later reads their queue entries
+    skips each, saying its status, and goes on (it used to log the status from a document it had
+    already freed: under ASan, integration_sanitized, that killed the agent)."""
+    d = os.path.join(workdir, "stopped-queue")
+    redis_url = H.private_redis(procs, d)
+    s = make_server(agents=0, extra=["--redis", redis_url])
+    sm = s.client()
+    names = [H.unique(f"sq-{i}") for i in range(3)]
+    for n in names:
+        sm.create_training_job(**H.job_request(n, "echo never"))
+        sm.stop_training_job(TrainingJobName=n)
+    before = {n: sm.describe_training_job(TrainingJobName=n)["TrainingJobStatus"] for n in names}
+    assert set(before.values()) <= {"Stopping", "Stopped"}, before
+    ad = os.path.join(d, "agent")
+    os.makedirs(ad)
+    log = os.path.join(d, "agent.log")
+    agent = procs([H.AGENT_BIN, "--redis", redis_url, "--docker-host", H.DOCKER_HOST,
+                   "--data-dir", ad, "--id", "it-agent-sq", "--stop-grace", "2", "--slots", "2",
+                   "--runtime-image-tar", H.RUNTIME_TAR], log_path=log)
+    after = H.unique("sq-after")
+    sm.create_training_job(**H.job_request(after, "true"))
+    assert H.wait_job(sm, after, timeout=180)["TrainingJobStatus"] == "Completed"
+    for n in names:
+        assert H.wait_job(sm, n, timeout=60)["TrainingJobStatus"] == "Stopped"
+    assert agent.p.poll() is None, "the agent died:\n" + agent.tail()
+    with open(log, "rb") as f:
+        text = f.read().decode("utf-8")  # valid UTF-8: no bytes of a freed document
+    for n in names:
+        lines = [l for l in text.splitlines() if f"job={n}" in l and
+                 ("agent.job.skipped" in l or "agent.job.stopped_before_start" in l)]
+        assert lines, (n, text[-3000:])
+        for l in lines:
+            if "agent.job.skipped" in l:
+                assert l.endswith("status=Stopped"), l

@@ -486,8 +486,9 @@ static enum run_end run_job(struct run_ctx *r)
         return run__finish_stopped(r, 0, NULL);
     }
     if (strcmp(status, "InProgress") != 0 && !stopping) {
-        json_decref(doc);
+        /* status points into doc: logged before doc goes */
         ty_log(TY_LOG_INFO, "agent.job.skipped", "job=%s status=%s", r->job, status);
+        json_decref(doc);
         return RUN_END_ACK;
     }
     run__fmt(secondary, sizeof(secondary), "%s",
