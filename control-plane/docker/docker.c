@@ -1114,6 +1114,9 @@ int docker_inspect(struct docker *d, const char *id, struct docker_state *st, st
     out.started_at = time_to_epoch_s(json_string_value(json_object_get(s, "StartedAt")));
     out.finished_at = time_to_epoch_s(json_string_value(json_object_get(s, "FinishedAt")));
     out.pid = (int)json_integer_value(json_object_get(s, "Pid"));
+    str = json_string_value(json_object_get(resp, "LogPath"));
+    if (str && strlen(str) < sizeof(out.log_path))
+        memcpy(out.log_path, str, strlen(str) + 1);
     json_decref(resp);
     *st = out;
     return 0;

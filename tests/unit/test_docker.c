@@ -338,6 +338,19 @@ static void test_create_body_confined(void **state)
         assert_null(json_object_get(hc, never[i]));
     json_decref(b);
 
+    /* a seccomp profile joins no-new-privileges */
+    c.seccomp = "/var/lib/trainyard/seccomp-no-userns.json";
+    b = docker__create_body(&c, &err);
+    assert_non_null(b);
+    {
+        json_t *want = json_pack("[s,s]", "no-new-privileges",
+                                 "seccomp=/var/lib/trainyard/seccomp-no-userns.json");
+        assert_true(
+            json_equal(json_object_get(json_object_get(b, "HostConfig"), "SecurityOpt"), want));
+        json_decref(want);
+    }
+    json_decref(b);
+
     /* nothing asked: the engine's defaults, still never privileged */
     b = docker__create_body(&(struct docker_create){.image = "trainyard/x:1"}, &err);
     assert_non_null(b);
@@ -346,6 +359,110 @@ static void test_create_body_confined(void **state)
     for (size_t i = 0; never[i]; i++)
         assert_null(json_object_get(hc, never[i]));
     json_decref(b);
+}
+
+/* ---- the log file read by position (docker_logfile_*) ---- */
+
+struct lf_lines {
+    char got[16][128];
+    int stderr_of[16];
+    int64_t ts[16];
+    int n;
+    int stop_after; /* 0: never */
+};
+
+static int lf_cb(const char *line, size_t len, int64_t ts_ms, int is_stderr, void *ud)
+{
+    struct lf_lines *l = ud;
+    assert_true(l->n < 16);
+    snprintf(l->got[l->n], sizeof(l->got[0]), "%.*s", (int)len, line);
+    l->stderr_of[l->n] = is_stderr;
+    l->ts[l->n] = ts_ms;
+    l->n++;
+    return l->stop_after && l->n >= l->stop_after;
+}
+
+static void lf_append(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "ab");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_logfile_forms(void **state)
+{
+    char path[] = "/tmp/ty-test-logfile-XXXXXX";
+    struct lf_lines l;
+    struct ty_err err;
+    struct docker_logfile *f;
+    int fd = mkstemp(path);
+    (void)state;
+
+    assert_true(fd >= 0);
+    close(fd);
+    /* k8s-file (Podman): F and P records, both streams, a record cut by the end of the file */
+    lf_append(path, "2024-05-01T10:20:30.123456789+00:00 stdout F line1\n"
+                    "2024-05-01T10:20:30.2Z stderr F err1\n"
+                    "2024-05-01T10:20:31.000000000+00:00 stdout P par\n"
+                    "2024-05-01T10:20:31.000000000+00:00 stdout P t-\n"
+                    "2024-05-01T10:20:31.5Z stdout F joined\n"
+                    "2024-05-01T10:20:32Z stdout F\n"
+                    "2024-05-01T10:20:33Z stdout F cut");
+    memset(&l, 0, sizeof(l));
+    assert_null(docker_logfile_open("/tmp/ty-no-such-log", 100, &err));
+    assert_int_equal(err.code, TY_ENOTFOUND);
+    f = docker_logfile_open(path, 100, &err);
+    assert_non_null(f);
+    assert_int_equal(docker_logfile_read(f, lf_cb, &l, &err), 4);
+    assert_string_equal(l.got[0], "line1");
+    assert_int_equal(l.ts[0], 1714558830123);
+    assert_string_equal(l.got[1], "err1");
+    assert_int_equal(l.stderr_of[1], 1);
+    assert_string_equal(l.got[2], "part-joined"); /* three records, one line, the first's time */
+    assert_int_equal(l.ts[2], 1714558831000);
+    assert_string_equal(l.got[3], "");
+    /* the rest of the cut record arrives later: nothing is read twice */
+    assert_int_equal(docker_logfile_read(f, lf_cb, &l, &err), 0);
+    lf_append(path, " here\n");
+    assert_int_equal(docker_logfile_read(f, lf_cb, &l, &err), 1);
+    assert_string_equal(l.got[4], "cut here");
+    /* Docker's json-file: a line split over records (no newline in "log"), then a line */
+    lf_append(path,
+              "{\"log\":\"ab\",\"stream\":\"stdout\",\"time\":\"2024-05-01T10:20:40Z\"}\n"
+              "{\"log\":\"cd\\n\",\"stream\":\"stdout\",\"time\":\"2024-05-01T10:20:41Z\"}\n"
+              "{\"log\":\"e\\u00e9\\n\",\"stream\":\"stderr\",\"time\":\"2024-05-01T10:20:42Z\"}\n"
+              "not a record of either form\n"
+              "2024-05-01T10:20:50Z stdout P dangling");
+    l.stop_after = 6; /* a callback that stops: the next read goes on after it */
+    assert_int_equal(docker_logfile_read(f, lf_cb, &l, &err), 1);
+    assert_string_equal(l.got[5], "abcd");
+    assert_int_equal(l.ts[5], 1714558840000);
+    l.stop_after = 0;
+    assert_int_equal(docker_logfile_read(f, lf_cb, &l, &err), 2);
+    assert_string_equal(l.got[6], "e\xc3\xa9");
+    assert_int_equal(l.stderr_of[6], 1);
+    assert_string_equal(l.got[7], "not a record of either form"); /* never lost */
+    /* the end of the log delivers a partial line still open */
+    lf_append(path, "\n");
+    assert_int_equal(docker_logfile_read(f, lf_cb, &l, &err), 0);
+    assert_int_equal(docker_logfile_finish(f, lf_cb, &l), 1);
+    assert_string_equal(l.got[8], "dangling");
+    assert_int_equal(docker_logfile_finish(f, lf_cb, &l), 0);
+    docker_logfile_close(f);
+    /* max_line cuts a long line, the record after it is whole */
+    unlink(path);
+    lf_append(path, "2024-05-01T10:20:30Z stdout P 0123456789\n"
+                    "2024-05-01T10:20:30Z stdout F abcdef\n"
+                    "2024-05-01T10:20:30Z stdout F next\n");
+    memset(&l, 0, sizeof(l));
+    f = docker_logfile_open(path, 12, &err);
+    assert_non_null(f);
+    assert_int_equal(docker_logfile_read(f, lf_cb, &l, &err), 2);
+    assert_string_equal(l.got[0], "0123456789ab");
+    assert_string_equal(l.got[1], "next");
+    docker_logfile_close(f);
+    unlink(path);
 }
 
 static void test_open_bad_host(void **state)
@@ -1315,6 +1432,7 @@ int main(void)
         cmocka_unit_test(test_demux_raw),
         cmocka_unit_test(test_demux_long_line_stop_and_errors),
         cmocka_unit_test(test_parse_time),
+        cmocka_unit_test(test_logfile_forms),
         cmocka_unit_test(test_open_bad_host),
         cmocka_unit_test(test_create_body_confined),
         cmocka_unit_test(test_mock_engine),

@@ -241,6 +241,59 @@ static int run_logs_line(const char *line, size_t len, int64_t ts_ms, int is_std
     return atomic_load(&l->abandon) ? 1 : 0;
 }
 
+/*
+ * Reads the container's log file by position (docker_logfile_*) until the container has exited
+ * and the file has nothing more: every line once, in the order it was written, partial records
+ * joined. l->skip lines (kept by an earlier agent) are skipped by count, which the file's fixed
+ * order makes exact. Returns 0 when it read the log to its end (or was abandoned), -1 when the
+ * file cannot be read here (another host's engine, another log driver): the caller then reads
+ * the logs API.
+ */
+static int run_logs_from_file(struct run_logs *l, struct run_reader *rd, struct docker *d)
+{
+    struct docker_state st;
+    struct docker_logfile *f;
+    struct ty_err err;
+    int quiet = 0, exited = 0;
+
+    memset(&st, 0, sizeof(st));
+    if (docker_inspect(d, l->container, &st, &err) != 0 || !st.log_path[0])
+        return -1;
+    if (!(f = docker_logfile_open(st.log_path, RUN_LINE_MAX, &err))) {
+        ty_log(TY_LOG_INFO, "agent.logs.file", "job=%s path='%s' error='%s' reader=api", l->job,
+               st.log_path, err.msg);
+        return -1;
+    }
+    rd->seen = 0;
+    while (!atomic_load(&l->abandon)) {
+        long n = docker_logfile_read(f, run_logs_line, rd, &err);
+        if (n < 0) {
+            ty_log(TY_LOG_WARN, "agent.logs.read_failed", "job=%s path='%s' error='%s'", l->job,
+                   st.log_path, err.msg);
+            break;
+        }
+        if (n > 0) {
+            quiet = 0;
+            continue;
+        }
+        /* nothing new: done once the container has exited and two reads 100 ms apart after
+           that found nothing (the engine writes what it drained from the pipes first) */
+        if (exited && ++quiet >= 2)
+            break;
+        if (!exited) {
+            int irc = docker_inspect(d, l->container, &st, &err);
+            exited = irc == -TY_ENOTFOUND || (irc == 0 && !st.running);
+        }
+        usleep(100 * 1000);
+    }
+    if (!atomic_load(&l->abandon))
+        docker_logfile_finish(f, run_logs_line, rd);
+    ty_log(TY_LOG_INFO, "agent.logs.file_done", "job=%s lines=%ld bytes=%llu", l->job, rd->seen,
+           (unsigned long long)docker_logfile_offset(f));
+    docker_logfile_close(f);
+    return 0;
+}
+
 void *run__logs_thread(void *arg)
 {
     struct run_logs *l = arg;
@@ -256,7 +309,9 @@ void *run__logs_thread(void *arg)
         store_set_identity(rd.s, l->region, l->account[0] ? l->account : NULL);
     rd.line = malloc(RUN_LINE_MAX + 1);
     d = docker_open(l->docker_host, &err);
-    if (d && rd.line) {
+    if (d && rd.line && run_logs_from_file(l, &rd, d) == 0) {
+        /* read by position, to the end */
+    } else if (d && rd.line) {
         /* The engine may end a follow stream before it has sent every line (Podman does so
            when the container exits while it reads): after each pass, read again from the
            start, skipping the lines already kept, until the container has exited and a

@@ -96,6 +96,7 @@ struct docker_state {
     double started_at;  /* epoch seconds, 0 when unknown */
     double finished_at; /* epoch seconds, 0 when unknown */
     int pid;            /* State.Pid: its main process on the engine's host, 0 when not running */
+    char log_path[512]; /* LogPath: its log file on the engine's host, "" when none */
 };
 /* GET /containers/{id}/json. 0, -TY_ENOTFOUND for an unknown container, or -TY_EENGINE. */
 int docker_inspect(struct docker *d, const char *id, struct docker_state *st, struct ty_err *err);
@@ -128,6 +129,34 @@ typedef int (*docker_line_cb)(const char *line, size_t len, int64_t ts_ms, int i
  */
 int docker_logs(struct docker *d, const char *id, int follow, int64_t since_s, docker_line_cb cb,
                 void *ud, struct ty_err *err);
+
+/*
+ * Reading a container's log file by position, where the engine's host is this host: the file
+ * its inspect names (LogPath), in Podman's k8s-file form ("<RFC 3339> stdout|stderr F|P
+ * <text>") or Docker's json-file form ({"log": "...\n", "stream": ..., "time": ...}). Unlike
+ * the logs API (Podman 4.3's follow mode misorders lines, splits them and can end early), the
+ * file holds each record once, in the order conmon or dockerd wrote it: a byte offset is a
+ * place that never moves. Partial records (P; a json-file "log" without its newline) are joined
+ * into one line before it is delivered. Not thread-safe per reader.
+ */
+struct docker_logfile;
+
+/* new: a reader of the log file at path from its start (close with docker_logfile_close);
+   NULL with err (-TY_ENOTFOUND: no such file, -TY_EIO: not readable). max_line: the longest
+   line delivered (the rest of a longer one is dropped). */
+struct docker_logfile *docker_logfile_open(const char *path, size_t max_line, struct ty_err *err);
+/*
+ * Delivers every complete line appended since the last call to cb, in file order (ts_ms from
+ * the record, is_stderr from its stream; a record in neither form is delivered as it is, on
+ * stdout, with ts_ms 0). Returns the number of lines delivered (0: nothing new) or -TY_EIO.
+ * A cb that returns nonzero stops the read (the next call goes on after that line).
+ */
+long docker_logfile_read(struct docker_logfile *f, docker_line_cb cb, void *ud, struct ty_err *err);
+/* End of the log: delivers a partial line still waiting for its end, if any. 1 or 0. */
+int docker_logfile_finish(struct docker_logfile *f, docker_line_cb cb, void *ud);
+/* Byte offset of the first record not yet delivered. */
+uint64_t docker_logfile_offset(const struct docker_logfile *f);
+void docker_logfile_close(struct docker_logfile *f);
 
 /* Removes a container (force kills a running one). Unknown containers are not an error. */
 int docker_remove(struct docker *d, const char *id, int force, struct ty_err *err);
