@@ -149,6 +149,51 @@ end""")
                 print(f"{float(e['message'].split()[1]) - t0:.3f}")
                 return
         raise SystemExit(f"{name}: no RUNNING_AT line in {ev['events']}")
+    elif cmd == "logs":
+        # A job that prints N numbered lines as fast as busybox's seq can: the time from
+        # CreateTrainingJob until its stream holds the last line (polled every 50 ms), then a
+        # full read that checks every line is there once and in order. Prints
+        # "LOGS lines=N seconds=S lines_per_s=R missing=M doubled=D in_order=0|1".
+        url, cred, name, n = argv[2], argv[3], argv[4], int(argv[5])
+        sm = client(url, cred)
+        logs = client(url, cred, "logs")
+        group = "/aws/sagemaker/TrainingJobs"
+        t0 = time.monotonic()
+        sm.create_training_job(**job(name, f"seq 1 {n}", 1800))
+        stream, t_end = None, None
+        while time.monotonic() - t0 < 1800:
+            if not stream:
+                ss = logs.describe_log_streams(logGroupName=group,
+                                               logStreamNamePrefix=name + "/")["logStreams"]
+                stream = ss[0]["logStreamName"] if ss else None
+            if stream:
+                ev = logs.get_log_events(logGroupName=group, logStreamName=stream,
+                                         startFromHead=False, limit=1)["events"]
+                if ev and ev[-1]["message"] == str(n):
+                    t_end = time.monotonic()
+                    break
+            d = sm.describe_training_job(TrainingJobName=name)
+            if d["TrainingJobStatus"] in ("Failed", "Stopped"):
+                raise SystemExit(f"{name}: {d['TrainingJobStatus']} {d.get('FailureReason')}")
+            if d["TrainingJobStatus"] == "Completed" and stream:
+                t_end = time.monotonic()  # ended without its last line: counted below
+                break
+            time.sleep(0.05)
+        if t_end is None:
+            raise SystemExit(f"{name}: no last line after 1800 s")
+        wait(sm, name, 600)
+        nums, kw = [], {"logGroupName": group, "logStreamName": stream, "startFromHead": True}
+        while True:
+            r = logs.get_log_events(**kw)
+            if not r["events"]:
+                break
+            nums.extend(int(e["message"]) for e in r["events"] if e["message"].isdigit())
+            kw["nextToken"] = r["nextForwardToken"]
+        seen = set(nums)
+        missing = sum(1 for i in range(1, n + 1) if i not in seen)
+        print(f"LOGS lines={n} seconds={t_end - t0:.2f} lines_per_s={n / (t_end - t0):.0f} "
+              f"missing={missing} doubled={len(nums) - len(seen)} "
+              f"in_order={int(nums == list(range(1, n + 1)))}")
     elif cmd == "uptime":
         print(f"{uptime():.2f}")
     else:
