@@ -1,9 +1,10 @@
 /*
  * objstore_multipart.c - multipart uploads in the embedded object store: create, parts (put and
- * copy), list, abort and complete (parts concatenated with copy_file_range, the multipart ETag
- * and the composite checksums computed on the way).
+ * copy), list, abort and complete (parts concatenated while their MD5 and size are taken from
+ * the bytes themselves, the multipart ETag and the composite checksums computed on the way).
+ * One writer at a time per upload (mpu_lock).
  */
-#define _GNU_SOURCE /* copy_file_range */
+#define _GNU_SOURCE
 #include "objstore.h"
 #include "objstore_int.h"
 
@@ -12,6 +13,7 @@
 
 #include "ty_crc32c.h"
 #include "ty_fs.h"
+#include "ty_log.h"
 #include "ty_time.h"
 
 #include <ctype.h>
@@ -20,6 +22,7 @@
 #include <limits.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,34 @@
 #include <zlib.h>
 
 /* ---- multipart uploads --------------------------------------------------------------------- */
+
+/*
+ * One writer at a time per upload, in this process (the one server that serves this data
+ * dir's S3: the private Redis refuses a second): a part's file and its record change together,
+ * so two tries of one part never leave the bytes of one and the ETag or size of the other; a
+ * Complete or an Abort sees the upload settled and ends it once, and a part put after it is
+ * NoSuchUpload. Striped by the upload id.
+ */
+#define MPU_LOCKS 64
+static pthread_mutex_t mpu_locks[MPU_LOCKS];
+static pthread_once_t mpu_locks_once = PTHREAD_ONCE_INIT;
+
+static void mpu_locks_init(void)
+{
+    for (size_t i = 0; i < MPU_LOCKS; i++)
+        pthread_mutex_init(&mpu_locks[i], NULL);
+}
+
+static pthread_mutex_t *mpu_lock(const char *id)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    pthread_once(&mpu_locks_once, mpu_locks_init);
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    pthread_mutex_lock(&mpu_locks[h % MPU_LOCKS]);
+    return &mpu_locks[h % MPU_LOCKS];
+}
 
 static int objstore_id_ok(const char *id)
 {
@@ -100,24 +131,34 @@ int objstore_mpu_put_part(struct objstore *os, const char *bucket, const char *k
     char dst[PATH_MAX];
     int rc;
 
-    if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
-        return rc;
+    pthread_mutex_t *lk;
+
     if (number < 1 || number > OBJSTORE_MAX_PARTS)
         return ty_err_set(err, TY_EINVAL, "InvalidArgument",
                           "Part number must be an integer between 1 and 10000, inclusive");
+    if (!objstore_id_ok(id))
+        return objstore_no_upload(err);
     if (objstore__fmt(dst, sizeof(dst), "%s/.ty/mpu/%s/%d", os->dir, id, number) != 0)
         return ty_err_set(err, TY_EIO, NULL, "path too long");
-    if (rename(tmp_path, dst) != 0)
-        return errno == ENOENT
-                   ? objstore_no_upload(err)
-                   : ty_err_set(err, TY_EIO, NULL, "cannot store the part: %s", strerror(errno));
+    lk = mpu_lock(id);
+    if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
+        goto out;
+    if (rename(tmp_path, dst) != 0) {
+        rc = errno == ENOENT
+                 ? objstore_no_upload(err)
+                 : ty_err_set(err, TY_EIO, NULL, "cannot store the part: %s", strerror(errno));
+        goto out;
+    }
     objstore__fsync_parent(dst);
     memset(&p, 0, sizeof(p));
     p.number = number;
     snprintf(p.etag, sizeof(p.etag), "%s", etag);
     p.size = size;
     p.mtime_ms = (int64_t)ty_wall_ms();
-    return store_obj_mpu_part_put(os->st, id, &p, err);
+    rc = store_obj_mpu_part_put(os->st, id, &p, err);
+out:
+    pthread_mutex_unlock(lk);
+    return rc;
 }
 
 int objstore_mpu_copy_part(struct objstore *os, const char *bucket, const char *key, const char *id,
@@ -215,67 +256,47 @@ int objstore_mpu_abort(struct objstore *os, const char *bucket, const char *key,
 {
     if (objstore__local_only(os, err))
         return -err->code;
+    pthread_mutex_t *lk;
     int rc;
-    if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) != 0)
-        return rc;
-    objstore_mpu_drop(os, bucket, key, id);
-    return 0;
+
+    if (!objstore_id_ok(id))
+        return objstore_no_upload(err);
+    lk = mpu_lock(id);
+    if ((rc = objstore_mpu_get(os, bucket, key, id, NULL, err)) == 0)
+        objstore_mpu_drop(os, bucket, key, id);
+    pthread_mutex_unlock(lk);
+    return rc;
 }
 
-static int objstore_unhex(const char *hex, unsigned char *out, size_t n)
+/*
+ * Appends the part file src to fd out while hashing it: the bytes that go into the object are
+ * the bytes its ETag and size describe. OUT: md (MD5), *bytes. 0, or -1 with errno.
+ */
+static int mpu_append_part(int out, const char *src, unsigned char md[16], uint64_t *bytes)
 {
-    for (size_t i = 0; i < n; i++) {
-        unsigned v = 0;
-        for (int j = 0; j < 2; j++) {
-            char c = hex[2 * i + j];
-            v <<= 4;
-            if (c >= '0' && c <= '9')
-                v |= (unsigned)(c - '0');
-            else if (c >= 'a' && c <= 'f')
-                v |= (unsigned)(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F')
-                v |= (unsigned)(c - 'A' + 10);
-            else
-                return -1;
-        }
-        out[i] = (unsigned char)v;
-    }
-    return 0;
-}
-
-/* Copies the whole file src into fd out (kernel copy when possible). */
-static int objstore_append_file(int out, const char *src)
-{
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    char *buf = malloc(OBJSTORE_CHUNK);
     int in = open(src, O_RDONLY | O_CLOEXEC);
-    ssize_t r;
-    char *buf = NULL;
+    unsigned int ml = 0;
+    ssize_t r = -1;
 
-    if (in < 0)
-        return -1;
-    for (;;) {
-        r = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
-        if (r == 0) {
-            close(in);
-            return 0;
+    *bytes = 0;
+    if (in >= 0 && c && buf && EVP_DigestInit_ex(c, EVP_md5(), NULL) == 1) {
+        while ((r = read(in, buf, OBJSTORE_CHUNK)) > 0) {
+            if (EVP_DigestUpdate(c, buf, (size_t)r) != 1 || ty_write_all(out, buf, (size_t)r) < 0) {
+                r = -1;
+                break;
+            }
+            *bytes += (uint64_t)r;
         }
-        if (r < 0)
-            break;
-    }
-    /* fall back to read/write (different file systems, old kernels) */
-    buf = malloc(OBJSTORE_CHUNK);
-    if (!buf) {
-        close(in);
-        return -1;
-    }
-    while ((r = read(in, buf, OBJSTORE_CHUNK)) > 0) {
-        if (ty_write_all(out, buf, (size_t)r) < 0) {
+        if (r == 0 && EVP_DigestFinal_ex(c, md, &ml) != 1)
             r = -1;
-            break;
-        }
     }
+    if (in >= 0)
+        close(in);
     free(buf);
-    close(in);
-    return r < 0 ? -1 : 0;
+    EVP_MD_CTX_free(c);
+    return r == 0 ? 0 : -1;
 }
 
 /* S3's additional checksum algorithms, as objstore_mpu_complete_ck names them. */
@@ -557,18 +578,30 @@ static int mpu_assemble(struct objstore *os, const char *id, const struct objsto
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        char src[PATH_MAX];
+        char src[PATH_MAX], hex[33];
         unsigned char pmd[16];
-        if (objstore_unhex(got[i]->etag, pmd, 16) != 0 ||
-            objstore__fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got[i]->number) != 0 ||
-            objstore_append_file(fd, src) != 0) {
+        uint64_t bytes = 0;
+        if (objstore__fmt(src, sizeof(src), "%s/.ty/mpu/%s/%d", os->dir, id, got[i]->number) != 0 ||
+            mpu_append_part(fd, src, pmd, &bytes) != 0) {
             rc = ty_err_set(err, TY_EIO, NULL, "cannot assemble the object: %s", strerror(errno));
             goto out;
         }
+        ty_hex_encode(pmd, 16, hex);
+        if (strcasecmp(hex, got[i]->etag) != 0 || bytes != got[i]->size) {
+            /* the part's bytes are not those its record describes: never stored as such */
+            ty_log(TY_LOG_WARN, "s3.mpu.part_mismatch",
+                   "upload=%s part=%d etag=%s bytes_md5=%s size=%llu bytes=%llu", id,
+                   got[i]->number, got[i]->etag, hex, (unsigned long long)got[i]->size,
+                   (unsigned long long)bytes);
+            rc = ty_err_set(err, TY_EINVAL, "InvalidPart",
+                            "One or more of the specified parts could not be found. The part "
+                            "may not have been uploaded, or the specified entity tag may not "
+                            "match the part's entity tag.");
+            goto out;
+        }
         EVP_DigestUpdate(c, pmd, 16);
-        *total += got[i]->size;
-        pl +=
-            (size_t)snprintf(ps + pl, 22, "%s%llu", i ? "," : "", (unsigned long long)got[i]->size);
+        *total += bytes;
+        pl += (size_t)snprintf(ps + pl, 22, "%s%llu", i ? "," : "", (unsigned long long)bytes);
     }
     if (fsync(fd) != 0 || EVP_DigestFinal_ex(c, md, &mdlen) != 1) {
         rc = ty_err_set(err, TY_EIO, NULL, "cannot write the object: %s", strerror(errno));
@@ -606,11 +639,15 @@ int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char
     json_t *hdrs = NULL;
     char tmp[PATH_MAX], etag[48], *psizes = NULL;
     uint64_t total = 0;
+    pthread_mutex_t *lk;
     int rc;
 
     tmp[0] = '\0';
+    if (!objstore_id_ok(id))
+        return objstore_no_upload(err);
+    lk = mpu_lock(id); /* the upload settles: no part changes, one Complete or Abort ends it */
     if ((rc = objstore_mpu_get(os, bucket, key, id, &hdrs, err)) != 0)
-        return rc;
+        goto out;
     if ((rc = objstore_mpu_parts(os, id, &have, &nh, err)) != 0)
         goto out;
     if (n == 0) {
@@ -658,6 +695,7 @@ int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char
         objstore_mpu_drop(os, bucket, key, id);
     }
 out:
+    pthread_mutex_unlock(lk);
     if (rc != 0 && tmp[0])
         unlink(tmp);
     json_decref(hdrs);

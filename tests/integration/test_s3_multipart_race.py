@@ -1,0 +1,104 @@
+"""Racing writers on one multipart upload (issue 35): an acknowledged object is exactly what its
+ETag, size and listing say.
+
+A client that retries a part while the first try is still in flight sends two UploadPart calls
+for the same part number at once; with 16 HTTP threads the store used to rename one try's file
+and record the other's ETag and size, so Complete stored an object whose bytes were one part's,
+whose ETag another's and whose listed size a third figure. Here 6 writers race on part 1 of each
+of 24 uploads on a server with 16 threads; whatever part wins, the object's bytes, ETag, size,
+listing and GetObject by partNumber agree. And a Complete racing an Abort never answers both
+with success.
+"""
+import concurrent.futures
+import hashlib
+import os
+
+import pytest
+from botocore.exceptions import ClientError
+
+import tyhelpers as H
+
+BUCKET = "mpu-race"
+
+
+def _mp_etag(*parts):
+    return hashlib.md5(b"".join(hashlib.md5(p).digest() for p in parts)).hexdigest() + f"-{len(parts)}"
+
+
+def test_racing_part_writers_leave_a_true_object(make_server):
+    srv = make_server(agents=0, extra=["--threads", "16"])
+    s3 = srv.client("s3")
+    s3.create_bucket(Bucket=BUCKET)
+    bodies = [os.urandom(200 * 1024 + i * 1000) for i in range(6)]
+    with concurrent.futures.ThreadPoolExecutor(6) as ex:
+        for t in range(24):
+            key = f"obj-{t}"
+            up = s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+            list(ex.map(lambda b: s3.upload_part(Bucket=BUCKET, Key=key, UploadId=up, PartNumber=1,
+                                                 Body=b), bodies))
+            listed = s3.list_parts(Bucket=BUCKET, Key=key, UploadId=up)["Parts"]
+            assert len(listed) == 1, listed
+            etag, size = listed[0]["ETag"], listed[0]["Size"]
+            try:
+                r = s3.complete_multipart_upload(
+                    Bucket=BUCKET, Key=key, UploadId=up,
+                    MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+            except ClientError as e:  # refused is honest; a wrong object is not
+                assert e.response["Error"]["Code"] == "InvalidPart", e.response
+                continue
+            got = s3.get_object(Bucket=BUCKET, Key=key)
+            data = got["Body"].read()
+            assert data in bodies, f"try {t}: the object's bytes are no part that was sent"
+            assert hashlib.md5(data).hexdigest() == etag.strip('"'), f"try {t}: part ETag"
+            assert len(data) == size == got["ContentLength"], (t, len(data), size)
+            assert r["ETag"].strip('"') == _mp_etag(data), (t, r["ETag"])
+            head = s3.head_object(Bucket=BUCKET, Key=key)
+            assert head["ContentLength"] == len(data) and head["ETag"] == r["ETag"], head
+            lst = s3.list_objects_v2(Bucket=BUCKET, Prefix=key)["Contents"]
+            assert [(o["Key"], o["Size"], o["ETag"]) for o in lst] == [(key, len(data), r["ETag"])]
+            p1 = s3.get_object(Bucket=BUCKET, Key=key, PartNumber=1)
+            assert p1["Body"].read() == data
+
+
+def test_complete_racing_abort_never_both_succeed(make_server):
+    srv = make_server(agents=0, extra=["--threads", "16"])
+    s3 = srv.client("s3")
+    s3.create_bucket(Bucket=BUCKET)
+    body = os.urandom(64 * 1024)
+    both = 0
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        for t in range(24):
+            key = f"ca-{t}"
+            up = s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+            etag = s3.upload_part(Bucket=BUCKET, Key=key, UploadId=up, PartNumber=1,
+                                  Body=body)["ETag"]
+
+            def complete():
+                try:
+                    s3.complete_multipart_upload(
+                        Bucket=BUCKET, Key=key, UploadId=up,
+                        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+                    return True
+                except ClientError as e:
+                    assert e.response["Error"]["Code"] == "NoSuchUpload", e.response
+                    return False
+
+            def abort():
+                try:
+                    s3.abort_multipart_upload(Bucket=BUCKET, Key=key, UploadId=up)
+                    return True
+                except ClientError as e:
+                    assert e.response["Error"]["Code"] == "NoSuchUpload", e.response
+                    return False
+
+            fc, fa = ex.submit(complete), ex.submit(abort)
+            done_c, done_a = fc.result(), fa.result()
+            assert done_c or done_a, t
+            both += done_c and done_a
+            try:
+                s3.head_object(Bucket=BUCKET, Key=key)
+                exists = True
+            except ClientError:
+                exists = False
+            assert exists == done_c, (t, done_c, done_a, exists)
+    assert both == 0, f"{both} of 24 tries answered both Complete and Abort with success"
