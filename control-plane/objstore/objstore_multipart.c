@@ -457,8 +457,36 @@ int objstore_mpu_complete(struct objstore *os, const char *bucket, const char *k
                                     meta, err);
 }
 
+void objstore_mpu_list_digest(const struct objstore_part *parts, size_t n, char *out)
+{
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    unsigned char md[16];
+    unsigned int ml = 0;
+    int ok = c && EVP_DigestInit_ex(c, EVP_md5(), NULL) == 1;
+
+    for (size_t i = 0; ok && i < n; i++) {
+        char e[80];
+        const char *t = parts[i].etag;
+        size_t l;
+        if (*t == '"')
+            t++;
+        l = strlen(t);
+        if (l && t[l - 1] == '"')
+            l--;
+        snprintf(e, sizeof(e), "%d:%.*s\n", parts[i].number, (int)(l < 64 ? l : 64), t);
+        for (char *q = e; *q; q++)
+            *q = (char)tolower((unsigned char)*q);
+        ok = EVP_DigestUpdate(c, e, strlen(e)) == 1;
+    }
+    if (ok && EVP_DigestFinal_ex(c, md, &ml) == 1)
+        ty_hex_encode(md, 16, out);
+    else
+        out[0] = '\0';
+    EVP_MD_CTX_free(c);
+}
+
 int objstore_mpu_completed(struct objstore *os, const char *bucket, const char *key, const char *id,
-                           char *etag, char *algo, char *composite, struct ty_err *err)
+                           char *etag, char *algo, char *composite, char *parts, struct ty_err *err)
 {
     struct store_obj_done d;
     int rc;
@@ -473,6 +501,7 @@ int objstore_mpu_completed(struct objstore *os, const char *bucket, const char *
     snprintf(etag, 48, "%s", d.etag);
     snprintf(composite, OBJSTORE_CK_SZ, "%s", d.composite);
     snprintf(algo, 16, "%s", d.algo);
+    snprintf(parts, 33, "%s", d.parts);
     return 0;
 }
 
@@ -480,12 +509,12 @@ int objstore_mpu_completed(struct objstore *os, const char *bucket, const char *
    effort: without it a repeat is NoSuchUpload). */
 static void objstore_mpu_done(struct objstore *os, const char *bucket, const char *key,
                               const char *id, const char *etag, const char *algo,
-                              const char *composite)
+                              const char *composite, const char *parts)
 {
     struct ty_err e;
 
     ty_err_clear(&e);
-    store_obj_mpu_done_put(os->st, id, bucket, key, etag, algo, composite, &e);
+    store_obj_mpu_done_put(os->st, id, bucket, key, etag, algo, composite, parts, &e);
 }
 
 /* 1 when the client's ETag e (quotes optional) is the stored part's. */
@@ -689,9 +718,11 @@ int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char
     rc = objstore__put_tmp(os, bucket, key, tmp, etag, total, (int)ng, hdrs, psizes, cond, meta,
                            err);
     if (rc == 0) {
+        char digest[33];
         tmp[0] = '\0';
+        objstore_mpu_list_digest(parts, n, digest);
         objstore_mpu_done(os, bucket, key, id, etag, composite && *composite ? algo : NULL,
-                          composite);
+                          composite, digest);
         objstore_mpu_drop(os, bucket, key, id);
     }
 out:

@@ -775,22 +775,24 @@ void s3__complete_upload(struct http_request *req, struct http_response *resp, s
     size_t n = 0;
     json_t *hdrs = NULL;
     char composite[OBJSTORE_CK_SZ] = "", ckel[24] = "";
+    char done_etag[48], done_algo[16], done_parts[33];
+    int repeat = 0;
 
     ty_err_clear(&err);
     if (s3_write_cond(req, resp, r, &cond) != 0)
         return;
     if (objstore_mpu_get(os, r->bucket, r->key, id, &hdrs, &err) != 0) {
-        char etag[48], done_algo[16];
         struct ty_err e2;
         ty_err_clear(&e2);
-        /* completed already: S3 answers the same result again */
-        if (err.code == TY_ENOTFOUND && objstore_mpu_completed(os, r->bucket, r->key, id, etag,
-                                                               done_algo, composite, &e2) == 0) {
-            s3_complete_result(req, resp, r, etag, done_algo, composite);
+        /* completed already: the same part list gets the same result again (below, once the
+           list is read); another list gets NoSuchUpload, never the first list's object */
+        if (err.code != TY_ENOTFOUND ||
+            objstore_mpu_completed(os, r->bucket, r->key, id, done_etag, done_algo, composite,
+                                   done_parts, &e2) != 0) {
+            s3__error_from(req, resp, &err, r);
             return;
         }
-        s3__error_from(req, resp, &err, r);
-        return;
+        repeat = 1;
     }
     if (req->too_big || !req->body.len) {
         s3__malformed(req, resp, r);
@@ -844,9 +846,28 @@ void s3__complete_upload(struct http_request *req, struct http_response *resp, s
         s3__malformed(req, resp, r);
         goto out;
     }
+    if (repeat) {
+        char digest[33];
+        objstore_mpu_list_digest(parts, n, digest);
+        if (done_parts[0] && strcmp(digest, done_parts) != 0)
+            s3__error_from(req, resp, &err, r); /* NoSuchUpload: it completed with another list */
+        else
+            s3_complete_result(req, resp, r, done_etag, done_algo, composite);
+        goto out;
+    }
     if (objstore_mpu_complete_ck(os, r->bucket, r->key, id, parts, n, algo, pckp, expect, composite,
                                  &cond, &m, &err) != 0) {
-        if (strcmp(err.field, "BadDigest") == 0)
+        char digest[33];
+        struct ty_err e2;
+        ty_err_clear(&e2);
+        /* another Complete of the same list ended it while this one waited: its result */
+        objstore_mpu_list_digest(parts, n, digest);
+        if (err.code == TY_ENOTFOUND &&
+            objstore_mpu_completed(os, r->bucket, r->key, id, done_etag, done_algo, composite,
+                                   done_parts, &e2) == 0 &&
+            strcmp(digest, done_parts) == 0)
+            s3_complete_result(req, resp, r, done_etag, done_algo, composite);
+        else if (strcmp(err.field, "BadDigest") == 0)
             s3__error(req, resp, "BadDigest", err.msg, r, NULL);
         else
             s3__error_from(req, resp, &err, r);

@@ -687,12 +687,18 @@ int store_obj_mpu_parts(struct store *s, const char *id, struct store_obj_part *
 
 int store_obj_mpu_done_put(struct store *s, const char *id, const char *bucket, const char *key,
                            const char *etag, const char *algo, const char *composite,
-                           struct ty_err *err)
+                           const char *parts, struct ty_err *err)
 {
     char rk[96];
     json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s}", "b", bucket, "k", key, "e", etag ? etag : "",
                           "c", composite ? composite : "", "a", algo ? algo : "");
-    char *v = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    char *v;
+
+    if (j && parts && json_object_set_new(j, "p", json_string(parts)) != 0) {
+        json_decref(j);
+        j = NULL;
+    }
+    v = j ? json_dumps(j, JSON_COMPACT) : NULL;
     redisReply *r;
     int rc = 0;
 
@@ -738,6 +744,8 @@ int store_obj_mpu_done_get(struct store *s, const char *id, const char *bucket, 
         const char *e = json_string_value(json_object_get(j, "e"));
         const char *c = json_string_value(json_object_get(j, "c"));
         const char *a = json_string_value(json_object_get(j, "a"));
+        const char *pd = json_string_value(json_object_get(j, "p"));
+        snprintf(d->parts, sizeof(d->parts), "%s", pd ? pd : "");
         snprintf(d->etag, sizeof(d->etag), "%s", e ? e : "");
         snprintf(d->composite, sizeof(d->composite), "%s", c ? c : "");
         /* records from before "a" was kept were SHA-256 */

@@ -102,3 +102,43 @@ def test_complete_racing_abort_never_both_succeed(make_server):
                 exists = False
             assert exists == done_c, (t, done_c, done_a, exists)
     assert both == 0, f"{both} of 24 tries answered both Complete and Abort with success"
+
+
+def test_completes_with_other_lists_get_no_other_object(make_server):
+    """Two Completes at once with different part lists: one wins, the other is NoSuchUpload
+    (it used to answer 200 with the winner's object). A retry of the winner's list gets the
+    same answer again; concurrent identical Completes both succeed with one ETag."""
+    srv = make_server(agents=0, extra=["--threads", "16"])
+    s3 = srv.client("s3")
+    s3.create_bucket(Bucket=BUCKET)
+    bodies = {1: os.urandom(70 * 1024), 2: os.urandom(90 * 1024)}
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        for t in range(12):
+            key = f"cc-{t}"
+            up = s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+            etags = {n: s3.upload_part(Bucket=BUCKET, Key=key, UploadId=up, PartNumber=n,
+                                       Body=b)["ETag"] for n, b in bodies.items()}
+
+            def complete(n):
+                try:
+                    return s3.complete_multipart_upload(
+                        Bucket=BUCKET, Key=key, UploadId=up,
+                        MultipartUpload={"Parts": [{"PartNumber": n, "ETag": etags[n]}]})["ETag"]
+                except ClientError as e:
+                    assert e.response["Error"]["Code"] == "NoSuchUpload", e.response
+                    return None
+
+            same = t % 2 == 1  # odd tries: both send part 1's list
+            f1, f2 = ex.submit(complete, 1), ex.submit(complete, 1 if same else 2)
+            r1, r2 = f1.result(), f2.result()
+            data = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+            if same:
+                assert r1 and r1 == r2, (t, r1, r2)
+                assert data == bodies[1]
+                continue
+            assert (r1 is None) != (r2 is None), (t, r1, r2)
+            won = 1 if r1 else 2
+            assert data == bodies[won], t
+            assert (r1 or r2).strip('"') == _mp_etag(bodies[won])
+            assert complete(won) == (r1 or r2)  # a retry of the winning list
+            assert complete(3 - won) is None  # the other list, again

@@ -409,7 +409,7 @@ static void test_completed(void **state)
     char buf[256];
 
     assert_int_equal(store_obj_mpu_done_put(s, ID, "bk", "k", "e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0-2",
-                                            "CRC32C", "AAAAAA==-2", &err),
+                                            "CRC32C", "AAAAAA==-2", NULL, &err),
                      0);
     {
         const char *g[] = {"GET", "ty:s3:mpudone:" ID};
@@ -431,11 +431,19 @@ static void test_completed(void **state)
     assert_int_equal(store_obj_mpu_done_get(s, ID2, "bk", "k", &d, &err), -TY_ENOTFOUND);
 
     /* no checksum: both empty */
-    assert_int_equal(store_obj_mpu_done_put(s, ID2, "bk", "k", "ee-1", NULL, NULL, &err), 0);
+    assert_int_equal(store_obj_mpu_done_put(s, ID2, "bk", "k", "ee-1", NULL, NULL, NULL, &err), 0);
     assert_int_equal(store_obj_mpu_done_get(s, ID2, "bk", "k", &d, &err), 0);
     assert_string_equal(d.etag, "ee-1");
     assert_string_equal(d.algo, "");
     assert_string_equal(d.composite, "");
+    assert_string_equal(d.parts, ""); /* not recorded */
+
+    /* the digest of the part list it completed with */
+    assert_int_equal(store_obj_mpu_done_put(s, ID2, "bk", "k", "ee-1", NULL, NULL,
+                                            "0123456789abcdef0123456789abcdef", &err),
+                     0);
+    assert_int_equal(store_obj_mpu_done_get(s, ID2, "bk", "k", &d, &err), 0);
+    assert_string_equal(d.parts, "0123456789abcdef0123456789abcdef");
 
     /* a record from before the algorithm was kept: its composite is SHA-256 */
     {
@@ -452,7 +460,8 @@ static void test_completed(void **state)
         char longid[100];
         memset(longid, 'f', 80);
         longid[80] = '\0';
-        assert_int_equal(store_obj_mpu_done_put(s, longid, "bk", "k", "e", NULL, NULL, &err), 0);
+        assert_int_equal(store_obj_mpu_done_put(s, longid, "bk", "k", "e", NULL, NULL, NULL, &err),
+                         0);
         longid[64] = '\0';
         assert_int_equal(store_obj_mpu_done_get(s, longid, "bk", "k", &d, &err), 0);
     }

@@ -254,13 +254,22 @@ int objstore_mpu_complete_ck(struct objstore *os, const char *bucket, const char
                              char *composite, const struct objstore_cond *cond,
                              struct objstore_meta *meta, struct ty_err *err);
 /*
+ * The digest of a CompleteMultipartUpload part list parts[0..n) as the client gave it (part
+ * numbers and ETags, quotes and case aside), to tell a retried Complete from another one.
+ * OUT: out (33 bytes, hex).
+ */
+void objstore_mpu_list_digest(const struct objstore_part *parts, size_t n, char *out);
+
+/*
  * Whether upload id completed bucket/key within the last day (S3 answers a repeated
  * CompleteMultipartUpload with the same result): 0 with OUT: etag (48), algo (16, "CRC32" ...,
- * "" when none) and composite (OBJSTORE_CK_SZ, "" when none), or -TY_ENOTFOUND (NoSuchUpload),
- * -TY_EREDIS.
+ * "" when none), composite (OBJSTORE_CK_SZ, "" when none) and parts (33: the digest of the part
+ * list it completed with, objstore_mpu_list_digest; "" when not recorded), or -TY_ENOTFOUND
+ * (NoSuchUpload), -TY_EREDIS.
  */
 int objstore_mpu_completed(struct objstore *os, const char *bucket, const char *key, const char *id,
-                           char *etag, char *algo, char *composite, struct ty_err *err);
+                           char *etag, char *algo, char *composite, char *parts,
+                           struct ty_err *err);
 /* Aborts upload id, removing its parts. 0 or -TY_ENOTFOUND (NoSuchUpload). */
 int objstore_mpu_abort(struct objstore *os, const char *bucket, const char *key, const char *id,
                        struct ty_err *err);

@@ -172,14 +172,16 @@ struct store_obj_done {
     char etag[STORE_OBJ_ETAG_SZ];
     char algo[16];                   /* "CRC32", ...; "" when none */
     char composite[STORE_OBJ_CK_SZ]; /* "" when none */
+    char parts[33];                  /* digest of the part list it completed with, "" unknown */
 };
 /*
  * Records for a day that upload id completed bucket/key with etag, algo and composite (each
- * borrowed; NULL: ""). The id is cut to 64 bytes in the key. 0, -TY_ENOMEM or -TY_EREDIS.
+ * borrowed; NULL: ""), and parts, the digest of the part list (NULL: not recorded, as before
+ * it was kept). The id is cut to 64 bytes in the key. 0, -TY_ENOMEM or -TY_EREDIS.
  */
 int store_obj_mpu_done_put(struct store *s, const char *id, const char *bucket, const char *key,
                            const char *etag, const char *algo, const char *composite,
-                           struct ty_err *err);
+                           const char *parts, struct ty_err *err);
 /*
  * The answer recorded for upload id when it completed bucket/key. OUT: d (a record from
  * before the algorithm was kept, with a composite, reads as SHA256). 0, -TY_ENOTFOUND (none,
