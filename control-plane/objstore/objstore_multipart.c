@@ -17,6 +17,7 @@
 #include "ty_time.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,6 +29,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -786,4 +788,46 @@ int objstore_mpu_list(struct objstore *os, const char *bucket, const char *prefi
     *out = v;
     *n = k;
     return 0;
+}
+
+int objstore_sweep_orphans(struct objstore *os, int max_age_s)
+{
+    char dir[PATH_MAX];
+    DIR *d;
+    struct dirent *de;
+    time_t now = time(NULL);
+    int n = 0;
+
+    if (os->remote)
+        return 0;
+    n = objstore_sweep_tmp(os->dir, max_age_s);
+    if (objstore__fmt(dir, sizeof(dir), "%s/.ty/mpu", os->dir) != 0 || !(d = opendir(dir)))
+        return n;
+    while ((de = readdir(d)) != NULL) {
+        char p[PATH_MAX];
+        struct stat st;
+        struct ty_err err;
+        pthread_mutex_t *lk;
+        int64_t ms = 0;
+        int rc;
+        if (!objstore_id_ok(de->d_name) ||
+            objstore__fmt(p, sizeof(p), "%s/%s", dir, de->d_name) != 0 || lstat(p, &st) != 0 ||
+            !S_ISDIR(st.st_mode) || now - st.st_mtime < max_age_s)
+            continue;
+        ty_err_clear(&err);
+        lk = mpu_lock(de->d_name);
+        rc = store_obj_mpu_initiated(os->st, de->d_name, &ms, &err);
+        if (rc == 0 && ms == 0 && objstore__rmtree(p, 0) == 0)
+            n++;
+        pthread_mutex_unlock(lk);
+        if (rc != 0) {
+            closedir(d);
+            return -TY_EREDIS;
+        }
+    }
+    closedir(d);
+    if (n)
+        ty_log(TY_LOG_INFO, "s3.orphans.swept", "dir='%s' removed=%d max_age_s=%d", os->dir, n,
+               max_age_s);
+    return n;
 }

@@ -33,29 +33,36 @@
 
 /* ---- thread state and auth ----------------------------------------------------------------- */
 
-static const char *s3_sweep_dir;
-static pthread_once_t s3_sweep_once = PTHREAD_ONCE_INIT;
+#define S3_SWEEP_EVERY_S 600
+static long long s3_sweep_last; /* epoch s of the last sweep (atomic), 0 before the first */
 
-static void s3_sweep(void)
+/*
+ * What crashes left in the store (temp files, part folders no upload owns: objstore.h,
+ * objstore_sweep_orphans) goes while the server runs: at the first S3 request, then every
+ * S3_SWEEP_EVERY_S by whichever worker claims the turn, for things older than
+ * --s3-orphan-age (an upload in flight touches its file at least every --idle-timeout).
+ */
+static void s3_sweep_maybe(struct objstore *os, const struct front_ctx *rc)
 {
-    const char *dir = __atomic_load_n(&s3_sweep_dir, __ATOMIC_ACQUIRE);
+    long long now = (long long)time(NULL), last = __atomic_load_n(&s3_sweep_last, __ATOMIC_ACQUIRE);
 
-    /* once per process: temp files of uploads cut short by a crash (a day old at least, so
-       that no upload in flight of another process on the same dir is touched) */
-    if (dir)
-        objstore_sweep_tmp(dir, 24 * 3600);
+    if (!os || (last && now - last < S3_SWEEP_EVERY_S) ||
+        !__atomic_compare_exchange_n(&s3_sweep_last, &last, now, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return;
+    objstore_sweep_orphans(os, rc->s3_orphan_age_s > 0 ? rc->s3_orphan_age_s : 3600);
 }
 
 /* The worker's object store handle (worker.h), opened on first use. NULL with err. */
 static struct objstore *s3_thread_os(const struct front_ctx *rc, struct ty_err *err)
 {
     struct worker *w = worker_self();
+    struct objstore *os;
 
-    if (rc->s3_dir)
-        __atomic_store_n(&s3_sweep_dir, rc->s3_dir, __ATOMIC_RELEASE);
-    pthread_once(&s3_sweep_once, s3_sweep);
     worker_at_exit(w, s3_proxy_thread_end);
-    return worker_objstore(w, rc->redis_url, rc->s3_dir, err);
+    os = worker_objstore(w, rc->redis_url, rc->s3_dir, err);
+    s3_sweep_maybe(os, rc);
+    return os;
 }
 
 static void s3_fill_sreq(const struct http_request *req, struct sigv4_request *sreq, int with_body)

@@ -85,6 +85,9 @@
       "of its previous response; slower ones are closed")                                          \
     X(body_timeout, "body-timeout", "TRAINYARD_BODY_TIMEOUT", "3600",                              \
       "seconds to receive a request body after its headers; 0 = no limit")                         \
+    X(s3_orphan_age, "s3-orphan-age", "TRAINYARD_S3_ORPHAN_AGE", "3600",                           \
+      "seconds after which an S3 temporary file or multipart part folder that nothing owns "       \
+      "(left by a crash) is removed; swept every 10 minutes while the server runs")                \
     X(admin_password_file, "admin-password-file", "TRAINYARD_ADMIN_PASSWORD_FILE", "",             \
       "file whose first line becomes IAM user admin's console password at the first start "        \
       "(when admin has none); sign in at http://<listen>/console/login")                           \
@@ -194,7 +197,7 @@ static void server_die(const struct ty_err *err)
 
 /* The numeric options, checked (one clear line on stderr for a bad one). */
 struct server_num {
-    int nagents, threads, grace, slots, orphan_s;
+    int nagents, threads, grace, slots, orphan_s, s3_orphan_s;
     struct http_limits limits;
 };
 
@@ -242,7 +245,8 @@ static int server_numbers(const struct server_cfg *c, struct server_num *n)
                    &n->limits.max_per_client) ||
         server_int("idle-timeout", cfg.idle_timeout, 1, 86400, &n->limits.idle_timeout_s) ||
         server_int("header-timeout", cfg.header_timeout, 1, 86400, &n->limits.header_timeout_s) ||
-        server_int("body-timeout", cfg.body_timeout, 0, 7 * 86400, &n->limits.body_timeout_s))
+        server_int("body-timeout", cfg.body_timeout, 0, 7 * 86400, &n->limits.body_timeout_s) ||
+        server_int("s3-orphan-age", cfg.s3_orphan_age, 1, 30 * 86400, &n->s3_orphan_s))
         return -1;
     if (n->threads == 0)
         n->threads = server_default_threads();
@@ -481,6 +485,7 @@ int main(int argc, char **argv)
     seng.nagents = num.nagents;
     server_front_ctx(&cfg, model, redis_url, s3_dir, cfg.s3_endpoint[0] ? &s3_remote : NULL, &seng,
                      &reng, &rctx);
+    rctx.s3_orphan_age_s = num.s3_orphan_s;
     http = http_start(cfg.listen, num.threads, &num.limits, route_handle, &rctx, &err);
     if (!http)
         goto fail;

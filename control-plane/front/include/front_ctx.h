@@ -40,6 +40,7 @@ struct front_ctx {
     const char *region;                 /* --region: the one region served; every signature's
                                            scope names it, ARNs and aws:RequestedRegion use it */
     const char *metrics_token;          /* bearer token GET /metrics needs; NULL/"": none */
+    int s3_orphan_age_s; /* --s3-orphan-age: what no upload owns goes when this old (objstore.h) */
 };
 
 #endif

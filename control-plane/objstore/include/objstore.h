@@ -101,6 +101,14 @@ int objstore_is_remote(const struct objstore *os);
 /* Removes temp files under <s3_dir>/.ty/tmp older than max_age_s (uploads cut short by a crash).
    Returns how many were removed. Needs no Redis; safe while uploads run (they are younger). */
 int objstore_sweep_tmp(const char *s3_dir, int max_age_s);
+/*
+ * What a crash left that nothing owns, older than max_age_s: temp files (objstore_sweep_tmp)
+ * and part folders under <s3_dir>/.ty/mpu/ whose upload has no record (an abort or completion
+ * cut short after its record went, a create cut short before). A folder whose record exists
+ * is left alone whatever its age; one is removed under its upload's lock. Returns how many
+ * files and folders were removed, or -TY_EREDIS (nothing removed) when Redis does not answer.
+ */
+int objstore_sweep_orphans(struct objstore *os, int max_age_s);
 /* borrowed: the s3 dir. */
 const char *objstore_dir(const struct objstore *os);
 
