@@ -29,6 +29,7 @@ struct docker_logfile {
     int line_stderr;     /* its stream */
     int64_t line_ts_ms;  /* its first record's time */
     int skipping_record; /* the current record outgrew LOGFILE_RECORD_MAX: skip to its newline */
+    char *buf;           /* LOGFILE_CHUNK bytes of read scratch, kept across reads */
 };
 
 struct docker_logfile *docker_logfile_open(const char *path, size_t max_line, struct ty_err *err)
@@ -41,7 +42,8 @@ struct docker_logfile *docker_logfile_open(const char *path, size_t max_line, st
                    "container log file '%s': %s", path, strerror(errno));
         return NULL;
     }
-    if (!(f = calloc(1, sizeof(*f)))) {
+    if (!(f = calloc(1, sizeof(*f))) || !(f->buf = malloc(LOGFILE_CHUNK))) {
+        free(f);
         close(fd);
         ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
         return NULL;
@@ -58,6 +60,7 @@ void docker_logfile_close(struct docker_logfile *f)
     if (!f)
         return;
     close(f->fd);
+    free(f->buf);
     ty_buf_cleanup(&f->rec);
     ty_buf_cleanup(&f->line);
     free(f);
@@ -197,18 +200,15 @@ static int logfile_record(struct docker_logfile *f, const char *r, size_t n, doc
 
 long docker_logfile_read(struct docker_logfile *f, docker_line_cb cb, void *ud, struct ty_err *err)
 {
-    char *buf = malloc(LOGFILE_CHUNK);
+    char *buf = f->buf;
     long lines = 0;
 
-    if (!buf)
-        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     for (;;) {
         ssize_t got = pread(f->fd, buf, LOGFILE_CHUNK, (off_t)f->pos);
         size_t i = 0;
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0) {
-            free(buf);
             return ty_err_set(err, TY_EIO, NULL, "container log file: %s", strerror(errno));
         }
         if (got == 0)
@@ -223,7 +223,6 @@ long docker_logfile_read(struct docker_logfile *f, docker_line_cb cb, void *ud, 
                 ty_buf_reset(&f->rec);
             }
             if (!f->skipping_record && take && ty_buf_append(&f->rec, buf + i, take) != 0) {
-                free(buf);
                 return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
             }
             if (!nl)
@@ -236,12 +235,10 @@ long docker_logfile_read(struct docker_logfile *f, docker_line_cb cb, void *ud, 
             ty_buf_reset(&f->rec);
             if (rc != 0) {
                 f->pos = f->offset; /* what follows in buf is read again next time */
-                free(buf);
                 return lines;
             }
         }
     }
-    free(buf);
     return lines;
 }
 

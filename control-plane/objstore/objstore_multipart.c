@@ -459,6 +459,20 @@ int objstore_mpu_complete(struct objstore *os, const char *bucket, const char *k
                                     meta, err);
 }
 
+/* A client's ETag without its optional quotes: *len bytes from the returned pointer. */
+static const char *mpu_etag_bare(const char *e, size_t *len)
+{
+    size_t l;
+
+    if (*e == '"')
+        e++;
+    l = strlen(e);
+    if (l && e[l - 1] == '"')
+        l--;
+    *len = l;
+    return e;
+}
+
 void objstore_mpu_list_digest(const struct objstore_part *parts, size_t n, char *out)
 {
     EVP_MD_CTX *c = EVP_MD_CTX_new();
@@ -468,13 +482,8 @@ void objstore_mpu_list_digest(const struct objstore_part *parts, size_t n, char 
 
     for (size_t i = 0; ok && i < n; i++) {
         char e[80];
-        const char *t = parts[i].etag;
         size_t l;
-        if (*t == '"')
-            t++;
-        l = strlen(t);
-        if (l && t[l - 1] == '"')
-            l--;
+        const char *t = mpu_etag_bare(parts[i].etag, &l);
         snprintf(e, sizeof(e), "%d:%.*s\n", parts[i].number, (int)(l < 64 ? l : 64), t);
         for (char *q = e; *q; q++)
             *q = (char)tolower((unsigned char)*q);
@@ -524,11 +533,7 @@ static int mpu_etag_is(const char *e, const struct objstore_part *got)
 {
     size_t el;
 
-    if (*e == '"')
-        e++;
-    el = strlen(e);
-    if (el && e[el - 1] == '"')
-        el--;
+    e = mpu_etag_bare(e, &el);
     return strlen(got->etag) == el && strncasecmp(got->etag, e, el) == 0;
 }
 

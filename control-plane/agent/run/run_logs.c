@@ -255,6 +255,7 @@ static int run_logs_from_file(struct run_logs *l, struct run_reader *rd, struct 
     struct docker_logfile *f;
     struct ty_err err;
     int quiet = 0, exited = 0;
+    double next_inspect = 0;
 
     memset(&st, 0, sizeof(st));
     if (docker_inspect(d, l->container, &st, &err) != 0 || !st.log_path[0])
@@ -280,9 +281,10 @@ static int run_logs_from_file(struct run_logs *l, struct run_reader *rd, struct 
            that found nothing (the engine writes what it drained from the pipes first) */
         if (exited && ++quiet >= 2)
             break;
-        if (!exited) {
+        if (!exited && ty_wall_s() >= next_inspect) { /* the engine asked twice a second */
             int irc = docker_inspect(d, l->container, &st, &err);
             exited = irc == -TY_ENOTFOUND || (irc == 0 && !st.running);
+            next_inspect = ty_wall_s() + 0.5;
         }
         usleep(100 * 1000);
     }
