@@ -622,6 +622,162 @@ int objstore_tmp_create(struct objstore *os, char *path, size_t n, struct ty_err
     return fd;
 }
 
+/*
+ * A file at a hashed path (.ty/obj/<bucket>/<hh>/<sha256(key)>) cannot be traced back to its
+ * key from its name, so its key is written beside it, in <file>.key, before the file is renamed
+ * there: the sweep (objstore__sweep_hashed) reads it to ask whether a record still owns the
+ * file. The tag is written whole (temp file, fsync, rename) and trusted only when the key it
+ * holds hashes to the file's name, so a torn or stale tag never names another key.
+ */
+static int objstore_hashed_tag_read(const char *abs_tag, const char *hex, char *key, size_t kn)
+{
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    char got[65];
+    ssize_t r;
+    int fd = open(abs_tag, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+    if (fd < 0)
+        return -1;
+    r = read(fd, key, kn - 1);
+    close(fd);
+    if (r <= 0 || (size_t)r >= kn - 1)
+        return -1;
+    key[r] = '\0';
+    if (strlen(key) != (size_t)r || EVP_Digest(key, (size_t)r, md, &mdlen, EVP_sha256(), NULL) != 1)
+        return -1;
+    ty_hex_encode(md, 32, got);
+    return strcmp(got, hex) == 0 ? 0 : -1;
+}
+
+static int objstore_hashed_tag(struct objstore *os, const char *abs, const char *key)
+{
+    char tag[PATH_MAX], tmp[PATH_MAX], have[OBJSTORE_MAX_KEY + 2];
+    const char *hex = strrchr(abs, '/') + 1;
+    size_t kl = strlen(key);
+    struct ty_err err;
+    int fd, ok;
+
+    if (objstore__fmt(tag, sizeof(tag), "%s.key", abs) != 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    if (objstore_hashed_tag_read(tag, hex, have, sizeof(have)) == 0 && strcmp(have, key) == 0)
+        return 0;
+    ty_err_clear(&err);
+    if ((fd = objstore_tmp_create(os, tmp, sizeof(tmp), &err)) < 0)
+        return -1;
+    ok = write(fd, key, kl) == (ssize_t)kl && fsync(fd) == 0;
+    close(fd);
+    if (!ok || rename(tmp, tag) != 0) {
+        int e = errno;
+        unlink(tmp);
+        errno = e ? e : EIO;
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * One file under .ty/obj/<bucket>/<hh>/ (dir: that folder, name: the entry), older than
+ * max_age_s: a file whose key's record is gone or names another path is removed with its tag;
+ * a tag whose file is gone is removed. Under the key's lock, the age checked again there. 1 when
+ * something was removed, 0 when not, -TY_EREDIS when Redis does not answer.
+ */
+static int objstore_sweep_hashed_one(struct objstore *os, const char *bucket, const char *hh,
+                                     const char *dir, const char *name, int max_age_s)
+{
+    char hex[65], file[PATH_MAX], tag[PATH_MAX], rel[PATH_MAX], key[OBJSTORE_MAX_KEY + 2];
+    size_t nl = strlen(name);
+    struct objstore_meta m;
+    struct stat st;
+    struct ty_err err;
+    pthread_mutex_t *lk;
+    int rc, gone = 0;
+
+    if ((nl != 64 && (nl != 68 || strcmp(name + 64, ".key") != 0)) ||
+        strspn(name, "0123456789abcdef") != 64)
+        return 0;
+    memcpy(hex, name, 64);
+    hex[64] = '\0';
+    if (objstore__fmt(file, sizeof(file), "%s/%s", dir, hex) != 0 ||
+        objstore__fmt(tag, sizeof(tag), "%s.key", file) != 0 ||
+        objstore__fmt(rel, sizeof(rel), ".ty/obj/%s/%s/%s", bucket, hh, hex) != 0)
+        return 0;
+    if (nl == 68 && lstat(file, &st) == 0)
+        return 0; /* the file's own turn decides */
+    if (lstat(nl == 64 ? file : tag, &st) != 0 || !S_ISREG(st.st_mode) ||
+        time(NULL) - st.st_mtime < max_age_s)
+        return 0;
+    if (objstore_hashed_tag_read(tag, hex, key, sizeof(key)) != 0)
+        return 0; /* no tag that names its key (a file stored before tags): kept */
+    ty_err_clear(&err);
+    memset(&m, 0, sizeof(m));
+    lk = objstore_lock_for(bucket, key);
+    pthread_mutex_lock(lk);
+    rc = objstore_meta_load(os, bucket, key, &m, 0, &err);
+    if (rc == 0 && strcmp(m.path, rel) == 0) {
+        rc = 0; /* owned */
+    } else if (rc == 0 || rc == -TY_ENOTFOUND) {
+        rc = 0;
+        if (lstat(file, &st) == 0) {
+            if (S_ISREG(st.st_mode) && time(NULL) - st.st_mtime >= max_age_s && unlink(file) == 0) {
+                unlink(tag);
+                gone = 1;
+            }
+        } else if (errno == ENOENT && unlink(tag) == 0) {
+            gone = 1;
+        }
+    } else {
+        rc = -TY_EREDIS;
+    }
+    pthread_mutex_unlock(lk);
+    objstore_meta_cleanup(&m);
+    return rc != 0 ? rc : gone;
+}
+
+int objstore__sweep_hashed(struct objstore *os, int max_age_s)
+{
+    char top[PATH_MAX];
+    DIR *d;
+    struct dirent *de;
+    int n = 0, rc = 0;
+
+    if (objstore__fmt(top, sizeof(top), "%s/.ty/obj", os->dir) != 0 || !(d = opendir(top)))
+        return 0;
+    while (rc >= 0 && (de = readdir(d)) != NULL) {
+        char bdir[PATH_MAX];
+        DIR *b;
+        struct dirent *he;
+        if (!objstore_bucket_dir_ok(de->d_name) ||
+            objstore__fmt(bdir, sizeof(bdir), "%s/%s", top, de->d_name) != 0 ||
+            !(b = opendir(bdir)))
+            continue;
+        while (rc >= 0 && (he = readdir(b)) != NULL) {
+            char hdir[PATH_MAX];
+            DIR *h;
+            struct dirent *fe;
+            if (strlen(he->d_name) != 2 || strspn(he->d_name, "0123456789abcdef") != 2 ||
+                objstore__fmt(hdir, sizeof(hdir), "%s/%s", bdir, he->d_name) != 0 ||
+                !(h = opendir(hdir)))
+                continue;
+            while (rc >= 0 && (fe = readdir(h)) != NULL) {
+                rc = objstore_sweep_hashed_one(os, de->d_name, he->d_name, hdir, fe->d_name,
+                                               max_age_s);
+                if (rc > 0)
+                    n++;
+            }
+            closedir(h);
+        }
+        closedir(b);
+    }
+    closedir(d);
+    if (n)
+        ty_log(TY_LOG_INFO, "s3.hashed.swept", "dir='%s' removed=%d max_age_s=%d", top, n,
+               max_age_s);
+    return rc < 0 ? rc : n;
+}
+
 /* Renames tmp into place for bucket/key, natural path first. OUT: rel (relative path). */
 static int objstore_place(struct objstore *os, const char *bucket, const char *key, const char *tmp,
                           char *rel, size_t reln)
@@ -642,7 +798,8 @@ static int objstore_place(struct objstore *os, const char *bucket, const char *k
     /* not a plain path, or it collides with another key's file or directory */
     if (objstore_hashed_rel(bucket, key, rel, reln) != 0 ||
         objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0 ||
-        objstore_mkparent(abs) != 0 || rename(tmp, abs) != 0)
+        objstore_mkparent(abs) != 0 || objstore_hashed_tag(os, abs, key) != 0 ||
+        rename(tmp, abs) != 0)
         return -1;
     objstore__fsync_parent(abs);
     return 0;
@@ -655,8 +812,11 @@ static void objstore_unlink_rel(struct objstore *os, const char *bucket, const c
     if (objstore__fmt(abs, sizeof(abs), "%s/%s", os->dir, rel) != 0)
         return;
     unlink(abs);
-    if (strncmp(rel, ".ty/", 4) == 0)
+    if (strncmp(rel, ".ty/", 4) == 0) { /* a hashed path: its key tag goes with it */
+        if (objstore__fmt(stop, sizeof(stop), "%s.key", abs) == 0)
+            unlink(stop);
         return;
+    }
     if (objstore__fmt(stop, sizeof(stop), "%s/%s", os->dir, bucket) == 0)
         objstore_prune(abs, stop);
 }

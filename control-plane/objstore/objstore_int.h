@@ -41,6 +41,10 @@ int objstore__rmtree(const char *path, int depth);
 int objstore__copy_to_tmp_n(struct objstore *os, int in, uint64_t limit, char *tmp, size_t tn,
                             char *md5, uint64_t *size, struct ty_err *err);
 
+/* Removes files under <s3>/.ty/obj/ older than max_age_s that no record owns (what a crash
+   between a hashed object's rename and its record, or its record and its unlink, leaves), and
+   their key tags. Returns how many were removed, or -TY_EREDIS when Redis does not answer. */
+int objstore__sweep_hashed(struct objstore *os, int max_age_s);
 /* objstore_put_tmp with the part sizes psizes ("s1,s2,..."; NULL for a simple object) and the
    conditions cond (may be NULL) of a conditional write. */
 int objstore__put_tmp(struct objstore *os, const char *bucket, const char *key,

@@ -831,6 +831,12 @@ int objstore_sweep_orphans(struct objstore *os, int max_age_s)
         }
     }
     closedir(d);
+    {
+        int h = objstore__sweep_hashed(os, max_age_s);
+        if (h < 0)
+            return h;
+        n += h;
+    }
     if (n)
         ty_log(TY_LOG_INFO, "s3.orphans.swept", "dir='%s' removed=%d max_age_s=%d", os->dir, n,
                max_age_s);

@@ -191,3 +191,64 @@ def test_crash_leftovers_are_swept_while_the_server_runs(make_server):
     assert os.path.isdir(os.path.join(mpudir, live))
     parts = s2.client("s3").list_parts(Bucket=BUCKET, Key="live", UploadId=live)["Parts"]
     assert [p["PartNumber"] for p in parts] == [1]
+
+
+def test_hashed_objects_nothing_owns_are_swept(make_server):
+    """A key that is not a plain path ("a//b") is stored under .ty/obj/<bucket>/<hh>/<sha256>,
+    a name that does not say its key. A kill between such an object's record and its file
+    (a delete cut short after the record went, a put before the record came) left bytes there
+    that nothing owned, for ever. Now each such file has its key beside it, and the next sweep
+    removes the old ones whose record is gone, keeps those a record owns, and keeps a file whose
+    key it cannot prove (no tag, or a tag whose key does not hash to the name)."""
+    import subprocess
+    import time
+
+    srv = make_server(agents=0, extra=["--s3-orphan-age", "1"])
+    s3 = srv.client("s3")
+    s3.create_bucket(Bucket=BUCKET)
+    objdir = os.path.join(srv.data_dir, "s3", ".ty", "obj", BUCKET)
+
+    def hashed(key):
+        h = hashlib.sha256(key.encode()).hexdigest()
+        return os.path.join(objdir, h[:2], h)
+
+    s3.put_object(Bucket=BUCKET, Key="keep//1", Body=b"kept bytes")
+    s3.put_object(Bucket=BUCKET, Key="gone//1", Body=b"orphaned bytes")
+    s3.put_object(Bucket=BUCKET, Key="plain/1", Body=b"natural path")
+    for k in ("keep//1", "gone//1"):
+        assert os.path.isfile(hashed(k)), k
+        with open(hashed(k) + ".key", "rb") as f:
+            assert f.read() == k.encode()
+    # a stray file with a tag that lies about its key, and one with no tag: never proven, kept
+    liar = hashed("liar//1")
+    os.makedirs(os.path.dirname(liar), exist_ok=True)
+    with open(liar, "wb") as f:
+        f.write(b"x")
+    with open(liar + ".key", "wb") as f:
+        f.write(b"keep//1")
+    untagged = hashed("untagged//1")
+    os.makedirs(os.path.dirname(untagged), exist_ok=True)
+    with open(untagged, "wb") as f:
+        f.write(b"y")
+    # what a kill between the two steps of a delete leaves: the record gone, the file there
+    sock = os.path.join(srv.data_dir, "redis", "redis.sock")
+    for cmd in (["DEL", f"ty:s3:obj:{BUCKET}/gone//1"], ["ZREM", f"ty:s3:keys:{BUCKET}", "gone//1"]):
+        subprocess.run(["redis-cli", "-s", sock, *cmd], check=True, capture_output=True)
+    srv.kill()
+    time.sleep(2.2)
+    s2 = make_server(agents=0, data_dir=srv.data_dir, start=False,
+                     extra=["--s3-orphan-age", "1"])
+    s2.start(timeout=60)
+    c2 = s2.client("s3")
+    c2.list_buckets()
+    assert not os.path.exists(hashed("gone//1"))
+    assert not os.path.exists(hashed("gone//1") + ".key")
+    assert os.path.isfile(liar) and os.path.isfile(untagged)
+    assert c2.get_object(Bucket=BUCKET, Key="keep//1")["Body"].read() == b"kept bytes"
+    assert c2.get_object(Bucket=BUCKET, Key="plain/1")["Body"].read() == b"natural path"
+    keys = [o["Key"] for o in c2.list_objects_v2(Bucket=BUCKET)["Contents"]]
+    assert sorted(keys) == ["keep//1", "plain/1"]
+    # a delete that finishes takes the tag with the file
+    c2.delete_object(Bucket=BUCKET, Key="keep//1")
+    assert not os.path.exists(hashed("keep//1"))
+    assert not os.path.exists(hashed("keep//1") + ".key")

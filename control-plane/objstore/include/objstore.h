@@ -9,7 +9,8 @@
  *                                the path does not collide with a file or directory of another
  *                                key). This is the layout the agent reads channels from and
  *                                writes model.tar.gz to, so both stay plain files.
- *   <s3>/.ty/obj/<bucket>/<hh>/<sha256(key)>   any other key's bytes
+ *   <s3>/.ty/obj/<bucket>/<hh>/<sha256(key)>   any other key's bytes, with <...>.key beside
+ *                                it holding the key (written first, so a sweep can ask its record)
  *   <s3>/.ty/tmp/                temp files (uploads in flight); same file system, so a commit
  *                                is a rename
  *   <s3>/.ty/mpu/<upload-id>/<n> the parts of a multipart upload
@@ -104,8 +105,10 @@ int objstore_sweep_tmp(const char *s3_dir, int max_age_s);
 /*
  * What a crash left that nothing owns, older than max_age_s: temp files (objstore_sweep_tmp)
  * and part folders under <s3_dir>/.ty/mpu/ whose upload has no record (an abort or completion
- * cut short after its record went, a create cut short before). A folder whose record exists
- * is left alone whatever its age; one is removed under its upload's lock. Returns how many
+ * cut short after its record went, a create cut short before), and object files under
+ * <s3_dir>/.ty/obj/ whose key (read from the tag beside them) has no record or one naming
+ * another path. A folder or file a record owns is left alone whatever its age; each is removed
+ * under its upload's or key's lock. Returns how many
  * files and folders were removed, or -TY_EREDIS (nothing removed) when Redis does not answer.
  */
 int objstore_sweep_orphans(struct objstore *os, int max_age_s);
