@@ -62,18 +62,23 @@ int ty_err_set(struct ty_err *err, int code, const char *field, const char *fmt,
 {
     if (code < 0)
         code = -code;
-    if (err) {
+    if (err) { /* built aside first: field and the arguments may point into err itself */
+        char f[sizeof(err->field)], m[sizeof(err->msg)];
         va_list ap;
         int n;
-        err->code = code;
-        n = snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
-        if (n >= (int)sizeof(err->field))
-            ty_err_utf8_tail(err->field, sizeof(err->field) - 1);
+        n = snprintf(f, sizeof(f), "%s", field ? field : "");
+        if (n >= (int)sizeof(f))
+            ty_err_utf8_tail(f, sizeof(f) - 1);
         va_start(ap, fmt);
-        n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+        n = vsnprintf(m, sizeof(m), fmt, ap);
         va_end(ap);
-        if (n >= (int)sizeof(err->msg))
-            ty_err_utf8_tail(err->msg, sizeof(err->msg) - 1);
+        if (n < 0)
+            m[0] = '\0';
+        else if (n >= (int)sizeof(m))
+            ty_err_utf8_tail(m, sizeof(m) - 1);
+        err->code = code;
+        memcpy(err->field, f, sizeof(f));
+        memcpy(err->msg, m, sizeof(m));
     }
     return -code;
 }

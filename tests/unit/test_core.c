@@ -67,6 +67,27 @@ static int utf8_complete(const char *s)
 
 /* A message cut to fit its buffer never ends inside a multi-byte character (it goes into
    JSON answers: fuzz_model found one that did). */
+/* The old message as an argument of the new one (a prefix added on the way up): it used to be
+   read while it was being overwritten, an overlapping vsnprintf. */
+static void test_err_set_takes_its_own_message(void **state)
+{
+    struct ty_err e;
+    char want[sizeof(e.msg)];
+    (void)state;
+
+    ty_err_set(&e, TY_EIO, "Key", "the store said no");
+    ty_err_set(&e, TY_EINVAL, e.field, "object store: %s", e.msg);
+    assert_string_equal(e.msg, "object store: the store said no");
+    assert_string_equal(e.field, "Key");
+    assert_int_equal(e.code, TY_EINVAL);
+    memset(want, 'a', sizeof(want) - 1);
+    want[sizeof(want) - 1] = '\0';
+    ty_err_set(&e, TY_EIO, NULL, "%s", want);
+    ty_err_set(&e, TY_EIO, NULL, "p:%s", e.msg);
+    assert_int_equal(strlen(e.msg), sizeof(e.msg) - 1);
+    assert_memory_equal(e.msg, "p:aaaa", 6);
+}
+
 static void test_err_set_cuts_on_utf8_boundaries(void **state)
 {
     static const char *const chars[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"};
@@ -378,6 +399,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_err_set_returns_negative_code),
         cmocka_unit_test(test_err_set_cuts_on_utf8_boundaries),
+        cmocka_unit_test(test_err_set_takes_its_own_message),
         cmocka_unit_test(test_opts_precedence_and_errors),
         cmocka_unit_test(test_buf_ceiling),
         cmocka_unit_test(test_buf_put_xml),

@@ -55,6 +55,8 @@ void ty_err_clear(struct ty_err *err);
 /*
  * Records code, field (may be NULL) and a printf-style message in err (which may be NULL) and
  * returns -code, so that `return ty_err_set(err, TY_EINVAL, "TrainingJobName", "...")` works.
+ * field and the message's arguments may point into err (`"prefix: %s", err->msg` keeps the old
+ * message after the prefix).
  */
 int ty_err_set(struct ty_err *err, int code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
