@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "authgen.h"
+#include "session.h"
 #include "store_iam.h"
 
 #define SM(op, res, cond)                                                                          \
@@ -702,9 +703,64 @@ static void authz_resource_tags(struct authz__ctx *c, const char *svc, json_t *t
     }
 }
 
-/* Evaluates and turns a refusal into AWS's AccessDenied. */
-static int authz_decide(const char *principal_arn, const struct authz__entry *e, const char *action,
-                        const char *resource, struct authz__ctx *c, struct ty_err *err)
+/*
+ * The session policy of an assumed-role principal (session.h: what the agent granted a job's
+ * credentials with), as STS's AssumeRole Policy: the request must be allowed by it as well as
+ * by the role's policies, and a Deny in it denies. A principal of another kind has none. Read
+ * on every request (one GET; the policies are small and the job's credentials few), so a new
+ * grant for a job of the same name is in force at once. Fails closed: an assumed role whose
+ * session has no record (revoked, or granted by a release without session policies) is denied.
+ */
+static int authz_session(struct store *s, const char *principal_arn, const struct iam_request *req,
+                         struct ty_err *err)
+{
+    char name[STORE_IAM_NAME_MAX + 2], acct[64], msg[sizeof(err->msg)], on[1200] = "";
+    const char *session;
+    enum iam_decision d = IAM_DENY_IMPLICIT;
+    struct iam_policy *p = NULL;
+    struct ty_err perr;
+    char *text = NULL;
+    int rc;
+
+    if (authz_parse(principal_arn, name, sizeof(name), acct, sizeof(acct), &session) !=
+        AUTHZ_K_ASSUMED)
+        return 0;
+    rc = session_policy_get(s, session, &text, err);
+    if (rc != 0 && rc != -TY_ENOTFOUND)
+        return rc;
+    ty_err_clear(err);
+    if (text && !*text) {
+        free(text);
+        return 0; /* granted without one */
+    }
+    if (text && iam_policy_parse(text, strlen(text), &p, &perr) == 0) {
+        const struct iam_policy *one[1] = {p};
+        d = iam_evaluate(one, 1, req);
+    }
+    iam_policy_free(p);
+    free(text);
+    if (d == IAM_ALLOW)
+        return 0;
+    if (req->resource && *req->resource && strcmp(req->resource, "*") != 0)
+        snprintf(on, sizeof(on), " on resource: %s", req->resource);
+    if (d == IAM_DENY_EXPLICIT)
+        snprintf(msg, sizeof(msg),
+                 "User: %s is not authorized to perform: %s%s with an explicit deny in a session "
+                 "policy",
+                 principal_arn, req->action, on);
+    else
+        snprintf(msg, sizeof(msg),
+                 "User: %s is not authorized to perform: %s%s because no session policy allows "
+                 "the %s action",
+                 principal_arn, req->action, on, req->action);
+    return ty_err_set(err, TY_EDENIED, "", "%s", msg);
+}
+
+/* Evaluates (the role's or user's policies, then an assumed role's session policy) and turns a
+   refusal into AWS's AccessDenied. */
+static int authz_decide(struct store *s, const char *principal_arn, const struct authz__entry *e,
+                        const char *action, const char *resource, struct authz__ctx *c,
+                        struct ty_err *err)
 {
     struct iam_request req;
     enum iam_decision d = IAM_DENY_IMPLICIT;
@@ -715,7 +771,7 @@ static int authz_decide(const char *principal_arn, const struct authz__entry *e,
     if (e && !c->overflow)
         d = iam_evaluate((const struct iam_policy *const *)e->pols, e->npol, &req);
     if (d == IAM_ALLOW)
-        return 0;
+        return authz_session(s, principal_arn, &req, err);
     return iam_deny_error(err, principal_arn, &req, d, NULL);
 }
 
@@ -741,7 +797,7 @@ int authz_check(struct store *s, const char *principal_arn, const char *action,
         else
             authz_add(c, ctx[i].key, ctx[i].value);
     }
-    rc = authz_decide(principal_arn, e, action, resource, c, err);
+    rc = authz_decide(s, principal_arn, e, action, resource, c, err);
     authz_ctx_cleanup(c);
     free(c);
     return rc;
@@ -813,7 +869,7 @@ int authz_request(struct store *s, const char *service, const char *op, json_t *
         authz_instance_types(c, in);
     if ((row->cond & AUTHZ_C_RESTAGS) && rtags)
         authz_resource_tags(c, row->service, rtags);
-    rc = authz_decide(principal_arn, e, row->action, resource, c, err);
+    rc = authz_decide(s, principal_arn, e, row->action, resource, c, err);
     authz_ctx_cleanup(c);
     free(c);
     json_decref(rtags);

@@ -36,8 +36,8 @@ static int presign_role_creds(const struct console_ctx *c, int expires_s, struct
         return ty_err_set(err, TY_ENOTFOUND, NULL,
                           "This user profile has no execution role to sign the URL with.");
     snprintf(label, sizeof(label), "console/%.100s", pid);
-    if ((rc = session_job_grant(c->s, label, c->sess->principal, expires_s + 60, tok, sizeof(tok),
-                                err)) != 0)
+    if ((rc = session_job_grant(c->s, label, c->sess->principal, NULL, expires_s + 60, tok,
+                                sizeof(tok), err)) != 0)
         return rc;
     rc = session_mint(c->s, tok, expires_s, time(NULL), &sc, err);
     OPENSSL_cleanse(tok, sizeof(tok));

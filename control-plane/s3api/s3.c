@@ -702,15 +702,20 @@ static int s3_check_unsupported(struct http_request *req, struct http_response *
     return 1;
 }
 
-/* authz_check of action on resource for the worker's caller. 0, or -1 with the error written. */
+/* authz_check of action on resource for the worker's caller, with s3:prefix (the request's
+   prefix, "" when it names none, as on S3) for a listing. 0, or -1 with the error written. */
 static int s3_allowed(struct http_request *req, struct http_response *resp, const struct s3_req *r,
                       const char *action, const char *resource)
 {
     struct worker *w = worker_self();
+    const char *prefix = s3__qget(r, "prefix");
+    struct iam_ctx_entry ctx[] = {{"s3:prefix", NULL, 0, prefix ? prefix : ""}};
+    int list = strcmp(action, "s3:ListBucket") == 0;
     struct ty_err err;
 
     ty_err_clear(&err);
-    if (authz_check(w->store, w->principal, action, resource, NULL, 0, &err) == 0)
+    if (authz_check(w->store, w->principal, action, resource, list ? ctx : NULL, list ? 1 : 0,
+                    &err) == 0)
         return 0;
     if (err.code == TY_EDENIED)
         s3__error(req, resp, "AccessDenied", "Access Denied", r, NULL);

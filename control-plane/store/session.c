@@ -24,14 +24,19 @@
 
 #define SESSION_KEY_MAX 1024
 
-/* KEYS: token key, job set. ARGV: job, role_arn, expires, key ttl, set member. */
+/* KEYS: token key, job set, session policy key. ARGV: job, role_arn, expires, key ttl, set
+   member, policy member, policy text ("" for none). */
 static const char session_lua_grant[] =
     "redis.call('HSET', KEYS[1], 'job', ARGV[1], 'role_arn', ARGV[2], 'expires', ARGV[3])\n"
     "redis.call('EXPIRE', KEYS[1], ARGV[4])\n"
-    "redis.call('SADD', KEYS[2], ARGV[5])\n"
+    "redis.call('SADD', KEYS[2], ARGV[5], ARGV[6])\n"
     "if redis.call('TTL', KEYS[2]) < tonumber(ARGV[4]) then\n"
     "  redis.call('EXPIRE', KEYS[2], ARGV[4])\n"
     "end\n"
+    "local ttl = redis.call('TTL', KEYS[3])\n"
+    "redis.call('SET', KEYS[3], ARGV[7])\n"
+    "if ttl > tonumber(ARGV[4]) then redis.call('EXPIRE', KEYS[3], ttl)\n"
+    "else redis.call('EXPIRE', KEYS[3], ARGV[4]) end\n"
     "return 1\n";
 
 /* KEYS: token key, job set, session key. ARGV: token member, key member, key ttl, then the
@@ -54,7 +59,8 @@ static const char session_lua_revoke[] =
     "for _, m in ipairs(redis.call('SMEMBERS', KEYS[1])) do\n"
     "  local k\n"
     "  if string.sub(m, 1, 4) == 'tok:' then k = 'ty:jobtoken:' .. string.sub(m, 5)\n"
-    "  elseif string.sub(m, 1, 4) == 'key:' then k = 'ty:session:' .. string.sub(m, 5) end\n"
+    "  elseif string.sub(m, 1, 4) == 'key:' then k = 'ty:session:' .. string.sub(m, 5)\n"
+    "  elseif string.sub(m, 1, 4) == 'pol:' then k = 'ty:jobpol:' .. string.sub(m, 5) end\n"
     "  if k then n = n + redis.call('DEL', k) end\n"
     "end\n"
     "redis.call('DEL', KEYS[1])\n"
@@ -155,12 +161,13 @@ static int session_eval(struct store *s, const char *script, int nkeys, int narg
     return rc;
 }
 
-int session_job_grant(struct store *s, const char *job, const char *role_arn, int ttl_s,
-                      char *token, size_t n, struct ty_err *err)
+int session_job_grant(struct store *s, const char *job, const char *role_arn, const char *policy,
+                      int ttl_s, char *token, size_t n, struct ty_err *err)
 {
     char tok[SESSION_TOKEN_LEN], sha[65], tkey[SESSION_KEY_MAX], jkey[SESSION_KEY_MAX];
     char acct[13], name[SESSION_ARN_MAX], expires[32], kttl[32], member[80];
-    const char *args[8];
+    char pkey[SESSION_KEY_MAX], pmember[80];
+    const char *args[10];
     long long one = 0;
     int rc;
 
@@ -174,6 +181,9 @@ int session_job_grant(struct store *s, const char *job, const char *role_arn, in
                           SESSION_MAX_TTL_S);
     if (!token || n < SESSION_TOKEN_LEN)
         return ty_err_set(err, TY_EINVAL, "token", "session: token buffer too small");
+    if (policy && strlen(policy) > SESSION_POLICY_MAX)
+        return ty_err_set(err, TY_EINVAL, "policy", "session: policy over %d bytes",
+                          SESSION_POLICY_MAX);
     if (ty_rand_hex(tok, 64) != 0)
         return ty_err_set(err, TY_EINTERNAL, NULL, "session: no randomness");
     session_sha256_hex(tok, sha);
@@ -182,14 +192,19 @@ int session_job_grant(struct store *s, const char *job, const char *role_arn, in
     snprintf(expires, sizeof(expires), "%lld", (long long)time(NULL) + ttl_s);
     snprintf(kttl, sizeof(kttl), "%d", ttl_s + SESSION_GRACE_S);
     snprintf(member, sizeof(member), "tok:%s", sha);
+    snprintf(pkey, sizeof(pkey), "ty:jobpol:%.64s", job); /* the session name (session_mint) */
+    snprintf(pmember, sizeof(pmember), "pol:%.64s", job);
     args[0] = tkey;
     args[1] = jkey;
-    args[2] = job;
-    args[3] = role_arn;
-    args[4] = expires;
-    args[5] = kttl;
-    args[6] = member;
-    rc = session_eval(s, session_lua_grant, 2, 5, args, &one, err);
+    args[2] = pkey;
+    args[3] = job;
+    args[4] = role_arn;
+    args[5] = expires;
+    args[6] = kttl;
+    args[7] = member;
+    args[8] = pmember;
+    args[9] = policy ? policy : "";
+    rc = session_eval(s, session_lua_grant, 3, 7, args, &one, err);
     if (rc == 0) {
         memcpy(token, tok, SESSION_TOKEN_LEN);
         ty_log(TY_LOG_INFO, "session.grant", "job=%s role=%s ttl=%d", job, role_arn, ttl_s);
@@ -214,6 +229,29 @@ int session_job_revoke(struct store *s, const char *job, struct ty_err *err)
         authgen_changed(s); /* cached credentials of the job stop working everywhere */
     if (rc == 0)
         ty_log(TY_LOG_INFO, "session.revoke", "job=%s deleted=%lld", job, n);
+    return rc;
+}
+
+int session_policy_get(struct store *s, const char *session_name, char **policy, struct ty_err *err)
+{
+    char pkey[SESSION_KEY_MAX];
+    redisReply *r;
+    int rc = 0;
+
+    *policy = NULL;
+    if (!session_name || !*session_name || strlen(session_name) > 64)
+        return ty_err_set(err, TY_ENOTFOUND, NULL, "session: no such session");
+    snprintf(pkey, sizeof(pkey), "ty:jobpol:%s", session_name);
+    r = store__cmdv(s, err, "GET", pkey, NULL);
+    if (!r)
+        return -TY_EREDIS;
+    if (r->type == REDIS_REPLY_NIL)
+        rc = ty_err_set(err, TY_ENOTFOUND, NULL, "session: no session policy record");
+    else if (r->type != REDIS_REPLY_STRING)
+        rc = store__reply_err(r, "GET session policy", err);
+    else if (!(*policy = strndup(r->str, r->len)))
+        rc = ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    freeReplyObject(r);
     return rc;
 }
 

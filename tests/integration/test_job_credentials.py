@@ -139,9 +139,13 @@ BOTO_SCRIPT = [
 def _boto_job(server, sm, pyboto, buckets, role):
     a, b = buckets
     name = H.unique("cred-boto")
-    # the agent uploads the model with the job's role too: the output goes to the allowed bucket
+    # the agent uploads the model with the job's role too: the output goes to the allowed bucket;
+    # the whole allowed bucket is the job's channel, so that a job with the default role (whose
+    # credentials reach only what the job owns) may list it too
     d = _job(server, sm, name, pyboto, ["python3", "-c", EXEC], BOTO_SCRIPT, role=role,
              Environment={"CRED_ALLOWED": a, "CRED_DENIED": b},
+             InputDataConfig=[{"ChannelName": "all", "DataSource": {"S3DataSource": {
+                 "S3DataType": "S3Prefix", "S3Uri": f"s3://{a}/"}}}],
              OutputDataConfig={"S3OutputPath": f"s3://{a}/output"})
     return name, d
 
@@ -184,16 +188,76 @@ def test_boto3_in_job_allowed_and_denied(server, sm, logs, pyboto, buckets, buck
         "InvalidAccessKeyId", "ExpiredToken", "InvalidToken", "AccessDenied"), e.value.response
 
 
-def test_boto3_in_job_default_role(server, sm, logs, pyboto, buckets):
-    """With the default execution role (no IAM roles needed) boto3 gets credentials from the
-    environment alone and reaches trainyard's S3 through the relay."""
-    name, d = _boto_job(server, sm, pyboto, buckets, DEFAULT_ROLE)
+# A job run with the default role, as a hostile tenant would write it: what it owns works, and
+# every other tenant's data and logs are refused (issue 36, finding 1). PutLogEvents is not
+# served (the agent writes a job's logs), so the log checks read.
+SCOPED_SCRIPT = [
+    "import os, json, boto3, botocore.exceptions",
+    "sess = boto3.session.Session()",
+    "ep = os.environ['AWS_ENDPOINT_URL']",
+    "s3 = sess.client('s3', endpoint_url=ep)",
+    "import urllib.request, urllib.error",
+    "from botocore.auth import SigV4Auth",
+    "from botocore.awsrequest import AWSRequest",
+    # the image's botocore has no logs model: CloudWatch Logs' JSON protocol, signed by hand
+    "def logs(op, body):",
+    "    r = AWSRequest(method='POST', url=ep + '/', data=json.dumps(body), headers={'X-Amz-Target': 'Logs_20140328.' + op, 'Content-Type': 'application/x-amz-json-1.1'})",
+    "    SigV4Auth(sess.get_credentials().get_frozen_credentials(), 'logs', os.environ['AWS_REGION']).add_auth(r)",
+    "    try:",
+    "        with urllib.request.urlopen(urllib.request.Request(ep + '/', data=r.body if isinstance(r.body, bytes) else r.body.encode(), headers=dict(r.headers.items()), method='POST')) as f:",
+    "            return json.loads(f.read() or b'{}')",
+    "    except urllib.error.HTTPError as e:",
+    "        raise botocore.exceptions.ClientError({'Error': {'Code': json.loads(e.read()).get('__type', '').split('#')[-1]}}, op)",
+    "job = os.environ['TRAINING_JOB_NAME']",
+    "a, b = os.environ['CRED_ALLOWED'], os.environ['CRED_DENIED']",
+    "G = '/aws/sagemaker/TrainingJobs'",
+    "def try_(tag, f):",
+    "    try:",
+    "        r = f()",
+    "        print(tag + ' ' + json.dumps(['ok', r]), flush=True)",
+    "    except botocore.exceptions.ClientError as e:",
+    "        print(tag + ' ' + json.dumps(['err', e.response['Error']['Code']]), flush=True)",
+    "try_('OWN_LIST', lambda: [o['Key'] for o in s3.list_objects_v2(Bucket=a, Prefix='train/')['Contents']])",
+    "try_('OWN_GET', lambda: s3.get_object(Bucket=a, Key='train/x.csv')['Body'].read().decode())",
+    "try_('OWN_PUT', lambda: s3.put_object(Bucket=a, Key='output/' + job + '/extra.txt', Body=b'x') and 1)",
+    "try_('OWN_LOG', lambda: len(logs('DescribeLogStreams', {'logGroupName': G, 'logStreamNamePrefix': job + '/'})['logStreams']))",
+    "try_('OTHER_GET', lambda: s3.get_object(Bucket=b, Key='secret.txt')['Body'].read().decode())",
+    "try_('OTHER_LIST', lambda: [o['Key'] for o in s3.list_objects_v2(Bucket=b).get('Contents', [])])",
+    "try_('ROOT_LIST', lambda: [o['Key'] for o in s3.list_objects_v2(Bucket=a).get('Contents', [])])",
+    "try_('OTHER_PUT', lambda: s3.put_object(Bucket=a, Key='output/other-job/model.tar.gz', Body=b'x') and 1)",
+    "try_('OTHER_LOG', lambda: len(logs('GetLogEvents', {'logGroupName': G, 'logStreamName': os.environ['VICTIM_STREAM']})['events']))",
+]
+
+
+def test_default_role_job_reaches_only_its_own(server, sm, logs, pyboto, buckets, s3_admin):
+    """A job run with the default role (whose policy names every bucket) gets credentials
+    limited by a session policy of what the job owns: its channel, its output prefix, its own
+    log streams work; another tenant's object, a listing outside its prefixes, another job's
+    output and another job's log stream are refused. Before, the job read the other tenant's
+    secret.txt and listed every bucket."""
+    a, b = buckets
+    s3_admin.put_object(Bucket=a, Key="train/x.csv", Body=b"1,2\n")
+    victim = H.unique("cred-victim") + "/algo-1-1"
+    name = H.unique("cred-scoped")
+    d = _job(server, sm, name, pyboto, ["python3", "-c", EXEC], SCOPED_SCRIPT,
+             Environment={"CRED_ALLOWED": a, "CRED_DENIED": b, "VICTIM_STREAM": victim},
+             InputDataConfig=[{"ChannelName": "train", "DataSource": {"S3DataSource": {
+                 "S3DataType": "S3Prefix", "S3Uri": f"s3://{a}/train/"}}}],
+             OutputDataConfig={"S3OutputPath": f"s3://{a}/output"})
     lines = _log_lines(logs, name)
-    assert d["TrainingJobStatus"] == "Completed", (d.get("FailureReason"), lines[-30:])
-    _check_env(_tagged(lines, "ENV"))
-    method, akid, _, _ = _tagged(lines, "CREDS")
-    assert method == "container-role" and akid.startswith("ASIA")
-    assert "hello.txt" in _tagged(lines, "ALLOWED")  # earlier jobs' outputs may be there too
+    assert d["TrainingJobStatus"] == "Completed", (d.get("FailureReason"), "\n".join(lines[-30:]))
+    assert _tagged(lines, "OWN_LIST") == ["ok", ["train/x.csv"]]
+    assert _tagged(lines, "OWN_GET") == ["ok", "1,2\n"]
+    assert _tagged(lines, "OWN_PUT") == ["ok", 1]
+    assert _tagged(lines, "OWN_LOG") == ["ok", 1]  # its own stream's name
+    assert _tagged(lines, "OTHER_GET") == ["err", "AccessDenied"]
+    assert _tagged(lines, "OTHER_LIST") == ["err", "AccessDenied"]
+    assert _tagged(lines, "ROOT_LIST") == ["err", "AccessDenied"]
+    assert _tagged(lines, "OTHER_PUT") == ["err", "AccessDenied"]
+    assert _tagged(lines, "OTHER_LOG") == ["err", "AccessDeniedException"]
+    # and the job's own outputs, written by the agent with the role itself, are all there
+    keys = [o["Key"] for o in s3_admin.list_objects_v2(Bucket=a, Prefix=f"output/{name}/")["Contents"]]
+    assert f"output/{name}/output/model.tar.gz" in keys and f"output/{name}/extra.txt" in keys
 
 
 def test_wget_fetches_credentials(server, sm, logs):

@@ -23,9 +23,12 @@
 #include "authz.h"
 #include "authz_s3.h"
 #include "iamapi.h"
+#include "jobpolicy.h"
 #include "ops.h"
 #include "quota.h"
 #include "redis_fixture.h"
+#include "session.h"
+#include "spec.h"
 #include "store.h"
 #include "store_iam.h"
 
@@ -627,8 +630,18 @@ static void test_role_principals_and_access(void **state)
     assert_int_equal(authz_s3_check(st, "arn:aws:iam::000000000000:role/nope", "s3:GetObject",
                                     "mine", "data/a.csv", &err),
                      -TY_EDENIED);
-    /* the assumed-role form has the role's policies, with aws:userid <RoleId>:<session> */
+    /* the assumed-role form has the role's policies, with aws:userid <RoleId>:<session>; a
+       session with no grant recorded is denied whatever the role allows (fail closed) */
     json_t *empty = json_object(); /* authz_request borrows its input */
+    assert_int_equal(authz_request(st, "sagemaker", "ListTrainingJobs", empty,
+                                   "arn:aws:sts::000000000000:assumed-role/lim/sess1", "us-east-1",
+                                   "000000000000", &err),
+                     -TY_EDENIED);
+    {
+        char tok[SESSION_TOKEN_LEN];
+        assert_int_equal(session_job_grant(st, "sess1", role, NULL, 600, tok, sizeof(tok), &err),
+                         0);
+    }
     assert_int_equal(authz_request(st, "sagemaker", "ListTrainingJobs", empty,
                                    "arn:aws:sts::000000000000:assumed-role/lim/sess1", "us-east-1",
                                    "000000000000", &err),
@@ -645,6 +658,94 @@ static void test_role_principals_and_access(void **state)
     assert_int_equal(store_iam_role_policy_delete(st, "lim", "p", &err), 0);
     assert_int_equal(authz_s3_check(st, role, "s3:GetObject", "mine", "data/a.csv", &err),
                      -TY_EDENIED);
+}
+
+/* A job's session policy (jobpolicy.h, granted as the agent does) limits its credentials to
+   what the job owns, on top of the role's policies; a Deny in a session policy denies. */
+static void test_session_policy(void **state)
+{
+    const char *pol = "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\","
+                      "\"Action\":[\"s3:*\",\"logs:*\"],\"Resource\":\"*\"}]}";
+    const char *role = "arn:aws:iam::000000000000:role/wide";
+    const char *who = "arn:aws:sts::000000000000:assumed-role/wide/sp-job";
+    const char *doc = "{\"TrainingJobName\":\"sp-job\",\"RoleArn\":"
+                      "\"arn:aws:iam::000000000000:role/wide\",\"AlgorithmSpecification\":{"
+                      "\"TrainingImage\":\"x\",\"TrainingInputMode\":\"File\"},"
+                      "\"ResourceConfig\":{\"InstanceType\":\"ml.m5.large\",\"InstanceCount\":1,"
+                      "\"VolumeSizeInGB\":1},\"StoppingCondition\":{\"MaxRuntimeInSeconds\":60},"
+                      "\"InputDataConfig\":[{\"ChannelName\":\"train\",\"DataSource\":{"
+                      "\"S3DataSource\":{\"S3DataType\":\"S3Prefix\",\"S3Uri\":"
+                      "\"s3://alice/data/tr*in\"}}}],\"HyperParameters\":{"
+                      "\"sagemaker_submit_directory\":\"\\\"s3://alice/code/src.tar.gz\\\"\"},"
+                      "\"OutputDataConfig\":{\"S3OutputPath\":\"s3://alice/out/\"}}";
+    struct iam_ctx_entry pre[] = {{"s3:prefix", NULL, 0, "data/tr*in/x"}};
+    struct iam_ctx_entry wide[] = {{"s3:prefix", NULL, 0, "data/"}};
+    struct iam_ctx_entry star[] = {{"s3:prefix", NULL, 0, "data/trXin"}};
+    char tok[SESSION_TOKEN_LEN], *text = NULL;
+    struct ty_err err;
+    struct spec sp;
+    json_t *d;
+    (void)state;
+    if (!have_redis)
+        skip();
+    make_role("wide", TRUST_SM, pol);
+    memset(&sp, 0, sizeof(sp));
+    d = json_loads(doc, 0, NULL);
+    assert_non_null(d);
+    assert_int_equal(spec_parse(d, &sp, &err), 0);
+    json_decref(d);
+    assert_false(jobpolicy_scoped(role));
+    assert_true(jobpolicy_scoped("arn:aws:iam::000000000000:role/trainyard"));
+    assert_false(jobpolicy_scoped("arn:aws:iam::000000000000:role/x/trainyard"));
+    assert_false(jobpolicy_scoped("arn:aws:iam::000000000000:role/nottrainyard"));
+    assert_int_equal(jobpolicy_build(&sp, &text, &err), 0);
+    assert_int_equal(session_job_grant(st, "sp-job", role, text, 600, tok, sizeof(tok), &err), 0);
+#define CHECK(action, res, ctx, n, want)                                                           \
+    assert_int_equal(authz_check(st, who, action, res, ctx, n, &err), want)
+    /* its own: channel (the '*' of its name is a letter, not a wildcard), code, output */
+    CHECK("s3:GetObject", "arn:aws:s3:::alice/data/tr*in/part-0", NULL, 0, 0);
+    CHECK("s3:GetObject", "arn:aws:s3:::alice/data/trXin/part-0", NULL, 0, -TY_EDENIED);
+    CHECK("s3:GetObject", "arn:aws:s3:::alice/code/src.tar.gz", NULL, 0, 0);
+    CHECK("s3:PutObject", "arn:aws:s3:::alice/out/sp-job/output/model.tar.gz", NULL, 0, 0);
+    CHECK("s3:ListBucket", "arn:aws:s3:::alice", pre, 1, 0);
+    CHECK("logs:PutLogEvents",
+          "arn:aws:logs:us-east-1:000000000000:log-group:/aws/sagemaker/TrainingJobs:log-stream:"
+          "sp-job/algo-1-1",
+          NULL, 0, 0);
+    /* not its own: the role allows it, the session does not */
+    CHECK("s3:ListBucket", "arn:aws:s3:::alice", wide, 1, -TY_EDENIED);
+    CHECK("s3:ListBucket", "arn:aws:s3:::alice", star, 1, -TY_EDENIED);
+    CHECK("s3:ListBucket", "arn:aws:s3:::alice", NULL, 0, -TY_EDENIED);
+    CHECK("s3:GetObject", "arn:aws:s3:::bob/secret.txt", NULL, 0, -TY_EDENIED);
+    assert_non_null(strstr(err.msg, "because no session policy allows the s3:GetObject action"));
+    CHECK("s3:PutObject", "arn:aws:s3:::alice/out/other-job/output/model.tar.gz", NULL, 0,
+          -TY_EDENIED);
+    CHECK("s3:PutObject", "arn:aws:s3:::alice/code/src.tar.gz", NULL, 0, -TY_EDENIED);
+    CHECK("s3:DeleteObject", "arn:aws:s3:::alice/out/sp-job/output/model.tar.gz", NULL, 0,
+          -TY_EDENIED);
+    CHECK("logs:PutLogEvents",
+          "arn:aws:logs:us-east-1:000000000000:log-group:/aws/sagemaker/TrainingJobs:log-stream:"
+          "other-job/algo-1-1",
+          NULL, 0, -TY_EDENIED);
+    /* the role still bounds the session: what the role does not allow stays denied */
+    CHECK("sagemaker:ListTrainingJobs", "*", NULL, 0, -TY_EDENIED);
+    free(text);
+    /* an explicit Deny in a session policy */
+    assert_int_equal(session_job_grant(st, "sp-job", role,
+                                       "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":"
+                                       "\"Allow\",\"Action\":\"s3:*\",\"Resource\":\"*\"},{"
+                                       "\"Effect\":\"Deny\",\"Action\":\"s3:GetObject\","
+                                       "\"Resource\":\"arn:aws:s3:::bob/*\"}]}",
+                                       600, tok, sizeof(tok), &err),
+                     0);
+    CHECK("s3:GetObject", "arn:aws:s3:::bob/secret.txt", NULL, 0, -TY_EDENIED);
+    assert_non_null(strstr(err.msg, "with an explicit deny in a session policy"));
+    CHECK("s3:GetObject", "arn:aws:s3:::carol/x", NULL, 0, 0);
+    /* revoked: nothing of the session is left, so its credentials are denied */
+    assert_int_equal(session_job_revoke(st, "sp-job", &err), 0);
+    CHECK("s3:GetObject", "arn:aws:s3:::carol/x", NULL, 0, -TY_EDENIED);
+#undef CHECK
+    spec_cleanup(&sp);
 }
 
 static void test_inactive_key(void **state)
@@ -748,6 +849,7 @@ int main(void)
         cmocka_unit_test(test_trust_policies),
         cmocka_unit_test_setup_teardown(test_roles_and_pass_role, setup, teardown),
         cmocka_unit_test_setup_teardown(test_role_principals_and_access, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_session_policy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inactive_key, setup, teardown),
     };
     int rc = redis_fixture_start(&fx);

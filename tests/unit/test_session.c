@@ -82,10 +82,10 @@ static void test_grant(void **state)
     char tok[SESSION_TOKEN_LEN], tok2[SESSION_TOKEN_LEN], sha[65], key[128];
     redisReply *r;
 
-    assert_int_equal(session_job_grant(s, "job-a", ROLE, 600, tok, sizeof(tok), &err), 0);
+    assert_int_equal(session_job_grant(s, "job-a", ROLE, NULL, 600, tok, sizeof(tok), &err), 0);
     assert_int_equal(strlen(tok), 64);
     assert_true(all_in(tok, "0123456789abcdef"));
-    assert_int_equal(session_job_grant(s, "job-a", ROLE, 600, tok2, sizeof(tok2), &err), 0);
+    assert_int_equal(session_job_grant(s, "job-a", ROLE, NULL, 600, tok2, sizeof(tok2), &err), 0);
     assert_string_not_equal(tok, tok2);
     /* only the hash is stored, with the job, role and expiry, living past the expiry */
     session_sha256_hex(tok, sha);
@@ -101,20 +101,21 @@ static void test_grant(void **state)
     assert_true(raw_int("TTL %s", key) <= 600 + SESSION_GRACE_S);
     snprintf(key, sizeof(key), "ty:jobtoken:%s", tok);
     assert_int_equal(raw_int("EXISTS %s", key), 0);
-    assert_int_equal(raw_int("SCARD %s", "ty:jobsess:job-a"), 2);
+    assert_int_equal(raw_int("SCARD %s", "ty:jobsess:job-a"), 3); /* two tokens, the policy */
 
     /* bad arguments */
-    assert_int_equal(session_job_grant(s, "", ROLE, 600, tok, sizeof(tok), &err), -TY_EINVAL);
-    assert_int_equal(
-        session_job_grant(s, "j", "arn:aws:iam::123456789012:user/x", 600, tok, sizeof(tok), &err),
-        -TY_EINVAL);
-    assert_int_equal(
-        session_job_grant(s, "j", "arn:aws:iam::12:role/x", 600, tok, sizeof(tok), &err),
-        -TY_EINVAL);
-    assert_int_equal(session_job_grant(s, "j", ROLE, 0, tok, sizeof(tok), &err), -TY_EINVAL);
-    assert_int_equal(session_job_grant(s, "j", ROLE, SESSION_MAX_TTL_S + 1, tok, sizeof(tok), &err),
+    assert_int_equal(session_job_grant(s, "", ROLE, NULL, 600, tok, sizeof(tok), &err), -TY_EINVAL);
+    assert_int_equal(session_job_grant(s, "j", "arn:aws:iam::123456789012:user/x", NULL, 600, tok,
+                                       sizeof(tok), &err),
                      -TY_EINVAL);
-    assert_int_equal(session_job_grant(s, "j", ROLE, 60, tok, 10, &err), -TY_EINVAL);
+    assert_int_equal(
+        session_job_grant(s, "j", "arn:aws:iam::12:role/x", NULL, 600, tok, sizeof(tok), &err),
+        -TY_EINVAL);
+    assert_int_equal(session_job_grant(s, "j", ROLE, NULL, 0, tok, sizeof(tok), &err), -TY_EINVAL);
+    assert_int_equal(
+        session_job_grant(s, "j", ROLE, NULL, SESSION_MAX_TTL_S + 1, tok, sizeof(tok), &err),
+        -TY_EINVAL);
+    assert_int_equal(session_job_grant(s, "j", ROLE, NULL, 60, tok, 10, &err), -TY_EINVAL);
 }
 
 static void test_mint(void **state)
@@ -128,7 +129,7 @@ static void test_mint(void **state)
     /* a 70-character job name: the session name is its first 64 */
     memset(job, 'j', 70);
     job[70] = '\0';
-    assert_int_equal(session_job_grant(s, job, ROLE, 7200, tok, sizeof(tok), &err), 0);
+    assert_int_equal(session_job_grant(s, job, ROLE, NULL, 7200, tok, sizeof(tok), &err), 0);
     assert_int_equal(session_mint(s, tok, 0, now, &c, &err), 0);
     assert_int_equal(strlen(c.access_key), 20);
     assert_memory_equal(c.access_key, "ASIA", 4);
@@ -183,7 +184,7 @@ static void test_mint_refused(void **state)
                      &c, &err),
         -TY_EDENIED);
     assert_string_equal(err.msg, "The container authorization token is invalid.");
-    assert_int_equal(session_job_grant(s, "job-e", ROLE, 5, tok, sizeof(tok), &err), 0);
+    assert_int_equal(session_job_grant(s, "job-e", ROLE, NULL, 5, tok, sizeof(tok), &err), 0);
     assert_int_equal(session_mint(s, tok, 0, now + 6, &c, &err), -TY_EDENIED);
     assert_string_equal(err.msg, "The container authorization token has expired.");
     assert_int_equal(session_get(s, "ASIAAAAAAAAAAAAAAAAA", &c, &err), -TY_ENOTFOUND);
@@ -198,9 +199,9 @@ static void test_revoke(void **state)
     char t1[SESSION_TOKEN_LEN], t2[SESSION_TOKEN_LEN], t3[SESSION_TOKEN_LEN];
     time_t now = time(NULL);
 
-    assert_int_equal(session_job_grant(s, "job-r", ROLE, 600, t1, sizeof(t1), &err), 0);
-    assert_int_equal(session_job_grant(s, "job-r", ROLE, 600, t2, sizeof(t2), &err), 0);
-    assert_int_equal(session_job_grant(s, "job-other", ROLE, 600, t3, sizeof(t3), &err), 0);
+    assert_int_equal(session_job_grant(s, "job-r", ROLE, NULL, 600, t1, sizeof(t1), &err), 0);
+    assert_int_equal(session_job_grant(s, "job-r", ROLE, NULL, 600, t2, sizeof(t2), &err), 0);
+    assert_int_equal(session_job_grant(s, "job-other", ROLE, NULL, 600, t3, sizeof(t3), &err), 0);
     assert_int_equal(session_mint(s, t1, 0, now, &c1, &err), 0);
     assert_int_equal(session_mint(s, t2, 0, now, &c2, &err), 0);
     assert_int_equal(session_mint(s, t3, 0, now, &other, &err), 0);
@@ -229,7 +230,7 @@ static void test_revoke_race(void **state)
     char t[SESSION_TOKEN_LEN], sha[65];
     redisReply *r;
 
-    assert_int_equal(session_job_grant(s, "job-race", ROLE, 600, t, sizeof(t), &err), 0);
+    assert_int_equal(session_job_grant(s, "job-race", ROLE, NULL, 600, t, sizeof(t), &err), 0);
     session_sha256_hex(t, sha);
     r = raw_cmd("SREM ty:jobsess:job-race tok:%s", sha);
     freeReplyObject(r);
@@ -249,7 +250,7 @@ static void test_auth_lookup(void **state)
     char tok[SESSION_TOKEN_LEN];
     time_t now = time(NULL);
 
-    assert_int_equal(session_job_grant(s, "job-auth", ROLE, 600, tok, sizeof(tok), &err), 0);
+    assert_int_equal(session_job_grant(s, "job-auth", ROLE, NULL, 600, tok, sizeof(tok), &err), 0);
     assert_int_equal(session_mint(s, tok, 0, now, &c, &err), 0);
     memset(&a, 0, sizeof(a));
     snprintf(a.access_key, sizeof(a.access_key), "%s", c.access_key);
@@ -341,7 +342,7 @@ static void test_auth_verify(void **state)
     time_t now = time(NULL);
     struct tm tm;
 
-    assert_int_equal(session_job_grant(s, "job-v", ROLE, 600, tok, sizeof(tok), &err), 0);
+    assert_int_equal(session_job_grant(s, "job-v", ROLE, NULL, 600, tok, sizeof(tok), &err), 0);
     assert_int_equal(session_mint(s, tok, 0, now, &c, &err), 0);
     gmtime_r(&now, &tm);
     strftime(amz, sizeof(amz), "%Y%m%dT%H%M%SZ", &tm);

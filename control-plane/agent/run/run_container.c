@@ -14,6 +14,7 @@
 #include "gpumetrics.h"
 #include "instances.h"
 #include "instmetrics.h"
+#include "jobpolicy.h"
 #include "metricdefs.h"
 #include "prof.h"
 #include "reap.h"
@@ -22,6 +23,7 @@
 #include "ty_time.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define RUN_TICK_MS        200
@@ -75,6 +77,7 @@ int run__relay_wanted(const struct run_ctx *r)
 int run__creds_grant(struct run_ctx *r, char *reason, size_t n)
 {
     struct ty_err err;
+    char *policy = NULL;
     long ttl;
 
     if (!run__relay_wanted(r) || !r->sp.role_arn[0])
@@ -85,17 +88,20 @@ int run__creds_grant(struct run_ctx *r, char *reason, size_t n)
     if (!r->io.s)
         run__store_reopen(r);
     ty_err_clear(&err);
-    if (!r->io.s || session_job_revoke(r->io.s, r->job, &err) != 0 ||
-        session_job_grant(r->io.s, r->job, r->sp.role_arn, (int)ttl, r->creds.token,
+    if ((jobpolicy_scoped(r->sp.role_arn) && jobpolicy_build(&r->sp, &policy, &err) != 0) ||
+        !r->io.s || session_job_revoke(r->io.s, r->job, &err) != 0 ||
+        session_job_grant(r->io.s, r->job, r->sp.role_arn, policy, (int)ttl, r->creds.token,
                           sizeof(r->creds.token), &err) != 0) {
+        free(policy);
         r->creds.token[0] = '\0';
         run__fmt(reason, n, "InternalServerError: cannot grant the role '%s' to the job: %s",
                  r->sp.role_arn, r->io.s ? err.msg : "no connection to the store");
         return -1;
     }
     r->creds.granted = 1;
-    ty_log(TY_LOG_INFO, "agent.job.creds_granted", "job=%s role='%s' ttl_s=%ld", r->job,
-           r->sp.role_arn, ttl);
+    ty_log(TY_LOG_INFO, "agent.job.creds_granted", "job=%s role='%s' ttl_s=%ld scoped=%d", r->job,
+           r->sp.role_arn, ttl, policy != NULL);
+    free(policy);
     return 0;
 }
 

@@ -8,8 +8,11 @@
  *   ty:session:<ASIA access key id>              hash: secret, token_sha (sha256 of the session
  *                                                token), arn (assumed-role ARN), role_arn, job,
  *                                                expires (epoch s)
- *   ty:jobsess:<job>                             set: "tok:<sha256>" and "key:<ASIA...>", all
- *                                                that session_job_revoke deletes
+ *   ty:jobpol:<session name>                     string: the session policy the credentials
+ *                                                of that session are limited by ("" for none)
+ *   ty:jobsess:<job>                             set: "tok:<sha256>", "key:<ASIA...>" and
+ *                                                "pol:<session name>", all that
+ *                                                session_job_revoke deletes
  * Neither the container token nor the session token is stored: only their SHA-256. Every key
  * lives SESSION_GRACE_S past its expiry, so a request with an expired credential is told
  * "expired" (ExpiredToken), not "invalid", for that long.
@@ -18,9 +21,10 @@
  * Thread-safety: reentrant; each call uses the caller's struct store (one per thread).
  *
  * Contract with the agent (which grants a token when a job starts, revokes it when it ends):
- *   - grant: session_job_grant(store, job, role_arn, ttl_s, token, sizeof token, &err);
- *     ttl_s = the job's MaxRuntimeInSeconds + slack; no credential minted from the token
- *     outlives it.
+ *   - grant: session_job_grant(store, job, role_arn, policy, ttl_s, token, sizeof token,
+ *     &err); ttl_s = the job's MaxRuntimeInSeconds + slack; no credential minted from the token
+ *     outlives it. policy: the session policy (as STS AssumeRole's Policy) that every
+ *     credential of the job is limited by, on top of the role's own policies (authz.h).
  *   - in the container: AWS_CONTAINER_CREDENTIALS_FULL_URI=http://127.0.0.1:<relay port>
  *     SESSION_CREDENTIALS_PATH, AWS_CONTAINER_AUTHORIZATION_TOKEN=<token> (64 hex digits).
  *   - GET SESSION_CREDENTIALS_PATH with "Authorization: <token>" answers 200
@@ -53,6 +57,9 @@ struct store;
 #define SESSION_MAX_TTL_S (29 * 24 * 3600)
 /* How long an expired token or credential is still recognised (and refused as expired). */
 #define SESSION_GRACE_S 3600
+/* Longest session policy session_job_grant stores (AWS takes 2,048 characters packed; a
+   job's policy names each of its channels and outputs, so more is allowed here). */
+#define SESSION_POLICY_MAX 65536
 /* Sizes of the minted strings (with the NUL). */
 #define SESSION_AKID_LEN   21  /* ASIA + 16 upper-case letters and digits */
 #define SESSION_SECRET_LEN 41  /* 40 characters of [A-Za-z0-9+/] */
@@ -77,11 +84,22 @@ struct session_creds {
  * Grants job (a training job name) a new container token for role role_arn, valid ttl_s
  * seconds (1..SESSION_MAX_TTL_S). Writes the token (64 hex digits, 32 bytes from the OS
  * CSPRNG) into OUT: token (n >= SESSION_TOKEN_LEN); only its SHA-256 is stored. A job may hold
- * several tokens (each grant adds one). Returns 0, or -TY_EINVAL (bad arguments, err names
- * which), -TY_EREDIS, -TY_EINTERNAL (no randomness).
+ * several tokens (each grant adds one). policy (borrowed; NULL or "" for none, at most
+ * SESSION_POLICY_MAX bytes, a policy document iam_policy_parse accepts) becomes the session
+ * policy of the job's session name (the job name cut to 64 characters), replacing an earlier
+ * grant's. Returns 0, or -TY_EINVAL (bad arguments, err names which), -TY_EREDIS,
+ * -TY_EINTERNAL (no randomness).
  */
-int session_job_grant(struct store *s, const char *job, const char *role_arn, int ttl_s,
-                      char *token, size_t n, struct ty_err *err);
+int session_job_grant(struct store *s, const char *job, const char *role_arn, const char *policy,
+                      int ttl_s, char *token, size_t n, struct ty_err *err);
+
+/*
+ * The session policy of session_name (the last part of an assumed-role ARN). OUT: *policy
+ * (new, the caller frees; "" when the grant named none). Returns 0, -TY_ENOTFOUND (no grant
+ * recorded one: the caller denies), -TY_EREDIS, -TY_ENOMEM.
+ */
+int session_policy_get(struct store *s, const char *session_name, char **policy,
+                       struct ty_err *err);
 
 /*
  * Revokes everything of job: its container tokens and every credential minted from them, at
