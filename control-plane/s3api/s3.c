@@ -746,6 +746,28 @@ static int s3_authorize(struct http_request *req, struct http_response *resp,
     return s3_allowed(req, resp, r, "s3:GetObject", resource);
 }
 
+/*
+ * The confused-deputy check tools send: x-amz-expected-bucket-owner (the bucket the request
+ * names) and x-amz-source-expected-bucket-owner (a copy's source) must be the account that owns
+ * the bucket, this server's account (every bucket here is its), or the answer is S3's 403
+ * AccessDenied and nothing is done. 0, or -1 with the error written.
+ */
+static int s3_expected_owner(struct http_request *req, struct http_response *resp,
+                             const struct s3_req *r, const struct front_ctx *rc)
+{
+    static const char *const hdrs[] = {"x-amz-expected-bucket-owner",
+                                       "x-amz-source-expected-bucket-owner"};
+
+    for (size_t i = 0; i < sizeof(hdrs) / sizeof(hdrs[0]); i++) {
+        const char *v = http_header(req, hdrs[i]);
+        if (v && strcmp(v, rc->account_id) != 0) {
+            s3__error(req, resp, "AccessDenied", "Access Denied", r, NULL);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Every S3 answer (objects, listings, errors; embedded or proxied store) is inert in a browser:
    the console shares this origin, so a tenant's HTML, SVG or XHTML object must never run as it.
    CSP sandbox (no allow-scripts, no allow-same-origin) gives the document an opaque origin
@@ -785,7 +807,7 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
         goto out;
     if (!rc->s3_remote && s3_check_unsupported(req, resp, &r))
         goto out;
-    if (s3_authorize(req, resp, &r) != 0)
+    if (s3_authorize(req, resp, &r) != 0 || s3_expected_owner(req, resp, &r, rc) != 0)
         goto out;
     if (rc->s3_remote)
         s3_forward(req, resp, rc, c.os, &r);

@@ -797,3 +797,29 @@ def test_concurrent_puts_and_gets_stay_consistent(s3server, bucket):
         t.join()
     assert errors == []
     assert tmp_files(s3server) == []
+
+
+def test_expected_bucket_owner_is_checked(s3, bucket):
+    """x-amz-expected-bucket-owner (and x-amz-source-expected-bucket-owner on a copy) naming
+    another account is S3's 403 AccessDenied, and nothing is written: the confused-deputy check
+    tools send (issue 36, finding 8). Before, both answered 200 and the write happened."""
+    me = "000000000000"  # the server's account (--account-id's default)
+    other = "111122223333"
+    s3.put_object(Bucket=bucket, Key="owned/src", Body=b"src", ExpectedBucketOwner=me)
+    assert s3.get_object(Bucket=bucket, Key="owned/src",
+                         ExpectedBucketOwner=me)["Body"].read() == b"src"
+    for call in (
+            lambda: s3.put_object(Bucket=bucket, Key="owned/new", Body=b"x",
+                                  ExpectedBucketOwner=other),
+            lambda: s3.get_object(Bucket=bucket, Key="owned/src", ExpectedBucketOwner=other),
+            lambda: s3.list_objects_v2(Bucket=bucket, ExpectedBucketOwner=other),
+            lambda: s3.delete_object(Bucket=bucket, Key="owned/src", ExpectedBucketOwner=other),
+            lambda: s3.copy_object(Bucket=bucket, Key="owned/copy",
+                                   CopySource={"Bucket": bucket, "Key": "owned/src"},
+                                   ExpectedSourceBucketOwner=other)):
+        with pytest.raises(ClientError) as e:
+            call()
+        assert e.value.response["Error"]["Code"] == "AccessDenied", e.value.response
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="owned/")["Contents"]]
+    assert keys == ["owned/src"]
