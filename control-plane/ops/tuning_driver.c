@@ -146,6 +146,19 @@ static int tuning_create_job(struct tuning__pass *p, const char *name, json_t *h
     ty_err_clear(&err);
     if (!req)
         return -1;
+    { /* the tuning job's tags (at this moment) go on each child, as SageMaker puts them */
+        const char *tarn = json_string_value(json_object_get(p->doc, "HyperParameterTuningJobArn"));
+        json_t *tags = tarn ? store_tags_list(p->s, tarn, &err) : json_array();
+        if (!tags) {
+            json_decref(req);
+            snprintf(reason, rn, "Failed to create training job %.63s: %.900s", name, err.msg);
+            return err.code == TY_EREDIS ? -2 : -1;
+        }
+        if (json_array_size(tags) == 0)
+            json_decref(tags);
+        else
+            json_object_set_new(req, "Tags", tags); /* steals tags, also on failure */
+    }
     if (p->c->model && apimodel_validate(p->c->model, "sagemaker", "CreateTrainingJob", req, &err))
         rc = -err.code;
     else

@@ -374,6 +374,11 @@ def test_tuner_random_and_bayesian(server, sm, tune_code, aws_cli):
         assert "NextToken" in srt
         tags = sm.list_tags(ResourceArn=d["HyperParameterTuningJobArn"])["Tags"]
         assert {"Key": "project", "Value": "hpo"} in tags
+        # each child carries the tuning job's tags, as on SageMaker, so that a policy on
+        # aws:ResourceTag sees them (issue 36, finding 9: they had none)
+        for j in jobs:
+            ct = sm.list_tags(ResourceArn=j["TrainingJobArn"])["Tags"]
+            assert {"Key": "project", "Value": "hpo"} in ct, (j["TrainingJobName"], ct)
     listed = sm.list_hyper_parameter_tuning_jobs(NameContains="hpo-", SortBy="Name",
                                                  SortOrder="Ascending", MaxResults=100)
     got = [s["HyperParameterTuningJobName"] for s in listed["HyperParameterTuningJobSummaries"]]
