@@ -430,6 +430,7 @@ static int agent_seccomp(struct agent *a, struct docker *d, struct ty_err *err)
     a->seccomp_path[0] = '\0';
     if (podman < 0)
         return podman;
+    a->engine_docker = !podman;
     if (!podman) {
         ty_log(TY_LOG_INFO, "agent.sandbox.seccomp",
                "engine=docker profile=default (no namespace without CAP_SYS_ADMIN)");

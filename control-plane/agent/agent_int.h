@@ -40,6 +40,7 @@ struct agent {
     int host_gpus;               /* NVIDIA GPUs seen in /dev */
     unsigned char stage_key[32]; /* names the jobs' staging folders (stage_job_dir) */
     char seccomp_path[4200];     /* the containers' seccomp profile (seccomp.h), "" = engine's */
+    int engine_docker;           /* the engine is Docker's own (not Podman's compatible API) */
     atomic_int stopping;
     pthread_mutex_t mu;
     pthread_cond_t cv;      /* signalled on stop and when a runner finishes */

@@ -387,8 +387,11 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
     c.readonly_rootfs = 1;
     c.tmpfs = tmpfs;
     c.shm_bytes = lim.shm_bytes;
-    if (h->sbid[0])
+    if (h->sbid[0]) {
         c.net_container = h->sbid; /* the sandbox's namespace, with the relay already in it */
+        if (r->a->engine_docker)
+            c.hostname = NULL; /* Docker refuses one here: it takes the sandbox's, the same name */
+    }
     if (docker_create(r->io.d, &c, h->cid, sizeof(h->cid), &err) != 0) {
         h->cid[0] = '\0';
         run__fmt(reason, n, "ClientError: cannot create the training container: %s", err.msg);
