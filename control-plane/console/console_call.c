@@ -67,6 +67,8 @@ int console_call(const struct console_ctx *c, const char *service, const char *o
         return ty_err_set(err, TY_EUNKNOWNOP, NULL, "Unknown operation %.64s", op ? op : "");
     if (c->rc && c->rc->model && (rc = apimodel_validate(c->rc->model, service, op, in, err)) != 0)
         return rc;
+    if ((rc = op_tags_reserved(service, op, in, err)) != 0)
+        return rc;
     rc = call_owned_read(c, service, op, in)
              ? 0
              : authz_request(c->s, service, op, in, call_principal(c), console_call_region(c),

@@ -9,6 +9,40 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int op_tags_key_reserved(const char *k, struct ty_err *err)
+{
+    if (!k || (strncasecmp(k, "aws:", 4) != 0 && strncasecmp(k, "sagemaker:", 10) != 0))
+        return 0;
+    return ty_err_set(err, TY_EINVAL, "Tags",
+                      "Invalid tag key '%.128s': tag keys starting with 'aws:' or 'sagemaker:' "
+                      "are reserved for system use.",
+                      k);
+}
+
+int op_tags_reserved(const char *service, const char *op, json_t *in, struct ty_err *err)
+{
+    json_t *v;
+    size_t i;
+    int rc;
+
+    if (!service || strcmp(service, "sagemaker") != 0)
+        return 0;
+    json_array_foreach(json_object_get(in, "Tags"), i, v)
+    {
+        if ((rc = op_tags_key_reserved(json_string_value(json_object_get(v, "Key")), err)) != 0)
+            return rc;
+    }
+    if (op && strcmp(op, "DeleteTags") == 0)
+        json_array_foreach(json_object_get(in, "TagKeys"), i, v)
+        {
+            if ((rc = op_tags_key_reserved(json_string_value(v), err)) != 0)
+                return rc;
+        }
+    return 0;
+}
 
 int op_tags_add(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {

@@ -424,7 +424,8 @@ static void route_serve_json(struct route_call *c)
     }
     if (!(in = route_input(req, &err)))
         goto fail;
-    if (apimodel_validate(rc->model, op->service, op->name, in, &err) != 0)
+    if (apimodel_validate(rc->model, op->service, op->name, in, &err) != 0 ||
+        op_tags_reserved(op->service, op->name, in, &err) != 0)
         goto fail;
     /* validation first, then authorisation, as AWS orders them (authz.c) */
     if (authz_request(ao.store, op->service, op->name, in, ao.p.arn, rc->region, rc->account_id,

@@ -131,15 +131,26 @@ def team(ssm, studio_server):
     job tagged as theirs (jobs only queue: this server has no agents)."""
     dom, _ = _domain(ssm)
     out = {"domain": dom}
+    iam = studio_server.client("iam")
     for user in ("alice", "bob"):
-        arn = ssm.create_user_profile(DomainId=dom, UserProfileName=user)["UserProfileArn"]
+        # the owner tag is the system's: each job is created with its user's own IAM keys,
+        # and trainyard tags it with the profile that names that user (attrib.h)
+        iam_user = H.unique(f"team-{user}")[:60]
+        iam.create_user(UserName=iam_user)
+        iam.put_user_policy(UserName=iam_user, PolicyName="jobs", PolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [
+                {"Effect": "Allow", "Action": "sagemaker:CreateTrainingJob", "Resource": "*"},
+                {"Effect": "Allow", "Action": "iam:PassRole", "Resource": "*"}]}))
+        k = iam.create_access_key(UserName=iam_user)["AccessKey"]
+        arn = ssm.create_user_profile(DomainId=dom, UserProfileName=user, Tags=[
+            {"Key": "trainyard:iam-user", "Value": iam_user}])["UserProfileArn"]
         ssm.create_app(DomainId=dom, UserProfileName=user, AppType="DetailedProfiler",
                        AppName="default")
         job = H.unique(f"{user}-job")
-        ssm.create_training_job(**H.job_request(
-            job, "true", Tags=[{"Key": OWNER_TAG, "Value": arn}],
-            ProfilerConfig={"S3OutputPath": f"s3://prof/{user}"}))
-        out[user] = {"arn": arn, "job": job}
+        usm = studio_server.client("sagemaker", keys=(k["AccessKeyId"], k["SecretAccessKey"]))
+        usm.create_training_job(**H.job_request(
+            job, "true", ProfilerConfig={"S3OutputPath": f"s3://prof/{user}"}))
+        out[user] = {"arn": arn, "job": job, "keys": (k["AccessKeyId"], k["SecretAccessKey"])}
     for user in ("alice", "bob"):
         _wait_status(ssm.describe_app, "InService", DomainId=dom, UserProfileName=user,
                      AppType="DetailedProfiler", AppName="default")
@@ -633,3 +644,35 @@ def test_iam_users_job_is_attributed_to_their_profile(ssm, studio_server):
             assert tags.get("sagemaker:domain-arn", "").endswith(f":domain/{dom}")
         else:
             assert OWNER_TAG not in tags, tags
+
+
+def test_owner_and_system_tags_are_not_the_callers(ssm, studio_server, team):
+    """sagemaker: and aws: tag keys are the system's (issue 36, finding 5): a tenant who tags
+    her job with another user's profile ARN would have it listed and opened in that user's
+    profiler app; AddTags took aws: keys, which AWS reserves. Each is refused with a
+    ValidationException, in CreateTrainingJob, AddTags and DeleteTags, in any letter case; the
+    job is not created and the tags are not changed."""
+    usm = studio_server.client("sagemaker", keys=team["alice"]["keys"])
+    job = H.unique("forged-owner")
+    for key in (OWNER_TAG, "SageMaker:domain-arn", "aws:cloudformation:stack-name", "AWS:x"):
+        with pytest.raises(ClientError) as e:
+            usm.create_training_job(**H.job_request(
+                job, "true", Tags=[{"Key": key, "Value": team["bob"]["arn"]}]))
+        assert e.value.response["Error"]["Code"] == "ValidationException", e.value.response
+        assert "reserved" in e.value.response["Error"]["Message"]
+    with pytest.raises(ClientError) as e:
+        ssm.describe_training_job(TrainingJobName=job)
+    arn = ssm.describe_training_job(TrainingJobName=team["alice"]["job"])["TrainingJobArn"]
+    before = ssm.list_tags(ResourceArn=arn)["Tags"]
+    assert {"Key": OWNER_TAG, "Value": team["alice"]["arn"]} in before
+    for call in (lambda: ssm.add_tags(ResourceArn=arn, Tags=[{"Key": OWNER_TAG,
+                                                              "Value": team["bob"]["arn"]}]),
+                 lambda: ssm.add_tags(ResourceArn=arn, Tags=[{"Key": "aws:x", "Value": "y"}]),
+                 lambda: ssm.delete_tags(ResourceArn=arn, TagKeys=[OWNER_TAG])):
+        with pytest.raises(ClientError) as e:
+            call()
+        assert e.value.response["Error"]["Code"] == "ValidationException", e.value.response
+    assert ssm.list_tags(ResourceArn=arn)["Tags"] == before
+    # ordinary keys, and keys that merely contain the words, are the caller's
+    ssm.add_tags(ResourceArn=arn, Tags=[{"Key": "team", "Value": "x"},
+                                        {"Key": "my-sagemaker:note", "Value": "y"}])

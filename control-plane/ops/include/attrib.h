@@ -2,8 +2,8 @@
  * attrib.h - which user profile a training job belongs to, for the profiler app:
  * SageMaker Studio tags the jobs it launches with sagemaker:user-profile-arn and
  * sagemaker:domain-arn; trainyard adds the same tags at CreateTrainingJob when the caller is an
- * IAM user mapped to a user profile and the request carries no sagemaker:user-profile-arn tag
- * of its own (an explicit tag always wins: jobs made on someone's behalf keep it).
+ * IAM user mapped to a user profile. Callers cannot set these tags (op_tags_reserved, ops.h);
+ * a tuning job's children carry their tuning job's, which attrib_job keeps.
  *
  * The mapping (documented in README's Console section): a user profile tagged
  *   trainyard:iam-user = <IAM user name>      (case-insensitive; the console's "IAM user it

@@ -76,6 +76,14 @@ int op_tuning_list_training_jobs(struct op_ctx *ctx, json_t *in, json_t **out, s
 int op_tags_add(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 int op_tags_list(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
 int op_tags_delete(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
+/*
+ * Tag keys are the system's when they start with "aws:" or "sagemaker:" (any case): Studio's
+ * owner tags (attrib.h) are set from the caller's identity, never by the caller. Refuses a
+ * sagemaker request in (validated; borrowed) whose Tags (any operation) or TagKeys
+ * (DeleteTags) name one: ValidationException (-TY_EINVAL). 0 otherwise, and for other
+ * services. Called after validation, before authorisation, wherever requests enter.
+ */
+int op_tags_reserved(const char *service, const char *op, json_t *in, struct ty_err *err);
 
 /* ops/logs.c (CloudWatch Logs) */
 int op_logs_describe_groups(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
