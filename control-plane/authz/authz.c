@@ -104,6 +104,8 @@ static const struct authz_op authz_ops[] = {
     IA(ListUserPolicies, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
     IA(DeleteUserPolicy, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
     IA(UpdateAccessKey, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(PutUserPermissionsBoundary, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
+    IA(DeleteUserPermissionsBoundary, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
     IA(CreateRole, AUTHZ_RES_IAM_ROLE, AUTHZ_C_REQTAGS),
     IA(GetRole, AUTHZ_RES_IAM_ROLE, 0),
     IA(ListRoles, AUTHZ_RES_STAR, 0),
@@ -112,6 +114,8 @@ static const struct authz_op authz_ops[] = {
     IA(GetRolePolicy, AUTHZ_RES_IAM_ROLE, 0),
     IA(ListRolePolicies, AUTHZ_RES_IAM_ROLE, 0),
     IA(DeleteRolePolicy, AUTHZ_RES_IAM_ROLE, 0),
+    IA(PutRolePermissionsBoundary, AUTHZ_RES_IAM_ROLE, 0),
+    IA(DeleteRolePermissionsBoundary, AUTHZ_RES_IAM_ROLE, 0),
     /* console passwords (ops/password.c) */
     IA(CreateLoginProfile, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),
     IA(UpdateLoginProfile, AUTHZ_RES_IAM_USER, AUTHZ_C_RESTAGS),

@@ -576,7 +576,15 @@ int iamapi__list_page(struct iamapi__ctx *x, json_t *list, const char *wrap, con
     {                                                                                              \
         "PolicyDocument", "policyDocument", 1, 1, IAM_MAX_DOC_BYTES, PAT_TEXT                      \
     }
-#define IAMAPI_NPARAMS 5
+#define P_BOUNDARY_OPT                                                                             \
+    {                                                                                              \
+        "PermissionsBoundary", "permissionsBoundary", 0, 20, 2048, PAT_TEXT                        \
+    }
+#define P_BOUNDARY_REQ                                                                             \
+    {                                                                                              \
+        "PermissionsBoundary", "permissionsBoundary", 1, 20, 2048, PAT_TEXT                        \
+    }
+#define IAMAPI_NPARAMS 6
 
 enum { T_NONE, T_OPT, T_REQ, T_KEYS };
 
@@ -594,9 +602,23 @@ static const struct iamapi__action iamapi_actions[] = {
      iamapi__create_user,
      1,
      T_OPT,
-     {P_USER_REQ, {"Path", "path", 0, 1, 512, PAT_PATH}},
+     {P_USER_REQ, {"Path", "path", 0, 1, 512, PAT_PATH}, P_BOUNDARY_OPT},
      NULL},
     {"GetUser", iamapi__get_user, 1, T_NONE, {P_USER_OPT}, NULL},
+    {"PutUserPermissionsBoundary",
+     iamapi__put_user_boundary,
+     0,
+     T_NONE,
+     {P_USER_REQ, P_BOUNDARY_REQ},
+     NULL},
+    {"DeleteUserPermissionsBoundary", iamapi__delete_user_boundary, 0, T_NONE, {P_USER_REQ}, NULL},
+    {"PutRolePermissionsBoundary",
+     iamapi__put_role_boundary,
+     0,
+     T_NONE,
+     {P_ROLE_REQ, P_BOUNDARY_REQ},
+     NULL},
+    {"DeleteRolePermissionsBoundary", iamapi__delete_role_boundary, 0, T_NONE, {P_ROLE_REQ}, NULL},
     {"ListUsers",
      iamapi__list_users,
      1,
@@ -662,7 +684,8 @@ static const struct iamapi__action iamapi_actions[] = {
       {"Path", "path", 0, 1, 512, PAT_PATH},
       {"AssumeRolePolicyDocument", "assumeRolePolicyDocument", 1, 1, IAM_MAX_DOC_BYTES, PAT_TEXT},
       {"Description", "description", 0, 0, 1000, PAT_TEXT},
-      {"MaxSessionDuration", "maxSessionDuration", 0, 1, 5, PAT_WORD}},
+      {"MaxSessionDuration", "maxSessionDuration", 0, 1, 5, PAT_WORD},
+      P_BOUNDARY_OPT},
      NULL},
     {"GetRole", iamapi__get_role, 1, T_NONE, {P_ROLE_REQ}, NULL},
     {"ListRoles",

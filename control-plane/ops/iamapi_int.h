@@ -66,6 +66,14 @@ void iamapi__page_end(struct ty_buf *b, int truncated, const char *marker);
 int iamapi__list_page(struct iamapi__ctx *x, json_t *list, const char *wrap, const char *name_key,
                       const char *need, iamapi__emit emit);
 
+/* iamapi_boundary.c: permissions boundaries, refused (no managed policy exists here) */
+/* 0 when x's request names no PermissionsBoundary, else the refusal (NoSuchEntity). */
+int iamapi__boundary_refuse(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__put_user_boundary(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__put_role_boundary(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__delete_user_boundary(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__delete_role_boundary(struct iamapi__ctx *x, struct ty_err *err);
+
 /* iamapi_users.c */
 void iamapi__tags_xml(struct ty_buf *b, json_t *tags);
 int iamapi__create_user(struct iamapi__ctx *x, struct ty_err *err);

@@ -57,6 +57,8 @@ int iamapi__create_role(struct iamapi__ctx *x, struct ty_err *err)
     json_t *tags = json_object_get(x->in, "Tags");
     int rc;
 
+    if ((rc = iamapi__boundary_refuse(x, err)) != 0)
+        return rc;
     rc = iam_trust_check(trust, json_string_length(jdoc), NULL, NULL, NULL, 0, NULL, err);
     if (rc)
         return rc;

@@ -52,6 +52,8 @@ int iamapi__create_user(struct iamapi__ctx *x, struct ty_err *err)
     json_t *tags = json_object_get(x->in, "Tags");
     int rc;
 
+    if ((rc = iamapi__boundary_refuse(x, err)) != 0)
+        return rc;
     memset(&u, 0, sizeof(u));
     snprintf(u.name, sizeof(u.name), "%s", name);
     snprintf(u.path, sizeof(u.path), "%s", path ? path : "/");

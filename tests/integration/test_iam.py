@@ -251,6 +251,50 @@ def test_iam_operations_by_a_non_admin_are_denied(iam_server, users):
     denied(ei, "iam:GetUser", "alice", f"arn:aws:iam::{ACCOUNT}:user/alice")
 
 
+def test_permissions_boundaries_are_refused_never_dropped(iam_server, admin_iam, users):
+    """A boundary names a managed policy and none exists here, so no boundary can be in force:
+    CreateUser/CreateRole with PermissionsBoundary and Put{User,Role}PermissionsBoundary answer
+    IAM's NoSuchEntity for the policy and create or change nothing (issue 36, finding 7:
+    they answered 200, and GetUser/GetRole showed no boundary: an admin who delegated with a
+    boundary believed a limit was in force that did not exist)."""
+    b = f"arn:aws:iam::{ACCOUNT}:policy/DevBoundary"
+    trust = json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
+        "Action": "sts:AssumeRole"}]})
+
+    def err(call):
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            call()
+        return ei.value.response["Error"]["Code"], ei.value.response["Error"]["Message"]
+
+    scope = ("NoSuchEntity", f"Scope ARN: {b} does not exist or is not attachable.")
+    assert err(lambda: admin_iam.create_user(UserName="bounded", PermissionsBoundary=b)) == scope
+    assert err(lambda: admin_iam.get_user(UserName="bounded"))[0] == "NoSuchEntity"
+    assert err(lambda: admin_iam.create_role(RoleName="bounded-role", AssumeRolePolicyDocument=trust,
+                                             PermissionsBoundary=b)) == scope
+    assert err(lambda: admin_iam.get_role(RoleName="bounded-role"))[0] == "NoSuchEntity"
+    assert err(lambda: admin_iam.put_user_permissions_boundary(
+        UserName="carol", PermissionsBoundary=b)) == scope
+    assert "PermissionsBoundary" not in admin_iam.get_user(UserName="carol")["User"]
+    assert err(lambda: admin_iam.put_user_permissions_boundary(
+        UserName="nobody-here", PermissionsBoundary=b))[0] == "NoSuchEntity"
+    assert err(lambda: admin_iam.put_user_permissions_boundary(
+        UserName="carol", PermissionsBoundary="not-an-arn-but-long-enough"))[0] == "ValidationError"
+    admin_iam.create_role(RoleName="unbounded-role", AssumeRolePolicyDocument=trust)
+    assert err(lambda: admin_iam.put_role_permissions_boundary(
+        RoleName="unbounded-role", PermissionsBoundary=b)) == scope
+    assert "PermissionsBoundary" not in admin_iam.get_role(RoleName="unbounded-role")["Role"]
+    # nothing to remove: as IAM answers a delete of a boundary that is not there
+    admin_iam.delete_user_permissions_boundary(UserName="carol")
+    admin_iam.delete_role_permissions_boundary(RoleName="unbounded-role")
+    admin_iam.delete_role(RoleName="unbounded-role")
+    # authorised like any IAM action
+    alice_iam = client(iam_server, users, "alice", "iam")
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        alice_iam.put_user_permissions_boundary(UserName="alice", PermissionsBoundary=b)
+    denied(ei, "iam:PutUserPermissionsBoundary", "alice", f"arn:aws:iam::{ACCOUNT}:user/alice")
+
+
 # ---------------------------------------------------------------------------------------------
 # SageMaker and Logs calls under the users' policies
 
