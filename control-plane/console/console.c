@@ -456,6 +456,33 @@ static int console_confirm_differs(const struct http_request *req)
     return differs;
 }
 
+/*
+ * What a Studio session may do through /console/do: the profiler app's one action, stopping a
+ * training job its profile owns (attrib_owns). Its execution role may allow much more (other
+ * jobs, IAM, Logs), but a presigned domain URL hands a browser the app, not the role: every
+ * other service, operation or job is refused, before the role is asked. 1 when allowed.
+ */
+static int console_do_studio_ok(const struct console_ctx *c, const char *svc, const char *op,
+                                json_t *in)
+{
+    const char *name = json_string_value(json_object_get(in, "TrainingJobName"));
+    const char *arn;
+    struct ty_err err;
+    json_t *job;
+    int ok;
+
+    if (strcmp(svc, "sagemaker") != 0 || strcmp(op, "StopTrainingJob") != 0 || !name ||
+        json_object_size(in) != 1)
+        return 0;
+    ty_err_clear(&err);
+    job = store_job_get(c->s, name, &err);
+    arn = json_string_value(json_object_get(job, "TrainingJobArn"));
+    ok = arn &&
+         attrib_owns(c->s, arn, json_string_value(json_object_get(c->sess->doc, "UserProfileArn")));
+    json_decref(job);
+    return ok;
+}
+
 static void console_do(const struct console_ctx *c, struct http_response *resp)
 {
     struct console_banner bn;
@@ -480,6 +507,16 @@ static void console_do(const struct console_ctx *c, struct http_response *resp)
     in = console_call_input(c->req->body.data ? c->req->body.data : "", c->req->body.len, &bn.err);
     if (!in)
         goto show;
+    if (c->sess->kind == CONSOLE_STUDIO && !console_do_studio_ok(c, svc, op, in)) {
+        ty_log(TY_LOG_WARN, "console.action.refused", "principal=%s op=%.16s:%.64s kind=studio",
+               c->sess->principal, svc, op);
+        console_html_message(c->req, resp, 403, "Forbidden",
+                             "A Studio session may stop its own training jobs only; nothing was "
+                             "done.",
+                             c->sess);
+        json_decref(in);
+        return;
+    }
     if (strcmp(svc, "iam") == 0) {
         struct ty_buf xml;
         ty_buf_init(&xml, 1u << 20);

@@ -676,3 +676,49 @@ def test_owner_and_system_tags_are_not_the_callers(ssm, studio_server, team):
     # ordinary keys, and keys that merely contain the words, are the caller's
     ssm.add_tags(ResourceArn=arn, Tags=[{"Key": "team", "Value": "x"},
                                         {"Key": "my-sagemaker:note", "Value": "y"}])
+
+
+def test_studio_session_acts_only_on_its_own_jobs(ssm, team, studio_server):
+    """/console/do for a Studio session is the profiler app's one action, StopTrainingJob on a
+    job the profile owns (issue 36, finding 4: a presigned domain URL, no IAM keys, stopped the
+    admin's job and reached IAM and Logs with the whole execution role). Another user's job,
+    another operation or another service is a 403 and nothing is done."""
+    b = Browser()
+    status, _, _ = b.get(_signin(ssm, team["domain"], "alice"))
+    assert status == 200
+    status, _, page = b.get(studio_server.url + "/console/profiler/jobs/" + team["alice"]["job"])
+    assert status == 200, page
+    csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1)
+
+    def post(fields):
+        body = urllib.parse.urlencode({"csrf": csrf, "back": "/console/profiler", **fields})
+        req = urllib.request.Request(studio_server.url + "/console/do", data=body.encode(),
+                                     method="POST", headers={
+                                         "Content-Type": "application/x-www-form-urlencoded"})
+        try:
+            r = b.opener.open(req, timeout=10)
+            return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    bob_job = team["bob"]["job"]
+    for fields in (
+            {"svc": "sagemaker", "op": "StopTrainingJob", "p.TrainingJobName": bob_job},
+            {"svc": "sagemaker", "op": "StopTrainingJob", "p.TrainingJobName": bob_job.upper()},
+            {"svc": "sagemaker", "op": "DescribeTrainingJob", "p.TrainingJobName": bob_job},
+            {"svc": "sagemaker", "op": "CreatePresignedDomainUrl",
+             "p.DomainId": team["domain"], "p.UserProfileName": "bob"},
+            {"svc": "iam", "op": "ListUsers"},
+            {"svc": "logs", "op": "DescribeLogGroups"},
+            {"svc": "sagemaker", "op": "StopTrainingJob", "p.TrainingJobName": team["alice"]["job"],
+             "p.Extra": "x"}):
+        status, page = post(fields)
+        assert status == 403, (fields, status, page[:300])
+        assert "own training jobs only" in page
+    assert ssm.describe_training_job(TrainingJobName=bob_job)["TrainingJobStatus"] == "InProgress"
+    assert ssm.describe_training_job(
+        TrainingJobName=team["alice"]["job"])["TrainingJobStatus"] == "InProgress"
+    # her own job's Stop button goes on to her execution role's decision
+    status, page = post({"svc": "sagemaker", "op": "StopTrainingJob",
+                         "p.TrainingJobName": team["alice"]["job"]})
+    assert status != 403 or "own training jobs only" not in page, page[:300]
