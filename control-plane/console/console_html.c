@@ -8,16 +8,41 @@
 #include <string.h>
 #include <time.h>
 
+/* 1 when host is a Host header value fit for a CSP source (host[:port], no spaces, quotes,
+   semicolons or commas). */
+static int chtml_host_ok(const char *host)
+{
+    if (!host || !*host || strlen(host) > 255)
+        return 0;
+    for (const char *p = host; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              strchr(".-:[]", *p)))
+            return 0;
+    return 1;
+}
+
+/*
+ * Scripts come from /console/assets/ only, not from the whole origin: the S3 API shares it,
+ * so 'self' would let a tenant's object with a script type (a presigned URL on this origin)
+ * run as the console through any markup injection. A path in a CSP source limits the first
+ * request (a redirect keeps only the origin; nothing under /console/assets/ redirects), and
+ * an http: source also matches the https: page a TLS proxy serves.
+ */
 void console_html_headers(struct http_request *req, struct http_response *resp)
 {
+    const char *host = http_header(req, "Host");
+    char csp[600];
+
+    snprintf(csp, sizeof(csp),
+             "default-src 'none'; script-src %s%s%s; style-src 'self'; img-src 'self' data:; "
+             "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+             chtml_host_ok(host) ? "http://" : "'self'", chtml_host_ok(host) ? host : "",
+             chtml_host_ok(host) ? "/console/assets/" : "");
     http_response_header(resp, "Cache-Control", "no-store");
     http_response_header(resp, "X-Content-Type-Options", "nosniff");
     http_response_header(resp, "X-Frame-Options", "DENY");
     http_response_header(resp, "Referrer-Policy", "same-origin");
-    http_response_header(resp, "Content-Security-Policy",
-                         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' "
-                         "data:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
-                         "frame-ancestors 'none'");
+    http_response_header(resp, "Content-Security-Policy", csp);
     http_response_header(resp, "x-amzn-RequestId", req->request_id);
 }
 

@@ -67,15 +67,18 @@ static int job_s3(const char *uri, char *bucket, size_t n, const char **key)
     return 0;
 }
 
-/* A link to an object: view = the HTML dashboard shown in the console's sandbox
-   (/console/download); else a presigned S3 URL (/console/presign answers a 303 to it), with
-   beside it the link to the page that shows the URL and the console's own download. */
-static void job_dl(struct ty_buf *b, const char *uri, const char *label, int view)
+/* A link to an object: view = job's HTML dashboard shown in the console's sandbox
+   (/console/download, when its bytes are the ones the agent wrote: console_job_download);
+   else a presigned S3 URL (/console/presign answers a 303 to it), with beside it the link to
+   the page that shows the URL and the console's own download. */
+static void job_dl(struct ty_buf *b, const char *uri, const char *label, int view, const char *job)
 {
     ty_buf_puts(b, view ? "<a href=\"/console/download?uri=" : "<a href=\"/console/presign?uri=");
     console_html_url(b, uri);
-    if (view)
-        ty_buf_puts(b, "&amp;view=1");
+    if (view) {
+        ty_buf_puts(b, "&amp;view=1&amp;job=");
+        console_html_url(b, job);
+    }
     ty_buf_puts(b, "\">");
     ty_buf_put_html(b, label);
     ty_buf_puts(b, "</a>");
@@ -136,7 +139,7 @@ static void job_profiler(const struct console_ctx *c, struct ty_buf *b, json_t *
     ty_buf_puts(b, "<p>Output: <code>");
     ty_buf_put_html(b, prefix);
     ty_buf_puts(b, "/</code></p>\n<p class=\"actions\">");
-    job_dl(b, uri, "Open the profiler dashboard", 1);
+    job_dl(b, uri, "Open the profiler dashboard", 1, job_s(job, "TrainingJobName"));
     ty_buf_puts(b, " <a href=\"https://ui.perfetto.dev/\" rel=\"noopener noreferrer\" "
                    "target=\"_blank\">Open Perfetto (ui.perfetto.dev, external)</a> and load the "
                    "trace file below.</p>\n");
@@ -160,7 +163,7 @@ static void job_profiler(const struct console_ctx *c, struct ty_buf *b, json_t *
     for (size_t i = 0; i < l.n; i++) {
         snprintf(uri, sizeof(uri), "s3://%s/%s", bucket, l.e[i].key);
         ty_buf_puts(b, "<tr><td>");
-        job_dl(b, uri, l.e[i].key + strlen(key) + 1, 0);
+        job_dl(b, uri, l.e[i].key + strlen(key) + 1, 0, NULL);
         ty_buf_printf(b, "</td><td>%llu</td></tr>\n", (unsigned long long)l.e[i].meta.size);
     }
     ty_buf_puts(b, "</tbody></table>\n");
@@ -301,7 +304,7 @@ static void job_artifacts(struct ty_buf *b, json_t *job, const char *name)
     k = job_s(json_object_get(job, "ModelArtifacts"), "S3ModelArtifacts");
     if (*k) {
         ty_buf_puts(b, "<li>Model: ");
-        job_dl(b, k, k, 0);
+        job_dl(b, k, k, 0, NULL);
         ty_buf_puts(b, "</li>");
     }
     k = job_s(json_object_get(job, "OutputDataConfig"), "S3OutputPath");
@@ -310,7 +313,7 @@ static void job_artifacts(struct ty_buf *b, json_t *job, const char *name)
         snprintf(out, sizeof(out), "%s%s%s/output/output.tar.gz", k,
                  k[strlen(k) - 1] == '/' ? "" : "/", name);
         ty_buf_puts(b, "<li>Output data: ");
-        job_dl(b, out, out, 0);
+        job_dl(b, out, out, 0, NULL);
         ty_buf_puts(b, "</li>");
     }
     ty_buf_puts(b, "</ul>\n");
@@ -539,6 +542,38 @@ int console_job_studio_uri_ok(const struct console_ctx *c, const char *uri)
     return 0;
 }
 
+/*
+ * Whether the object at uri, whose ETag is etag, is job <query's job>'s profiler dashboard as
+ * the agent wrote it: the job's own dashboard URI, and the ETag the agent recorded after its
+ * upload (_profiler_report_etag). Only then do its scripts run in the console's sandbox: the
+ * folder is the job creator's to write, and a page of hers at the console's address could draw
+ * a sign-in form or navigate the admin away. Anything else downloads. 1 or 0.
+ */
+static int console_job_dashboard_ok(const struct console_ctx *c, const char *query, const char *uri,
+                                    const char *etag)
+{
+    char name[64], want[2300];
+    struct ty_err err;
+    json_t *job;
+    char *prefix;
+    int ok = 0;
+
+    if (console_query_param(query, "job", name, sizeof(name)) != 0 || !*name)
+        return 0;
+    ty_err_clear(&err);
+    if (!(job = store_job_get(c->s, name, &err)))
+        return 0;
+    if ((prefix = console_job_profiler_prefix(job)) != NULL) {
+        snprintf(want, sizeof(want),
+                 "%s/rule-output/ProfilerReport/profiler-output/profiler-report.html", prefix);
+        ok = strcmp(want, uri) == 0 && etag && *etag &&
+             strcmp(job_s(job, "_profiler_report_etag"), etag) == 0;
+        free(prefix);
+    }
+    json_decref(job);
+    return ok;
+}
+
 void console_job_download(const struct console_ctx *c, const char *query,
                           struct http_response *resp)
 {
@@ -579,6 +614,7 @@ void console_job_download(const struct console_ctx *c, const char *query,
     base = strrchr(key, '/') ? strrchr(key, '/') + 1 : key;
     html = strlen(base) > 5 && strcmp(base + strlen(base) - 5, ".html") == 0;
     console_query_param(query, "view", view, sizeof(view));
+    html = html && strcmp(view, "1") == 0 && console_job_dashboard_ok(c, query, uri, meta.etag);
     resp->status = 200;
     resp->has_file = 1;
     resp->file_fd = fd;
@@ -588,7 +624,7 @@ void console_job_download(const struct console_ctx *c, const char *query,
     http_response_header(resp, "Cache-Control", "no-store");
     http_response_header(resp, "X-Content-Type-Options", "nosniff");
     http_response_header(resp, "x-amzn-RequestId", c->req->request_id);
-    if (html && strcmp(view, "1") == 0) {
+    if (html) {
         /* the report's own scripts run, in a sandbox: an opaque origin without the console's
            cookies, and it loads nothing from the network */
         resp->content_type = "text/html; charset=utf-8";

@@ -12,6 +12,7 @@
 #include "authz.h"
 #include "console.h"
 #include "console_html.h"
+#include "objstore.h"
 #include "session.h"
 #include "sigv4.h"
 #include "store_iam.h"
@@ -138,7 +139,7 @@ int console_presign_url(const struct console_ctx *c, const char *bucket, const c
     memset(&pc, 0, sizeof(pc));
     if (!presign_host_ok(host))
         return ty_err_set(err, TY_EINVAL, "Host", "The request's Host header cannot be used.");
-    if (expires_s < 1 || expires_s > SIGV4_MAX_EXPIRES_S ||
+    if (expires_s < 1 || expires_s > SIGV4_MAX_EXPIRES_S || !objstore_bucket_name_ok(bucket) ||
         presign_path(path, sizeof(path), bucket, key) != 0)
         return ty_err_set(err, TY_EINVAL, "uri", "The object cannot be presigned.");
     snprintf(arn, sizeof(arn), "arn:aws:s3:::%s/%s", bucket, key);
@@ -202,7 +203,11 @@ void console_presign_serve(const struct console_ctx *c, const char *query,
     ty_buf_puts(&b, "</code></p>\n");
     if (err.code != TY_EOK) {
         console_html_error(&b, &err, err.code == TY_EDENIED ? "AccessDenied" : NULL);
-        console_html_send(c->req, resp, err.code == TY_EDENIED ? 403 : 200, &b);
+        console_html_send(c->req, resp,
+                          err.code == TY_EDENIED  ? 403
+                          : err.code == TY_EINVAL ? 400
+                                                  : 200,
+                          &b);
         return;
     }
     ty_buf_printf(&b,

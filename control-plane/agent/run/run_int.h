@@ -119,6 +119,7 @@ struct run_prof {
     json_t *rules; /* owned: ProfilerRuleConfigurations, NULL when none */
     int on;        /* profilerconfig.json written at the start */
     json_t *seen;  /* owned: system-metrics files uploaded while training (signatures) */
+    char report_etag[48]; /* the dashboard's ETag as the agent uploaded it, "" when none */
 };
 
 /* The job's container credentials (session.h). */

@@ -147,16 +147,32 @@ void run__checkpoints_sync(struct run_ctx *r, int final)
         run__log_line(r, "Uploaded checkpoints");
 }
 
-/* prof_put_fn: one file into the object store through the job's transfer (ud). */
+/* What run_profiler_put writes through. */
+struct run_prof_put {
+    struct transfer *t;
+    struct run_ctx *r;
+};
+
+/* prof_put_fn: one file into the object store through the job's transfer (ud: struct
+   run_prof_put); the dashboard's ETag is kept (r->prof.report_etag) so that the console shows
+   only the bytes the agent wrote (console_job.c). */
 static int run_profiler_put(void *ud, const char *path, const char *uri, const char *type)
 {
+    struct run_prof_put *pp = ud;
     char bucket[256], key[1400];
+    struct objstore_meta meta;
     struct ty_err err;
 
     if (s3uri_parse(uri, bucket, sizeof(bucket), key, sizeof(key)) != 0 ||
-        transfer_put_file(ud, path, bucket, key, type, &err) != 0) {
+        transfer_put_file(pp->t, path, bucket, key, type, &err) != 0) {
         ty_log(TY_LOG_WARN, "agent.profiler.put_failed", "uri='%s'", uri);
         return -1;
+    }
+    if (strcmp(type, "text/html") == 0) {
+        memset(&meta, 0, sizeof(meta));
+        if (objstore_head(pp->t->os, bucket, key, &meta, &err) == 0)
+            snprintf(pp->r->prof.report_etag, sizeof(pp->r->prof.report_etag), "%s", meta.etag);
+        objstore_meta_cleanup(&meta);
     }
     return 0;
 }
@@ -226,8 +242,20 @@ static void run_profiler_upload(struct run_ctx *r)
         ty_log(TY_LOG_INFO, "agent.profiler.uploaded", "job=%s files=%d uri='%s'", r->job, count,
                uri);
     if (r->prof.on) {
+        struct run_prof_put pp = {&t, r};
         run__fmt(uri, sizeof(uri), "%.*s/%s", (int)ul, r->sp.profiler_uri, r->job);
-        prof_report_publish(r->h[0].dir, r->prof.rules, uri, run_profiler_put, &t);
+        r->prof.report_etag[0] = '\0';
+        prof_report_publish(r->h[0].dir, r->prof.rules, uri, run_profiler_put, &pp);
+        if (r->prof.report_etag[0] && r->io.s) { /* best effort: else a download, not a view */
+            struct store_transition tr;
+            json_t *set = json_pack("{s:s}", "_profiler_report_etag", r->prof.report_etag);
+            memset(&tr, 0, sizeof(tr));
+            tr.set = set;
+            tr.now = ty_wall_s();
+            ty_err_clear(&err);
+            json_decref(set ? store_job_transition(r->io.s, r->job, &tr, &err) : NULL);
+            json_decref(set);
+        }
     }
 }
 
