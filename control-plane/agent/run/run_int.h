@@ -115,10 +115,10 @@ struct run_io {
 
 /* The job's profiler settings (prof.h). */
 struct run_prof {
-    json_t *cfg;   /* owned: ProfilerConfig as last written, NULL when none */
-    json_t *rules; /* owned: ProfilerRuleConfigurations, NULL when none */
-    int on;        /* profilerconfig.json written at the start */
-    json_t *seen;  /* owned: system-metrics files uploaded while training (signatures) */
+    json_t *cfg;          /* owned: ProfilerConfig as last written, NULL when none */
+    json_t *rules;        /* owned: ProfilerRuleConfigurations, NULL when none */
+    int on;               /* profilerconfig.json written at the start */
+    json_t *seen;         /* owned: system-metrics files uploaded while training (signatures) */
     char report_etag[48]; /* the dashboard's ETag as the agent uploaded it, "" when none */
 };
 
