@@ -20,6 +20,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -107,13 +110,36 @@ static void relay_job_put(struct relay_job *j)
     pthread_mutex_unlock(&relay_jobs_mu);
 }
 
+/* The key of relay_source_addr's hash: random, drawn once per process, so that no tenant can
+   search offline for a job name whose address is another job's. */
+static unsigned char relay_addr_key[32];
+static pthread_once_t relay_addr_once = PTHREAD_ONCE_INIT;
+
+static void relay_addr_key_init(void)
+{
+    if (RAND_bytes(relay_addr_key, sizeof(relay_addr_key)) != 1) {
+        /* no CSPRNG: the clock and the pid still make it unpredictable enough to be unkeyed
+           by name alone, and the agent logs it */
+        uint64_t t = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+        memcpy(relay_addr_key, &t, sizeof(t));
+        ty_log(TY_LOG_WARN, "agent.relay.weak_key", "note='RAND_bytes failed'");
+    }
+}
+
 unsigned relay_source_addr(const char *job)
 {
-    uint32_t h = 2166136261u;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int ml = 0;
+    const char *j = job ? job : "";
+    uint32_t h;
     unsigned a, b, c;
 
-    for (const unsigned char *p = (const unsigned char *)(job ? job : ""); *p; p++)
-        h = (h ^ *p) * 16777619u;
+    pthread_once(&relay_addr_once, relay_addr_key_init);
+    if (!HMAC(EVP_sha256(), relay_addr_key, sizeof(relay_addr_key), (const unsigned char *)j,
+              strlen(j), md, &ml) ||
+        ml < 4)
+        memset(md, 0, sizeof(md));
+    h = (uint32_t)md[0] | (uint32_t)md[1] << 8 | (uint32_t)md[2] << 16 | (uint32_t)md[3] << 24;
     a = 1 + (h & 0xff) % 255;           /* 1..255: never 127.0.x.x */
     b = (h >> 8) & 0xff;                /* 0..255 */
     c = 1 + ((h >> 16) & 0xffff) % 254; /* 1..254 */
@@ -123,7 +149,8 @@ unsigned relay_source_addr(const char *job)
 struct relay {
     struct relay_opts o;
     struct relay_job *job;  /* the job's shared budget; NULL without o.job */
-    struct sockaddr_in src; /* source of connections to a loopback target; sin_family 0 = none */
+    struct sockaddr_in src; /* source of connections to a local target; sin_family 0 = none */
+    int local;              /* the target is this host's own (relay_target_local) */
     struct sockaddr_storage target;
     socklen_t target_len;
     int lfd;     /* listener, in the container's namespace */
@@ -139,6 +166,69 @@ struct relay {
     atomic_int open;
     atomic_long accepted, refused, idled;
 };
+
+/*
+ * Whether r->target is this host's own API, however it is spelled: an IPv4 loopback address,
+ * 0.0.0.0, ::, ::1, an IPv4-mapped one of those, or an address of one of this host's
+ * interfaces (one a socket can bind). Such a target is reached from the job's own loopback
+ * address (relay_source_addr), so that the server tells the job's traffic from the host's own
+ * whatever --listen and --endpoint-url say; an IPv6 spelling is reached through IPv4
+ * 127.0.0.1 (a server on [::] takes IPv4 too; one on an IPv6 address alone is then not
+ * reached, and the job's calls fail rather than arrive as the host's). Sets r->local.
+ */
+static void relay_target_local(struct relay *r)
+{
+    in_port_t port = 0;
+    uint32_t v4 = 0;
+    int have_v4 = 0, local = 0, fd;
+
+    if (r->target.ss_family == AF_INET) {
+        struct sockaddr_in *sa = (struct sockaddr_in *)&r->target;
+        v4 = ntohl(sa->sin_addr.s_addr);
+        port = sa->sin_port;
+        have_v4 = 1;
+    } else if (r->target.ss_family == AF_INET6) {
+        struct sockaddr_in6 *sa = (struct sockaddr_in6 *)&r->target;
+        port = sa->sin6_port;
+        if (IN6_IS_ADDR_V4MAPPED(&sa->sin6_addr)) {
+            memcpy(&v4, &sa->sin6_addr.s6_addr[12], 4);
+            v4 = ntohl(v4);
+            have_v4 = 1;
+        } else if (IN6_IS_ADDR_LOOPBACK(&sa->sin6_addr) ||
+                   IN6_IS_ADDR_UNSPECIFIED(&sa->sin6_addr)) {
+            local = 1;
+        }
+    }
+    if (have_v4 && (v4 >> 24 == 127 || v4 == 0))
+        local = 1;
+    if (!local && (fd = socket(r->target.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0) {
+        struct sockaddr_storage probe = r->target;
+        if (probe.ss_family == AF_INET)
+            ((struct sockaddr_in *)&probe)->sin_port = 0;
+        else
+            ((struct sockaddr_in6 *)&probe)->sin6_port = 0;
+        local = bind(fd, (struct sockaddr *)&probe, r->target_len) == 0; /* one of ours */
+        close(fd);
+    }
+    r->local = local;
+    if (!local)
+        return;
+    if (!have_v4 || v4 == 0) { /* ::, ::1, 0.0.0.0, an IPv6 address of ours: 127.0.0.1 */
+        struct sockaddr_in *sa = (struct sockaddr_in *)&r->target;
+        memset(&r->target, 0, sizeof(r->target));
+        sa->sin_family = AF_INET;
+        sa->sin_port = port;
+        sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        r->target_len = sizeof(*sa);
+    } else if (r->target.ss_family == AF_INET6) { /* ::ffff:a.b.c.d: a.b.c.d */
+        struct sockaddr_in *sa = (struct sockaddr_in *)&r->target;
+        memset(&r->target, 0, sizeof(r->target));
+        sa->sin_family = AF_INET;
+        sa->sin_port = port;
+        sa->sin_addr.s_addr = htonl(v4);
+        r->target_len = sizeof(*sa);
+    }
+}
 
 /* "http://host:port/path", "host:port", "[::1]:port": resolves into r->target. */
 static int relay_resolve(struct relay *r, const char *target, struct ty_err *err)
@@ -202,6 +292,7 @@ static int relay_resolve(struct relay *r, const char *target, struct ty_err *err
     memcpy(&r->target, pick->ai_addr, pick->ai_addrlen);
     r->target_len = pick->ai_addrlen;
     freeaddrinfo(res);
+    relay_target_local(r);
     return 0;
 }
 
@@ -527,8 +618,7 @@ struct relay *relay_start(const struct relay_opts *o, struct ty_err *err)
             ty_err_set(err, TY_ENOMEM, NULL, "relay: out of memory");
             goto fail;
         }
-        if (r->target.ss_family == AF_INET &&
-            (ntohl(((struct sockaddr_in *)&r->target)->sin_addr.s_addr) >> 24) == 127) {
+        if (r->local && r->target.ss_family == AF_INET) {
             r->src.sin_family = AF_INET;
             r->src.sin_addr.s_addr = htonl(relay_source_addr(o->job));
         }

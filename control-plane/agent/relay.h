@@ -16,11 +16,14 @@
  * Per job: relayed traffic is a tenant of its own. With o->job set, every
  * relay of that job in this agent shares one budget of job_max connections at once (a table in
  * relay.c keyed by the job, reference-counted by relay_start/relay_stop; more are accepted and
- * closed at once), and when the target is an IPv4 loopback address the connections to it come
- * from a source address of the job's own, relay_source_addr(job): the server's per-client limit
- * and accounting then see each job apart from the others and from 127.0.0.1 (the admin's CLI,
- * local console users). A non-loopback target is reached from the agent's own address (the
- * per-job budget still holds; the server then counts all of this agent's jobs as one client).
+ * closed at once), and when the target is this host's own API however it is spelled (an IPv4
+ * loopback address, 0.0.0.0, ::, ::1, an IPv4-mapped one, or an address of one of this host's
+ * interfaces; IPv6 spellings are reached through 127.0.0.1) the connections to it come from a
+ * source address of the job's own, relay_source_addr(job): the server's per-client limit and
+ * accounting then see each job apart from the others and from 127.0.0.1 (the admin's CLI,
+ * local console users), and the server serves it the AWS APIs only. A target on another host is
+ * reached from the agent's own address (the per-job budget still holds; that server then
+ * counts all of this agent's jobs as one client and cannot tell them from the agent's host).
  *
  * Bounds: at most max_conns relayed connections at once (more are accepted and closed at once),
  * a connection idle (no byte either way) for idle_s seconds is closed, each direction buffers at
@@ -52,9 +55,11 @@ struct relay_opts {
 };
 
 /*
- * The IPv4 source address (host order) of job's relayed connections to a loopback target:
- * 127.a.b.c from an FNV-1a hash of job, with a in 1..255 and c in 1..254, so never in
- * 127.0.0.0/24 (127.0.0.1 is the admin's) nor a network or broadcast-looking address.
+ * The IPv4 source address (host order) of job's relayed connections to a local target:
+ * 127.a.b.c from an HMAC-SHA256 of job under a key drawn at random once per process (so no
+ * tenant can search offline for a job name whose address is another job's), with a in 1..255
+ * and c in 1..254, so never in 127.0.0.0/16 (127.0.0.1 is the admin's) nor a network or
+ * broadcast-looking address. Stable within the process.
  */
 unsigned relay_source_addr(const char *job);
 

@@ -400,3 +400,32 @@ def test_agent_restart_reattaches_sandbox_and_relay(make_server, procs, workdir)
     log = open(os.path.join(d, "agent-2.log")).read()
     assert "event=agent.relay.started" in log and "event=agent.job.leftover_removed" not in log, \
         log[-3000:]
+
+
+@pytest.mark.parametrize("listen", ["0.0.0.0", "[::]"])
+def test_relay_fence_holds_on_any_listen_address(make_server, listen):
+    """A server started as docker/server.Dockerfile starts it (--listen 0.0.0.0:PORT, so its
+    embedded agent's endpoint is http://0.0.0.0:PORT), or on [::]: the job's relayed calls still
+    come from the job's own loopback address, so the console, /healthz and /metrics are not
+    served to it (issue 36, finding 2: they answered 200, and sign-in attempts were counted on
+    127.0.0.1)."""
+    port = H.free_port()
+    s = make_server(agents=1, port=port, extra=["--listen", f"{listen}:{port}"])
+    sm = s.client()
+    name = H.unique("cred-fence")
+    script = ("for p in /console/login /healthz /metrics; do "
+              "s=$(printf 'GET %s HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n' "
+              "\"$p\" | nc -w 5 127.0.0.1 9911 | head -1 | tr -d '\\r'); echo \"PROBE $p $s\"; done")
+    sm.create_training_job(**H.job_request(name, script))
+    d = H.wait_job(sm, name, timeout=240)
+    lines = _log_lines(s.client("logs"), name)
+    assert d["TrainingJobStatus"] == "Completed", (d.get("FailureReason"), lines[-20:])
+    probes = {l.split()[1]: l for l in lines if l.startswith("PROBE ")}
+    assert set(probes) == {"/console/login", "/healthz", "/metrics"}, lines[-20:]
+    for p, l in probes.items():
+        assert " 403 " in l + " ", (p, l)
+    # the host itself is still served on the same address
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/healthz")
+    assert conn.getresponse().status == 200
+    conn.close()

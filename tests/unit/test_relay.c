@@ -13,8 +13,10 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -447,6 +449,67 @@ static void test_relay_job_budget(void **state)
     relay_stop(r3);
 }
 
+/* However the endpoint spells this host (0.0.0.0, [::], [::1], [::ffff:127.0.0.1], an
+   address of one of its interfaces), a job's connections reach it from the job's own loopback
+   address: before, every spelling but a literal 127.x address arrived as the host's own. */
+static void test_relay_local_spellings(void **state)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t al = sizeof(a);
+    char t[8][96];
+    struct ifaddrs *ifs = NULL;
+    int lfd, port, n = 0, one = 1;
+
+    (void)state;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(lfd >= 0);
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(lfd, 16), 0);
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+    port = ntohs(a.sin_port);
+    snprintf(t[n++], sizeof(t[0]), "http://0.0.0.0:%d", port);
+    snprintf(t[n++], sizeof(t[0]), "http://[::]:%d", port);
+    snprintf(t[n++], sizeof(t[0]), "http://[::1]:%d", port);
+    snprintf(t[n++], sizeof(t[0]), "http://[::ffff:127.0.0.1]:%d", port);
+    snprintf(t[n++], sizeof(t[0]), "http://127.0.0.1:%d", port);
+    if (getifaddrs(&ifs) == 0) {
+        for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+            char ip[INET_ADDRSTRLEN];
+            struct sockaddr_in *sa = (struct sockaddr_in *)i->ifa_addr;
+            if (!sa || sa->sin_family != AF_INET || ntohl(sa->sin_addr.s_addr) >> 24 == 127 ||
+                !inet_ntop(AF_INET, &sa->sin_addr, ip, sizeof(ip)))
+                continue;
+            snprintf(t[n++], sizeof(t[0]), "http://%s:%d", ip, port); /* this host's own */
+            break;
+        }
+        freeifaddrs(ifs);
+    }
+    for (int k = 0; k < n; k++) {
+        struct relay_opts o = {.target = t[k], .job = "spell-job"};
+        struct ty_err err = {0};
+        struct relay *r = relay_start(&o, &err);
+        struct sockaddr_in peer;
+        socklen_t pl = sizeof(peer);
+        struct pollfd p = {.fd = lfd, .events = POLLIN};
+        int c, s;
+        assert_non_null(r);
+        c = connect_port(relay_port(r));
+        send_all(c, "x", 1);
+        assert_int_equal(poll(&p, 1, 5000), 1);
+        s = accept(lfd, (struct sockaddr *)&peer, &pl);
+        assert_true(s >= 0);
+        if (ntohl(peer.sin_addr.s_addr) != relay_source_addr("spell-job"))
+            fail_msg("%s: the job's connection came from %08x, not its own %08x", t[k],
+                     ntohl(peer.sin_addr.s_addr), relay_source_addr("spell-job"));
+        close(s);
+        close(c);
+        relay_stop(r);
+    }
+    close(lfd);
+}
+
 static void test_relay_source_addr(void **state)
 {
     char job[32];
@@ -467,10 +530,11 @@ static void test_relay_source_addr(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_relay_bytes),      cmocka_unit_test(test_relay_cap_and_idle),
-        cmocka_unit_test(test_relay_bad_target), cmocka_unit_test(test_relay_target_down),
-        cmocka_unit_test(test_relay_no_leak),    cmocka_unit_test(test_stage_env_relay),
-        cmocka_unit_test(test_relay_job_budget), cmocka_unit_test(test_relay_source_addr),
+        cmocka_unit_test(test_relay_bytes),           cmocka_unit_test(test_relay_cap_and_idle),
+        cmocka_unit_test(test_relay_bad_target),      cmocka_unit_test(test_relay_target_down),
+        cmocka_unit_test(test_relay_no_leak),         cmocka_unit_test(test_stage_env_relay),
+        cmocka_unit_test(test_relay_job_budget),      cmocka_unit_test(test_relay_source_addr),
+        cmocka_unit_test(test_relay_local_spellings),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
