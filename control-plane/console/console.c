@@ -162,7 +162,8 @@ static void console_serve_login(struct http_request *req, struct http_response *
                                 struct store *s, const struct front_ctx *rc)
 {
     char account[64] = "", user[130] = "", pw[260] = "", sid[CONSOLE_AUTH_SID_LEN + 1];
-    char cookie[256];
+    char cookie[256], source[64], device[PASSWORD_DEVICE_MAX];
+    struct password_try t;
     struct ty_err err;
     const char *origin = http_header(req, "Origin"), *host = http_header(req, "Host");
 
@@ -176,9 +177,19 @@ static void console_serve_login(struct http_request *req, struct http_response *
     console_auth_form(req, "account", account, sizeof(account));
     console_auth_form(req, "username", user, sizeof(user));
     console_auth_form(req, "password", pw, sizeof(pw));
-    if (console_auth_login(s, rc->account_id, account, user, pw, req->client[0] ? req->client : "-",
-                           sid, sizeof(sid), &err) != 0) {
+    memset(&t, 0, sizeof(t));
+    password_source(req->client, source, sizeof(source));
+    t.source = source;
+    if (console_cookie(http_header(req, "Cookie"), CONSOLE_DEVICE_COOKIE, device, sizeof(device)) ==
+        0)
+        t.device = device;
+    if (console_auth_login(s, rc->account_id, account, user, pw, &t, sid, sizeof(sid), &err) != 0) {
         memset(pw, 0, sizeof(pw));
+        if (err.code == TY_ETHROTTLE) {
+            char after[24];
+            snprintf(after, sizeof(after), "%lld", (t.wait_ms + 999) / 1000);
+            http_response_header(resp, "Retry-After", after);
+        }
         password_form(req, resp, rc,
                       err.code == TY_EREDIS      ? 503
                       : err.code == TY_ETHROTTLE ? 429
@@ -192,6 +203,14 @@ static void console_serve_login(struct http_request *req, struct http_response *
                           console_reset_pending(s, user) ? "/console/password" : "/console/home");
     console_auth_cookie(cookie, sizeof(cookie), sid, CONSOLE_AUTH_TTL_S, console_auth_secure(req));
     http_response_header(resp, "Set-Cookie", cookie);
+    if (t.device_out[0]) { /* this browser is now a known device of the user (password.h) */
+        snprintf(cookie, sizeof(cookie),
+                 "%s=%s; Path=/console/login; Max-Age=%d; HttpOnly; "
+                 "SameSite=Strict%s",
+                 CONSOLE_DEVICE_COOKIE, t.device_out, CONSOLE_DEVICE_TTL_S,
+                 console_auth_secure(req) ? "; Secure" : "");
+        http_response_header(resp, "Set-Cookie", cookie);
+    }
 }
 
 static void console_logout(struct http_request *req, struct http_response *resp, struct store *s)

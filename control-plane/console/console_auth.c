@@ -88,13 +88,13 @@ int console_auth_start(struct store *s, json_t *doc, const char *scope, int ttl_
 }
 
 int console_auth_login(struct store *s, const char *account_id, const char *account,
-                       const char *name, const char *password, const char *source, char *sid,
+                       const char *name, const char *password, struct password_try *t, char *sid,
                        size_t n, struct ty_err *err)
 {
     struct store_iam_user u;
     char scope[96], lname[STORE_IAM_NAME_MAX + 1];
     json_t *doc;
-    int reset = 0, rc;
+    int rc;
     size_t i;
 
     memset(&u, 0, sizeof(u));
@@ -106,10 +106,10 @@ int console_auth_login(struct store *s, const char *account_id, const char *acco
     if (rc != 0 || strcmp(account, account_id) != 0)
         u.id[0] = '\0'; /* the KDF still runs: no timing difference */
     ty_err_clear(err);
-    rc = password_attempt(s, name[0] ? name : "-", u.id, password, source, &reset, err);
+    rc = password_attempt(s, name[0] ? name : "-", u.id, password, t, err);
     if (rc != 0) {
         ty_log(TY_LOG_INFO, "console.signin_failed", "user='%.64s' source=%.64s code=%s", name,
-               source, ty_err_aws_name(err->code));
+               t->source, ty_err_aws_name(err->code));
         return rc;
     }
     for (i = 0; u.name[i]; i++)
@@ -117,7 +117,7 @@ int console_auth_login(struct store *s, const char *account_id, const char *acco
     lname[i] = '\0';
     snprintf(scope, sizeof(scope), "iam-%s", lname);
     doc = json_pack("{s:s,s:s,s:s,s:b}", "Kind", "iam", "Principal", u.arn, "UserName", u.name,
-                    "PasswordResetRequired", reset);
+                    "PasswordResetRequired", t->reset);
     if (!doc)
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     rc = console_auth_start(s, doc, scope, CONSOLE_AUTH_TTL_S, sid, n, err);

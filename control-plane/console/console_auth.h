@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "http.h"
+#include "password.h"
 #include "store.h"
 #include "ty_err.h"
 
@@ -51,15 +52,20 @@ int console_auth_session(struct store *s, struct http_request *req, struct conso
                          struct ty_err *err);
 
 /*
- * Signs IAM user name of account in with password, from source (the client's address:
- * password_attempt throttles per user and source; borrowed). account must be account_id.
- * OUT: sid (a new session id; n > CONSOLE_AUTH_SID_LEN). 0, -TY_EDENIED (one message for
- * every wrong input), -TY_ETHROTTLE (source must wait: the message says how long),
- * -TY_EREDIS.
+ * Signs IAM user name of account in with password; t (password.h) holds the client's
+ * throttle source and device token, and gets the wait or the new device token back.
+ * account must be account_id. OUT: sid (a new session id; n > CONSOLE_AUTH_SID_LEN). 0,
+ * -TY_EDENIED (one message for every wrong input), -TY_ETHROTTLE (the client must wait:
+ * t->wait_ms, and the message says how long), -TY_EREDIS.
  */
 int console_auth_login(struct store *s, const char *account_id, const char *account,
-                       const char *name, const char *password, const char *source, char *sid,
+                       const char *name, const char *password, struct password_try *t, char *sid,
                        size_t n, struct ty_err *err);
+
+/* The cookie that holds a browser's device token (password.h). */
+#define CONSOLE_DEVICE_COOKIE "ty_device"
+/* How long a browser keeps its device token, seconds (180 days). */
+#define CONSOLE_DEVICE_TTL_S (180 * 24 * 3600)
 
 /* Starts a session of doc (borrowed; Csrf is added) for ttl_s seconds under scope. OUT: sid. */
 int console_auth_start(struct store *s, json_t *doc, const char *scope, int ttl_s, char *sid,

@@ -7,9 +7,12 @@
  */
 #include "password.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,7 @@
 #include "store_iam.h"
 #include "store_login.h"
 #include "ty_codec.h"
+#include "ty_rand.h"
 
 /* A dummy hash verified for unknown users (same iteration count: same time). */
 #define LOGIN_DUMMY                                                                                \
@@ -288,68 +292,166 @@ static int login_denied(struct ty_err *err)
                       "Your authentication information is incorrect. Please try again.");
 }
 
-/* How long source waits after its n-th failed sign-in of a user: none for the first
-   PASSWORD_FREE_FAILS - 1, then 1 s, doubling up to PASSWORD_WAIT_MAX_S. */
-static long long login_wait_ms(long long n)
+/* How long a budget waits after its n-th failure: none for the first free - 1, then 1 s,
+   doubling up to PASSWORD_WAIT_MAX_S. */
+static long long login_wait_ms(long long n, long long free)
 {
     long long ms = 1000;
-    if (n < PASSWORD_FREE_FAILS)
+    if (n < free)
         return 0;
-    for (long long i = PASSWORD_FREE_FAILS; i < n && ms < PASSWORD_WAIT_MAX_S * 1000; i++)
+    for (long long i = free; i < n && ms < PASSWORD_WAIT_MAX_S * 1000; i++)
         ms *= 2;
     return ms < PASSWORD_WAIT_MAX_S * 1000 ? ms : PASSWORD_WAIT_MAX_S * 1000;
 }
 
-int password_attempt(struct store *s, const char *name, const char *uid, const char *password,
-                     const char *source, int *reset, struct ty_err *err)
+void password_source(const char *client, char *out, size_t n)
 {
-    char hash[PASSWORD_HASH_MAX], olduid[64];
-    double created = 0;
-    int rs = 0, rc, ok;
-    long long wait_ms = 0, n;
+    struct in6_addr a6;
+    struct in_addr a4;
+    char buf[INET6_ADDRSTRLEN];
 
-    rc = store_login_wait(s, name, source, &wait_ms, err);
+    if (client && inet_pton(AF_INET, client, &a4) == 1) {
+        snprintf(out, n, "%s", client);
+        return;
+    }
+    if (!client || inet_pton(AF_INET6, client, &a6) != 1) {
+        snprintf(out, n, "-");
+        return;
+    }
+    if (IN6_IS_ADDR_V4MAPPED(&a6)) {
+        memcpy(&a4, &a6.s6_addr[12], 4);
+        snprintf(out, n, "%s", inet_ntop(AF_INET, &a4, buf, sizeof(buf)) ? buf : "-");
+        return;
+    }
+    memset(&a6.s6_addr[8], 0, 8); /* one budget per /64: a host has them all */
+    snprintf(out, n, "%s/64", inet_ntop(AF_INET6, &a6, buf, sizeof(buf)) ? buf : "-");
+}
+
+/* The device token's MAC of lname and id (32 hex digits) under key (the user's password
+   hash). 0 or -1. */
+static int login_device_mac(const char *key, const char *lname, const char *id, char mac[33])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int ml = 0;
+    char msg[200];
+
+    snprintf(msg, sizeof(msg), "trainyard-device:%s:%s", lname, id);
+    if (!HMAC(EVP_sha256(), key, (int)strlen(key), (const unsigned char *)msg, strlen(msg), md,
+              &ml) ||
+        ml < 16)
+        return -1;
+    ty_hex_encode(md, 16, mac);
+    return 0;
+}
+
+/* A device token: "<id>.<mac>" (32 + 32 hex digits). When token is one of lname's under key,
+   OUT: id (33 bytes) and 1; else 0. */
+static int login_device_known(const char *token, const char *key, const char *lname, char id[33])
+{
+    char mac[33];
+    const char *dot = token ? strchr(token, '.') : NULL;
+
+    if (!dot || dot - token != 32 || strlen(dot + 1) != 32 || !key || !*key)
+        return 0;
+    memcpy(id, token, 32);
+    id[32] = '\0';
+    if (strspn(id, "0123456789abcdef") != 32 || login_device_mac(key, lname, id, mac) != 0)
+        return 0;
+    return CRYPTO_memcmp(mac, dot + 1, 32) == 0;
+}
+
+/* The longest wait of source (and, with all, of every source) for name. 0 or -TY_E*. */
+static int login_waits(struct store *s, const char *name, const char *source, int all,
+                       long long *wait_ms, struct ty_err *err)
+{
+    long long w = 0;
+    int rc = store_login_wait(s, name, source, wait_ms, err);
+    if (rc == 0 && all && (rc = store_login_wait(s, name, PASSWORD_USER_SOURCE, &w, err)) == 0 &&
+        w > *wait_ms)
+        *wait_ms = w;
+    return rc;
+}
+
+int password_attempt(struct store *s, const char *name, const char *uid, const char *password,
+                     struct password_try *t, struct ty_err *err)
+{
+    char hash[PASSWORD_HASH_MAX], olduid[64], lname[STORE_IAM_NAME_MAX + 1], id[33];
+    char devsrc[40];
+    const char *src = t->source;
+    double created = 0;
+    int rs = 0, rc, ok, known = 0;
+    long long n;
+    size_t i;
+
+    t->wait_ms = 0;
+    t->device_out[0] = '\0';
+    for (i = 0; name[i] && i < sizeof(lname) - 1; i++)
+        lname[i] = (char)tolower((unsigned char)name[i]);
+    lname[i] = '\0';
+    hash[0] = '\0';
+    rc = store_login_read(s, name, hash, sizeof(hash), olduid, sizeof(olduid), &created, &rs, err);
     if (rc == -TY_EINVAL) {
         password_verify(password, LOGIN_DUMMY);
         return login_denied(err);
     }
-    if (rc)
-        return rc;
-    if (wait_ms > 0) /* this source waits; the account itself is never locked */
-        return ty_err_set(err, TY_ETHROTTLE, NULL,
-                          "Too many failed sign-in attempts. Try again in %lld seconds.",
-                          (wait_ms + 999) / 1000);
-    rc = store_login_read(s, name, hash, sizeof(hash), olduid, sizeof(olduid), &created, &rs, err);
     if (rc != 0 && rc != -TY_ENOTFOUND)
         return rc;
-    if (rc == 0 && uid[0] && strcmp(olduid, uid) == 0) {
+    if (rc == 0 && uid[0] && strcmp(olduid, uid) == 0 && t->device && *t->device &&
+        login_device_known(t->device, hash, lname, id)) {
+        known = 1; /* this browser signed in as name before: its own budget only */
+        snprintf(devsrc, sizeof(devsrc), "dev:%s", id);
+        src = devsrc;
+    }
+    if ((rc = login_waits(s, name, src, !known, &t->wait_ms, err)) != 0) {
+        OPENSSL_cleanse(hash, sizeof(hash));
+        return rc;
+    }
+    if (t->wait_ms > 0) { /* this source waits; the account itself is never locked */
+        OPENSSL_cleanse(hash, sizeof(hash));
+        return ty_err_set(err, TY_ETHROTTLE, NULL,
+                          "Too many failed sign-in attempts. Try again in %lld seconds.",
+                          (t->wait_ms + 999) / 1000);
+    }
+    if (rc == 0 && hash[0] && uid[0] && strcmp(olduid, uid) == 0) {
         ok = password_verify(password, hash);
     } else {
         password_verify(password, LOGIN_DUMMY);
         ok = 0;
     }
-    OPENSSL_cleanse(hash, sizeof(hash));
     if (ok) {
-        store_login_fails_clear(s, name, source);
-        *reset = rs;
+        char mac[33];
+        store_login_fails_clear(s, name, src);
+        t->reset = rs;
+        if (!known && ty_rand_hex(id, 32) != 0)
+            id[0] = '\0';
+        if (id[0] && login_device_mac(hash, lname, id, mac) == 0)
+            snprintf(t->device_out, sizeof(t->device_out), "%s.%s", id, mac);
+        OPENSSL_cleanse(hash, sizeof(hash));
         return 0;
     }
-    /* the window restarts at each failure; from the FREE_FAILS-th on, the source waits */
-    n = store_login_fail(s, name, source, PASSWORD_WINDOW_S);
-    store_login_hold(s, name, source, login_wait_ms(n));
+    OPENSSL_cleanse(hash, sizeof(hash));
+    /* each window restarts at its failure; from its free count on, the source waits */
+    n = store_login_fail(s, name, src, PASSWORD_WINDOW_S);
+    store_login_hold(s, name, src, login_wait_ms(n, PASSWORD_FREE_FAILS));
+    if (!known) {
+        n = store_login_fail(s, name, PASSWORD_USER_SOURCE, PASSWORD_WINDOW_S);
+        store_login_hold(s, name, PASSWORD_USER_SOURCE, login_wait_ms(n, PASSWORD_USER_FREE_FAILS));
+    }
     return login_denied(err);
 }
 
 int password_change(struct store *s, const char *name, const char *uid, const char *old_password,
                     const char *new_password, struct ty_err *err)
 {
+    struct password_try t;
     double created;
     int reset, rc;
 
     if ((rc = password_get(s, name, uid, &created, &reset, err)) != 0)
         return rc;
-    if ((rc = password_attempt(s, name, uid, old_password, PASSWORD_API_SOURCE, &reset, err)) !=
-        0) {
+    memset(&t, 0, sizeof(t));
+    t.source = PASSWORD_API_SOURCE;
+    if ((rc = password_attempt(s, name, uid, old_password, &t, err)) != 0) {
         if (rc == -TY_EDENIED)
             return ty_err_set(err, TY_EDENIED, "OldPassword",
                               "The old password you entered is incorrect.");

@@ -108,3 +108,60 @@ def test_origin_null_is_refused(srv):
     assert st == 403, (st, page[-400:])
     st, _ = sign_in(srv, B, "thr-cat", PW, origin=srv.url)
     assert st == 303
+
+
+def _post(srv, source, name, password, cookie=None):
+    """(status, headers, page) of POST /console/login from source, with cookie sent."""
+    u = urllib.parse.urlsplit(srv.url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30, source_address=(source, 0))
+    body = urllib.parse.urlencode({"account": "000000000000", "username": name,
+                                   "password": password})
+    hdr = {"Content-Type": "application/x-www-form-urlencoded"}
+    if cookie:
+        hdr["Cookie"] = cookie
+    try:
+        c.request("POST", "/console/login", body=body, headers=hdr)
+        r = c.getresponse()
+        return r.status, r.getheaders(), r.read().decode("utf-8", "replace")
+    finally:
+        c.close()
+
+
+def test_guessing_from_many_addresses_gains_nothing(srv):
+    """Failures are counted per user as well as per address (issue 36, finding 3: 100 wrong
+    passwords for one user from 25 addresses got no 429, and the right password then signed in
+    at once). The user's own browser, known from an earlier sign-in, keeps signing in however
+    many strangers guess, on other addresses or on hers; a 429 says Retry-After."""
+    make_user(srv, "thr-dan")
+    st, hdrs, page = _post(srv, B, "thr-dan", PW)
+    assert st == 303, (st, page[-400:])
+    dev = [v.split(";")[0] for k, v in hdrs if k.lower() == "set-cookie" and
+           v.startswith("ty_device=")]
+    assert len(dev) == 1, hdrs
+    assert "Path=/console/login" in [v for k, v in hdrs if v.startswith("ty_device=")][0]
+    codes = []
+    for i in range(100):  # 4 guesses from each of 25 addresses: none reaches its own budget
+        st, h, _ = _post(srv, f"127.0.1.{1 + i // 4}", "thr-dan", f"guess-{i}")
+        codes.append(st)
+        if st == 429:
+            assert int(dict((k.lower(), v) for k, v in h)["retry-after"]) >= 1
+    assert codes.count(401) < 30 and 429 in codes, codes
+    # the right password from yet another address waits too, with Retry-After
+    st, h, page = _post(srv, "127.0.2.1", "thr-dan", PW)
+    assert st == 429, (st, page[-400:])
+    assert int(dict((k.lower(), v) for k, v in h)["retry-after"]) >= 1
+    # her own browser signs in at once, from her address or from a stranger's
+    for source in (B, "127.0.1.3"):
+        st, _, page = _post(srv, source, "thr-dan", PW, cookie=dev[0])
+        assert st == 303, (source, st, page[-400:])
+    # a stranger on her address, without her browser's token, cannot keep her out
+    for _ in range(8):
+        _post(srv, B, "thr-dan", "wrong-password")
+    st, _, page = _post(srv, B, "thr-dan", PW, cookie=dev[0])
+    assert st == 303, (st, page[-400:])
+    # the token is hers alone: another user's sign-in with it is an unknown device
+    make_user(srv, "thr-eve")
+    for _ in range(5):
+        _post(srv, "127.0.3.1", "thr-eve", "wrong-password")
+    st, _, _ = _post(srv, "127.0.3.1", "thr-eve", PW, cookie=dev[0])
+    assert st == 429

@@ -324,6 +324,101 @@ static void test_sysmon_series(void **state)
     json_decref(o);
 }
 
+/* password_attempt from source (and device: a device token, NULL for none); *reset on
+   success. */
+static int attempt(struct store *s, const char *name, const char *uid, const char *pw,
+                   const char *source, const char *device, int *reset, struct ty_err *err)
+{
+    struct password_try t;
+    int rc;
+
+    memset(&t, 0, sizeof(t));
+    t.source = source;
+    t.device = device;
+    rc = password_attempt(s, name, uid, pw, &t, err);
+    if (rc == 0)
+        *reset = t.reset;
+    return rc;
+}
+
+/* Guessing from many addresses gains nothing (the user's own budget), a stranger on the user's
+   address cannot keep her out (her browser's device token has a budget of its own), an IPv6
+   host is one source per /64, and a device token is the user's alone and dies with her
+   password. Before, failures were counted per user and address only. */
+static void test_signin_budgets(void **state)
+{
+    struct store *s;
+    struct store_iam_user u;
+    struct password_try t;
+    struct ty_err err;
+    char src[64], dev[PASSWORD_DEVICE_MAX], ip[32];
+    int reset = 0;
+
+    (void)state;
+    if (!have_redis)
+        skip();
+    ty_err_clear(&err);
+    s = store_open(fx.url_tcp, &err);
+    assert_non_null(s);
+    memset(&u, 0, sizeof(u));
+    snprintf(u.name, sizeof(u.name), "con-bea");
+    snprintf(u.id, sizeof(u.id), "AIDABEA");
+    snprintf(u.path, sizeof(u.path), "/");
+    snprintf(u.arn, sizeof(u.arn), "arn:aws:iam::000000000000:user/con-bea");
+    assert_int_equal(store_iam_user_create(s, &u, NULL, &err), 0);
+    assert_int_equal(password_put(s, "con-bea", u.id, "Bea-Passw0rd", 0, 0, 1000, &err), 0);
+    /* her browser signs in once and gets a device token */
+    memset(&t, 0, sizeof(t));
+    t.source = "10.1.0.1";
+    assert_int_equal(password_attempt(s, "con-bea", u.id, "Bea-Passw0rd", &t, &err), 0);
+    snprintf(dev, sizeof(dev), "%s", t.device_out);
+    assert_int_equal(strlen(dev), 65);
+    /* a stranger guesses from many addresses, 4 each (under the per-address budget) */
+    for (int i = 0; i < PASSWORD_USER_FREE_FAILS; i++) {
+        snprintf(ip, sizeof(ip), "10.2.%d.%d", i / 4, 1 + i % 4);
+        assert_int_equal(attempt(s, "con-bea", u.id, "guess", ip, NULL, &reset, &err), -TY_EDENIED);
+    }
+    /* the user's own budget is spent: a new address waits, even with the right password */
+    memset(&t, 0, sizeof(t));
+    t.source = "10.3.0.1";
+    assert_int_equal(password_attempt(s, "con-bea", u.id, "Bea-Passw0rd", &t, &err), -TY_ETHROTTLE);
+    assert_true(t.wait_ms > 0 && t.wait_ms <= PASSWORD_WAIT_MAX_S * 1000);
+    /* her known browser, on the stranger's very address, signs in at once */
+    assert_int_equal(attempt(s, "con-bea", u.id, "Bea-Passw0rd", "10.2.0.1", dev, &reset, &err), 0);
+    /* a stranger on her address spends that address's budget, not her device's */
+    for (int i = 0; i < PASSWORD_FREE_FAILS; i++)
+        assert_int_equal(attempt(s, "con-bea", u.id, "guess", "10.1.0.1", NULL, &reset, &err) ==
+                                 -TY_EDENIED ||
+                             err.code == TY_ETHROTTLE,
+                         1);
+    assert_int_equal(attempt(s, "con-bea", u.id, "Bea-Passw0rd", "10.1.0.1", dev, &reset, &err), 0);
+    /* a forged or another user's token is no device of hers */
+    {
+        char forged[PASSWORD_DEVICE_MAX];
+        snprintf(forged, sizeof(forged), "%s", dev);
+        forged[40] = forged[40] == 'a' ? 'b' : 'a';
+        assert_int_equal(
+            attempt(s, "con-bea", u.id, "Bea-Passw0rd", "10.4.0.1", forged, &reset, &err),
+            -TY_ETHROTTLE);
+    }
+    /* a new password ends every device token */
+    assert_int_equal(password_put(s, "con-bea", u.id, "Bea-Passw0rd-2", 1, -1, 2000, &err), 0);
+    assert_int_equal(attempt(s, "con-bea", u.id, "Bea-Passw0rd-2", "10.2.0.1", dev, &reset, &err),
+                     -TY_ETHROTTLE);
+    /* IPv6: one source per /64; IPv4-mapped addresses are their IPv4 one */
+    password_source("2001:db8:1:2:aaaa:bbbb:cccc:dddd", src, sizeof(src));
+    assert_string_equal(src, "2001:db8:1:2::/64");
+    password_source("2001:db8:1:2::1", src, sizeof(src));
+    assert_string_equal(src, "2001:db8:1:2::/64");
+    password_source("::ffff:10.0.0.7", src, sizeof(src));
+    assert_string_equal(src, "10.0.0.7");
+    password_source("10.0.0.7", src, sizeof(src));
+    assert_string_equal(src, "10.0.0.7");
+    password_source("not an address", src, sizeof(src));
+    assert_string_equal(src, "-");
+    store_close(s);
+}
+
 static void test_login_profiles(void **state)
 {
     struct store *s;
@@ -356,23 +451,23 @@ static void test_login_profiles(void **state)
     assert_int_equal(password_get(s, "con-ann", "AIDAOTHER", &created, &reset, &err),
                      -TY_ENOTFOUND);
     assert_int_equal(
-        password_attempt(s, "con-ann", "AIDAOTHER", "Ann-Passw0rd", "10.0.0.1", &reset, &err),
+        attempt(s, "con-ann", "AIDAOTHER", "Ann-Passw0rd", "10.0.0.1", NULL, &reset, &err),
         -TY_EDENIED);
 
     /* sign-in: right, wrong; then source A waits (growing), source B signs in at once */
-    assert_int_equal(password_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", &reset, &err),
+    assert_int_equal(attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", NULL, &reset, &err),
                      0);
-    assert_int_equal(password_attempt(s, "nobody", "", "x", "10.0.0.1", &reset, &err), -TY_EDENIED);
+    assert_int_equal(attempt(s, "nobody", "", "x", "10.0.0.1", NULL, &reset, &err), -TY_EDENIED);
     for (int i = 0; i < PASSWORD_FREE_FAILS; i++) {
-        rc = password_attempt(s, "con-ann", u.id, "wrong", "10.0.0.1", &reset, &err);
+        rc = attempt(s, "con-ann", u.id, "wrong", "10.0.0.1", NULL, &reset, &err);
         assert_int_equal(rc, -TY_EDENIED);
         assert_string_equal(err.msg,
                             "Your authentication information is incorrect. Please try again.");
     }
-    assert_int_equal(password_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", &reset, &err),
+    assert_int_equal(attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", NULL, &reset, &err),
                      -TY_ETHROTTLE);
     assert_string_equal(err.msg, "Too many failed sign-in attempts. Try again in 1 seconds.");
-    assert_int_equal(password_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.2", &reset, &err),
+    assert_int_equal(attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.2", NULL, &reset, &err),
                      0);
     {
         long long w = 0;
@@ -381,7 +476,7 @@ static void test_login_profiles(void **state)
         assert_true(w > 0 && w <= 1000);
         usleep((useconds_t)(w + 50) * 1000);
         /* the sixth failure waits 2 s, the seventh 4 s */
-        assert_int_equal(password_attempt(s, "con-ann", u.id, "wrong", "10.0.0.1", &reset, &err),
+        assert_int_equal(attempt(s, "con-ann", u.id, "wrong", "10.0.0.1", NULL, &reset, &err),
                          -TY_EDENIED);
         assert_int_equal(store_login_wait(s, "con-ann", "10.0.0.1", &w, &err), 0);
         assert_true(w > 1000 && w <= 2000);
@@ -391,19 +486,25 @@ static void test_login_profiles(void **state)
     }
     /* an administrator's new password */
     assert_int_equal(password_put(s, "con-ann", u.id, "Ann-Passw0rd-2", 1, -1, 2000, &err), 0);
-    assert_int_equal(password_attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", &reset, &err),
+    assert_int_equal(attempt(s, "con-ann", u.id, "Ann-Passw0rd", "10.0.0.1", NULL, &reset, &err),
                      -TY_EDENIED);
-    assert_int_equal(
-        password_attempt(s, "con-ann", u.id, "Ann-Passw0rd-2", "10.0.0.1", &reset, &err), 0);
+    assert_int_equal(attempt(s, "con-ann", u.id, "Ann-Passw0rd-2", "10.0.0.1", NULL, &reset, &err),
+                     0);
     assert_int_equal(reset, 1); /* kept by the update */
 
     /* a whole sign-in makes a session with a CSRF token; a wrong account is refused */
-    assert_int_equal(console_auth_login(s, "000000000000", "111111111111", "con-ann",
-                                        "Ann-Passw0rd-2", "10.0.0.1", sid, sizeof(sid), &err),
-                     -TY_EDENIED);
-    assert_int_equal(console_auth_login(s, "000000000000", "000000000000", "con-ann",
-                                        "Ann-Passw0rd-2", "10.0.0.1", sid, sizeof(sid), &err),
-                     0);
+    {
+        struct password_try t;
+        memset(&t, 0, sizeof(t));
+        t.source = "10.0.0.1";
+        assert_int_equal(console_auth_login(s, "000000000000", "111111111111", "con-ann",
+                                            "Ann-Passw0rd-2", &t, sid, sizeof(sid), &err),
+                         -TY_EDENIED);
+        assert_int_equal(console_auth_login(s, "000000000000", "000000000000", "con-ann",
+                                            "Ann-Passw0rd-2", &t, sid, sizeof(sid), &err),
+                         0);
+        assert_int_equal(strlen(t.device_out), 65); /* "<id>.<mac>" */
+    }
     assert_int_equal(strlen(sid), CONSOLE_AUTH_SID_LEN);
 
     /* the policy */
@@ -449,6 +550,7 @@ int main(void)
         cmocka_unit_test(test_cookie),
         cmocka_unit_test(test_back_and_input),
         cmocka_unit_test(test_login_profiles),
+        cmocka_unit_test(test_signin_budgets),
         cmocka_unit_test(test_sysmon_series),
         cmocka_unit_test(test_forms_not_utf8),
     };

@@ -4,11 +4,19 @@
  * a throttle per user and client address after repeated failures (never a lock-out of the
  * account: a stranger's wrong passwords cannot keep the user out).
  *
- * Owns: the rules (the KDF, the policy's checks, the throttle: from the
- * PASSWORD_FREE_FAILS-th failed sign-in of a user from one address within
- * PASSWORD_WINDOW_S, that address waits 1 s, then 2 s, 4 s, ... up to
- * PASSWORD_WAIT_MAX_S before its next attempt of that user, right password or not;
- * other addresses are unaffected); the keys and their fields are store_login.h's.
+ * Owns: the rules (the KDF, the policy's checks, the throttle, and known devices). The
+ * throttle has three budgets, each counted within PASSWORD_WINDOW_S of its last failure:
+ *   - per user and source (an IPv4 address, or an IPv6 address's /64: password_source): from
+ *     the PASSWORD_FREE_FAILS-th failure that source waits 1 s, then 2 s, 4 s, ... up to
+ *     PASSWORD_WAIT_MAX_S before its next attempt of that user, right password or not;
+ *   - per user, every source together: from the PASSWORD_USER_FREE_FAILS-th failure every
+ *     source that is not a known device of the user waits likewise, so guessing from many
+ *     addresses gains nothing;
+ *   - per known device: a browser where the user signed in before holds a device token (a
+ *     cookie: an id and an HMAC keyed by the user's password hash, so it dies with a password
+ *     change); its attempts skip the other two budgets and have one of their own, so a
+ *     stranger on her network (a shared NAT, a lab) cannot keep her out.
+ * The keys and their fields are store_login.h's.
  * The password itself is never stored nor logged.
  * Does not own: the IAM query API's wire form (ops/iamapi.c calls these), console sessions
  * (console_auth.c), the IAM users themselves (store_iam.c).
@@ -23,17 +31,20 @@
 #include "store.h"
 #include "ty_err.h"
 
-#define PASSWORD_SCHEME     "pbkdf2-sha256"
-#define PASSWORD_ITERATIONS 310000 /* OWASP's figure for PBKDF2-HMAC-SHA256 (2021) */
-#define PASSWORD_SALT       16     /* bytes */
-#define PASSWORD_KEY        32     /* bytes */
-#define PASSWORD_HASH_MAX   160    /* an encoded hash, with the NUL */
-#define PASSWORD_PW_MAX     128    /* IAM's limit on a password's length */
-#define PASSWORD_FREE_FAILS 5      /* failed sign-ins (per user and address) before waits */
-#define PASSWORD_WINDOW_S   900    /* a failure count's life after its last failure, s */
-#define PASSWORD_WAIT_MAX_S 60     /* the longest wait, seconds */
+#define PASSWORD_SCHEME          "pbkdf2-sha256"
+#define PASSWORD_ITERATIONS      310000 /* OWASP's figure for PBKDF2-HMAC-SHA256 (2021) */
+#define PASSWORD_SALT            16     /* bytes */
+#define PASSWORD_KEY             32     /* bytes */
+#define PASSWORD_HASH_MAX        160    /* an encoded hash, with the NUL */
+#define PASSWORD_PW_MAX          128    /* IAM's limit on a password's length */
+#define PASSWORD_FREE_FAILS      5      /* failed sign-ins (per user and address) before waits */
+#define PASSWORD_WINDOW_S        900    /* a failure count's life after its last failure, s */
+#define PASSWORD_WAIT_MAX_S      60     /* the longest wait, seconds */
+#define PASSWORD_USER_FREE_FAILS 20     /* failed sign-ins of a user, all sources, before waits */
+#define PASSWORD_DEVICE_MAX      80     /* a device token, with the NUL */
 /* The source of ChangePassword's old-password check (a signed IAM call, not a client address) */
-#define PASSWORD_API_SOURCE "api"
+#define PASSWORD_API_SOURCE  "api"
+#define PASSWORD_USER_SOURCE "*" /* the per-user budget's source (store_login.h folds it) */
 
 /* The account password policy (GetAccountPasswordPolicy's members). */
 struct password_policy {
@@ -105,8 +116,20 @@ int password_delete(struct store *s, const char *name, struct ty_err *err);
  * source must wait ("Too many failed sign-in attempts. Try again in N seconds."; nothing is
  * checked nor counted), -TY_EREDIS.
  */
+struct password_try {
+    const char *source; /* in: password_source of the client, or PASSWORD_API_SOURCE */
+    const char *device; /* in: the device token the client holds, NULL or "" for none */
+    int reset;          /* out, on success: PasswordResetRequired */
+    long long wait_ms;  /* out, on -TY_ETHROTTLE: how long to wait */
+    char device_out[PASSWORD_DEVICE_MAX]; /* out, on success: the client's device token */
+};
 int password_attempt(struct store *s, const char *name, const char *uid, const char *password,
-                     const char *source, int *reset, struct ty_err *err);
+                     struct password_try *t, struct ty_err *err);
+
+/* The throttle's source of a client address (borrowed text, as http.h's client): an IPv4
+   address itself (an IPv4-mapped IPv6 one too), an IPv6 address's /64 ("2001:db8::/64").
+   OUT: out (n >= 64; "-" for an unparsable one). */
+void password_source(const char *client, char *out, size_t n);
 
 /*
  * ChangePassword of IAM user name (uid: its current id): old_password must be its password
