@@ -732,6 +732,8 @@ static int s3_authorize(struct http_request *req, struct http_response *resp,
     char action[64], resource[2200], sb[256], *dec, *sk;
     const char *cs = http_header(req, "x-amz-copy-source");
 
+    if (strcmp(req->method, "POST") == 0 && !r->key[0] && s3__has(r, "delete"))
+        return 0; /* DeleteObjects: each key is authorised as S3 does (s3__delete_objects) */
     s3__iam_action(req->method, r, action, sizeof(action), resource, sizeof(resource));
     if (s3_allowed(req, resp, r, action, resource) != 0)
         return -1;
@@ -808,6 +810,9 @@ void s3_route(struct http_request *req, struct http_response *resp, const struct
     if (!rc->s3_remote && s3_check_unsupported(req, resp, &r))
         goto out;
     if (s3_authorize(req, resp, &r) != 0 || s3_expected_owner(req, resp, &r, rc) != 0)
+        goto out;
+    if (rc->s3_remote && strcmp(req->method, "POST") == 0 && !r.key[0] && s3__has(&r, "delete") &&
+        s3__delete_keys_allowed(req, resp, &r) != 0)
         goto out;
     if (rc->s3_remote)
         s3_forward(req, resp, rc, c.os, &r);

@@ -298,12 +298,56 @@ void s3__get_acl(struct http_request *req, struct http_response *resp, struct ob
     s3__xml_resp(req, resp, 200, &b);
 }
 
+/* s3:DeleteObject on bucket/key for the worker's caller, as S3 checks each key of a batch
+   delete: 0, -TY_EDENIED, or a store error. */
+static int s3_delete_allowed(const char *bucket, const char *key, struct ty_err *err)
+{
+    struct worker *w = worker_self();
+    size_t n = strlen(bucket) + strlen(key) + 16;
+    char *arn = malloc(n);
+    int rc;
+
+    if (!arn)
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    snprintf(arn, n, "arn:aws:s3:::%s/%s", bucket, key);
+    rc = authz_check(w->store, w->principal, "s3:DeleteObject", arn, NULL, 0, err);
+    free(arn);
+    return rc;
+}
+
+int s3__delete_keys_allowed(struct http_request *req, struct http_response *resp,
+                            const struct s3_req *r)
+{
+    const char *p, *in, *in_end, *oin, *oend, *end;
+    struct ty_err err;
+    int rc = 0;
+
+    if (req->too_big || !req->body.len)
+        return 0; /* the store answers MalformedXML */
+    end = req->body.data + req->body.len;
+    if (!ty_xml_find(req->body.data, end, "Delete", &in, &in_end))
+        return 0;
+    for (p = in; rc == 0 && (p = ty_xml_find(p, in_end, "Object", &oin, &oend)) != NULL;) {
+        const char *ki, *ke;
+        char *key = ty_xml_find(oin, oend, "Key", &ki, &ke) ? ty_xml_text(ki, ke) : NULL;
+        ty_err_clear(&err);
+        if (key)
+            rc = s3_delete_allowed(r->bucket, key, &err);
+        free(key);
+    }
+    if (rc == -TY_EDENIED)
+        s3__error(req, resp, "AccessDenied", "Access Denied", r, NULL);
+    else if (rc != 0)
+        s3__error_from(req, resp, &err, r);
+    return rc == 0 ? 0 : -1;
+}
+
 void s3__delete_objects(struct http_request *req, struct http_response *resp, struct objstore *os,
                         const struct s3_req *r)
 {
     const char *p, *end, *in, *in_end, *oin, *oend;
     struct ty_buf b;
-    int quiet = 0, count = 0;
+    int quiet = 0, count = 0, rc;
     struct ty_err err;
 
     ty_err_clear(&err);
@@ -344,6 +388,14 @@ void s3__delete_objects(struct http_request *req, struct http_response *resp, st
             s3__xml_esc(&b, key ? key : "");
             ty_buf_puts(&b, "</Key><Code>InvalidArgument</Code><Message>Invalid key</Message>"
                             "</Error>");
+        } else if ((rc = s3_delete_allowed(r->bucket, key, &err)) != 0) {
+            ty_buf_puts(&b, "<Error><Key>");
+            s3__xml_esc(&b, key);
+            ty_buf_puts(&b, rc == -TY_EDENIED
+                                ? "</Key><Code>AccessDenied</Code><Message>Access Denied</Message>"
+                                  "</Error>"
+                                : "</Key><Code>InternalError</Code><Message>We encountered an "
+                                  "internal error. Please try again.</Message></Error>");
         } else if (objstore_delete(os, r->bucket, key, &err) != 0) {
             ty_buf_puts(&b, "<Error><Key>");
             s3__xml_esc(&b, key);

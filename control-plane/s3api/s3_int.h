@@ -164,6 +164,11 @@ void s3__get_acl(struct http_request *req, struct http_response *resp, struct ob
                  const struct s3_req *r);
 void s3__list_uploads(struct http_request *req, struct http_response *resp, struct objstore *os,
                       const struct s3_req *r);
+/* An external store's DeleteObjects is forwarded whole: every key must be allowed
+   s3:DeleteObject first, or the whole request is S3's 403 AccessDenied. 0, or -1 with the
+   error written. */
+int s3__delete_keys_allowed(struct http_request *req, struct http_response *resp,
+                            const struct s3_req *r);
 void s3__delete_objects(struct http_request *req, struct http_response *resp, struct objstore *os,
                         const struct s3_req *r);
 /* s3_object.c */

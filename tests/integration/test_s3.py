@@ -823,3 +823,59 @@ def test_expected_bucket_owner_is_checked(s3, bucket):
         assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="owned/")["Contents"]]
     assert keys == ["owned/src"]
+
+
+def test_batch_delete_checks_every_key(s3server, s3, bucket):
+    """DeleteObjects authorises s3:DeleteObject on each key, as S3 does (issue 37, finding 1:
+    the batch was checked once against bucket/* and every key deleted unchecked, so a user
+    denied protected/* deleted it with a batch naming it, and one allowed only mine/* deleted
+    anywhere). Embedded store: refused keys are AccessDenied entries of Errors and the rest
+    are deleted. External store (the request is forwarded whole): one refused key refuses the
+    request, and nothing is deleted."""
+    import json as _json
+    import uuid as _uuid
+    iam = s3server.client("iam")
+    user = "bd-" + _uuid.uuid4().hex[:8]
+    iam.create_user(UserName=user)
+    iam.put_user_policy(UserName=user, PolicyName="p", PolicyDocument=_json.dumps({
+        "Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "s3:*", "Resource": [
+                f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"]},
+            {"Effect": "Deny", "Action": "s3:DeleteObject",
+             "Resource": f"arn:aws:s3:::{bucket}/protected/*"}]}))
+    k = iam.create_access_key(UserName=user)["AccessKey"]
+    us3 = s3server.client("s3", s3={"addressing_style": "path"},
+                          keys=(k["AccessKeyId"], k["SecretAccessKey"]))
+    for key in ("protected/a", "open/b", "open/c"):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"x")
+    with pytest.raises(ClientError) as e:
+        us3.delete_object(Bucket=bucket, Key="protected/a")
+    assert e.value.response["Error"]["Code"] == "AccessDenied"
+    objs = [{"Key": "protected/a"}, {"Key": "open/b"}]
+    if s3server.store is None:
+        r = us3.delete_objects(Bucket=bucket, Delete={"Objects": objs})
+        assert [d["Key"] for d in r.get("Deleted", [])] == ["open/b"], r
+        assert [(x["Key"], x["Code"]) for x in r["Errors"]] == [("protected/a", "AccessDenied")]
+        left = ["open/c", "protected/a"]
+    else:
+        with pytest.raises(ClientError) as e:
+            us3.delete_objects(Bucket=bucket, Delete={"Objects": objs})
+        assert e.value.response["Error"]["Code"] == "AccessDenied"
+        left = ["open/b", "open/c", "protected/a"]
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"])
+    assert keys == left, keys
+    # a caller with no DeleteObject anywhere deletes nothing, key by key
+    iam.put_user_policy(UserName=user, PolicyName="p", PolicyDocument=_json.dumps({
+        "Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "s3:DeleteObject",
+             "Resource": f"arn:aws:s3:::{bucket}/mine/*"}]}))
+    s3.put_object(Bucket=bucket, Key="mine/x", Body=b"x")
+    if s3server.store is None:
+        r = H.wait_for(lambda: (lambda rr: rr if rr.get("Deleted") else None)(
+            us3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "mine/x"},
+                                                                 {"Key": "open/c"}]})),
+            5, "the new policy in force")
+        assert [d["Key"] for d in r["Deleted"]] == ["mine/x"], r
+        assert [(x["Key"], x["Code"]) for x in r["Errors"]] == [("open/c", "AccessDenied")]
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"])
+    assert "open/c" in keys and "protected/a" in keys
