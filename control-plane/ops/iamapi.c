@@ -15,6 +15,7 @@
 #include "iamapi_int.h"
 
 #include "iam.h"
+#include "ops.h"
 #include "store_iam.h"
 #include "ty_codec.h"
 #include "ty_log.h"
@@ -435,6 +436,13 @@ static int iamapi_check_tags(json_t *in, int required, struct ty_err *err)
             return iamapi__invalid(err, member, NULL, NULL);
         if (iamapi_utf8len(v) > 256)
             return iamapi__invalid(err, member, v, "have length less than or equal to 256");
+    }
+    { /* IAM's tag keys are case-insensitive: team and Team are one key */
+        const char *dup;
+        if (op_tags_dup_key(tags, &dup))
+            return ty_err_set(err, TY_EINVAL, "Tags",
+                              "Duplicate tag keys found. Please note that Tag keys are case "
+                              "insensitive.");
     }
     return 0;
 }

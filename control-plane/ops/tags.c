@@ -22,8 +22,26 @@ static int op_tags_key_reserved(const char *k, struct ty_err *err)
                       k);
 }
 
+int op_tags_dup_key(json_t *tags, const char **dup)
+{
+    size_t n = json_array_size(tags);
+
+    for (size_t i = 1; i < n; i++) {
+        const char *a = json_string_value(json_object_get(json_array_get(tags, i), "Key"));
+        for (size_t j = 0; a && j < i; j++) {
+            const char *b = json_string_value(json_object_get(json_array_get(tags, j), "Key"));
+            if (b && strcasecmp(a, b) == 0) {
+                *dup = a;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 int op_tags_reserved(const char *service, const char *op, json_t *in, struct ty_err *err)
 {
+    const char *dup;
     json_t *v;
     size_t i;
     int rc;
@@ -35,6 +53,12 @@ int op_tags_reserved(const char *service, const char *op, json_t *in, struct ty_
         if ((rc = op_tags_key_reserved(json_string_value(json_object_get(v, "Key")), err)) != 0)
             return rc;
     }
+    /* one key twice would let authorisation read one value (aws:RequestTag) and the store keep
+       the other; keys compare as condition keys do, case-insensitively */
+    if (op_tags_dup_key(json_object_get(in, "Tags"), &dup))
+        return ty_err_set(err, TY_EINVAL, "Tags",
+                          "Duplicate tag key '%.128s': tag keys must be unique (case-insensitive).",
+                          dup);
     if (op && strcmp(op, "DeleteTags") == 0)
         json_array_foreach(json_object_get(in, "TagKeys"), i, v)
         {

@@ -295,6 +295,52 @@ def test_permissions_boundaries_are_refused_never_dropped(iam_server, admin_iam,
     denied(ei, "iam:PutUserPermissionsBoundary", "alice", f"arn:aws:iam::{ACCOUNT}:user/alice")
 
 
+def test_duplicate_tag_keys_are_refused_everywhere(iam_server, admin_iam):
+    """A tag key given twice split the decision from the write: authorisation read the first
+    value and the store kept the last, so a user allowed iam:TagUser only with team=ml raised
+    her own principal tag to team=admin with [team=ml, team=admin]; team and Team together
+    passed too (issue 37, finding 2). Each is refused, in IAM and SageMaker, and nothing is
+    written."""
+    user = "dup-tagger"
+    admin_iam.create_user(UserName=user, Tags=[{"Key": "team", "Value": "ml"}])
+    admin_iam.put_user_policy(UserName=user, PolicyName="tag-ml", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Action": "iam:TagUser",
+            "Resource": f"arn:aws:iam::{ACCOUNT}:user/{user}",
+            "Condition": {"StringEquals": {"aws:RequestTag/team": "ml"}}}]}))
+    k = admin_iam.create_access_key(UserName=user)["AccessKey"]
+    uiam = iam_server.client("iam", keys=(k["AccessKeyId"], k["SecretAccessKey"]))
+    for tags in ([{"Key": "team", "Value": "ml"}, {"Key": "team", "Value": "admin"}],
+                 [{"Key": "team", "Value": "ml"}, {"Key": "Team", "Value": "admin"}]):
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            uiam.tag_user(UserName=user, Tags=tags)
+        assert ei.value.response["Error"]["Code"] == "ValidationError", ei.value.response
+        assert "Duplicate tag keys" in ei.value.response["Error"]["Message"]
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            admin_iam.create_user(UserName="dup-new", Tags=tags)
+        assert ei.value.response["Error"]["Code"] == "ValidationError"
+    assert admin_iam.list_user_tags(UserName=user)["Tags"] == [{"Key": "team", "Value": "ml"}]
+    with pytest.raises(botocore.exceptions.ClientError):
+        admin_iam.get_user(UserName="dup-new")
+    uiam.tag_user(UserName=user, Tags=[{"Key": "team", "Value": "ml"}])  # the allowed form
+    sm = iam_server.client("sagemaker")
+    name = H.unique("dup-tags")
+    for tags in ([{"Key": "team", "Value": "ml"}, {"Key": "team", "Value": "admin"}],
+                 [{"Key": "team", "Value": "ml"}, {"Key": "TEAM", "Value": "admin"}]):
+        with pytest.raises(botocore.exceptions.ClientError) as ei:
+            sm.create_training_job(**H.job_request(name, "true", Tags=tags))
+        assert ei.value.response["Error"]["Code"] == "ValidationException", ei.value.response
+        assert "Duplicate tag key" in ei.value.response["Error"]["Message"]
+    with pytest.raises(botocore.exceptions.ClientError):
+        sm.describe_training_job(TrainingJobName=name)
+    arn = sm.create_training_job(**H.job_request(name, "true", Tags=[
+        {"Key": "team", "Value": "ml"}]))["TrainingJobArn"]
+    with pytest.raises(botocore.exceptions.ClientError) as ei:
+        sm.add_tags(ResourceArn=arn, Tags=[{"Key": "x", "Value": "1"}, {"Key": "X", "Value": "2"}])
+    assert ei.value.response["Error"]["Code"] == "ValidationException"
+    assert sm.list_tags(ResourceArn=arn)["Tags"] == [{"Key": "team", "Value": "ml"}]
+
+
 # ---------------------------------------------------------------------------------------------
 # SageMaker and Logs calls under the users' policies
 

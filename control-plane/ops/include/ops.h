@@ -80,10 +80,14 @@ int op_tags_delete(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *
  * Tag keys are the system's when they start with "aws:" or "sagemaker:" (any case): Studio's
  * owner tags (attrib.h) are set from the caller's identity, never by the caller. Refuses a
  * sagemaker request in (validated; borrowed) whose Tags (any operation) or TagKeys
- * (DeleteTags) name one: ValidationException (-TY_EINVAL). 0 otherwise, and for other
- * services. Called after validation, before authorisation, wherever requests enter.
+ * (DeleteTags) name one, or whose Tags name a key twice (case-insensitively):
+ * ValidationException (-TY_EINVAL). 0 otherwise, and for other services. Called after
+ * validation, before authorisation, wherever requests enter.
  */
 int op_tags_reserved(const char *service, const char *op, json_t *in, struct ty_err *err);
+/* 1 when the array of {"Key","Value"} tags (borrowed) names one key twice, compared
+   case-insensitively (OUT: *dup, borrowed from tags: the second); 0 otherwise. */
+int op_tags_dup_key(json_t *tags, const char **dup);
 
 /* ops/logs.c (CloudWatch Logs) */
 int op_logs_describe_groups(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err);
