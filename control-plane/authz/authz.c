@@ -392,8 +392,8 @@ static int authz_entry_load(struct store *s, int role, const char *name, struct 
         if (!text || iam_policy_parse(text, len, &p, &perr) != 0)
             continue; /* validated when put; skipping one can only deny more */
         e->pols[i++] = p;
-        if (strcasestr(text, "ResourceTag"))
-            e->restag = 1;
+        if (iam_policy_uses_key(p, "ResourceTag/"))
+            e->restag = 1; /* as parsed: an escaped spelling counts too */
     }
     e->npol = i;
     e->role = role;

@@ -12,6 +12,7 @@
  * are safe to evaluate from any number of threads. Nothing here recurses on input: JSON depth
  * is checked by a flat pre-scan before jansson sees the text, and the matchers are loops.
  */
+#define _GNU_SOURCE /* strcasestr */
 #include "iam.h"
 #include "iam_int.h"
 
@@ -245,6 +246,48 @@ fail:
     iam_policy_free(p);
     json_decref(root);
     return rc;
+}
+
+/* 1 when text holds a ${...} variable whose key contains needle (case-insensitively). */
+static int iam_vars_use(const struct iam__str *v, const char *needle)
+{
+    const char *p = v->vars ? v->s : NULL;
+    while (p && (p = strstr(p, "${")) != NULL) {
+        const char *end = strchr(p, '}');
+        char key[256];
+        size_t n;
+        if (!end)
+            break;
+        n = (size_t)(end - p - 2) < sizeof(key) - 1 ? (size_t)(end - p - 2) : sizeof(key) - 1;
+        memcpy(key, p + 2, n);
+        key[n] = '\0';
+        if (strcasestr(key, needle))
+            return 1;
+        p = end + 1;
+    }
+    return 0;
+}
+
+int iam_policy_uses_key(const struct iam_policy *p, const char *needle)
+{
+    if (!p || !needle)
+        return 0;
+    for (size_t i = 0; i < p->nstmts; i++) {
+        const struct iam__stmt *st = &p->stmts[i];
+        for (size_t r = 0; r < st->nresources; r++)
+            if (iam_vars_use(&st->resources[r], needle))
+                return 1;
+        for (size_t c = 0; c < st->nconds; c++)
+            for (size_t k = 0; k < st->conds[c].nkeys; k++) {
+                const struct iam__ckey *ck = &st->conds[c].keys[k];
+                if (strcasestr(ck->key, needle))
+                    return 1;
+                for (size_t v = 0; v < ck->nvalues; v++)
+                    if (iam_vars_use(&ck->values[v], needle))
+                        return 1;
+            }
+    }
+    return 0;
 }
 
 int iam_policy_parse(const char *json, size_t len, struct iam_policy **out, struct ty_err *err)

@@ -357,6 +357,40 @@ static void test_decisions(void **state)
     }
 }
 
+/* Resource tags are read when the parsed policy names a ResourceTag key, however the text
+   spells it: a Deny keyed on aws:Resource\u0054ag/team (a JSON escape) used to be skipped by
+   the raw-text search, so it never fired (issue 37, finding 4). */
+static void test_escaped_resource_tag_key_fires(void **state)
+{
+    struct ty_err err;
+    json_t *tags;
+    const char *pol =
+        "{\"Version\":\"2012-10-17\",\"Statement\":["
+        "{\"Effect\":\"Allow\",\"Action\":\"sagemaker:*\",\"Resource\":\"*\"},"
+        "{\"Effect\":\"Deny\",\"Action\":\"sagemaker:DescribeTrainingJob\",\"Resource\":\"*\","
+        "\"Condition\":{\"StringEquals\":{\"aws:Resource\\u0054ag/team\":\"secret\"}}}]}";
+    struct iam_policy *p = NULL;
+    (void)state;
+    assert_int_equal(iam_policy_parse(pol, strlen(pol), &p, &err), 0);
+    assert_true(iam_policy_uses_key(p, "ResourceTag/"));
+    assert_false(iam_policy_uses_key(p, "PrincipalTag/"));
+    iam_policy_free(p);
+    if (!have_redis)
+        skip();
+    make_user("esc", pol);
+    tags = json_pack("[{s:s,s:s}]", "Key", "team", "Value", "secret");
+    assert_int_equal(store_tags_add(st,
+                                    "arn:aws:sagemaker:us-east-1:000000000000:training-job/esc-j",
+                                    tags, &err),
+                     0);
+    json_decref(tags);
+    assert_int_equal(call("esc", "DescribeTrainingJob", "{\"TrainingJobName\":\"esc-j\"}", &err),
+                     -TY_EDENIED);
+    assert_non_null(strstr(err.msg, "explicit deny"));
+    assert_int_equal(call("esc", "DescribeTrainingJob", "{\"TrainingJobName\":\"other\"}", &err),
+                     0);
+}
+
 static void test_cache_follows_changes(void **state)
 {
     struct ty_err err;
@@ -843,6 +877,7 @@ int main(void)
         cmocka_unit_test(test_form),
         cmocka_unit_test_setup_teardown(test_decisions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cache_follows_changes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_escaped_resource_tag_key_fires, setup, teardown),
         cmocka_unit_test_setup_teardown(test_authz_check_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_iam, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quota, setup, teardown),

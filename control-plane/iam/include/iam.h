@@ -123,6 +123,14 @@ int iam_policy_parse_ex(const char *json, size_t len, unsigned flags, struct iam
 /* Frees a policy; NULL is a no-op. */
 void iam_policy_free(struct iam_policy *p);
 
+/*
+ * 1 when p, as parsed (JSON escapes decoded), names a key containing needle
+ * (case-insensitively; e.g. "ResourceTag/"): a condition key of any statement, or a policy
+ * variable (${...}) in its resources or condition values. 0 otherwise. Lets a caller fetch
+ * only the context a decision needs, from what the policy means rather than how it is written.
+ */
+int iam_policy_uses_key(const struct iam_policy *p, const char *needle);
+
 /* Number of statements of a parsed policy. */
 size_t iam_policy_nstatements(const struct iam_policy *p);
 
