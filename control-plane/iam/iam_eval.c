@@ -369,7 +369,15 @@ static int eval_key(struct iam__eval *ev, const struct iam__cond *c, const struc
 /* ---------------------------------------------------------------------------------------- */
 /* statement evaluation */
 
-/* 1 applies, 0 not, -1 out of memory, -2 unresolvable variable (the statement does not apply) */
+/*
+ * 1 applies, 0 not, -1 out of memory. A policy variable without a value (a tag the principal
+ * does not have, a key the request lacks) never makes a Deny fail to apply and never makes an
+ * Allow apply: in a Resource or NotResource entry it matches whatever keeps a Deny in force
+ * (everything in Resource, nothing in NotResource) or an Allow out of force (the reverse), the
+ * other entries deciding as usual; in a condition value, the condition holds for a Deny and
+ * fails for an Allow. AWS calls such a statement "possibly invalid"; this is the reading that
+ * keeps every Deny (docs/iam.md).
+ */
 static int eval_stmt(struct iam__eval *ev, const struct iam__stmt *st)
 {
     const struct iam_request *req = ev->req;
@@ -392,8 +400,11 @@ static int eval_stmt(struct iam__eval *ev, const struct iam__stmt *st)
             int r = iam__resolve(p, 1, req, &ev->buf);
             if (r < 0)
                 return -1;
-            if (r > 0)
-                return -2;
+            if (r > 0) { /* no value: the entry matches what keeps a Deny, drops an Allow */
+                if (st->deny != st->not_resource)
+                    m = 1;
+                continue;
+            }
             p = ev->buf.data;
             esc = 1;
         }
@@ -407,6 +418,8 @@ static int eval_stmt(struct iam__eval *ev, const struct iam__stmt *st)
         const struct iam__cond *c = &st->conds[i];
         for (size_t k = 0; k < c->nkeys; k++) {
             int r = eval_key(ev, c, &c->keys[k]);
+            if (r == -2) /* a variable without a value: holds for a Deny, fails an Allow */
+                r = st->deny ? 1 : 0;
             if (r != 1)
                 return r;
         }

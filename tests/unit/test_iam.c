@@ -327,23 +327,48 @@ static void test_variables(void **state)
     assert_int_equal(run_ctx(own, "sagemaker:CreateApp",
                              "arn:aws:sagemaker:r:1:app/d/*/detailedprofiler/default", star, 1),
                      IAM_ALLOW);
-    /* unresolvable (absent or multi-valued) variables: the statement does not apply */
+    /* unresolvable (absent or multi-valued) variables: an Allow does not apply */
     assert_int_equal(run_ctx(own, "sagemaker:CreateApp", APP_ARN("alice"), NULL, 0),
                      IAM_DENY_IMPLICIT);
     assert_int_equal(run_ctx(own, "sagemaker:CreateApp", APP_ARN("alice"), multi, 1),
                      IAM_DENY_IMPLICIT);
+    /* a Deny stays in force: an unresolvable entry of its Resource matches everything
+       (issue 37, finding 5: a principal without the tag escaped the Deny) */
     const char *deny = DOC(ALLOW("`*`", "`*`") "," DENY("`*`", "`arn:aws:sagemaker:*:*:app/*/"
                                                                "${aws:PrincipalTag/team}/*`"));
-    assert_int_equal(run_ctx(deny, "sagemaker:CreateApp", APP_ARN("alice"), NULL, 0), IAM_ALLOW);
+    assert_int_equal(run_ctx(deny, "sagemaker:CreateApp", APP_ARN("alice"), NULL, 0),
+                     IAM_DENY_EXPLICIT);
     struct iam_ctx_entry team[] = {{.key = "aws:PrincipalTag/team", .value = "alice"}};
     assert_int_equal(run_ctx(deny, "sagemaker:CreateApp", APP_ARN("alice"), team, 1),
                      IAM_DENY_EXPLICIT);
-    /* ... in a condition too: an unresolvable Deny does not apply */
+    assert_int_equal(run_ctx(deny, "sagemaker:CreateApp", APP_ARN("bob"), team, 1), IAM_ALLOW);
+    /* ... an unresolvable NotResource entry of a Deny exempts nothing: a user without a home
+       tag does not escape a Deny with NotResource b/${aws:PrincipalTag/home}/... */
+    const char *home = DOC(ALLOW("`*`", "`*`") ",{`Effect`:`Deny`,`Action`:`s3:*`,`NotResource`:"
+                                               "`arn:aws:s3:::b/${aws:PrincipalTag/home}/*`}");
+    assert_int_equal(run_ctx(home, "s3:GetObject", "arn:aws:s3:::b/x/secret", NULL, 0),
+                     IAM_DENY_EXPLICIT);
+    struct iam_ctx_entry hx[] = {{.key = "aws:PrincipalTag/home", .value = "x"}};
+    assert_int_equal(run_ctx(home, "s3:GetObject", "arn:aws:s3:::b/x/mine", hx, 1), IAM_ALLOW);
+    assert_int_equal(run_ctx(home, "s3:GetObject", "arn:aws:s3:::b/y/theirs", hx, 1),
+                     IAM_DENY_EXPLICIT);
+    /* ... one unresolvable entry in a Deny's list no longer drops the entries that match */
+    const char *list = DOC(ALLOW("`*`", "`*`") ",{`Effect`:`Deny`,`Action`:`s3:*`,`Resource`:["
+                                               "`arn:aws:s3:::b/${aws:PrincipalTag/none}/*`,"
+                                               "`arn:aws:s3:::secret/*`]}");
+    assert_int_equal(run_ctx(list, "s3:GetObject", "arn:aws:s3:::secret/k", hx, 1),
+                     IAM_DENY_EXPLICIT);
+    /* ... and an Allow is never widened: an unresolvable NotResource entry exempts everything */
+    const char *anr = DOC("{`Effect`:`Allow`,`Action`:`s3:*`,`NotResource`:"
+                          "`arn:aws:s3:::b/${aws:PrincipalTag/home}/*`}");
+    assert_int_equal(run_ctx(anr, "s3:GetObject", "arn:aws:s3:::c/k", NULL, 0), IAM_DENY_IMPLICIT);
+    assert_int_equal(run_ctx(anr, "s3:GetObject", "arn:aws:s3:::c/k", hx, 1), IAM_ALLOW);
+    /* ... in a condition too: an unresolvable value makes a Deny's condition hold */
     const char *cdeny = DOC(ALLOW("`*`", "`*`") ",{`Effect`:`Deny`,`Action`:`*`,`Resource`:`*`,"
                                                 "`Condition`:{`StringNotEquals`:{`aws:RequestTag/"
                                                 "owner`:`${aws:PrincipalTag/owner}`}}}");
     struct iam_ctx_entry req_owner[] = {{.key = "aws:RequestTag/owner", .value = "bob"}};
-    assert_int_equal(run_ctx(cdeny, "sagemaker:CreateApp", "*", req_owner, 1), IAM_ALLOW);
+    assert_int_equal(run_ctx(cdeny, "sagemaker:CreateApp", "*", req_owner, 1), IAM_DENY_EXPLICIT);
     struct iam_ctx_entry both_owner[] = {{.key = "aws:RequestTag/owner", .value = "bob"},
                                          {.key = "aws:PrincipalTag/owner", .value = "alice"}};
     assert_int_equal(run_ctx(cdeny, "sagemaker:CreateApp", "*", both_owner, 2), IAM_DENY_EXPLICIT);
