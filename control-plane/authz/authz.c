@@ -44,7 +44,8 @@
 /* The one table: every operation trainyard serves (ops/optable.c's op_table[], the IAM API). */
 static const struct authz_op authz_ops[] = {
     /* training jobs */
-    SM(CreateTrainingJob, AUTHZ_RES_TRAINING_JOB, AUTHZ_C_REQTAGS | AUTHZ_C_INSTTYPES),
+    SM(CreateTrainingJob, AUTHZ_RES_TRAINING_JOB,
+       AUTHZ_C_REQTAGS | AUTHZ_C_INSTTYPES | AUTHZ_C_TRAINING),
     SM(DescribeTrainingJob, AUTHZ_RES_TRAINING_JOB, AUTHZ_C_RESTAGS),
     SM(ListTrainingJobs, AUTHZ_RES_STAR, 0),
     SM(StopTrainingJob, AUTHZ_RES_TRAINING_JOB, AUTHZ_C_RESTAGS),
@@ -73,7 +74,8 @@ static const struct authz_op authz_ops[] = {
     SM(CreatePresignedDomainUrl, AUTHZ_RES_PROFILE,
        AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
     /* hyperparameter tuning jobs */
-    SM(CreateHyperParameterTuningJob, AUTHZ_RES_TUNING_JOB, AUTHZ_C_REQTAGS),
+    SM(CreateHyperParameterTuningJob, AUTHZ_RES_TUNING_JOB,
+       AUTHZ_C_REQTAGS | AUTHZ_C_INSTTYPES | AUTHZ_C_TRAINING),
     SM(DescribeHyperParameterTuningJob, AUTHZ_RES_TUNING_JOB, AUTHZ_C_RESTAGS),
     SM(ListHyperParameterTuningJobs, AUTHZ_RES_STAR, 0),
     SM(StopHyperParameterTuningJob, AUTHZ_RES_TUNING_JOB, AUTHZ_C_RESTAGS),
@@ -590,6 +592,14 @@ static void authz_ctx_cleanup(struct authz__ctx *c)
 }
 
 /* The principal's global keys (first, so that they win over request-derived ones). */
+static _Thread_local const char *authz_tl_client, *authz_tl_agent;
+
+void authz_set_request(const char *client, const char *user_agent)
+{
+    authz_tl_client = client && *client ? client : NULL;
+    authz_tl_agent = user_agent;
+}
+
 static void authz_principal_keys(struct authz__ctx *c, const char *principal_arn,
                                  const struct authz__entry *e)
 {
@@ -614,6 +624,13 @@ static void authz_principal_keys(struct authz__ctx *c, const char *principal_arn
     authz_add(c, "aws:CurrentTime", authz_fmt(c, "%s", when));
     authz_add(c, "aws:EpochTime", authz_fmt(c, "%lld", (long long)now));
     authz_add(c, "aws:SecureTransport", "false");
+    if (authz_tl_client)
+        authz_add(c, "aws:SourceIp",
+                  strncmp(authz_tl_client, "::ffff:", 7) == 0 && strchr(authz_tl_client + 7, '.')
+                      ? authz_tl_client + 7
+                      : authz_tl_client);
+    if (authz_tl_agent)
+        authz_add(c, "aws:UserAgent", authz_tl_agent);
     if (!e)
         return;
     if (e->role) {
@@ -689,6 +706,108 @@ static void authz_instance_types(struct authz__ctx *c, json_t *in)
     if (t && n < sizeof(types) / sizeof(types[0]))
         types[n++] = t;
     authz_addv(c, "sagemaker:InstanceTypes", types, n);
+}
+
+/* The training settings of in: in itself, or a tuning job's definition(s). OUT: defs (at most
+   n). Returns how many. */
+static size_t authz_training_defs(json_t *in, json_t **defs, size_t n)
+{
+    size_t k = 0, i;
+    json_t *d;
+
+    if (json_object_get(in, "StoppingCondition") || json_object_get(in, "ResourceConfig"))
+        defs[k++] = in;
+    if (k < n && json_is_object(d = json_object_get(in, "TrainingJobDefinition")))
+        defs[k++] = d;
+    json_array_foreach(json_object_get(in, "TrainingJobDefinitions"), i, d)
+    {
+        if (k < n && json_is_object(d))
+            defs[k++] = d;
+    }
+    return k;
+}
+
+/* The instance types of a tuning job's definitions (HyperParameterTuningResourceConfig too). */
+static void authz_tuning_types(struct authz__ctx *c, json_t *in)
+{
+    const char *types[32];
+    json_t *defs[16], *g;
+    size_t n = 0, nd = authz_training_defs(in, defs, 16), i;
+
+    for (size_t k = 0; k < nd; k++) {
+        json_t *rc = json_object_get(defs[k], "ResourceConfig");
+        json_t *hc = json_object_get(defs[k], "HyperParameterTuningResourceConfig");
+        const char *t = json_string_value(json_object_get(rc, "InstanceType"));
+        if (t && n < 32)
+            types[n++] = t;
+        t = json_string_value(json_object_get(hc, "InstanceType"));
+        if (t && n < 32)
+            types[n++] = t;
+        json_array_foreach(json_object_get(hc, "InstanceConfigs"), i, g)
+        {
+            t = json_string_value(json_object_get(g, "InstanceType"));
+            if (t && n < 32)
+                types[n++] = t;
+        }
+    }
+    authz_addv(c, "sagemaker:InstanceTypes", types, n);
+}
+
+/*
+ * SageMaker's training keys, from every training definition of in, read as conservatively as
+ * the definitions allow: MaxRuntimeInSeconds the largest (86400, SageMaker's default, when
+ * one gives none), NetworkIsolation and InterContainerTrafficEncryption "true" only when every
+ * definition asks for it, the KMS keys and VPC lists when given.
+ */
+static void authz_training_keys(struct authz__ctx *c, json_t *in)
+{
+    json_t *defs[16];
+    size_t nd = authz_training_defs(in, defs, 16);
+    long long maxrt = 0;
+    int iso = nd > 0, enc = nd > 0;
+    const char *vk = NULL, *ok = NULL, *subnets[16], *sgs[16];
+    size_t ns = 0, ng = 0, i;
+    json_t *v;
+
+    if (nd == 0)
+        return;
+    for (size_t k = 0; k < nd; k++) {
+        json_t *d = defs[k], *vpc = json_object_get(d, "VpcConfig");
+        json_t *rt =
+            json_object_get(json_object_get(d, "StoppingCondition"), "MaxRuntimeInSeconds");
+        long long r = json_is_integer(rt) ? json_integer_value(rt) : 86400;
+        if (r > maxrt)
+            maxrt = r;
+        iso = iso && json_is_true(json_object_get(d, "EnableNetworkIsolation"));
+        enc = enc && json_is_true(json_object_get(d, "EnableInterContainerTrafficEncryption"));
+        if (!vk)
+            vk = json_string_value(
+                json_object_get(json_object_get(d, "ResourceConfig"), "VolumeKmsKeyId"));
+        if (!ok)
+            ok = json_string_value(
+                json_object_get(json_object_get(d, "OutputDataConfig"), "KmsKeyId"));
+        json_array_foreach(json_object_get(vpc, "Subnets"), i, v)
+        {
+            if (json_is_string(v) && ns < 16)
+                subnets[ns++] = json_string_value(v);
+        }
+        json_array_foreach(json_object_get(vpc, "SecurityGroupIds"), i, v)
+        {
+            if (json_is_string(v) && ng < 16)
+                sgs[ng++] = json_string_value(v);
+        }
+    }
+    authz_add(c, "sagemaker:MaxRuntimeInSeconds", authz_fmt(c, "%lld", maxrt));
+    authz_add(c, "sagemaker:NetworkIsolation", iso ? "true" : "false");
+    authz_add(c, "sagemaker:InterContainerTrafficEncryption", enc ? "true" : "false");
+    if (vk)
+        authz_add(c, "sagemaker:VolumeKmsKey", vk);
+    if (ok)
+        authz_add(c, "sagemaker:OutputKmsKey", ok);
+    if (ns)
+        authz_addv(c, "sagemaker:VpcSubnets", subnets, ns);
+    if (ng)
+        authz_addv(c, "sagemaker:VpcSecurityGroupIds", sgs, ng);
 }
 
 /* <svc>:ResourceTag/<k> and aws:ResourceTag/<k> from an array of {"Key","Value"}. */
@@ -869,8 +988,13 @@ int authz_request(struct store *s, const char *service, const char *op, json_t *
         authz_add(c, "sagemaker:DomainId", authz_str(in, "DomainId"));
     if ((row->cond & AUTHZ_C_PROFILE) && json_object_get(in, "UserProfileName"))
         authz_add(c, "sagemaker:UserProfileName", authz_str(in, "UserProfileName"));
-    if (row->cond & AUTHZ_C_INSTTYPES)
+    if ((row->cond & AUTHZ_C_INSTTYPES) && (row->cond & AUTHZ_C_TRAINING) &&
+        !json_object_get(in, "ResourceConfig"))
+        authz_tuning_types(c, in);
+    else if (row->cond & AUTHZ_C_INSTTYPES)
         authz_instance_types(c, in);
+    if (row->cond & AUTHZ_C_TRAINING)
+        authz_training_keys(c, in);
     if ((row->cond & AUTHZ_C_RESTAGS) && rtags)
         authz_resource_tags(c, row->service, rtags);
     rc = authz_decide(s, principal_arn, e, row->action, resource, c, err);

@@ -708,14 +708,43 @@ static int s3_allowed(struct http_request *req, struct http_response *resp, cons
                       const char *action, const char *resource)
 {
     struct worker *w = worker_self();
-    const char *prefix = s3__qget(r, "prefix");
-    struct iam_ctx_entry ctx[] = {{"s3:prefix", NULL, 0, prefix ? prefix : ""}};
-    int list = strcmp(action, "s3:ListBucket") == 0;
+    struct iam_ctx_entry ctx[16];
+    size_t n = 0;
+    const char *v, *auth = http_header(req, "Authorization");
     struct ty_err err;
 
+    /* S3's own keys, as its service authorization reference lists them for what we serve */
+    if (strcmp(action, "s3:ListBucket") == 0) {
+        ctx[n++] =
+            (struct iam_ctx_entry){"s3:prefix", NULL, 0, (v = s3__qget(r, "prefix")) ? v : ""};
+        if ((v = s3__qget(r, "delimiter")) != NULL)
+            ctx[n++] = (struct iam_ctx_entry){"s3:delimiter", NULL, 0, v};
+        if ((v = s3__qget(r, "max-keys")) != NULL)
+            ctx[n++] = (struct iam_ctx_entry){"s3:max-keys", NULL, 0, v};
+    }
+    if (strcmp(action, "s3:PutObject") == 0) {
+        static const char *const hk[][2] = {
+            {"x-amz-acl", "s3:x-amz-acl"},
+            {"x-amz-server-side-encryption", "s3:x-amz-server-side-encryption"},
+            {"x-amz-storage-class", "s3:x-amz-storage-class"},
+            {"x-amz-metadata-directive", "s3:x-amz-metadata-directive"},
+            {"x-amz-copy-source", "s3:x-amz-copy-source"}};
+        for (size_t i = 0; i < sizeof(hk) / sizeof(hk[0]); i++)
+            if ((v = http_header(req, hk[i][0])) != NULL)
+                ctx[n++] = (struct iam_ctx_entry){hk[i][1], NULL, 0, v};
+    }
+    if ((v = http_header(req, "x-amz-content-sha256")) != NULL)
+        ctx[n++] = (struct iam_ctx_entry){"s3:x-amz-content-sha256", NULL, 0, v};
+    /* how the request was signed: AWS4-HMAC-SHA256 or AWS (SigV2), in a header or a query */
+    ctx[n++] = (struct iam_ctx_entry){"s3:signatureversion", NULL, 0,
+                                      (auth && strncmp(auth, "AWS4-", 5) == 0) ||
+                                              s3__qget(r, "X-Amz-Algorithm")
+                                          ? "AWS4-HMAC-SHA256"
+                                          : "AWS"};
+    ctx[n++] =
+        (struct iam_ctx_entry){"s3:authType", NULL, 0, auth ? "REST-HEADER" : "REST-QUERY-STRING"};
     ty_err_clear(&err);
-    if (authz_check(w->store, w->principal, action, resource, list ? ctx : NULL, list ? 1 : 0,
-                    &err) == 0)
+    if (authz_check(w->store, w->principal, action, resource, ctx, n, &err) == 0)
         return 0;
     if (err.code == TY_EDENIED)
         s3__error(req, resp, "AccessDenied", "Access Denied", r, NULL);

@@ -522,7 +522,10 @@ void route_handle(struct http_request *req, struct http_response *resp, void *ud
                 route_json_error(req, resp, &err, "application/json");
                 return;
             }
+            /* aws:SourceIp and aws:UserAgent of whatever this request authorises */
+            authz_set_request(req->client, http_header(req, "User-Agent"));
             route_fronts[i].serve(&c);
+            authz_set_request(NULL, NULL);
             return;
         }
     }

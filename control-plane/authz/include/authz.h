@@ -7,7 +7,8 @@
  * ops/optable.c serves (SageMaker, CloudWatch Logs) and the IAM query API (ops/iamapi.c); the
  * request context's global keys (aws:username, aws:userid, aws:PrincipalArn,
  * aws:PrincipalAccount, aws:PrincipalType, aws:PrincipalTag/<k>, aws:CurrentTime,
- * aws:EpochTime, aws:SecureTransport = false, aws:RequestedRegion); the per-thread policy cache.
+ * aws:EpochTime, aws:SecureTransport = false, aws:RequestedRegion, and aws:SourceIp and
+ * aws:UserAgent from authz_set_request); the per-thread policy cache.
  * Does not own: policy grammar and evaluation (iam.c), where policies are stored
  * (store_iam.c), any wire form (the protocol layers turn -TY_EDENIED into their error).
  *
@@ -63,6 +64,10 @@ enum authz_res {
 #define AUTHZ_C_DOMAIN    0x08u /* sagemaker:DomainId from DomainId */
 #define AUTHZ_C_PROFILE   0x10u /* sagemaker:UserProfileName from UserProfileName */
 #define AUTHZ_C_INSTTYPES 0x20u /* sagemaker:InstanceTypes from ResourceConfig/ResourceSpec */
+/* sagemaker:MaxRuntimeInSeconds, NetworkIsolation, InterContainerTrafficEncryption,
+   VolumeKmsKey, OutputKmsKey, VpcSubnets, VpcSecurityGroupIds from a training job's settings
+   (the request's, or its tuning job's training definitions) */
+#define AUTHZ_C_TRAINING 0x40u
 
 struct authz_op {
     const char *service; /* "sagemaker", "logs", "iam" (route.c's names) */
@@ -96,6 +101,15 @@ int authz_resource(const struct authz_op *row, json_t *in, const char *region, c
 int authz_request(struct store *s, const char *service, const char *op, json_t *in,
                   const char *principal_arn, const char *region, const char *account,
                   struct ty_err *err);
+
+/*
+ * The calling request's own part of the context, which only the front end knows: aws:SourceIp
+ * (client: the peer's address, an IPv4-mapped one as IPv4; a job's relayed calls come from the
+ * job's own address) and aws:UserAgent (user_agent; either may be NULL). Per thread: set before
+ * a request is authorised, cleared (NULL, NULL) after it; both are borrowed until then.
+ * Without it (the agent's own checks) neither key is in the context.
+ */
+void authz_set_request(const char *client, const char *user_agent);
 
 /*
  * The hook for protocol layers with their own request parsing (S3): authorises action on
