@@ -592,6 +592,43 @@ static void authz_ctx_cleanup(struct authz__ctx *c)
 }
 
 /* The principal's global keys (first, so that they win over request-derived ones). */
+/* Every condition key some request carries (authz_key_provided): keep docs/iam.md's table in
+   step with it. */
+static const char *const authz_keys[] = {
+    /* global */
+    "aws:username", "aws:userid", "aws:PrincipalArn", "aws:PrincipalAccount", "aws:PrincipalType",
+    "aws:CurrentTime", "aws:EpochTime", "aws:SecureTransport", "aws:RequestedRegion",
+    "aws:SourceIp", "aws:UserAgent", "aws:TagKeys",
+    /* SageMaker */
+    "sagemaker:DomainId", "sagemaker:UserProfileName", "sagemaker:InstanceTypes",
+    "sagemaker:MaxRuntimeInSeconds", "sagemaker:NetworkIsolation",
+    "sagemaker:InterContainerTrafficEncryption", "sagemaker:VolumeKmsKey", "sagemaker:OutputKmsKey",
+    "sagemaker:VpcSubnets", "sagemaker:VpcSecurityGroupIds",
+    /* IAM */
+    "iam:PassedToService",
+    /* S3 (ops/s3.c's s3_allowed) */
+    "s3:prefix", "s3:delimiter", "s3:max-keys", "s3:x-amz-acl", "s3:x-amz-server-side-encryption",
+    "s3:x-amz-storage-class", "s3:x-amz-metadata-directive", "s3:x-amz-copy-source",
+    "s3:signatureversion", "s3:authType", "s3:x-amz-content-sha256"};
+static const char *const authz_key_prefixes[] = {"aws:RequestTag/", "aws:ResourceTag/",
+                                                 "aws:PrincipalTag/", "sagemaker:ResourceTag/",
+                                                 "iam:ResourceTag/"};
+
+int authz_key_provided(const char *key)
+{
+    if (!key)
+        return 0;
+    for (size_t i = 0; i < sizeof(authz_keys) / sizeof(authz_keys[0]); i++)
+        if (strcasecmp(key, authz_keys[i]) == 0)
+            return 1;
+    for (size_t i = 0; i < sizeof(authz_key_prefixes) / sizeof(authz_key_prefixes[0]); i++) {
+        size_t n = strlen(authz_key_prefixes[i]);
+        if (strncasecmp(key, authz_key_prefixes[i], n) == 0 && key[n])
+            return 1;
+    }
+    return 0;
+}
+
 static _Thread_local const char *authz_tl_client, *authz_tl_agent;
 
 void authz_set_request(const char *client, const char *user_agent)

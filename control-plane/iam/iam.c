@@ -290,6 +290,18 @@ int iam_policy_uses_key(const struct iam_policy *p, const char *needle)
     return 0;
 }
 
+int iam_policy_each_key(const struct iam_policy *p, int (*fn)(const char *key, void *ud), void *ud)
+{
+    for (size_t i = 0; p && i < p->nstmts; i++)
+        for (size_t c = 0; c < p->stmts[i].nconds; c++)
+            for (size_t k = 0; k < p->stmts[i].conds[c].nkeys; k++) {
+                int r = fn(p->stmts[i].conds[c].keys[k].key, ud);
+                if (r)
+                    return r;
+            }
+    return 0;
+}
+
 int iam_policy_parse(const char *json, size_t len, struct iam_policy **out, struct ty_err *err)
 {
     return iam_policy_parse_ex(json, len, 0, out, err);

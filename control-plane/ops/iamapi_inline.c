@@ -8,11 +8,21 @@
  */
 #include "iamapi_int.h"
 
+#include "authz.h"
 #include "iam.h"
 #include "store_iam.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* iam_policy_each_key's callback: the first key no request carries (ud: where it goes). */
+static int unprovided_key(const char *key, void *ud)
+{
+    if (authz_key_provided(key))
+        return 0;
+    *(const char **)ud = key;
+    return 1;
+}
 
 static int no_policy(const struct iamapi__owner *o, struct ty_err *err, const char *pname)
 {
@@ -34,6 +44,18 @@ int iamapi__inline_put(struct iamapi__ctx *x, struct ty_err *err)
         return ty_err_set(err, TY_EINVAL, "PolicyDocument", "%s", err->msg);
     if (rc)
         return rc;
+    { /* a condition on a key no request carries would never match: refused, never stored */
+        const char *key = NULL;
+        if (iam_policy_each_key(p, unprovided_key, &key)) {
+            rc = ty_err_set(err, TY_EMALFORMED, "PolicyDocument",
+                            "Condition key %.128s is not provided by this server: a condition "
+                            "on it would never match (see docs/iam.md for the keys requests "
+                            "carry).",
+                            key);
+            iam_policy_free(p);
+            return rc;
+        }
+    }
     iam_policy_free(p);
     size = iam_policy_chars(doc, len);
     rc = o->policy_put(x->c->store, name, pname, doc, len, size, o->limit, err);

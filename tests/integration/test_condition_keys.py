@@ -141,3 +141,39 @@ def test_sagemaker_training_keys(srv):
             "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1,
                                "VolumeSizeInGB": 1},
             "StoppingCondition": {"MaxRuntimeInSeconds": 86400}}))
+
+
+def test_policy_naming_a_key_never_provided_is_refused(srv):
+    """A condition on a key no request carries would never match: such a policy used to be
+    stored and silently inert (a Deny that never fires). PutUserPolicy and PutRolePolicy now
+    refuse it, naming the key; keys the server provides, tag keys of any name included, are
+    accepted."""
+    iam = srv.client("iam")
+    iam.create_user(UserName="ck-writer")
+
+    def put(key):
+        return iam.put_user_policy(UserName="ck-writer", PolicyName="p", PolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [{
+                "Effect": "Deny", "Action": "*", "Resource": "*",
+                "Condition": {"StringEquals": {key: "x"}}}]}))
+
+    for key in ("aws:MultiFactorAuthPresent", "sagemaker:NoSuchKey", "s3:ExistingObjectTag/x",
+                "aws:SourceVpc"):
+        with pytest.raises(botocore.exceptions.ClientError) as e:
+            put(key)
+        assert e.value.response["Error"]["Code"] == "MalformedPolicyDocument", e.value.response
+        assert key in e.value.response["Error"]["Message"]
+    assert iam.list_user_policies(UserName="ck-writer")["PolicyNames"] == []
+    for key in ("aws:SourceIp", "AWS:SOURCEIP", "aws:RequestTag/anything", "s3:prefix",
+                "sagemaker:MaxRuntimeInSeconds", "aws:PrincipalTag/team"):
+        put(key)
+    trust = json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
+        "Action": "sts:AssumeRole"}]})
+    iam.create_role(RoleName="ck-role", AssumeRolePolicyDocument=trust)
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        iam.put_role_policy(RoleName="ck-role", PolicyName="p", PolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Action": "s3:*", "Resource": "*",
+                "Condition": {"Bool": {"aws:ViaAWSService": "true"}}}]}))
+    assert e.value.response["Error"]["Code"] == "MalformedPolicyDocument"

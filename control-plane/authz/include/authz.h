@@ -103,6 +103,15 @@ int authz_request(struct store *s, const char *service, const char *op, json_t *
                   struct ty_err *err);
 
 /*
+ * 1 when some request carries condition key (compared case-insensitively, as IAM compares
+ * keys): a global key authz sets, a tag key (aws:RequestTag/..., aws:ResourceTag/...,
+ * aws:PrincipalTag/..., sagemaker:ResourceTag/..., iam:ResourceTag/...), or a service key of
+ * an operation served here (docs/iam.md has the table). 0 for any other key: a condition on it
+ * could never match, so a policy naming one is refused when it is written.
+ */
+int authz_key_provided(const char *key);
+
+/*
  * The calling request's own part of the context, which only the front end knows: aws:SourceIp
  * (client: the peer's address, an IPv4-mapped one as IPv4; a job's relayed calls come from the
  * job's own address) and aws:UserAgent (user_agent; either may be NULL). Per thread: set before

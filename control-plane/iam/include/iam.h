@@ -131,6 +131,10 @@ void iam_policy_free(struct iam_policy *p);
  */
 int iam_policy_uses_key(const struct iam_policy *p, const char *needle);
 
+/* Calls fn(key, ud) for every condition key of every statement of p, in order (a key twice is
+   seen twice), until fn returns nonzero. Returns that value, or 0. */
+int iam_policy_each_key(const struct iam_policy *p, int (*fn)(const char *key, void *ud), void *ud);
+
 /* Number of statements of a parsed policy. */
 size_t iam_policy_nstatements(const struct iam_policy *p);
 
