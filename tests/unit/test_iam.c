@@ -303,6 +303,169 @@ static void test_not_resource(void **state)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* the decision table: (policy, request, expected decision), every expectation derived from
+   AWS's documented evaluation logic, not from this evaluator:
+     - a statement applies when its action element, its resource element and every condition
+       match; Action/Resource match when a pattern matches, NotAction/NotResource when none does;
+     - an explicit Deny that applies wins; else an Allow that applies allows; else the request
+       is implicitly denied;
+     - a condition on a key the request lacks does not hold, unless its operator ends in
+       IfExists (then it holds). */
+
+/* The action element, and whether it matches "sagemaker:CreateTrainingJob". */
+static const struct {
+    const char *json;
+    int applies;
+} T_ACTIONS[] = {
+    {"`Action`:`sagemaker:CreateTrainingJob`", 1}, {"`Action`:`sagemaker:Create*`", 1},
+    {"`Action`:`SageMaker:createtrainingjob`", 1}, {"`Action`:`sagemaker:Describe*`", 0},
+    {"`NotAction`:`sagemaker:Describe*`", 1},      {"`NotAction`:`sagemaker:*`", 0},
+};
+/* The resource element, and whether it matches the job's ARN. */
+static const struct {
+    const char *json;
+    int applies;
+} T_RESOURCES[] = {
+    {"`Resource`:`*`", 1},
+    {"`Resource`:`arn:aws:sagemaker:us-east-1:" ACCOUNT ":training-job/t-*`", 1},
+    {"`Resource`:`arn:aws:sagemaker:*:*:training-job/other`", 0},
+    {"`NotResource`:`arn:aws:sagemaker:*:*:training-job/other`", 1},
+    {"`NotResource`:`arn:aws:sagemaker:*:*:training-job/t-?ob`", 0},
+};
+/* The condition (none or one), and whether it holds for the context below. */
+static const struct {
+    const char *json;
+    int holds;
+} T_CONDS[] = {
+    {"", 1},
+    {",`Condition`:{`StringEquals`:{`aws:RequestTag/team`:`ml`}}", 1},
+    {",`Condition`:{`StringEquals`:{`aws:RequestTag/team`:`admin`}}", 0},
+    {",`Condition`:{`StringEquals`:{`aws:RequestTag/absent`:`x`}}", 0},
+    {",`Condition`:{`StringEqualsIfExists`:{`aws:RequestTag/absent`:`x`}}", 1},
+    {",`Condition`:{`NumericLessThanEquals`:{`sagemaker:MaxRuntimeInSeconds`:`3600`}}", 1},
+    {",`Condition`:{`NumericGreaterThan`:{`sagemaker:MaxRuntimeInSeconds`:`3600`}}", 0},
+};
+
+static void test_decision_table(void **state)
+{
+    struct iam_ctx_entry ctx[] = {{.key = "aws:RequestTag/team", .value = "ml"},
+                                  {.key = "sagemaker:MaxRuntimeInSeconds", .value = "600"}};
+    const char *arn = "arn:aws:sagemaker:us-east-1:" ACCOUNT ":training-job/t-job";
+    int cases = 0;
+    (void)state;
+    for (int deny = 0; deny < 2; deny++)
+        for (size_t a = 0; a < NCTX(T_ACTIONS); a++)
+            for (size_t r = 0; r < NCTX(T_RESOURCES); r++)
+                for (size_t c = 0; c < NCTX(T_CONDS); c++) {
+                    char doc[2048];
+                    int applies =
+                        T_ACTIONS[a].applies && T_RESOURCES[r].applies && T_CONDS[c].holds;
+                    enum iam_decision want = deny ? (applies ? IAM_DENY_EXPLICIT : IAM_ALLOW)
+                                                  : (applies ? IAM_ALLOW : IAM_DENY_IMPLICIT);
+                    enum iam_decision got;
+                    /* a Deny is tried under an Allow of everything, as an admin's policy */
+                    snprintf(doc, sizeof(doc), DOC("%s{`Effect`:`%s`,%s,%s%s}"),
+                             deny ? "{`Effect`:`Allow`,`Action`:`*`,`Resource`:`*`}," : "",
+                             deny ? "Deny" : "Allow", T_ACTIONS[a].json, T_RESOURCES[r].json,
+                             T_CONDS[c].json);
+                    got = run_ctx(doc, "sagemaker:CreateTrainingJob", arn, ctx, NCTX(ctx));
+                    if (got != want)
+                        fail_msg("case %d: %s: want %d, got %d", cases, doc, want, got);
+                    cases++;
+                }
+    assert_true(cases >= 400);
+}
+
+/* Condition operators, each against AWS's documented meaning (one case a row). */
+static void test_operator_table(void **state)
+{
+    static const struct {
+        const char *op, *key, *policy_value, *ctx_value;
+        int holds;
+    } rows[] = {
+        {"StringEquals", "aws:username", "alice", "alice", 1},
+        {"StringEquals", "aws:username", "Alice", "alice", 0},
+        {"StringNotEquals", "aws:username", "bob", "alice", 1},
+        {"StringNotEquals", "aws:username", "alice", "alice", 0},
+        {"StringEqualsIgnoreCase", "aws:username", "ALICE", "alice", 1},
+        {"StringNotEqualsIgnoreCase", "aws:username", "ALICE", "alice", 0},
+        {"StringLike", "aws:username", "al*", "alice", 1},
+        {"StringLike", "aws:username", "a?ice", "alice", 1},
+        {"StringLike", "aws:username", "b*", "alice", 0},
+        {"StringNotLike", "aws:username", "b*", "alice", 1},
+        {"NumericEquals", "sagemaker:MaxRuntimeInSeconds", "600", "600", 1},
+        {"NumericNotEquals", "sagemaker:MaxRuntimeInSeconds", "600", "601", 1},
+        {"NumericLessThan", "sagemaker:MaxRuntimeInSeconds", "600", "599", 1},
+        {"NumericLessThan", "sagemaker:MaxRuntimeInSeconds", "600", "600", 0},
+        {"NumericLessThanEquals", "sagemaker:MaxRuntimeInSeconds", "600", "600", 1},
+        {"NumericGreaterThan", "sagemaker:MaxRuntimeInSeconds", "3600", "86400", 1},
+        {"NumericGreaterThanEquals", "sagemaker:MaxRuntimeInSeconds", "3600", "3599", 0},
+        {"NumericLessThan", "sagemaker:MaxRuntimeInSeconds", "600", "not-a-number", 0},
+        {"DateLessThan", "aws:CurrentTime", "2027-01-01T00:00:00Z", "2026-12-07T00:00:00Z", 1},
+        {"DateGreaterThan", "aws:CurrentTime", "2027-01-01T00:00:00Z", "2026-12-07T00:00:00Z", 0},
+        {"DateEquals", "aws:EpochTime", "1796601600", "1796601600", 1},
+        {"Bool", "aws:SecureTransport", "false", "false", 1},
+        {"Bool", "aws:SecureTransport", "true", "false", 0},
+        {"IpAddress", "aws:SourceIp", "127.0.0.0/8", "127.0.0.1", 1},
+        {"IpAddress", "aws:SourceIp", "10.0.0.0/8", "127.0.0.1", 0},
+        {"NotIpAddress", "aws:SourceIp", "10.0.0.0/8", "127.0.0.1", 1},
+        {"IpAddress", "aws:SourceIp", "2001:db8::/32", "2001:db8:1::5", 1},
+        {"ArnLike", "aws:PrincipalArn", "arn:aws:iam::*:user/a*", "arn:aws:iam::1:user/alice", 1},
+        {"ArnEquals", "aws:PrincipalArn", "arn:aws:iam::1:user/bob", "arn:aws:iam::1:user/alice",
+         0},
+        {"ArnNotLike", "aws:PrincipalArn", "arn:aws:iam::*:role/*", "arn:aws:iam::1:user/alice", 1},
+        {"StringEqualsIfExists", "aws:username", "bob", "alice", 0},
+        {"StringEqualsIfExists", "aws:username", "alice", "alice", 1},
+    };
+    (void)state;
+    for (size_t i = 0; i < NCTX(rows); i++) {
+        char block[512];
+        struct iam_ctx_entry c[] = {{.key = rows[i].key, .value = rows[i].ctx_value}};
+        snprintf(block, sizeof(block), "{`%s`:{`%s`:`%s`}}", rows[i].op, rows[i].key,
+                 rows[i].policy_value);
+        if (holds(block, c, 1) != rows[i].holds)
+            fail_msg("%s %s %s vs %s: want %d", rows[i].op, rows[i].key, rows[i].policy_value,
+                     rows[i].ctx_value, rows[i].holds);
+    }
+    /* Null: true holds when the key is absent, false when present */
+    {
+        struct iam_ctx_entry c[] = {{.key = "aws:username", .value = "alice"}};
+        assert_true(holds("{`Null`:{`aws:RequestTag/x`:`true`}}", c, 1));
+        assert_false(holds("{`Null`:{`aws:username`:`true`}}", c, 1));
+        assert_true(holds("{`Null`:{`aws:username`:`false`}}", c, 1));
+    }
+    /* set operators: ForAllValues holds for an empty or absent set, ForAnyValue does not */
+    {
+        const char *two[] = {"ml.m5.large", "ml.c5.xlarge"};
+        struct iam_ctx_entry c[] = {
+            {.key = "sagemaker:InstanceTypes", .values = two, .nvalues = 2}};
+        assert_true(holds("{`ForAnyValue:StringEquals`:{`sagemaker:InstanceTypes`:"
+                          "`ml.c5.xlarge`}}",
+                          c, 1));
+        assert_false(holds("{`ForAllValues:StringEquals`:{`sagemaker:InstanceTypes`:"
+                           "`ml.c5.xlarge`}}",
+                           c, 1));
+        assert_true(holds("{`ForAllValues:StringLike`:{`sagemaker:InstanceTypes`:`ml.*`}}", c, 1));
+        assert_true(
+            holds("{`ForAllValues:StringEquals`:{`sagemaker:InstanceTypes`:`x`}}", NULL, 0));
+        assert_false(
+            holds("{`ForAnyValue:StringEquals`:{`sagemaker:InstanceTypes`:`x`}}", NULL, 0));
+    }
+    /* several values are ORed, several keys and operators ANDed */
+    {
+        struct iam_ctx_entry c[] = {{.key = "aws:username", .value = "alice"},
+                                    {.key = "aws:RequestTag/team", .value = "ml"}};
+        assert_true(holds("{`StringEquals`:{`aws:username`:[`bob`,`alice`]}}", c, 2));
+        assert_false(holds("{`StringEquals`:{`aws:username`:`alice`,`aws:RequestTag/team`:"
+                           "`admin`}}",
+                           c, 2));
+        assert_false(holds("{`StringEquals`:{`aws:username`:`alice`},`StringLike`:{"
+                           "`aws:RequestTag/team`:`a*`}}",
+                           c, 2));
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* policy variables */
 
 static void test_variables(void **state)
@@ -1113,6 +1276,8 @@ int main(void)
         cmocka_unit_test(test_resource_matching),
         cmocka_unit_test(test_not_resource),
         cmocka_unit_test(test_variables),
+        cmocka_unit_test(test_decision_table),
+        cmocka_unit_test(test_operator_table),
         cmocka_unit_test(test_cond_string),
         cmocka_unit_test(test_cond_numeric),
         cmocka_unit_test(test_cond_date),
