@@ -874,7 +874,7 @@ static void authz_resource_tags(struct authz__ctx *c, const char *svc, json_t *t
 static int authz_session(struct store *s, const char *principal_arn, const struct iam_request *req,
                          struct ty_err *err)
 {
-    char name[STORE_IAM_NAME_MAX + 2], acct[64], msg[sizeof(err->msg)], on[1200] = "";
+    char name[STORE_IAM_NAME_MAX + 2], acct[64], on[1200] = "";
     const char *session;
     enum iam_decision d = IAM_DENY_IMPLICIT;
     struct iam_policy *p = NULL;
@@ -903,17 +903,15 @@ static int authz_session(struct store *s, const char *principal_arn, const struc
         return 0;
     if (req->resource && *req->resource && strcmp(req->resource, "*") != 0)
         snprintf(on, sizeof(on), " on resource: %s", req->resource);
-    if (d == IAM_DENY_EXPLICIT)
-        snprintf(msg, sizeof(msg),
-                 "User: %s is not authorized to perform: %s%s with an explicit deny in a session "
-                 "policy",
-                 principal_arn, req->action, on);
-    else
-        snprintf(msg, sizeof(msg),
-                 "User: %s is not authorized to perform: %s%s because no session policy allows "
-                 "the %s action",
-                 principal_arn, req->action, on, req->action);
-    return ty_err_set(err, TY_EDENIED, "", "%s", msg);
+    if (d == IAM_DENY_EXPLICIT) /* ty_err_set cuts an over-long message on a UTF-8 boundary */
+        return ty_err_set(err, TY_EDENIED, "",
+                          "User: %s is not authorized to perform: %s%s with an explicit deny in a "
+                          "session policy",
+                          principal_arn, req->action, on);
+    return ty_err_set(err, TY_EDENIED, "",
+                      "User: %s is not authorized to perform: %s%s because no session policy "
+                      "allows the %s action",
+                      principal_arn, req->action, on, req->action);
 }
 
 /* Evaluates (the role's or user's policies, then an assumed role's session policy) and turns a
