@@ -56,18 +56,20 @@ static const struct authz_op authz_ops[] = {
     SM(ListTags, AUTHZ_RES_TAGGED, AUTHZ_C_RESTAGS),
     SM(DeleteTags, AUTHZ_RES_TAGGED, AUTHZ_C_TAGKEYS | AUTHZ_C_RESTAGS),
     /* studio */
-    SM(CreateDomain, AUTHZ_RES_DOMAIN_NEW, AUTHZ_C_REQTAGS),
+    SM(CreateDomain, AUTHZ_RES_DOMAIN_NEW, AUTHZ_C_REQTAGS | AUTHZ_C_STUDIO),
     SM(DescribeDomain, AUTHZ_RES_DOMAIN, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN),
     SM(ListDomains, AUTHZ_RES_STAR, 0),
-    SM(UpdateDomain, AUTHZ_RES_DOMAIN, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN),
+    SM(UpdateDomain, AUTHZ_RES_DOMAIN, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_STUDIO),
     SM(DeleteDomain, AUTHZ_RES_DOMAIN, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN),
-    SM(CreateUserProfile, AUTHZ_RES_PROFILE, AUTHZ_C_REQTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
+    SM(CreateUserProfile, AUTHZ_RES_PROFILE,
+       AUTHZ_C_REQTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE | AUTHZ_C_STUDIO),
     SM(DescribeUserProfile, AUTHZ_RES_PROFILE, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
     SM(ListUserProfiles, AUTHZ_RES_STAR, 0),
-    SM(UpdateUserProfile, AUTHZ_RES_PROFILE, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
+    SM(UpdateUserProfile, AUTHZ_RES_PROFILE,
+       AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE | AUTHZ_C_STUDIO),
     SM(DeleteUserProfile, AUTHZ_RES_PROFILE, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
     SM(CreateApp, AUTHZ_RES_APP,
-       AUTHZ_C_REQTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE | AUTHZ_C_INSTTYPES),
+       AUTHZ_C_REQTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE | AUTHZ_C_INSTTYPES | AUTHZ_C_STUDIO),
     SM(DescribeApp, AUTHZ_RES_APP, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
     SM(ListApps, AUTHZ_RES_STAR, 0),
     SM(DeleteApp, AUTHZ_RES_APP, AUTHZ_C_RESTAGS | AUTHZ_C_DOMAIN | AUTHZ_C_PROFILE),
@@ -603,7 +605,9 @@ static const char *const authz_keys[] = {
     "sagemaker:DomainId", "sagemaker:UserProfileName", "sagemaker:InstanceTypes",
     "sagemaker:MaxRuntimeInSeconds", "sagemaker:NetworkIsolation",
     "sagemaker:InterContainerTrafficEncryption", "sagemaker:VolumeKmsKey", "sagemaker:OutputKmsKey",
-    "sagemaker:VpcSubnets", "sagemaker:VpcSecurityGroupIds",
+    "sagemaker:VpcSubnets", "sagemaker:VpcSecurityGroupIds", "sagemaker:AppNetworkAccess",
+    "sagemaker:ImageArns", "sagemaker:ImageVersionArns", "sagemaker:DomainSharingOutputKmsKey",
+    "sagemaker:HomeEfsFileSystemKmsKey",
     /* IAM */
     "iam:PassedToService",
     /* S3 (ops/s3.c's s3_allowed) */
@@ -847,6 +851,105 @@ static void authz_training_keys(struct authz__ctx *c, json_t *in)
         authz_addv(c, "sagemaker:VpcSecurityGroupIds", sgs, ng);
 }
 
+/* A Studio settings object's keys into the lists (each at most 16): SecurityGroups,
+   SharingSettings.S3KmsKeyId, and every *AppSettings' DefaultResourceSpec (InstanceType,
+   SageMakerImageArn, SageMakerImageVersionArn) and CustomImages (as image ARNs). */
+struct authz__studio {
+    const char *types[16], *images[16], *versions[16], *sgs[16], *sharing;
+    size_t nt, ni, nv, ng;
+};
+
+static void authz_studio_push(const char **list, size_t *n, const char *v)
+{
+    if (!v || *n >= 16)
+        return;
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(list[i], v) == 0)
+            return;
+    list[(*n)++] = v;
+}
+
+static void authz_studio_spec(struct authz__studio *k, json_t *spec)
+{
+    authz_studio_push(k->types, &k->nt, json_string_value(json_object_get(spec, "InstanceType")));
+    authz_studio_push(k->images, &k->ni,
+                      json_string_value(json_object_get(spec, "SageMakerImageArn")));
+    authz_studio_push(k->versions, &k->nv,
+                      json_string_value(json_object_get(spec, "SageMakerImageVersionArn")));
+}
+
+static void authz_studio_settings(struct authz__ctx *c, struct authz__studio *k, json_t *set,
+                                  const char *region, const char *account)
+{
+    const char *name;
+    json_t *v, *img;
+    size_t i;
+
+    if (!json_is_object(set))
+        return;
+    json_array_foreach(json_object_get(set, "SecurityGroups"), i, v)
+        authz_studio_push(k->sgs, &k->ng, json_string_value(v));
+    if (!k->sharing)
+        k->sharing = json_string_value(
+            json_object_get(json_object_get(set, "SharingSettings"), "S3KmsKeyId"));
+    json_object_foreach(set, name, v)
+    {
+        size_t n = strlen(name);
+        if (n < 11 || strcmp(name + n - 11, "AppSettings") != 0 || !json_is_object(v))
+            continue;
+        authz_studio_spec(k, json_object_get(v, "DefaultResourceSpec"));
+        json_array_foreach(json_object_get(v, "CustomImages"), i, img)
+        {
+            const char *im = json_string_value(json_object_get(img, "ImageName"));
+            if (im && region && account)
+                authz_studio_push(
+                    k->images, &k->ni,
+                    authz_fmt(c, "arn:aws:sagemaker:%s:%s:image/%s", region, account, im));
+        }
+    }
+}
+
+/* sagemaker:InstanceTypes, ImageArns, ImageVersionArns, VpcSecurityGroupIds,
+   DomainSharingOutputKmsKey from a domain's or a profile's settings; CreateDomain's
+   AppNetworkAccess (PublicInternetOnly when not given, as it is stored), VpcSubnets and
+   HomeEfsFileSystemKmsKey; an app's ResourceSpec images (its type: authz_instance_types). */
+static void authz_studio_keys(struct authz__ctx *c, const struct authz_op *row, json_t *in,
+                              const char *region, const char *account)
+{
+    struct authz__studio k = {0};
+    const char *subnets[16], *net;
+    size_t ns = 0, i;
+    json_t *v;
+
+    if (strcmp(row->op, "CreateApp") == 0) {
+        json_t *spec = json_object_get(in, "ResourceSpec");
+        authz_studio_push(k.images, &k.ni,
+                          json_string_value(json_object_get(spec, "SageMakerImageArn")));
+        authz_studio_push(k.versions, &k.nv,
+                          json_string_value(json_object_get(spec, "SageMakerImageVersionArn")));
+    } else {
+        authz_studio_settings(c, &k, json_object_get(in, "UserSettings"), region, account);
+        authz_studio_settings(c, &k, json_object_get(in, "DefaultUserSettings"), region, account);
+        authz_studio_settings(c, &k, json_object_get(in, "DefaultSpaceSettings"), region, account);
+        authz_addv(c, "sagemaker:InstanceTypes", k.types, k.nt);
+    }
+    if (strcmp(row->op, "CreateDomain") == 0) {
+        net = json_string_value(json_object_get(in, "AppNetworkAccessType"));
+        authz_add(c, "sagemaker:AppNetworkAccess", net ? net : "PublicInternetOnly");
+        json_array_foreach(json_object_get(in, "SubnetIds"), i, v)
+            authz_studio_push(subnets, &ns, json_string_value(v));
+        authz_addv(c, "sagemaker:VpcSubnets", subnets, ns);
+        v = json_object_get(in, "HomeEfsFileSystemKmsKeyId");
+        if (!json_is_string(v))
+            v = json_object_get(in, "KmsKeyId");
+        authz_add(c, "sagemaker:HomeEfsFileSystemKmsKey", json_string_value(v));
+    }
+    authz_addv(c, "sagemaker:ImageArns", k.images, k.ni);
+    authz_addv(c, "sagemaker:ImageVersionArns", k.versions, k.nv);
+    authz_addv(c, "sagemaker:VpcSecurityGroupIds", k.sgs, k.ng);
+    authz_add(c, "sagemaker:DomainSharingOutputKmsKey", k.sharing);
+}
+
 /* <svc>:ResourceTag/<k> and aws:ResourceTag/<k> from an array of {"Key","Value"}. */
 static void authz_resource_tags(struct authz__ctx *c, const char *svc, json_t *tags)
 {
@@ -1030,6 +1133,8 @@ int authz_request(struct store *s, const char *service, const char *op, json_t *
         authz_instance_types(c, in);
     if (row->cond & AUTHZ_C_TRAINING)
         authz_training_keys(c, in);
+    if (row->cond & AUTHZ_C_STUDIO)
+        authz_studio_keys(c, row, in, region, account);
     if ((row->cond & AUTHZ_C_RESTAGS) && rtags)
         authz_resource_tags(c, row->service, rtags);
     rc = authz_decide(s, principal_arn, e, row->action, resource, c, err);

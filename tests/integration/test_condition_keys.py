@@ -143,6 +143,41 @@ def test_sagemaker_training_keys(srv):
             "StoppingCondition": {"MaxRuntimeInSeconds": 86400}}))
 
 
+def test_sagemaker_studio_keys(srv):
+    """Studio operations carry the SageMaker keys AWS lists for them: a Deny on a profile's
+    default app instance type, a domain's network access, an app's image fires (before, such a
+    policy was refused at write time: the keys were never set)."""
+    sm_admin = srv.client("sagemaker")
+    dom = sm_admin.create_domain(DomainName=H.unique("ck-dom")[:60], AuthMode="IAM",
+                                 DefaultUserSettings={"ExecutionRole": H.ROLE},
+                                 SubnetIds=["subnet-0"], VpcId="vpc-0")["DomainArn"].split("/")[-1]
+    keys = user_with(srv, {"Action": "sagemaker:*", "Resource": "*",
+                           "Condition": {"ForAnyValue:StringLike":
+                                         {"sagemaker:InstanceTypes": "ml.p*"}}})
+    sm = srv.client("sagemaker", keys=keys)
+    gpu = {"JupyterServerAppSettings": {"DefaultResourceSpec": {"InstanceType": "ml.p3.2xlarge"}}}
+    refused(lambda: sm.create_user_profile(DomainId=dom, UserProfileName="ck-gpu",
+                                           UserSettings=gpu))
+    sm.create_user_profile(DomainId=dom, UserProfileName="ck-cpu", UserSettings={
+        "JupyterServerAppSettings": {"DefaultResourceSpec": {"InstanceType": "system"}}})
+    refused(lambda: sm.update_user_profile(DomainId=dom, UserProfileName="ck-cpu",
+                                           UserSettings=gpu))
+    keys = user_with(srv, {"Action": "sagemaker:CreateDomain", "Resource": "*",
+                           "Condition": {"StringEquals":
+                                         {"sagemaker:AppNetworkAccess": "PublicInternetOnly"}}})
+    sm = srv.client("sagemaker", keys=keys)
+    refused(lambda: sm.create_domain(DomainName=H.unique("ck-open")[:60], AuthMode="IAM",
+                                     DefaultUserSettings={"ExecutionRole": H.ROLE},
+                                     SubnetIds=["subnet-0"], VpcId="vpc-0"))
+    keys = user_with(srv, {"Action": "sagemaker:CreateApp", "Resource": "*",
+                           "Condition": {"ForAnyValue:StringLike":
+                                         {"sagemaker:ImageArns": "*:image/untrusted*"}}})
+    sm = srv.client("sagemaker", keys=keys)
+    refused(lambda: sm.create_app(DomainId=dom, UserProfileName="ck-cpu",
+                                  AppType="JupyterServer", AppName="default", ResourceSpec={
+                                      "InstanceType": "system", "SageMakerImageArn":
+                                      "arn:aws:sagemaker:us-east-1:000000000000:image/untrusted"}))
+
 def test_policy_naming_a_key_never_provided_is_refused(srv):
     """A condition on a key no request carries would never match: such a policy used to be
     stored and silently inert (a Deny that never fires). PutUserPolicy and PutRolePolicy now

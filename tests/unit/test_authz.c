@@ -391,6 +391,97 @@ static void test_escaped_resource_tag_key_fires(void **state)
                      0);
 }
 
+/* Studio operations carry AWS's SageMaker keys of their settings (issue 37): a Deny on an
+   instance type, image, security group, sharing key or network access of a domain, a profile
+   or an app fires; before, those keys were never set and such policies were refused. */
+static void test_studio_keys(void **state)
+{
+    struct ty_err err;
+    const char *pol =
+        "{\"Version\":\"2012-10-17\",\"Statement\":["
+        "{\"Effect\":\"Allow\",\"Action\":\"sagemaker:*\",\"Resource\":\"*\"},"
+        "{\"Effect\":\"Deny\",\"Action\":\"sagemaker:*\",\"Resource\":\"*\",\"Condition\":"
+        "{\"ForAnyValue:StringLike\":{\"sagemaker:InstanceTypes\":\"ml.p*\"}}},"
+        "{\"Effect\":\"Deny\",\"Action\":\"sagemaker:*\",\"Resource\":\"*\",\"Condition\":"
+        "{\"ForAnyValue:StringLike\":{\"sagemaker:ImageArns\":\"*:image/evil*\"}}},"
+        "{\"Effect\":\"Deny\",\"Action\":\"sagemaker:*\",\"Resource\":\"*\",\"Condition\":"
+        "{\"ForAnyValue:StringEquals\":{\"sagemaker:VpcSecurityGroupIds\":\"sg-open\"}}},"
+        "{\"Effect\":\"Deny\",\"Action\":\"sagemaker:CreateDomain\",\"Resource\":\"*\","
+        "\"Condition\":{\"StringEquals\":{\"sagemaker:AppNetworkAccess\":"
+        "\"PublicInternetOnly\"}}},"
+        "{\"Effect\":\"Deny\",\"Action\":[\"sagemaker:CreateDomain\","
+        "\"sagemaker:UpdateDomain\"],\"Resource\":\"*\","
+        "\"Condition\":{\"Null\":{\"sagemaker:DomainSharingOutputKmsKey\":\"true\"}}}]}";
+    const char *kms = "\"SharingSettings\":{\"S3KmsKeyId\":\"k1\"}";
+    char in[1024];
+    (void)state;
+    if (!have_redis)
+        skip();
+    make_user("studio", pol);
+    /* CreateDomain: network access defaults to PublicInternetOnly, as it is stored */
+    snprintf(in, sizeof(in), "{\"DomainName\":\"d\",\"DefaultUserSettings\":{%s}}", kms);
+    assert_int_equal(call("studio", "CreateDomain", in, &err), -TY_EDENIED);
+    snprintf(in, sizeof(in),
+             "{\"DomainName\":\"d\",\"AppNetworkAccessType\":\"VpcOnly\","
+             "\"DefaultUserSettings\":{%s}}",
+             kms);
+    assert_int_equal(call("studio", "CreateDomain", in, &err), 0);
+    assert_int_equal(call("studio", "CreateDomain",
+                          "{\"DomainName\":\"d\",\"AppNetworkAccessType\":\"VpcOnly\","
+                          "\"DefaultUserSettings\":{}}",
+                          &err),
+                     -TY_EDENIED);
+    /* a default app type, a custom image (as its ARN), a security group of the space */
+    snprintf(in, sizeof(in),
+             "{\"DomainId\":\"d-1\",\"DefaultUserSettings\":{%s,\"JupyterServerAppSettings\":"
+             "{\"DefaultResourceSpec\":{\"InstanceType\":\"ml.p3.2xlarge\"}}}}",
+             kms);
+    assert_int_equal(call("studio", "UpdateDomain", in, &err), -TY_EDENIED);
+    snprintf(in, sizeof(in),
+             "{\"DomainId\":\"d-1\",\"DefaultUserSettings\":{%s,\"KernelGatewayAppSettings\":"
+             "{\"CustomImages\":[{\"ImageName\":\"evil-img\"}]}}}",
+             kms);
+    assert_int_equal(call("studio", "UpdateDomain", in, &err), -TY_EDENIED);
+    snprintf(in, sizeof(in),
+             "{\"DomainId\":\"d-1\",\"DefaultUserSettings\":{%s},"
+             "\"DefaultSpaceSettings\":{\"SecurityGroups\":[\"sg-a\",\"sg-open\"]}}",
+             kms);
+    assert_int_equal(call("studio", "UpdateDomain", in, &err), -TY_EDENIED);
+    snprintf(in, sizeof(in),
+             "{\"DomainId\":\"d-1\",\"DefaultUserSettings\":{%s,\"SecurityGroups\":[\"sg-a\"],"
+             "\"JupyterServerAppSettings\":{\"DefaultResourceSpec\":{\"InstanceType\":"
+             "\"ml.t3.medium\"}}}}",
+             kms);
+    assert_int_equal(call("studio", "UpdateDomain", in, &err), 0);
+    /* profiles and apps */
+    assert_int_equal(call("studio", "CreateUserProfile",
+                          "{\"DomainId\":\"d-1\",\"UserProfileName\":\"u\",\"UserSettings\":"
+                          "{\"KernelGatewayAppSettings\":{\"DefaultResourceSpec\":"
+                          "{\"InstanceType\":\"ml.p4d.24xlarge\"}}}}",
+                          &err),
+                     -TY_EDENIED);
+    assert_int_equal(call("studio", "CreateUserProfile",
+                          "{\"DomainId\":\"d-1\",\"UserProfileName\":\"u\",\"UserSettings\":{}}",
+                          &err),
+                     0);
+    assert_int_equal(call("studio", "CreateApp",
+                          "{\"DomainId\":\"d-1\",\"UserProfileName\":\"u\",\"AppType\":"
+                          "\"JupyterServer\",\"AppName\":\"default\",\"ResourceSpec\":"
+                          "{\"InstanceType\":\"system\",\"SageMakerImageArn\":"
+                          "\"arn:aws:sagemaker:us-east-1:000000000000:image/evil-2\"}}",
+                          &err),
+                     -TY_EDENIED);
+    assert_int_equal(call("studio", "CreateApp",
+                          "{\"DomainId\":\"d-1\",\"UserProfileName\":\"u\",\"AppType\":"
+                          "\"JupyterServer\",\"AppName\":\"default\",\"ResourceSpec\":"
+                          "{\"InstanceType\":\"system\"}}",
+                          &err),
+                     0);
+    assert_true(authz_key_provided("sagemaker:ImageVersionArns"));
+    assert_true(authz_key_provided("sagemaker:HomeEfsFileSystemKmsKey"));
+    assert_false(authz_key_provided("sagemaker:AppNetworkAccessType"));
+}
+
 static void test_cache_follows_changes(void **state)
 {
     struct ty_err err;
@@ -878,6 +969,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_decisions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cache_follows_changes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_escaped_resource_tag_key_fires, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_studio_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_authz_check_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_iam, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quota, setup, teardown),

@@ -68,6 +68,10 @@ enum authz_res {
    VolumeKmsKey, OutputKmsKey, VpcSubnets, VpcSecurityGroupIds from a training job's settings
    (the request's, or its tuning job's training definitions) */
 #define AUTHZ_C_TRAINING 0x40u
+/* sagemaker:InstanceTypes, ImageArns, ImageVersionArns, VpcSecurityGroupIds,
+   DomainSharingOutputKmsKey from Studio settings; CreateDomain's AppNetworkAccess, VpcSubnets,
+   HomeEfsFileSystemKmsKey */
+#define AUTHZ_C_STUDIO 0x80u
 
 struct authz_op {
     const char *service; /* "sagemaker", "logs", "iam" (route.c's names) */
