@@ -557,6 +557,8 @@ static int agent_config_own(struct agent *a, const struct agent_config *cfg, str
     a->cfg.runtime_image =
         agent_own(a, 5, cfg->runtime_image ? cfg->runtime_image : "trainyard/runtime:" TY_VERSION);
     a->cfg.endpoint_url = agent_own(a, 6, cfg->endpoint_url);
+    a->cfg.relay_proxy =
+        agent_own(a, 14, cfg->relay_proxy && cfg->relay_proxy[0] ? cfg->relay_proxy : NULL);
     a->cfg.region = agent_own(a, 7, cfg->region ? cfg->region : "us-east-1");
     if (cfg->staging_dir && cfg->staging_dir[0]) {
         a->cfg.staging_dir = agent_own(a, 8, cfg->staging_dir);

@@ -33,7 +33,7 @@ struct agent {
     struct agent_config cfg; /* its strings point into the owned copies below */
     char id[128];
     char deployment[STORE_DEPLOYMENT_LEN + 1]; /* store_deployment_id, labels its containers */
-    char *owned[14];                           /* owned copies of the config strings */
+    char *owned[15];                           /* owned copies of the config strings */
     struct s3c_config s3_remote; /* cfg.s3_remote points here when set; strings in owned */
     int host_cpus;               /* online CPUs of this host */
     int64_t host_memory;         /* physical memory of this host, bytes */

@@ -51,6 +51,9 @@
     X(endpoint_url, "endpoint-url", "TRAINYARD_ENDPOINT_URL", NULL,                                \
       "trainyard's API URL as this agent reaches it, relayed into every job container at "         \
       "127.0.0.1:9911 (AWS_ENDPOINT_URL, role credentials); unset: neither inside")                \
+    X(relay_proxy, "relay-proxy", "TRAINYARD_RELAY_PROXY", NULL,                                   \
+      "for an agent on another host than the server: the server's --proxy-listen URL; job relays " \
+      "connect there, each connection opening with a PROXY v1 header naming the job's address")    \
     X(region, "region", "TRAINYARD_REGION", "us-east-1", "AWS_REGION given to containers")         \
     X(s3_endpoint, "s3-endpoint", "TRAINYARD_S3_ENDPOINT", NULL,                                   \
       "external S3-compatible store for channels and artifacts (http[s]://host[:port]); unset: "   \
@@ -140,6 +143,7 @@ int main(int argc, char **argv)
     ac.runtime_tar = c.runtime_tar;
     ac.runtime_image = c.runtime_image;
     ac.endpoint_url = c.endpoint_url;
+    ac.relay_proxy = c.relay_proxy;
     ac.region = c.region;
     struct s3c_config s3r = {0};
     if (c.s3_endpoint && *c.s3_endpoint) {
@@ -155,11 +159,11 @@ int main(int argc, char **argv)
         TY_LOG_INFO, "agent.config",
         "redis='%s' docker_host='%s' data_dir='%s' staging_dir='%s' s3_dir='%s' id='%s' slots=%d "
         "stop_grace_s=%d heartbeat_ttl_s=%d runtime_image='%s' runtime_tar='%s' "
-        "endpoint_url='%s' region='%s' s3_endpoint='%s'",
+        "endpoint_url='%s' relay_proxy='%s' region='%s' s3_endpoint='%s'",
         masked, c.docker_host, c.data_dir, c.staging_dir ? c.staging_dir : "",
         c.s3_dir ? c.s3_dir : "", c.id ? c.id : "", ac.slots, ac.stop_grace_s, ac.heartbeat_ttl_s,
         c.runtime_image, c.runtime_tar ? c.runtime_tar : "", c.endpoint_url ? c.endpoint_url : "",
-        c.region, c.s3_endpoint ? c.s3_endpoint : "");
+        c.relay_proxy ? c.relay_proxy : "", c.region, c.s3_endpoint ? c.s3_endpoint : "");
 
     /* Every thread inherits the blocked set; main alone takes the signals with sigwait. */
     sigemptyset(&set);

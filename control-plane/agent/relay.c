@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "relay.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -151,6 +152,7 @@ struct relay {
     struct relay_job *job;  /* the job's shared budget; NULL without o.job */
     struct sockaddr_in src; /* source of connections to a local target; sin_family 0 = none */
     int local;              /* the target is this host's own (relay_target_local) */
+    char proxy[112];        /* "PROXY TCP4 <job> <target> " (ports follow), "" = no header */
     struct sockaddr_storage target;
     socklen_t target_len;
     int lfd;     /* listener, in the container's namespace */
@@ -387,12 +389,41 @@ static void relay_conn_close(struct relay *r, struct relay_conn *c)
     c->cfd = c->sfd = -1;
 }
 
+/* The target's port (host order). */
+static unsigned relay_target_port(const struct relay *r)
+{
+    if (r->target.ss_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)&r->target)->sin_port);
+    return ntohs(((const struct sockaddr_in6 *)&r->target)->sin6_port);
+}
+
+/* r->proxy: "PROXY TCP4 <src> <target> " for an IPv4 target, "PROXY TCP6 ::ffff:<src>
+   <target> " for an IPv6 one (v1 wants both addresses of one family). 0 or -1. */
+static int relay_proxy_prefix(struct relay *r, unsigned src)
+{
+    char s[INET_ADDRSTRLEN], t[INET6_ADDRSTRLEN];
+    struct in_addr a = {.s_addr = htonl(src)};
+    int v6 = r->target.ss_family == AF_INET6, w;
+    const void *ta = v6 ? (const void *)&((struct sockaddr_in6 *)&r->target)->sin6_addr
+                        : (const void *)&((struct sockaddr_in *)&r->target)->sin_addr;
+
+    if (!inet_ntop(AF_INET, &a, s, sizeof(s)) ||
+        !inet_ntop(v6 ? AF_INET6 : AF_INET, ta, t, sizeof(t)))
+        return -1;
+    w = snprintf(r->proxy, sizeof(r->proxy), "PROXY %s %s%s %s ", v6 ? "TCP6" : "TCP4",
+                 v6 ? "::ffff:" : "", s, t);
+    return w > 0 && (size_t)w < sizeof(r->proxy) ? 0 : -1;
+}
+
 /* Accepts every pending connection: relays it, or closes it when the cap is reached. */
 static void relay_accept(struct relay *r)
 {
     for (;;) {
         struct relay_conn *c = NULL;
-        int fd = accept4(r->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), sfd;
+        struct sockaddr_in peer = {0};
+        socklen_t plen = sizeof(peer);
+        int fd = accept4(r->lfd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC),
+            sfd;
 
         if (fd < 0)
             return; /* EAGAIN, or a transient error: poll again */
@@ -428,6 +459,11 @@ static void relay_accept(struct relay *r)
                 close(sfd);
             close(fd);
             continue;
+        }
+        if (r->proxy[0]) { /* the header goes first, before any byte of the job's */
+            int w = snprintf(c->up.buf, RELAY_BUF, "%s%u %u\r\n", r->proxy,
+                             (unsigned)ntohs(peer.sin_port), relay_target_port(r));
+            c->up.len = w > 0 ? (size_t)w : 0;
         }
         c->cfd = fd;
         c->sfd = sfd;
@@ -618,10 +654,26 @@ struct relay *relay_start(const struct relay_opts *o, struct ty_err *err)
             ty_err_set(err, TY_ENOMEM, NULL, "relay: out of memory");
             goto fail;
         }
-        if (r->local && r->target.ss_family == AF_INET) {
+        if (o->proxy_header) {
+            if (relay_proxy_prefix(r, relay_source_addr(o->job)) != 0) {
+                ty_err_set(err, TY_EINVAL, NULL, "relay: cannot name the target in a header");
+                goto fail;
+            }
+        } else if (r->local && r->target.ss_family == AF_INET) {
             r->src.sin_family = AF_INET;
             r->src.sin_addr.s_addr = htonl(relay_source_addr(o->job));
+        } else {
+            static atomic_int said;
+            if (atomic_exchange(&said, 1) == 0)
+                ty_log(TY_LOG_WARN, "agent.relay.shared_address",
+                       "target='%s' note='the API is on another host: it sees every job of this "
+                       "agent as this host; start the agent with --relay-proxy (the server's "
+                       "--proxy-listen) so that each job is told apart'",
+                       o->target);
         }
+    } else if (o->proxy_header) {
+        ty_err_set(err, TY_EINVAL, NULL, "relay: a PROXY header needs the job");
+        goto fail;
     }
     r->o.job = NULL;
     if (!(r->conns = calloc((size_t)r->o.max_conns, sizeof(*r->conns)))) {

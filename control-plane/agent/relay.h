@@ -22,8 +22,11 @@
  * source address of the job's own, relay_source_addr(job): the server's per-client limit and
  * accounting then see each job apart from the others and from 127.0.0.1 (the admin's CLI,
  * local console users), and the server serves it the AWS APIs only. A target on another host is
- * reached from the agent's own address (the per-job budget still holds; that server then
- * counts all of this agent's jobs as one client and cannot tell them from the agent's host).
+ * reached from the agent's own address; with proxy_header (the agent's --relay-proxy: a
+ * server's --proxy-listen, which trusts the header from its --proxy-from peers only) each
+ * connection then names the job's own address in a PROXY protocol v1 header, so a server on
+ * another host tells the job apart too. Without it, that server counts all of this agent's
+ * jobs as one client and cannot tell them from the agent's host.
  *
  * Bounds: at most max_conns relayed connections at once (more are accepted and closed at once),
  * a connection idle (no byte either way) for idle_s seconds is closed, each direction buffers at
@@ -52,6 +55,10 @@ struct relay_opts {
     int idle_s;         /* 0 = RELAY_IDLE_S */
     const char *job;    /* the job (copied); NULL = no job budget, the agent's source address */
     int job_max;        /* 0 = RELAY_JOB_MAX; the first relay of a job sets the job's budget */
+    int proxy_header;   /* 1: target is a server's --proxy-listen; every connection to it opens
+                           with "PROXY TCP4 <relay_source_addr(job)> <target> <port> <port>\r\n"
+                           (TCP6 with the IPv4-mapped form for an IPv6 target), from the
+                           agent's own address; needs job */
 };
 
 /*

@@ -14,6 +14,7 @@
  */
 #include "http.h"
 
+#include "http_proxy.h"
 #include "metrics.h"
 #include "ty_log.h"
 #include "ty_time.h"
@@ -57,6 +58,7 @@ struct http_server {
     int stopping;
     int reaper_started;
     pthread_t reaper;
+    struct http__proxy *proxy; /* http_proxy_listen's listener; NULL = none */
 };
 
 /* Sets the deadline of conn's current phase: secs from now, none when secs <= 0. */
@@ -466,7 +468,7 @@ static enum MHD_Result http_access(void *cls, struct MHD_Connection *conn, const
     return http_answer(srv, conn, req, 0);
 }
 
-static int http_bind(const char *listen_addr, int *port_out, struct ty_err *err)
+int http__bind(const char *listen_addr, int *port_out, struct ty_err *err)
 {
     char host[256];
     const char *colon, *port;
@@ -564,7 +566,7 @@ struct http_server *http_start(const char *listen_addr, int threads,
     /* MHD splits the total cap between its pool threads */
     if ((unsigned)srv->lim.max_connections < nthreads)
         srv->lim.max_connections = (int)nthreads;
-    fd = http_bind(listen_addr, &srv->port, err);
+    fd = http__bind(listen_addr, &srv->port, err);
     if (fd < 0) {
         free(srv);
         return NULL;
@@ -575,8 +577,8 @@ struct http_server *http_start(const char *listen_addr, int threads,
     pthread_mutex_init(&srv->mu, NULL);
     pthread_cond_init(&srv->cv, NULL);
     srv->mhd = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-        http_access, srv, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, nthreads,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_USE_ITC, 0, NULL,
+        NULL, http_access, srv, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, nthreads,
         MHD_OPTION_URI_LOG_CALLBACK, http_uri_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
         http_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, http_notify_conn, srv,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->lim.idle_timeout_s,
@@ -611,6 +613,20 @@ int http_port(const struct http_server *srv)
     return srv->port;
 }
 
+int http_proxy_listen(struct http_server *srv, const char *listen_addr, const char *allow,
+                      struct ty_err *err)
+{
+    if (srv->proxy)
+        return ty_err_set(err, TY_EINVAL, NULL, "the proxy listener is already started");
+    srv->proxy = http__proxy_start(srv->mhd, listen_addr, allow, err);
+    return srv->proxy ? 0 : -err->code;
+}
+
+int http_proxy_port(const struct http_server *srv)
+{
+    return http__proxy_port(srv->proxy);
+}
+
 void http_stop(struct http_server *srv)
 {
     if (!srv)
@@ -622,6 +638,7 @@ void http_stop(struct http_server *srv)
         pthread_mutex_unlock(&srv->mu);
         pthread_join(srv->reaper, NULL);
     }
+    http__proxy_stop(srv->proxy);
     MHD_stop_daemon(srv->mhd);
     close(srv->fd);
     pthread_cond_destroy(&srv->cv);

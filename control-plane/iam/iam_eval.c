@@ -8,8 +8,8 @@
  * buffers it allocates, so any number of threads may evaluate the same policies.
  */
 #include "iam_int.h"
+#include "ty_net.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
 
@@ -159,52 +159,6 @@ static int time_cmp(const struct iam__time *a, const struct iam__time *b)
     return 0;
 }
 
-struct iam__ip {
-    int v6;
-    unsigned char a[16];
-    int bits;
-};
-
-static int parse_ip(const char *s, int cidr, struct iam__ip *ip)
-{
-    char tmp[64];
-    const char *slash = cidr ? strchr(s, '/') : NULL;
-    size_t n = slash ? (size_t)(slash - s) : strlen(s);
-    if (n == 0 || n >= sizeof(tmp))
-        return 0;
-    memcpy(tmp, s, n);
-    tmp[n] = '\0';
-    if (inet_pton(AF_INET, tmp, ip->a) == 1) {
-        ip->v6 = 0;
-        ip->bits = 32;
-    } else if (inet_pton(AF_INET6, tmp, ip->a) == 1) {
-        ip->v6 = 1;
-        ip->bits = 128;
-    } else {
-        return 0;
-    }
-    if (slash) {
-        long long b;
-        if (!iam__parse_uint(slash + 1, strlen(slash + 1), &b) || b > ip->bits)
-            return 0;
-        ip->bits = (int)b;
-    }
-    return 1;
-}
-
-static int ip_in(const struct iam__ip *net, const struct iam__ip *ip)
-{
-    int bits = net->bits;
-    if (net->v6 != ip->v6)
-        return 0;
-    for (int i = 0; bits > 0; i++, bits -= 8) {
-        unsigned mask = bits >= 8 ? 0xFFu : (0xFFu << (8 - bits)) & 0xFFu;
-        if ((net->a[i] & mask) != (ip->a[i] & mask))
-            return 0;
-    }
-    return 1;
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* condition evaluation */
 
@@ -212,7 +166,7 @@ static int ip_in(const struct iam__ip *net, const struct iam__ip *ip)
 struct iam__typed {
     double num;
     struct iam__time t;
-    struct iam__ip ip;
+    struct ty_cidr ip;
 };
 
 static int typed_parse(enum iam__kind k, const char *v, struct iam__typed *out, int policy_side)
@@ -231,7 +185,7 @@ static int typed_parse(enum iam__kind k, const char *v, struct iam__typed *out, 
     case K_DATE_GE:
         return parse_date(v, &out->t);
     case K_IP:
-        return parse_ip(v, policy_side, &out->ip);
+        return ty_cidr_parse(v, policy_side, &out->ip);
     default:
         return 1;
     }
@@ -255,7 +209,7 @@ static int value_match(enum iam__kind k, const char *cv, const struct iam__typed
     case K_ARN:
         return iam__arn_match(pv, strlen(pv), cv, strlen(cv), esc);
     case K_IP:
-        return typed_parse(k, pv, &pt, 1) && ip_in(&pt.ip, &ct->ip);
+        return typed_parse(k, pv, &pt, 1) && ty_cidr_has(&pt.ip, &ct->ip);
     case K_NULL:
         return 0;
     default:

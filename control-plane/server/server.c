@@ -109,7 +109,13 @@
       "region requests to --s3-endpoint are signed for; empty: --region")                          \
     X(metrics_token, "metrics-token", "TRAINYARD_METRICS_TOKEN", "",                               \
       "bearer token GET /metrics (Prometheus) requires; empty: open on a loopback listen "         \
-      "address, off (403) otherwise")
+      "address, off (403) otherwise")                                                              \
+    X(proxy_listen, "proxy-listen", "TRAINYARD_PROXY_LISTEN", "",                                  \
+      "HOST:PORT for agents on other hosts started with --relay-proxy: each connection opens "     \
+      "with a PROXY protocol v1 header naming the job it relays; empty: none")                     \
+    X(proxy_from, "proxy-from", "TRAINYARD_PROXY_FROM", "",                                        \
+      "addresses and CIDR blocks (comma-separated) of those agents: --proxy-listen closes any "    \
+      "other peer, and any connection without a valid header")
 
 struct server_cfg {
 #define CFG_FIELD(field, flag, env, def, help) const char *field;
@@ -490,10 +496,19 @@ int main(int argc, char **argv)
     if (!http)
         goto fail;
     http_set_prepare(http, s3_prepare);
+    if ((cfg.proxy_listen[0] || cfg.proxy_from[0]) &&
+        (!cfg.proxy_listen[0] || !cfg.proxy_from[0])) {
+        ty_err_set(&err, TY_EINVAL, NULL, "--proxy-listen and --proxy-from go together");
+        goto fail;
+    }
+    if (cfg.proxy_listen[0] && http_proxy_listen(http, cfg.proxy_listen, cfg.proxy_from, &err))
+        goto fail;
     ty_log(TY_LOG_INFO, "server.ready",
-           "listen=%s port=%d data_dir=%s redis=%s agents=%d docker_host=%s s3=%s version=%s",
-           cfg.listen, http_port(http), data_dir, cfg.redis[0] ? "external" : "private",
-           num.nagents, docker_host, cfg.s3_endpoint[0] ? cfg.s3_endpoint : "embedded", TY_VERSION);
+           "listen=%s port=%d proxy_port=%d data_dir=%s redis=%s agents=%d docker_host=%s s3=%s "
+           "version=%s",
+           cfg.listen, http_port(http), http_proxy_port(http), data_dir,
+           cfg.redis[0] ? "external" : "private", num.nagents, docker_host,
+           cfg.s3_endpoint[0] ? cfg.s3_endpoint : "embedded", TY_VERSION);
 
     sig = ty_mem_sigwait(&sigs); /* trims malloc's free pages once a minute meanwhile */
     ty_log(TY_LOG_INFO, "server.stopping", "signal=%d", sig);

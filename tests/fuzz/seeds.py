@@ -254,6 +254,15 @@ def form():
     }
 
 
+def proxy():
+    """PROXY protocol v1 header lines without their CRLF (fuzz_proxy), as relays send them."""
+    return {
+        "tcp4": b"PROXY TCP4 127.18.3.4 10.0.0.1 40000 8080",
+        "tcp6": b"PROXY TCP6 ::ffff:127.9.8.7 2001:db8::1 51234 443",
+        "unknown": b"PROXY UNKNOWN",
+    }
+
+
 def main():
     reqs = requests()
     for name in ("s3_get", "s3_presigned", "s3_put", "sagemaker", "sts", "iam"):
@@ -266,7 +275,7 @@ def main():
     for name, data in multipart():
         put("multipart", name, data)
     for harness, seeds in (("s3xml", s3xml()), ("docker", docker()), ("iam", iam()),
-                           ("model", model()), ("form", form())):
+                           ("model", model()), ("form", form()), ("proxy", proxy())):
         for name, data in seeds.items():
             put(harness, name, data)
 

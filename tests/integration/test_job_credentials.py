@@ -429,3 +429,53 @@ def test_relay_fence_holds_on_any_listen_address(make_server, listen):
     conn.request("GET", "/healthz")
     assert conn.getresponse().status == 200
     conn.close()
+
+
+def test_remote_agent_relay_names_the_job(make_server, procs, workdir):
+    """An agent on another host reaches the server from its own address, so the server could
+    not tell its jobs from the agent's host, nor one job from another (issue 36, finding 2's
+    remote half). With the agent's --relay-proxy pointed at the server's --proxy-listen, every
+    relayed connection opens with a PROXY v1 header naming the job's own address, trusted from
+    --proxy-from peers only: the job is fenced as a job (the console, /healthz and /metrics
+    403), and a header the job writes itself is never read as one. Played on one host: the
+    agent's address is 127.0.0.1, the only --proxy-from peer."""
+    d = os.path.join(workdir, "remote-agent")
+    redis_url = H.private_redis(procs, d)
+    pport = H.free_port()
+    s = make_server(agents=0, extra=["--redis", redis_url, "--proxy-listen",
+                                     f"127.0.0.1:{pport}", "--proxy-from", "127.0.0.1/32"])
+    assert f"proxy_port={pport}" in s.proc.tail(200), s.proc.tail()
+    ad = os.path.join(d, "agent")
+    os.makedirs(ad)
+    procs([H.AGENT_BIN, "--redis", redis_url, "--docker-host", H.DOCKER_HOST, "--data-dir", ad,
+           "--id", "it-remote", "--stop-grace", "2", "--slots", "1",
+           "--runtime-image-tar", H.RUNTIME_TAR, "--endpoint-url", s.url,
+           "--relay-proxy", f"http://127.0.0.1:{pport}"],
+          log_path=os.path.join(d, "agent.log"))
+    sm = s.client()
+    name = H.unique("cred-remote")
+    get = r"printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' " + '"$p"'
+    script = "\n".join([
+        f"for p in /console/login /healthz /metrics; do s=$({get} | nc -w 5 127.0.0.1 9911 "
+        "| head -1 | tr -d '\\r'); echo \"PROBE $p $s\"; done",
+        r"h='PROXY TCP4 127.0.0.1 127.0.0.1 1 2\r\nGET /healthz HTTP/1.1\r\n'",
+        r's=$(printf "${h}Host: x\r\nConnection: close\r\n\r\n" | nc -w 5 127.0.0.1 9911 | head -1)',
+        "echo \"SPOOF $(echo \"$s\" | tr -d '\\r')\""])
+    sm.create_training_job(**H.job_request(name, script))
+    dj = H.wait_job(sm, name, timeout=240)
+    lines = _log_lines(s.client("logs"), name)
+    assert dj["TrainingJobStatus"] == "Completed", (dj.get("FailureReason"), lines[-20:])
+    probes = {l.split()[1]: l for l in lines if l.startswith("PROBE ")}
+    assert set(probes) == {"/console/login", "/healthz", "/metrics"}, lines[-20:]
+    for p, l in probes.items():
+        assert " 403 " in l + " ", (p, l)
+    spoofed = [l for l in lines if l.startswith("SPOOF")]
+    assert spoofed and " 200" not in spoofed[0] and " 403" not in spoofed[0], lines[-20:]
+    # the proxy port serves nobody else: a connection without a header is closed unanswered
+    conn = http.client.HTTPConnection("127.0.0.1", pport, timeout=15)
+    with pytest.raises((http.client.RemoteDisconnected, ConnectionResetError)):
+        conn.request("GET", "/healthz")
+        conn.getresponse()
+    conn.close()
+    # and the host itself is still served as the host on the main port
+    assert s.healthz()[0] == 200

@@ -23,6 +23,7 @@
 #include "ty_err.h"
 #include "ty_fs.h"
 #include "ty_mem.h"
+#include "ty_net.h"
 #include "ty_opts.h"
 #include "ty_rand.h"
 #include "ty_time.h"
@@ -394,6 +395,49 @@ static void test_mem_sigwait_takes_pending_signal(void **state)
     assert_int_equal(ty_mem_sigwait(&set), SIGUSR1);
 }
 
+static int in_block(const char *net, const char *ip)
+{
+    struct ty_cidr n, a;
+    assert_true(ty_cidr_parse(net, 1, &n));
+    assert_true(ty_cidr_parse(ip, 0, &a));
+    return ty_cidr_has(&n, &a);
+}
+
+static void test_cidr(void **state)
+{
+    struct ty_cidr l[4], one;
+    struct ty_err err;
+    size_t n;
+    (void)state;
+    assert_true(in_block("10.0.0.0/8", "10.200.1.2"));
+    assert_false(in_block("10.0.0.0/8", "11.0.0.1"));
+    assert_true(in_block("127.0.0.1", "127.0.0.1"));
+    assert_false(in_block("127.0.0.1", "127.0.0.2"));
+    assert_true(in_block("0.0.0.0/0", "8.8.8.8"));
+    assert_true(in_block("192.168.1.0/23", "192.168.0.255"));
+    assert_false(in_block("192.168.1.0/24", "192.168.0.255"));
+    assert_true(in_block("fd00::/8", "fd12::1"));
+    assert_false(in_block("fd00::/8", "fe80::1"));
+    assert_false(in_block("0.0.0.0/0", "::ffff:1.2.3.4")); /* families never mix */
+    assert_false(in_block("::/0", "1.2.3.4"));
+    assert_false(ty_cidr_parse("10.0.0.0/8", 0, &one)); /* a single address wanted */
+    assert_false(ty_cidr_parse("10.0.0.0/33", 1, &one));
+    assert_false(ty_cidr_parse("10.0.0.0/", 1, &one));
+    assert_false(ty_cidr_parse("10.0.0.0/+8", 1, &one));
+    assert_false(ty_cidr_parse("::/129", 1, &one));
+    assert_false(ty_cidr_parse("host.example", 1, &one));
+    assert_false(ty_cidr_parse("", 1, &one));
+    assert_int_equal(ty_cidr_list(" 10.0.0.0/8 ,fd00::/8,1.2.3.4 ", l, 4, &n, &err), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(l[1].v6, 1);
+    assert_int_equal(l[2].bits, 32);
+    assert_int_equal(ty_cidr_list("1.1.1.1,,2.2.2.2", l, 4, &n, &err), -TY_EINVAL);
+    assert_int_equal(ty_cidr_list("1.1.1.1,bogus", l, 4, &n, &err), -TY_EINVAL);
+    assert_non_null(strstr(err.msg, "'bogus'"));
+    assert_int_equal(ty_cidr_list("1.1.1.1,2.2.2.2,3.3.3.3", l, 2, &n, &err), -TY_EINVAL);
+    assert_int_equal(ty_cidr_list("", l, 4, &n, &err), -TY_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -412,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_mem_init_honours_env),
         cmocka_unit_test(test_mem_trim_returns_free_pages),
         cmocka_unit_test(test_mem_sigwait_takes_pending_signal),
+        cmocka_unit_test(test_cidr),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -510,6 +510,68 @@ static void test_relay_local_spellings(void **state)
     close(lfd);
 }
 
+/* With proxy_header (the agent's --relay-proxy), every connection opens with a PROXY v1 header
+   naming the job's own address, then the job's bytes, untouched; it comes from the agent's
+   address, not the job's (the server's --proxy-listen trusts its --proxy-from peers only). A
+   job that sends a header of its own gets it after the relay's: it is never read as one. */
+static void test_relay_proxy_header(void **state)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET}, peer, jobside;
+    socklen_t al = sizeof(a), pl = sizeof(peer), jl = sizeof(jobside);
+    char target[64], want[160], got[256], ip[INET_ADDRSTRLEN];
+    struct in_addr src = {.s_addr = htonl(relay_source_addr("proxied-job"))};
+    struct pollfd p;
+    struct relay *r;
+    struct ty_err err = {0};
+    const char *spoof = "PROXY TCP4 127.0.0.1 127.0.0.1 1 2\r\nGET / HTTP/1.1\r\n";
+    size_t n = 0;
+    int lfd, c, s, port;
+
+    (void)state;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(lfd >= 0);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(lfd, 16), 0);
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+    port = ntohs(a.sin_port);
+    snprintf(target, sizeof(target), "http://127.0.0.1:%d", port);
+    {
+        struct relay_opts bad = {.target = target, .proxy_header = 1}; /* no job: refused */
+        assert_null(relay_start(&bad, &err));
+    }
+    {
+        struct relay_opts o = {.target = target, .job = "proxied-job", .proxy_header = 1};
+        r = relay_start(&o, &err);
+    }
+    assert_non_null(r);
+    c = connect_port(relay_port(r));
+    assert_int_equal(getsockname(c, (struct sockaddr *)&jobside, &jl), 0);
+    send_all(c, spoof, strlen(spoof));
+    p = (struct pollfd){.fd = lfd, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, 5000), 1);
+    s = accept(lfd, (struct sockaddr *)&peer, &pl);
+    assert_true(s >= 0);
+    assert_int_equal(ntohl(peer.sin_addr.s_addr), INADDR_LOOPBACK); /* the agent's, not bound */
+    assert_non_null(inet_ntop(AF_INET, &src, ip, sizeof(ip)));
+    snprintf(want, sizeof(want), "PROXY TCP4 %s 127.0.0.1 %u %d\r\n%s", ip,
+             (unsigned)ntohs(jobside.sin_port), port, spoof);
+    while (n < strlen(want)) {
+        ssize_t k;
+        p = (struct pollfd){.fd = s, .events = POLLIN};
+        assert_int_equal(poll(&p, 1, 5000), 1);
+        k = recv(s, got + n, sizeof(got) - 1 - n, 0);
+        assert_true(k > 0);
+        n += (size_t)k;
+    }
+    got[n] = '\0';
+    assert_string_equal(got, want);
+    close(s);
+    close(c);
+    relay_stop(r);
+    close(lfd);
+}
+
 static void test_relay_source_addr(void **state)
 {
     char job[32];
@@ -534,7 +596,7 @@ int main(void)
         cmocka_unit_test(test_relay_bad_target),      cmocka_unit_test(test_relay_target_down),
         cmocka_unit_test(test_relay_no_leak),         cmocka_unit_test(test_stage_env_relay),
         cmocka_unit_test(test_relay_job_budget),      cmocka_unit_test(test_relay_source_addr),
-        cmocka_unit_test(test_relay_local_spellings),
+        cmocka_unit_test(test_relay_local_spellings), cmocka_unit_test(test_relay_proxy_header),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

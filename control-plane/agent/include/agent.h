@@ -34,6 +34,10 @@ struct agent_config {
     const char *endpoint_url;  /* trainyard's API URL as the agent reaches it: relayed into
                                   every job container at 127.0.0.1:RELAY_PORT (relay.h); NULL or
                                   "" = no API and no role credentials inside */
+    const char *relay_proxy;   /* a server's --proxy-listen URL: the relays connect there instead
+                                  and open each connection with a PROXY v1 header naming the
+                                  job's own address (relay_source_addr); for agents on other
+                                  hosts. NULL = endpoint_url, from the job's address when local */
     const char *region;        /* AWS_REGION in containers; NULL = "us-east-1" */
     const struct s3c_config *s3_remote; /* external S3 store (--s3-endpoint), copied; NULL =
                                            the local store under s3_dir */

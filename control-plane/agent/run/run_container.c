@@ -127,8 +127,12 @@ static void run_creds_revoke(struct run_ctx *r)
 /* Starts host h's relay inside the network namespace of process pid. */
 void run__relay_start(struct run_ctx *r, struct run_host *h, int pid)
 {
-    struct relay_opts o = {
-        .pid = pid, .port = RELAY_PORT, .target = r->a->cfg.endpoint_url, .job = r->job};
+    const char *proxy = r->a->cfg.relay_proxy;
+    struct relay_opts o = {.pid = pid,
+                           .port = RELAY_PORT,
+                           .target = proxy ? proxy : r->a->cfg.endpoint_url,
+                           .job = r->job,
+                           .proxy_header = proxy != NULL};
     struct ty_err err;
 
     ty_err_clear(&err);

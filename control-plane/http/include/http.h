@@ -123,6 +123,19 @@ struct http_server *http_start(const char *listen, int threads, const struct htt
                                http_handler h, void *ud, struct ty_err *err);
 /* The port actually bound (useful with port 0). */
 int http_port(const struct http_server *srv);
+/*
+ * A second listener, for trainyard's agents on other hosts (--proxy-listen, --proxy-from):
+ * every connection to listen_addr must come from a peer in allow (a comma-separated list of
+ * addresses and CIDR blocks) and open with a PROXY protocol v1 header ("PROXY TCP4 <src> <dst>
+ * <sport> <dport>\r\n", or TCP6) within 5 seconds; what follows is served as if it came from
+ * <src> (the per-client limit, the logs, req->client). Anything else is closed unanswered. The
+ * main listener never reads such a header. 0, or -TY_E* with err (a bad list, the address in
+ * use).
+ */
+int http_proxy_listen(struct http_server *srv, const char *listen_addr, const char *allow,
+                      struct ty_err *err);
+/* The port http_proxy_listen bound; 0 when there is none. */
+int http_proxy_port(const struct http_server *srv);
 /* Stops accepting, finishes in-flight requests and frees srv. NULL is a no-op. */
 void http_stop(struct http_server *srv);
 
