@@ -20,10 +20,12 @@
 #include "store.h"
 #include "ty_log.h"
 #include "ty_time.h"
+#include "volume.h"
 #include "warmpool.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,6 +210,7 @@ struct claim_state {
     int backoff_ms;       /* the wait after the next Redis failure */
     struct store *s;      /* owned; NULL before a connection and after a failure */
     struct docker *d;     /* owned: for the leftover sweep only */
+    struct agent *a;      /* borrowed: the agent this loop claims for */
 };
 
 /* Waits out the backoff after a Redis failure and doubles it, up to 8 s. */
@@ -224,14 +227,55 @@ static void claim_spawn(struct agent *a, const struct queue_item *item, int recl
         agent__sleep(a, 1000);
 }
 
-/* Every AGENT_LEFTOVER_S: removes what dead agents left on the engine. */
+/* volume_reap's keep: a volume under the staging root is kept while its job (named in
+   <job dir>/job, run_volume.c) runs here or is InProgress or Stopping in the store; kept too
+   when that cannot be told (no name, Redis away). */
+static int claim_volume_keep(const char *mp, void *ud)
+{
+    struct claim_state *st = ud;
+    struct agent *a = st->a;
+    char path[4200], job[80];
+    const char *slash = strrchr(mp, '/');
+    struct ty_err err;
+    json_t *doc;
+    ssize_t n;
+    int fd, keep;
+
+    if (!slash ||
+        snprintf(path, sizeof(path), "%.*s/job", (int)(slash - mp), mp) >= (int)sizeof(path))
+        return 1;
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    n = fd >= 0 ? read(fd, job, sizeof(job) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 1;
+    job[n] = '\0';
+    if (agent_job_running(job, a) || !st->s)
+        return 1;
+    doc = store_job_get(st->s, job, &err);
+    if (!doc)
+        return err.code != TY_ENOTFOUND; /* gone: reap; Redis away: keep */
+    {
+        const char *status = json_string_value(json_object_get(doc, "TrainingJobStatus"));
+        keep = !status || strcmp(status, "InProgress") == 0 || strcmp(status, "Stopping") == 0;
+    }
+    json_decref(doc);
+    return keep;
+}
+
+/* Every AGENT_LEFTOVER_S: removes what dead agents left on the engine, and the volumes of jobs
+   that ended without removing theirs. */
 static void claim_leftovers(struct agent *a, struct claim_state *st)
 {
     struct ty_err err;
+    int n;
 
     if (ty_mono_s() < st->next_leftover)
         return;
     st->next_leftover = ty_mono_s() + AGENT_LEFTOVER_S;
+    if (a->volumes && (n = volume_reap(a->cfg.staging_dir, claim_volume_keep, st)) > 0)
+        ty_log(TY_LOG_INFO, "agent.volume.reaped", "volumes=%d", n);
     if (!st->d)
         st->d = docker_open(a->cfg.docker_host, &err);
     if (st->d &&
@@ -300,6 +344,7 @@ static void *agent_claim_thread(void *arg)
 {
     struct agent *a = arg;
     struct claim_state st = {.phase = CLAIM_OWN,
+                             .a = a,
                              .backoff_ms = 500,
                              .next_own = ty_mono_s() + AGENT_OWN_RESCAN_S,
                              .next_leftover = ty_mono_s() + AGENT_CLAIM_BLOCK_MS / 1000.0};
@@ -355,6 +400,37 @@ static void *agent_claim_thread(void *arg)
 }
 
 /* ---- lifecycle ---- */
+
+/* Whether jobs get volumes (agent_config.job_volumes), said once at start. 0, or -1 with err
+   when "loop" was asked and this host cannot, or the mode is unknown. */
+static int agent_volumes_init(struct agent *a, struct ty_err *err)
+{
+    const char *mode = a->cfg.job_volumes;
+    char why[180];
+
+    if (strcmp(mode, "none") == 0) {
+        a->volumes = 0;
+        snprintf(a->volumes_off, sizeof(a->volumes_off), "--job-volumes none");
+    } else if (strcmp(mode, "loop") == 0 || strcmp(mode, "auto") == 0) {
+        a->volumes = volume_supported(why, sizeof(why));
+        if (!a->volumes && mode[0] == 'l')
+            return ty_err_set(err, TY_EINVAL, "job-volumes",
+                              "--job-volumes loop: this host cannot make job volumes: %s", why);
+        if (!a->volumes)
+            snprintf(a->volumes_off, sizeof(a->volumes_off), "%s", why);
+    } else {
+        return ty_err_set(err, TY_EINVAL, "job-volumes",
+                          "--job-volumes is auto, loop or none, not '%.40s'", mode);
+    }
+    if (a->volumes)
+        ty_log(TY_LOG_INFO, "agent.volumes", "mode=loop");
+    else
+        ty_log(TY_LOG_WARN, "agent.volumes",
+               "mode=none reason='%s' note='VolumeSizeInGB is not enforced: /opt/ml is a folder "
+               "of the host disk, and each job log says so'",
+               a->volumes_off);
+    return 0;
+}
 
 static const char *agent_own(struct agent *a, int slot, const char *s)
 {
@@ -560,6 +636,7 @@ static int agent_config_own(struct agent *a, const struct agent_config *cfg, str
     a->cfg.relay_proxy =
         agent_own(a, 14, cfg->relay_proxy && cfg->relay_proxy[0] ? cfg->relay_proxy : NULL);
     a->cfg.region = agent_own(a, 7, cfg->region ? cfg->region : "us-east-1");
+    a->cfg.job_volumes = agent_own(a, 9, cfg->job_volumes ? cfg->job_volumes : "auto");
     if (cfg->staging_dir && cfg->staging_dir[0]) {
         a->cfg.staging_dir = agent_own(a, 8, cfg->staging_dir);
     } else {
@@ -628,6 +705,8 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
 
     if (!a->cfg.staging_dir || stage_root_init(a->cfg.staging_dir, err) != 0 ||
         stage_key_load(a->cfg.data_dir, a->stage_key, err) != 0)
+        goto fail;
+    if (agent_volumes_init(a, err) != 0)
         goto fail;
 
     if (!(s = store_open(a->cfg.redis_url, err)))

@@ -38,6 +38,8 @@ struct agent {
     int host_cpus;               /* online CPUs of this host */
     int64_t host_memory;         /* physical memory of this host, bytes */
     int host_gpus;               /* NVIDIA GPUs seen in /dev */
+    int volumes;                 /* each job host gets a volume of VolumeSizeInGB (volume.h) */
+    char volumes_off[200];       /* without: why, said in each job's log */
     unsigned char stage_key[32]; /* names the jobs' staging folders (stage_job_dir) */
     char seccomp_path[4200];     /* the containers' seccomp profile (seccomp.h), "" = engine's */
     int engine_docker;           /* the engine is Docker's own (not Podman's compatible API) */

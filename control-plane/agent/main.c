@@ -55,6 +55,9 @@
       "for an agent on another host than the server: the server's --proxy-listen URL; job relays " \
       "connect there, each connection opening with a PROXY v1 header naming the job's address")    \
     X(region, "region", "TRAINYARD_REGION", "us-east-1", "AWS_REGION given to containers")         \
+    X(job_volumes, "job-volumes", "TRAINYARD_JOB_VOLUMES", "auto",                                 \
+      "each job host's /opt/ml on a volume of its VolumeSizeInGB: loop (refuse to start "          \
+      "without), none, or auto (loop when this host can: root, loop devices, mkfs.ext4)")          \
     X(s3_endpoint, "s3-endpoint", "TRAINYARD_S3_ENDPOINT", NULL,                                   \
       "external S3-compatible store for channels and artifacts (http[s]://host[:port]); unset: "   \
       "the local store under --s3-dir")                                                            \
@@ -145,6 +148,7 @@ int main(int argc, char **argv)
     ac.endpoint_url = c.endpoint_url;
     ac.relay_proxy = c.relay_proxy;
     ac.region = c.region;
+    ac.job_volumes = c.job_volumes;
     struct s3c_config s3r = {0};
     if (c.s3_endpoint && *c.s3_endpoint) {
         s3r.endpoint = c.s3_endpoint;

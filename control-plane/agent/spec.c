@@ -150,6 +150,19 @@ void spec_cleanup(struct spec *sp)
     memset(sp, 0, sizeof(*sp));
 }
 
+/* InstanceCount (1 when absent or out of 1..100) and VolumeSizeInGB (30, the SDK's default, when
+   absent or out of 1..16384) of ResourceConfig rc. */
+static void spec_counts(struct spec *sp, json_t *rc)
+{
+    json_t *v = json_object_get(rc, "InstanceCount");
+    if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 100)
+        sp->instance_count = (int)json_integer_value(v);
+    v = json_object_get(rc, "VolumeSizeInGB");
+    sp->volume_gb = 30;
+    if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 16384)
+        sp->volume_gb = (int)json_integer_value(v);
+}
+
 int spec_parse(json_t *doc, struct spec *sp, struct ty_err *err)
 {
     json_t *alg, *rc, *sc, *odc, *v;
@@ -201,9 +214,7 @@ int spec_parse(json_t *doc, struct spec *sp, struct ty_err *err)
         return ty_err_set(err, TY_EINVAL, "ResourceConfig.InstanceType",
                           "ClientError: ResourceConfig.InstanceType is invalid");
     }
-    v = json_object_get(rc, "InstanceCount");
-    if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 100)
-        sp->instance_count = (int)json_integer_value(v);
+    spec_counts(sp, rc);
 
     sc = json_object_get(doc, "StoppingCondition");
     v = json_is_object(sc) ? json_object_get(sc, "MaxRuntimeInSeconds") : NULL;

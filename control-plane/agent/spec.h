@@ -23,6 +23,7 @@ struct spec {
     char input_mode[16];        /* AlgorithmSpecification.TrainingInputMode, "File" by default */
     char instance_type[64];     /* ResourceConfig.InstanceType, "" when absent */
     int instance_count;         /* ResourceConfig.InstanceCount, >= 1 */
+    int volume_gb;              /* ResourceConfig.VolumeSizeInGB, 1..16384 (30 when absent) */
     long max_runtime_s;         /* StoppingCondition.MaxRuntimeInSeconds, 0 = none */
     char output_path[1100];     /* OutputDataConfig.S3OutputPath, "" when absent */
     int output_uncompressed;    /* OutputDataConfig.CompressionType NONE */

@@ -56,6 +56,9 @@
       "redis://[:pw@]host:port[/db] or unix:///path; empty: start a private redis-server")         \
     X(agents, "agents", "TRAINYARD_AGENTS", "1", "agents embedded in the server; 0 = API only")    \
     X(slots, "slots", "TRAINYARD_SLOTS", "4", "jobs each embedded agent runs at once")             \
+    X(job_volumes, "job-volumes", "TRAINYARD_JOB_VOLUMES", "auto",                                 \
+      "each job host's /opt/ml on a volume of its VolumeSizeInGB: loop (refuse to start "          \
+      "without), none, or auto (loop when this host can: root, loop devices, mkfs.ext4)")          \
     X(docker_host, "docker-host", "TRAINYARD_DOCKER_HOST", "",                                     \
       "container engine; default $DOCKER_HOST, else unix:///var/run/docker.sock")                  \
     X(region, "region", "TRAINYARD_REGION", "us-east-1",                                           \
@@ -323,6 +326,7 @@ static int server_start_agents(const struct server_cfg *c, const struct server_n
         ac.runtime_image = "trainyard/runtime:" TY_VERSION;
         ac.endpoint_url = p->endpoint;
         ac.region = c->region;
+        ac.job_volumes = c->job_volumes;
         ac.slots = n->slots;
         ac.stop_grace_s = n->grace;
         ac.heartbeat_ttl_s = 10;

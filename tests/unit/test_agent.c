@@ -139,6 +139,7 @@ static void test_spec_parse(void **state)
     assert_string_equal(sp.image, "img:1");
     assert_string_equal(sp.instance_type, "ml.m5.xlarge");
     assert_int_equal(sp.instance_count, 1);
+    assert_int_equal(sp.volume_gb, 10);
     assert_int_equal(sp.max_runtime_s, 3600);
     assert_string_equal(sp.output_path, "s3://b/out");
     assert_null(sp.entrypoint);

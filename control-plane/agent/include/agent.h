@@ -39,6 +39,11 @@ struct agent_config {
                                   job's own address (relay_source_addr); for agents on other
                                   hosts. NULL = endpoint_url, from the job's address when local */
     const char *region;        /* AWS_REGION in containers; NULL = "us-east-1" */
+    const char *job_volumes;   /* "loop": every job host's /opt/ml is a volume of its
+                                  VolumeSizeInGB (volume.h), the agent refuses to start when it
+                                  cannot make them; "none": /opt/ml is a folder of the host's
+                                  disk, said in each job's log; NULL or "auto": loop when this
+                                  host can, else none with a warning at start */
     const struct s3c_config *s3_remote; /* external S3 store (--s3-endpoint), copied; NULL =
                                            the local store under s3_dir */
     int slots;                          /* jobs run at once by this agent (capacity), default 1 */

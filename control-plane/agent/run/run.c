@@ -385,21 +385,19 @@ enum run_end run__conclude(struct run_ctx *r, enum run_outcome out)
 }
 
 /* Names host h's checkpoint folder: <h->dir>/<LocalPath under /opt/ml>, else
-   <dir>/checkpoints (checkpoints-<host> with several hosts). */
+   <h->vol>/checkpoints: on the host's volume, beside /opt/ml, not in it. */
 void run__ckpt_dir(struct run_ctx *r, struct run_host *h)
 {
     if (strncmp(r->sp.checkpoint_local, "/opt/ml/", 8) == 0)
         run__fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/%s", h->dir, r->sp.checkpoint_local + 8);
-    else if (r->nh > 1)
-        run__fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/checkpoints-%s", r->dir, h->name);
     else
-        run__fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/checkpoints", r->dir);
+        run__fmt(h->ckpt_dir, sizeof(h->ckpt_dir), "%s/checkpoints", h->vol);
 }
 
 /*
  * Stages host h's data through the object store: its channels (its share of ShardedByS3Key
  * ones), script-mode code, checkpoints. The checkpoint directory is <h->dir>/<LocalPath under
- * /opt/ml>, or <dir>/checkpoints (checkpoints-<host> with several hosts) bound at LocalPath.
+ * /opt/ml>, or <h->vol>/checkpoints bound at LocalPath.
  * Returns 0 or a negative code with err->msg a FailureReason.
  */
 static int run_stage_data(struct run_ctx *r, struct run_host *h, struct ty_err *err)
@@ -563,7 +561,7 @@ static enum run_end run_job(struct run_ctx *r)
         r->prof.on = 1;
     for (int i = 0; i < r->nh; i++) {
         struct run_host *h = &r->h[i];
-        if (stage_prepare(h->dir, &r->sp, i, NULL, &err) != 0)
+        if (run__volume_make(r, h, &err) != 0 || stage_prepare(h->dir, &r->sp, i, NULL, &err) != 0)
             return run__finish_failed(r, err.msg);
         if (r->prof.cfg && prof_write_config(h->dir, r->prof.cfg) != 0) {
             ty_log(TY_LOG_WARN, "agent.profiler.config_failed", "job=%s host=%s", r->job, h->name);
@@ -579,6 +577,7 @@ static enum run_end run_job(struct run_ctx *r)
         if (src != 0) {
             if (atomic_load(&r->a->stopping))
                 return RUN_END_PENDING;
+            run__volume_full(r, h, &err);
             r->log_host = i;
             run__log_line(r, err.msg);
             r->log_host = 0;
@@ -669,8 +668,10 @@ void *run_thread(void *arg)
             docker_network_remove(r->io.d, r->net, &err);
         if (r->net[0])
             run__unfence(r);
-        if (r->dir[0])
+        if (r->dir[0]) {
+            run__volume_drop(r);
             stage_remove(r->dir);
+        }
         for (int i = 0; i < RUN_STORE_RETRIES && !r->io.ob; i++) {
             if (!r->io.s)
                 run__store_reopen(r);

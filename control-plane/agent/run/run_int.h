@@ -79,7 +79,8 @@ enum run_outcome { RUN_EXITED, RUN_STOPPED, RUN_MAXRUNTIME, RUN_ABANDON, RUN_HOS
 struct run_host {
     int index;             /* 0-based */
     char name[16];         /* algo-<index + 1> */
-    char dir[PATH_MAX];    /* <job dir>/<name>, bind-mounted at /opt/ml */
+    char vol[PATH_MAX];    /* <job dir>/<name>: the host's volume (volume.h) is mounted here */
+    char dir[PATH_MAX];    /* <vol>/ml, bind-mounted at /opt/ml */
     char cname[200];       /* reap_job_name, "-", name */
     char cid[72];          /* container id, "" before create */
     char stream[128];      /* <job>/<name>-<epoch>: its log stream, named when staging starts */
@@ -205,6 +206,17 @@ int run__upload(struct run_ctx *r, json_t *set, int with_model, char *reason, si
 enum run_end run__finish_stopped(struct run_ctx *r, int maxruntime, json_t *set);
 enum run_end run__finish_failed(struct run_ctx *r, const char *reason);
 enum run_end run__settle(struct run_ctx *r, enum run_tr tr);
+
+/* run_volume.c */
+/* Makes host h's volume at h->vol (or its plain folder without volumes), removing what an
+   earlier run left. 0, or a negative code with err->msg a FailureReason (CapacityError when the
+   disk cannot promise it). */
+int run__volume_make(struct run_ctx *r, struct run_host *h, struct ty_err *err);
+/* Unmounts and deletes every host's volume (before the job's folder is removed). */
+void run__volume_drop(struct run_ctx *r);
+/* When staging failed because h's volume is full, rewrites err as SageMaker's "Data download
+   failed:Insufficient disk space" ClientError. */
+void run__volume_full(struct run_ctx *r, struct run_host *h, struct ty_err *err);
 
 /* run_container.c */
 void run__unfence(struct run_ctx *r);

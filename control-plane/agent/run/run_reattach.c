@@ -21,7 +21,8 @@ void run__host_init(struct run_ctx *r, int i)
 
     h->index = i;
     stage_host_name(i, h->name, sizeof(h->name));
-    run__fmt(h->dir, sizeof(h->dir), "%s/%s", r->dir, h->name);
+    run__fmt(h->vol, sizeof(h->vol), "%s/%s", r->dir, h->name);
+    run__fmt(h->dir, sizeof(h->dir), "%s/ml", h->vol);
     char base[sizeof(h->cname)];
 
     reap_job_name(r->a->deployment, r->job, base, sizeof(base));
