@@ -5,6 +5,7 @@
 # host) with shell builtins as its first action, so neither figure depends on log timestamps.
 # Then N warm starts: jobs with ResourceConfig.KeepAlivePeriodInSeconds, each reusing the warm
 # pool the previous one retained (docs/warm-pools.md), beside the cold median.
+# Last, the median time the agent took to make a host's volume (VolumeSizeInGB), from its log.
 #   bench/create_to_running.sh [N]       (needs the container engine: tests/engine.sh)
 source "$(dirname "$0")/lib.sh"
 N=${1:-5}
@@ -64,4 +65,12 @@ awk -v a="$ty_med" -v b="$pm_med" -v n="$N" 'BEGIN {
     printf "\nRESULT create_to_running (N=%d): trainyard median %.3f s | podman run median %.3f s | ratio %.2fx\n", n, a, b, a / b }'
 awk -v a="$wm_med" -v b="$wc_med" -v n="$N" 'BEGIN {
     printf "RESULT create_to_running warm pool (N=%d): warm median %.3f s | cold median %.3f s | ratio %.2fx\n", n, a, b, a / b }'
+# each host's volume (VolumeSizeInGB: image, mkfs.ext4, loop, mount), from the agent's log
+vols=$(sed -n 's/.*event=agent.volume.created .* ms=\([0-9]*\).*/\1/p' "$TY_DATA.log")
+if [ -n "$vols" ]; then
+    printf '%s\n' $vols | median | awk -v n="$(printf '%s\n' $vols | wc -l)" '{
+        printf "RESULT job volume (n=%d): median %d ms to create, format and mount one host'"'"'s volume\n", n, $1 }'
+else
+    echo "RESULT job volume: none made (the agent runs with --job-volumes none, or cannot make them)"
+fi
 echo "(uptime clock resolution 10 ms; machine: $(nproc) CPUs)"
