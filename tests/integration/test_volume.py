@@ -6,7 +6,8 @@
   fails the job with SageMaker's "Data download failed:Insufficient disk space" before the
   script runs (before, it was unpacked onto the host's disk);
 - a volume the agent's disk cannot promise fails fast as capacity;
-- nothing is left mounted once a job ends.
+- nothing is left mounted once a job ends, nor after its agent was killed (the next live
+  agent's sweep reaps it).
 Skipped where the agent cannot make volumes (not root, no loop devices). Job names vol-*.
 """
 import gzip
@@ -123,3 +124,40 @@ def test_a_volume_the_disk_cannot_hold_fails_fast(srv):
     assert d["FailureReason"].startswith("CapacityError: Unable to provision requested ML "
                                          "compute capacity"), d["FailureReason"]
     assert "16384 GB" in d["FailureReason"]
+
+
+def test_a_dead_agents_volume_is_reaped(make_server, procs, workdir):
+    """An agent killed hard leaves its job's volume mounted; once the job has ended (here
+    stopped by the server, no agent being live), any live agent sharing the staging root
+    unmounts and deletes it in its next sweep, as leftover containers are removed."""
+    if os.geteuid() != 0 or not os.path.exists("/dev/loop-control"):
+        pytest.skip("job volumes need root and loop devices")
+    d = os.path.join(workdir, "vol-reap")
+    redis_url = H.private_redis(procs, d)
+    staging = os.path.join(d, "staging")
+    s = make_server(agents=0, extra=["--redis", redis_url, "--stop-grace", "2"])
+
+    def agent(aid):
+        ad = os.path.join(d, aid)
+        os.makedirs(ad, exist_ok=True)
+        return procs([H.AGENT_BIN, "--redis", redis_url, "--docker-host", H.DOCKER_HOST,
+                      "--data-dir", ad, "--staging-dir", staging, "--id", aid, "--stop-grace",
+                      "2", "--slots", "1", "--heartbeat-ttl", "2", "--job-volumes", "loop",
+                      "--runtime-image-tar", H.RUNTIME_TAR],
+                     log_path=os.path.join(d, aid + ".log"))
+
+    first = agent("it-vol-a")
+    sm = s.client()
+    name = H.unique("vol-dead")
+    sm.create_training_job(**H.job_request(name, "sleep 120"))
+    H.wait_job(sm, name, statuses=("InProgress",), secondary=("Training",), timeout=120)
+    assert len(_loop_mounts_under(staging)) == 1
+    first.kill()
+    sm.stop_training_job(TrainingJobName=name)  # the server stops it: no agent is live
+    dj = H.wait_job(sm, name, timeout=120)
+    assert dj["TrainingJobStatus"] == "Stopped", dj["TrainingJobStatus"]
+    assert len(_loop_mounts_under(staging)) == 1  # nobody has swept yet
+    agent("it-vol-b")
+    H.wait_for(lambda: not _loop_mounts_under(staging), 60, "the dead agent's volume reaped")
+    assert not [f for f in os.listdir(staging) if any(
+        x.endswith(".img") for x in os.listdir(os.path.join(staging, f)))]
