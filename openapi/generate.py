@@ -182,6 +182,28 @@ def trainyard_schemas():
             "properties": {
                 "status": {"type": "string", "enum": ["ok", "degraded"]},
                 "reasons": {"type": "array", "items": {"type": "string"}},
+                "agents": {"type": "array", "items": {"$ref": "#/components/schemas/HealthAgent"},
+                           "description": "The server's embedded agents."},
+                "live_agents": {"type": "array",
+                                "items": {"$ref": "#/components/schemas/HealthAgent"},
+                                "description": "Every agent with a live heartbeat in Redis."},
+            },
+        },
+        "HealthAgent": {
+            "type": "object",
+            "description": "One agent: its host and what its running jobs' containers were given.",
+            "properties": {
+                "id": {"type": "string"},
+                "cpus": {"type": "integer", "description": "The host's online CPUs."},
+                "memory_bytes": {"type": "integer", "description": "The host's memory."},
+                "gpus": {"type": "integer", "description": "The host's GPUs."},
+                "slots": {"type": "integer", "description": "Jobs it runs at once, at most."},
+                "busy": {"type": "integer", "description": "Jobs it runs now."},
+                "in_use": {"type": "object", "description": "Its jobs' containers' limits, summed: "
+                           "`cpus`, `memory_bytes`, `gpus`, `volume_gb`."},
+                "holding": {"type": "array", "description": "Each running job's share: `job`, "
+                            "`instance_type`, `hosts`, `cpus`, `memory_bytes`, `gpus`, "
+                            "`volume_gb`.", "items": {"type": "object"}},
             },
         },
     }

@@ -82,16 +82,57 @@ static void agent_probe_host(struct agent *a)
     }
 }
 
+void agent__use_set(struct agent *a, struct agent_run *run, const struct agent_use *use)
+{
+    pthread_mutex_lock(&a->mu);
+    run->use = *use;
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* Adds "in_use" (what the running jobs' containers were given, summed) and "holding" (each
+   job's share: job, instance type, hosts, cpus, memory_bytes, gpus, volume_gb) to out. */
+static void agent_use_json(struct agent *a, json_t *out)
+{
+    json_t *holding = json_array();
+    struct agent_use sum = {0};
+
+    pthread_mutex_lock(&a->mu);
+    for (struct agent_run *r = a->runs; r && holding; r = r->next) {
+        const struct agent_use *u = &r->use;
+        if (r->done || u->hosts == 0)
+            continue;
+        sum.cpus += u->cpus;
+        sum.memory_bytes += u->memory_bytes;
+        sum.gpus += u->gpus;
+        sum.volume_gb += u->volume_gb;
+        json_array_append_new(holding,
+                              json_pack("{s:s, s:s, s:i, s:i, s:I, s:i, s:i}", "job", r->item.job,
+                                        "instance_type", u->type, "hosts", u->hosts, "cpus",
+                                        u->cpus, "memory_bytes", (json_int_t)u->memory_bytes,
+                                        "gpus", u->gpus, "volume_gb", u->volume_gb));
+    }
+    pthread_mutex_unlock(&a->mu);
+    json_object_set_new(out, "in_use",
+                        json_pack("{s:i, s:I, s:i, s:i}", "cpus", sum.cpus, "memory_bytes",
+                                  (json_int_t)sum.memory_bytes, "gpus", sum.gpus, "volume_gb",
+                                  sum.volume_gb));
+    json_object_set_new(out, "holding", holding ? holding : json_array());
+}
+
 static json_t *agent_capacity(struct agent *a)
 {
+    json_t *cap;
     int busy;
 
     pthread_mutex_lock(&a->mu);
     busy = a->busy;
     pthread_mutex_unlock(&a->mu);
-    return json_pack("{s:i, s:I, s:i, s:i, s:i}", "cpus", a->host_cpus, "memory_bytes",
-                     (json_int_t)a->host_memory, "gpus", a->host_gpus, "slots", a->cfg.slots,
-                     "busy", busy);
+    cap = json_pack("{s:i, s:I, s:i, s:i, s:i}", "cpus", a->host_cpus, "memory_bytes",
+                    (json_int_t)a->host_memory, "gpus", a->host_gpus, "slots", a->cfg.slots, "busy",
+                    busy);
+    if (cap)
+        agent_use_json(a, cap);
+    return cap;
 }
 
 /* ---- threads ---- */
@@ -819,8 +860,11 @@ json_t *agent_status(struct agent *a)
     }
     busy = a->busy;
     pthread_mutex_unlock(&a->mu);
-    out = json_pack("{s:s, s:s, s:i, s:i, s:o}", "id", a->id, "state",
+    out = json_pack("{s:s, s:s, s:i, s:i, s:o, s:i, s:I, s:i}", "id", a->id, "state",
                     atomic_load(&a->stopping) ? "stopping" : "running", "slots", a->cfg.slots,
-                    "busy", busy, "jobs", jobs);
+                    "busy", busy, "jobs", jobs, "cpus", a->host_cpus, "memory_bytes",
+                    (json_int_t)a->host_memory, "gpus", a->host_gpus);
+    if (out)
+        agent_use_json(a, out);
     return out;
 }

@@ -18,14 +18,28 @@
 #include "queue.h"
 #include "store.h"
 
+/* What a run's containers were given, all its hosts together (zero before they exist). */
+struct agent_use {
+    char type[64];        /* ResourceConfig.InstanceType */
+    int hosts;            /* containers */
+    int cpus;             /* their CPU limits, summed */
+    int64_t memory_bytes; /* their memory limits, summed (0: no limit) */
+    int gpus;             /* GPUs given, summed */
+    int volume_gb;        /* their volumes, summed (0 without volumes) */
+};
+
 struct agent_run {
     struct agent *a;        /* borrowed */
     struct queue_item item; /* the claimed entry */
     int reclaimed;          /* 1 when taken over from a dead agent */
     pthread_t thr;
     int done;               /* guarded by a->mu: the runner returned and may be joined */
+    struct agent_use use;   /* guarded by a->mu: set once its containers exist */
     struct agent_run *next; /* guarded by a->mu */
 };
+
+/* Records what run's containers were given (agent_use), shown by the heartbeat and /healthz. */
+void agent__use_set(struct agent *a, struct agent_run *run, const struct agent_use *use);
 
 #include "s3client.h"
 

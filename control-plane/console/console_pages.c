@@ -919,8 +919,10 @@ static int pg_system(const struct console_ctx *c, const struct console_banner *b
     long depth;
     size_t i;
     long long slots = 0, busy = 0;
-    static const char *const cols[] = {"Agent", "CPUs",         "Memory (GiB)",
-                                       "GPUs",  "Slots in use", NULL};
+    static const char *const cols[] = {"Agent",       "CPUs in use",  "Memory in use (GiB)",
+                                       "GPUs in use", "Slots in use", NULL};
+    static const char *const jcols[] = {"Agent",        "Job",  "Instance type", "Hosts", "CPUs",
+                                        "Memory (GiB)", "GPUs", "Volume (GB)",   NULL};
 
     ty_err_clear(&err);
     pg_start(&b, c, "Agents, queue and quotas", bn);
@@ -948,14 +950,43 @@ static int pg_system(const struct console_ctx *c, const struct console_banner *b
     pg_thead(&b, "Live agents", cols);
     json_array_foreach(agents, i, a)
     {
+        json_t *u = json_object_get(a, "in_use");
         ty_buf_puts(&b, "<tr>");
         pg_td(&b, pg_s(a, "id"));
-        ty_buf_printf(&b, "<td>%lld</td><td>%.1f</td><td>%lld</td><td>%lld / %lld</td></tr>\n",
+        ty_buf_printf(&b,
+                      "<td>%lld / %lld</td><td>%.1f / %.1f</td><td>%lld / %lld</td>"
+                      "<td>%lld / %lld</td></tr>\n",
+                      (long long)json_integer_value(json_object_get(u, "cpus")),
                       (long long)json_integer_value(json_object_get(a, "cpus")),
+                      (double)json_integer_value(json_object_get(u, "memory_bytes")) / 1073741824.0,
                       (double)json_integer_value(json_object_get(a, "memory_bytes")) / 1073741824.0,
+                      (long long)json_integer_value(json_object_get(u, "gpus")),
                       (long long)json_integer_value(json_object_get(a, "gpus")),
                       (long long)json_integer_value(json_object_get(a, "busy")),
                       (long long)json_integer_value(json_object_get(a, "slots")));
+    }
+    ty_buf_puts(&b, "</tbody></table>\n");
+    pg_thead(&b, "What the running jobs hold (their containers' limits)", jcols);
+    json_array_foreach(agents, i, a)
+    {
+        size_t k;
+        json_t *j;
+        json_array_foreach(json_object_get(a, "holding"), k, j)
+        {
+            ty_buf_puts(&b, "<tr>");
+            pg_td(&b, pg_s(a, "id"));
+            pg_td(&b, pg_s(j, "job"));
+            pg_td(&b, pg_s(j, "instance_type"));
+            ty_buf_printf(&b,
+                          "<td>%lld</td><td>%lld</td><td>%.1f</td><td>%lld</td><td>%lld</td>"
+                          "</tr>\n",
+                          (long long)json_integer_value(json_object_get(j, "hosts")),
+                          (long long)json_integer_value(json_object_get(j, "cpus")),
+                          (double)json_integer_value(json_object_get(j, "memory_bytes")) /
+                              1073741824.0,
+                          (long long)json_integer_value(json_object_get(j, "gpus")),
+                          (long long)json_integer_value(json_object_get(j, "volume_gb")));
+        }
     }
     ty_buf_puts(&b, "</tbody></table>\n");
     {

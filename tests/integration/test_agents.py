@@ -157,3 +157,32 @@ def test_jobs_stopped_in_the_queue_are_skipped_cleanly(make_server, procs, workd
         for l in lines:
             if "agent.job.skipped" in l:
                 assert l.endswith("status=Stopped"), l
+
+
+def test_healthz_shows_what_each_job_holds(make_server):
+    """/healthz (and the console's agents page, from the same heartbeat) shows per agent what
+    its running jobs' containers were given: CPUs, memory and GPUs in use of the host's, and
+    each job's share (issue 23: the server shows resources in use and by which job)."""
+    s = make_server(agents=1, extra=["--stop-grace", "2"])
+    sm = s.client()
+    name = H.unique("hold")
+    req = H.job_request(name, "sleep 60", instance_type="ml.m5.large")
+    req["ResourceConfig"]["VolumeSizeInGB"] = 2
+    sm.create_training_job(**req)
+    H.wait_job(sm, name, statuses=("InProgress",), secondary=("Training",), timeout=120)
+
+    def holding():
+        a = json.loads(s.healthz()[1])["agents"][0]
+        return a, [j for j in a.get("holding", []) if j["job"] == name]
+
+    H.wait_for(lambda: holding()[1], 30, "the job in /healthz's holding")
+    a, (j,) = holding()
+    assert j["instance_type"] == "ml.m5.large" and j["hosts"] == 1, j
+    assert j["cpus"] == min(2, a["cpus"]), (j, a["cpus"])  # ml.m5.large: 2 vCPUs, 8 GiB
+    assert j["memory_bytes"] == min(8 << 30, a["memory_bytes"]), j
+    assert j["gpus"] == 0 and j["volume_gb"] in (0, 2), j
+    assert a["in_use"]["cpus"] >= j["cpus"] and a["in_use"]["memory_bytes"] >= j["memory_bytes"]
+    sm.stop_training_job(TrainingJobName=name)
+    H.wait_job(sm, name, timeout=120)
+    H.wait_for(lambda: not holding()[1], 30, "the job gone from /healthz's holding")
+    assert holding()[0]["in_use"]["cpus"] == 0

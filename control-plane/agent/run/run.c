@@ -265,6 +265,7 @@ static enum run_end run_container(struct run_ctx *r)
         }
     }
     r->t_start = ty_wall_s();
+    run__use_record(r);
     run_record(r, 0); /* before anything runs: a restarted agent takes the containers over */
     set = json_pack("{s:f}", "TrainingStartTime", r->t_start);
     {

@@ -124,6 +124,22 @@ static void run_creds_revoke(struct run_ctx *r)
     }
 }
 
+void run__use_record(struct run_ctx *r)
+{
+    struct instances_limits lim;
+    struct agent_use u = {0};
+
+    instances_limits(r->sp.instance_type, r->a->host_cpus, r->a->host_memory, r->a->host_gpus,
+                     &lim);
+    run__fmt(u.type, sizeof(u.type), "%s", r->sp.instance_type);
+    u.hosts = r->nh;
+    u.cpus = lim.cpus * r->nh;
+    u.memory_bytes = lim.memory_bytes * r->nh;
+    u.gpus = (lim.gpus > 0 ? lim.gpus : 0) * r->nh;
+    u.volume_gb = r->a->volumes ? r->sp.volume_gb * r->nh : 0;
+    agent__use_set(r->a, r->run, &u);
+}
+
 /* Starts host h's relay inside the network namespace of process pid. */
 void run__relay_start(struct run_ctx *r, struct run_host *h, int pid)
 {

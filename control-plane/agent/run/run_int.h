@@ -219,6 +219,9 @@ void run__volume_drop(struct run_ctx *r);
 void run__volume_full(struct run_ctx *r, struct run_host *h, struct ty_err *err);
 
 /* run_container.c */
+/* Records what the job's containers were given (instance limits, GPUs, volumes) in its
+   agent_run, for the heartbeat and /healthz (agent.c). */
+void run__use_record(struct run_ctx *r);
 void run__unfence(struct run_ctx *r);
 void run__remove_leftovers(struct run_ctx *r);
 int run__relay_wanted(const struct run_ctx *r);

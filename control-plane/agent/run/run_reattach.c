@@ -169,6 +169,7 @@ int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int st
     }
     ty_log(TY_LOG_INFO, "agent.job.reattached", "job=%s hosts=%d running=%d t_start=%.3f", r->job,
            r->nh, running, r->t_start);
+    run__use_record(r);
     for (int i = 0; i < r->nh; i++)
         if (r->h[i].cid[0])
             run_reattach_host(r, &r->h[i], &plan.h[i], stopping);
