@@ -255,6 +255,31 @@ fail:
     return rc;
 }
 
+int volume_adopt(const char *dir, int gb, struct ty_err *err)
+{
+    struct volume__res *v;
+    char img[PATH_MAX];
+    int w = snprintf(img, sizeof(img), "%s.img", dir);
+
+    if (w < 0 || (size_t)w >= sizeof(img) || !volume_mounted(dir))
+        return ty_err_set(err, TY_ENOTFOUND, NULL, "no volume is mounted on %s", dir);
+    if (!(v = calloc(1, sizeof(*v))))
+        return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+    snprintf(v->img, sizeof(v->img), "%s", img);
+    v->size = (unsigned long long)(gb > 0 ? gb : 0) * VOLUME_GIB;
+    pthread_mutex_lock(&volume_mu);
+    for (struct volume__res *o = volume_list; o; o = o->next)
+        if (strcmp(o->img, img) == 0) {
+            pthread_mutex_unlock(&volume_mu);
+            free(v);
+            return 0;
+        }
+    v->next = volume_list;
+    volume_list = v;
+    pthread_mutex_unlock(&volume_mu);
+    return 0;
+}
+
 int volume_remove(const char *dir)
 {
     char img[PATH_MAX];

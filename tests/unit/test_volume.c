@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -135,6 +136,36 @@ static void test_volume_capacity(void **state)
     assert_int_equal(volume_create(v, VOLUME_MAX_GB + 1, &err), -TY_EINVAL);
 }
 
+/* A volume an earlier agent made (here: a child process that exits without removing it) is
+   counted again once adopted, and only once. */
+static void test_volume_adopt(void **state)
+{
+    char v[512], why[200];
+    struct ty_err err = {0};
+    unsigned long long before;
+    pid_t pid;
+    int status = 0;
+    (void)state;
+    if (!volume_supported(why, sizeof(why)))
+        skip();
+    path(v, sizeof(v), 1);
+    assert_int_equal(volume_adopt(v, 1, &err), -TY_ENOTFOUND);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(volume_create(v, 1, &err) == 0 ? 0 : 1);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(volume_mounted(v));
+    before = volume_reserved();
+    assert_int_equal(volume_adopt(v, 1, &err), 0);
+    assert_true(volume_reserved() > before + (900ULL << 20));
+    assert_int_equal(volume_adopt(v, 1, &err), 0); /* once */
+    assert_true(volume_reserved() < before + (1100ULL << 20));
+    assert_int_equal(volume_remove(v), 0);
+    assert_true(volume_reserved() <= before);
+}
+
 static int keep_v2(const char *dir, void *ud)
 {
     (*(int *)ud)++;
@@ -165,6 +196,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_volume_is_its_size),
         cmocka_unit_test(test_volume_capacity),
+        cmocka_unit_test(test_volume_adopt),
         cmocka_unit_test(test_volume_reap),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

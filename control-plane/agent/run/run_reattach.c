@@ -11,6 +11,7 @@
 #include "reap.h"
 #include "reattach.h"
 #include "ty_log.h"
+#include "volume.h"
 
 #define RUN_ATTACH_LIST_S 60 /* a re-attach waits this long for the engine to list containers */
 
@@ -170,6 +171,12 @@ int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int st
     ty_log(TY_LOG_INFO, "agent.job.reattached", "job=%s hosts=%d running=%d t_start=%.3f", r->job,
            r->nh, running, r->t_start);
     run__use_record(r);
+    for (int i = 0; r->a->volumes && i < r->nh; i++) {
+        struct ty_err verr;
+        if (volume_adopt(r->h[i].vol, r->sp.volume_gb, &verr) != 0)
+            ty_log(TY_LOG_WARN, "agent.volume.not_found", "job=%s host=%s note='%s'", r->job,
+                   r->h[i].name, verr.msg);
+    }
     for (int i = 0; i < r->nh; i++)
         if (r->h[i].cid[0])
             run_reattach_host(r, &r->h[i], &plan.h[i], stopping);

@@ -30,6 +30,13 @@ int volume_supported(char *why, size_t n);
  */
 int volume_create(const char *dir, int gb, struct ty_err *err);
 
+/*
+ * Counts a volume mounted on dir that an earlier run of the agent made (a job it re-attached
+ * after a restart) in this process's reservations, as gb GiB. 0, or -TY_ENOTFOUND when nothing
+ * is mounted there. A volume already counted is left as it is.
+ */
+int volume_adopt(const char *dir, int gb, struct ty_err *err);
+
 /* 1 when a volume (any file system) is mounted on dir. */
 int volume_mounted(const char *dir);
 
