@@ -7,6 +7,7 @@
 #include "run_int.h"
 
 #include "stage.h"
+#include "ty_fs.h"
 #include "ty_log.h"
 #include "volume.h"
 
@@ -32,7 +33,7 @@ static int run_volume_mark(struct run_ctx *r)
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return -1;
-    ok = write(fd, r->job, n) == (ssize_t)n;
+    ok = ty_write_all(fd, r->job, n) == 0;
     return close(fd) == 0 && ok ? 0 : -1;
 }
 
