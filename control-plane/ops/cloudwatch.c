@@ -85,9 +85,10 @@ static int cw_set_path(json_t *root, char *k, const char *v)
     for (int i = 0; i < n && node;) {
         if (i + 2 < n && strcmp(segs[i + 1], "member") == 0) {
             json_t *arr = json_object_get(node, segs[i]), *el;
-            long idx = strtol(segs[i + 2], NULL, 10) - 1;
-            if (idx < 0 || idx >= 1000)
+            long idx = strtol(segs[i + 2], NULL, 10); /* LONG_MIN for "-99..9": no arithmetic */
+            if (idx < 1 || idx > 1000)
                 return 0;
+            idx--;
             if (!json_is_array(arr)) {
                 arr = json_array();
                 if (!arr || json_object_set_new(node, segs[i], arr) != 0)

@@ -3,6 +3,8 @@
 #   run.sh fuzz HARNESS SEED_DIR WORK_DIR CRASH_DIR [libFuzzer flags]
 #     copies the committed seed corpus into WORK_DIR (in the build dir: the source tree is never
 #     written) and fuzzes it for the bounded time the flags give; new inputs stay in WORK_DIR.
+#     The seed is fixed (TY_FUZZ_SEED, default 35) so that a failure CI saw is seen again;
+#     TY_FUZZ_SEED=0 lets libFuzzer pick one (a campaign of your own).
 #   run.sh regress HARNESS REGRESSION_DIR CRASH_DIR [libFuzzer flags]
 #     runs every file of REGRESSION_DIR once (none: passes).
 # A crash, leak, UB report or timeout fails the test; the input is left in CRASH_DIR and is to be
@@ -19,7 +21,7 @@ fuzz)
   shift 2
   mkdir -p "$work" "$crash" || exit 1
   cp -p "$src"/* "$work"/ 2>/dev/null
-  "$bin" $limits -seed=${TY_FUZZ_SEED:-0} -artifact_prefix="$crash/" "$@" "$work"
+  "$bin" $limits -seed=${TY_FUZZ_SEED:-35} -artifact_prefix="$crash/" "$@" "$work"
   rc=$?
   ;;
 regress)
