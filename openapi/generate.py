@@ -203,7 +203,25 @@ def trainyard_schemas():
                            "`cpus`, `memory_bytes`, `gpus`, `volume_gb`."},
                 "holding": {"type": "array", "description": "Each running job's share: `job`, "
                             "`instance_type`, `hosts`, `cpus`, `memory_bytes`, `gpus`, "
-                            "`volume_gb`.", "items": {"type": "object"}},
+                            "`volume_gb`, and `charged`, what the resource ledger holds for it "
+                            "(`gpus`, `cpus`, `memory_bytes`).", "items": {"type": "object"}},
+                "capacity": {"$ref": "#/components/schemas/HealthResources",
+                             "description": "What the resource ledger admits jobs against: the "
+                             "host's (or the declared --cpus, --memory, --gpus) vCPUs and memory "
+                             "times --overcommit, and its GPUs."},
+                "free": {"$ref": "#/components/schemas/HealthResources",
+                         "description": "Capacity less what the running jobs are charged."},
+                "overcommit": {"type": "number",
+                               "description": "How many times over vCPUs and memory are promised."},
+            },
+        },
+        "HealthResources": {
+            "type": "object",
+            "description": "An amount of the resources the ledger counts (docs/resources.md).",
+            "properties": {
+                "gpus": {"type": "integer"},
+                "cpus": {"type": "integer", "description": "vCPUs."},
+                "memory_bytes": {"type": "integer"},
             },
         },
     }

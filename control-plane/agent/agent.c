@@ -39,6 +39,8 @@
 #endif
 
 #define AGENT_CLAIM_BLOCK_MS 1000
+#define AGENT_RECHECK_MS     250 /* a look again while a job waits for room (ledger.h) */
+#define AGENT_PICK_WINDOW    64  /* waiting entries one look considers, oldest first */
 #define AGENT_DEFAULT_TTL_S  10
 #define AGENT_DEFAULT_GRACE  120
 #define AGENT_OWN_RESCAN_S   30 /* period of the look for own entries no runner holds */
@@ -72,13 +74,45 @@ static void agent_probe_host(struct agent *a)
     a->host_cpus = cpus > 0 ? (int)cpus : 1;
     a->host_memory = pages > 0 && psize > 0 ? (int64_t)pages * psize : 0;
     a->host_gpus = 0;
-    if ((d = opendir("/dev")) != NULL) {
+    if (a->cfg.gpus != 0) {
+        a->host_gpus = a->cfg.gpus > 0 ? a->cfg.gpus : 0;
+    } else if ((d = opendir("/dev")) != NULL) {
         while ((de = readdir(d)) != NULL) {
             const char *n = de->d_name;
             if (strncmp(n, "nvidia", 6) == 0 && n[6] >= '0' && n[6] <= '9')
                 a->host_gpus++;
         }
         closedir(d);
+    }
+    {
+        double f = a->cfg.overcommit > 0 ? a->cfg.overcommit : 1.0;
+        int ncpu = a->cfg.cpus > 0 ? a->cfg.cpus : a->host_cpus;
+        int64_t mem = a->cfg.memory_bytes > 0 ? (int64_t)a->cfg.memory_bytes : a->host_memory;
+        a->cap.gpus = a->host_gpus;
+        a->cap.cpus = (int)(ncpu * f);
+        a->cap.memory_bytes = (int64_t)((double)mem * f);
+    }
+}
+
+void agent__charge_set(struct agent *a, struct agent_run *run, const char *type, int count)
+{
+    struct ledger_res need;
+
+    ledger_need(type, count, &need);
+    pthread_mutex_lock(&a->mu);
+    ledger_charge(&need, &a->cap, &run->charge);
+    pthread_mutex_unlock(&a->mu);
+}
+
+void agent__free_locked(struct agent *a, struct ledger_res *free)
+{
+    *free = a->cap;
+    for (struct agent_run *r = a->runs; r; r = r->next) {
+        if (r->done)
+            continue;
+        free->gpus -= r->charge.gpus;
+        free->cpus -= r->charge.cpus;
+        free->memory_bytes -= r->charge.memory_bytes;
     }
 }
 
@@ -89,27 +123,31 @@ void agent__use_set(struct agent *a, struct agent_run *run, const struct agent_u
     pthread_mutex_unlock(&a->mu);
 }
 
-/* Adds "in_use" (what the running jobs' containers were given, summed) and "holding" (each
-   job's share: job, instance type, hosts, cpus, memory_bytes, gpus, volume_gb) to out. */
+/* Adds "in_use" (what the running jobs' containers were given, summed), "holding" (each
+   job's share: job, instance type, hosts, cpus, memory_bytes, gpus, volume_gb, and "charged",
+   what the ledger holds for it), "capacity" and "free" (ledger.h) to out. */
 static void agent_use_json(struct agent *a, json_t *out)
 {
     json_t *holding = json_array();
     struct agent_use sum = {0};
+    struct ledger_res free;
 
     pthread_mutex_lock(&a->mu);
+    agent__free_locked(a, &free);
     for (struct agent_run *r = a->runs; r && holding; r = r->next) {
         const struct agent_use *u = &r->use;
-        if (r->done || u->hosts == 0)
+        const struct ledger_res *c = &r->charge;
+        if (r->done || (u->hosts == 0 && c->cpus == 0 && c->gpus == 0 && c->memory_bytes == 0))
             continue;
         sum.cpus += u->cpus;
         sum.memory_bytes += u->memory_bytes;
         sum.gpus += u->gpus;
         sum.volume_gb += u->volume_gb;
-        json_array_append_new(holding,
-                              json_pack("{s:s, s:s, s:i, s:i, s:I, s:i, s:i}", "job", r->item.job,
-                                        "instance_type", u->type, "hosts", u->hosts, "cpus",
-                                        u->cpus, "memory_bytes", (json_int_t)u->memory_bytes,
-                                        "gpus", u->gpus, "volume_gb", u->volume_gb));
+        json_array_append_new(
+            holding, json_pack("{s:s, s:s, s:i, s:i, s:I, s:i, s:i, s:o}", "job", r->item.job,
+                               "instance_type", u->type, "hosts", u->hosts, "cpus", u->cpus,
+                               "memory_bytes", (json_int_t)u->memory_bytes, "gpus", u->gpus,
+                               "volume_gb", u->volume_gb, "charged", ledger_res_json(c)));
     }
     pthread_mutex_unlock(&a->mu);
     json_object_set_new(out, "in_use",
@@ -117,6 +155,10 @@ static void agent_use_json(struct agent *a, json_t *out)
                                   (json_int_t)sum.memory_bytes, "gpus", sum.gpus, "volume_gb",
                                   sum.volume_gb));
     json_object_set_new(out, "holding", holding ? holding : json_array());
+    json_object_set_new(out, "capacity", ledger_res_json(&a->cap));
+    json_object_set_new(out, "free", ledger_res_json(&free));
+    json_object_set_new(out, "overcommit",
+                        json_real(a->cfg.overcommit > 0 ? a->cfg.overcommit : 1.0));
 }
 
 static json_t *agent_capacity(struct agent *a)
@@ -185,8 +227,10 @@ static void agent_reap_locked(struct agent *a)
     }
 }
 
-/* Starts a runner for item. 0, or -1 (the entry stays pending for a reclaim). */
-static int agent_spawn(struct agent *a, const struct queue_item *item, int reclaimed)
+/* Starts a runner for item, charged charge (NULL: nothing yet; agent__charge_set), failing
+   the job with reason fail when not NULL. 0, or -1 (the entry stays pending for a reclaim). */
+static int agent_spawn(struct agent *a, const struct queue_item *item, int reclaimed,
+                       const struct ledger_res *charge, const char *fail)
 {
     struct agent_run *r = calloc(1, sizeof(*r));
 
@@ -195,6 +239,10 @@ static int agent_spawn(struct agent *a, const struct queue_item *item, int recla
     r->a = a;
     r->item = *item;
     r->reclaimed = reclaimed;
+    if (charge)
+        r->charge = *charge;
+    if (fail)
+        snprintf(r->fail, sizeof(r->fail), "%s", fail);
     pthread_mutex_lock(&a->mu);
     a->busy++;
     if (pthread_create(&r->thr, NULL, run_thread, r) != 0) {
@@ -261,10 +309,12 @@ static void claim_backoff(struct agent *a, struct claim_state *st)
     st->backoff_ms = st->backoff_ms < 8000 ? st->backoff_ms * 2 : st->backoff_ms;
 }
 
-/* Starts a runner for item; on failure waits a second (the entry stays pending). */
-static void claim_spawn(struct agent *a, const struct queue_item *item, int reclaimed)
+/* Starts a runner for item (agent_spawn); on failure waits a second (the entry stays
+   pending). */
+static void claim_spawn(struct agent *a, const struct queue_item *item, int reclaimed,
+                        const struct ledger_res *charge, const char *fail)
 {
-    if (agent_spawn(a, item, reclaimed) != 0)
+    if (agent_spawn(a, item, reclaimed, charge, fail) != 0)
         agent__sleep(a, 1000);
 }
 
@@ -346,11 +396,57 @@ static enum claim_found claim_own(struct agent *a, struct claim_state *st, struc
         return CLAIM_TOOK; /* its runner is at work */
     ty_log(TY_LOG_INFO, "agent.claim.own_pending", "agent=%s job=%s entry=%s", a->id, item.job,
            item.entry_id);
-    claim_spawn(a, &item, 1);
+    claim_spawn(a, &item, 1, NULL, NULL);
     return CLAIM_TOOK;
 }
 
-/* A dead agent's entry, else a new one (CLAIM_QUEUE; waits up to AGENT_CLAIM_BLOCK_MS). */
+/*
+ * The oldest waiting entry this agent has room for (agent__admit), taken; entries it has no
+ * room for stay for another agent or a later look (a smaller job behind a large one may start
+ * first: no resource sits idle while a job that fits it waits). Nothing taken: waits up to
+ * AGENT_CLAIM_BLOCK_MS for a new entry, or AGENT_RECHECK_MS when a job waits for room.
+ */
+static enum claim_found claim_pick(struct agent *a, struct claim_state *st, struct ty_err *err)
+{
+    struct queue_item w[AGENT_PICK_WINDOW];
+    char last[64];
+    size_t n = 0;
+    json_t *agents = NULL;
+    int waits = 0, rc;
+
+    if (queue_waiting(st->s, AGENT_PICK_WINDOW, w, &n, last, sizeof(last), err) < 0)
+        return CLAIM_FAILED;
+    for (size_t i = 0; i < n; i++) {
+        struct ledger_res charge;
+        char fail[sizeof(((struct agent_run *)0)->fail)];
+        rc = agent__admit(a, st->s, &w[i], &agents, &charge, fail, sizeof(fail), err);
+        if (rc == 1)
+            rc = queue_take(st->s, a->id, w[i].entry_id, err);
+        else if (rc == 0)
+            waits = 1;
+        if (rc < 0) {
+            json_decref(agents);
+            return CLAIM_FAILED;
+        }
+        if (rc == 0)
+            continue; /* it waits, or another agent took it first */
+        json_decref(agents);
+        ty_log(TY_LOG_INFO, "agent.claim.took",
+               "agent=%s job=%s entry=%s gpus=%d cpus=%d "
+               "memory_bytes=%lld fail=%d",
+               a->id, w[i].job, w[i].entry_id, charge.gpus, charge.cpus,
+               (long long)charge.memory_bytes, fail[0] != '\0');
+        if (!fail[0])
+            agent__admit_taken(st->s, w[i].job);
+        claim_spawn(a, &w[i], 0, &charge, fail[0] ? fail : NULL);
+        return CLAIM_TOOK;
+    }
+    json_decref(agents);
+    rc = queue_wait_new(st->s, last, waits ? AGENT_RECHECK_MS : AGENT_CLAIM_BLOCK_MS, err);
+    return rc < 0 ? CLAIM_FAILED : rc == 1 ? CLAIM_TOOK : CLAIM_IDLE;
+}
+
+/* A dead agent's entry, else a waiting one (CLAIM_QUEUE; claim_pick). */
 static enum claim_found claim_queue(struct agent *a, struct claim_state *st, struct ty_err *err)
 {
     long min_idle_ms = (long)a->cfg.heartbeat_ttl_s * 3 * 1000;
@@ -369,16 +465,10 @@ static enum claim_found claim_queue(struct agent *a, struct claim_state *st, str
     if (rc == 1) {
         ty_log(TY_LOG_INFO, "agent.claim.reclaimed", "agent=%s job=%s entry=%s", a->id, item.job,
                item.entry_id);
-        claim_spawn(a, &item, 1);
+        claim_spawn(a, &item, 1, NULL, NULL);
         return CLAIM_TOOK;
     }
-    if (rc == 0)
-        rc = queue_claim(st->s, a->id, AGENT_CLAIM_BLOCK_MS, &item, err);
-    if (rc == 1) {
-        claim_spawn(a, &item, 0);
-        return CLAIM_TOOK;
-    }
-    return rc == 0 ? CLAIM_IDLE : CLAIM_FAILED;
+    return rc == 0 ? claim_pick(a, st, err) : CLAIM_FAILED;
 }
 
 static void *agent_claim_thread(void *arg)
@@ -797,10 +887,13 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
     }
     a->claim_started = 1;
     ty_log(TY_LOG_INFO, "agent.started",
-           "agent=%s slots=%d stop_grace_s=%d cpus=%d memory_bytes=%lld gpus=%d data_dir='%s' "
+           "agent=%s slots=%d stop_grace_s=%d cpus=%d memory_bytes=%lld gpus=%d ledger_cpus=%d "
+           "ledger_memory_bytes=%lld ledger_gpus=%d overcommit=%g data_dir='%s' "
            "staging_dir='%s' s3_dir='%s' runtime_image=%s",
            a->id, a->cfg.slots, a->cfg.stop_grace_s, a->host_cpus, (long long)a->host_memory,
-           a->host_gpus, a->cfg.data_dir, a->cfg.staging_dir, a->cfg.s3_dir, a->cfg.runtime_image);
+           a->host_gpus, a->cap.cpus, (long long)a->cap.memory_bytes, a->cap.gpus,
+           a->cfg.overcommit > 0 ? a->cfg.overcommit : 1.0, a->cfg.data_dir, a->cfg.staging_dir,
+           a->cfg.s3_dir, a->cfg.runtime_image);
     return a;
 
 fail:

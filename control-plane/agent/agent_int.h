@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "agent.h"
+#include "ledger.h"
 #include "queue.h"
 #include "store.h"
 
@@ -33,10 +34,16 @@ struct agent_run {
     struct queue_item item; /* the claimed entry */
     int reclaimed;          /* 1 when taken over from a dead agent */
     pthread_t thr;
-    int done;               /* guarded by a->mu: the runner returned and may be joined */
-    struct agent_use use;   /* guarded by a->mu: set once its containers exist */
-    struct agent_run *next; /* guarded by a->mu */
+    int done;                 /* guarded by a->mu: the runner returned and may be joined */
+    struct agent_use use;     /* guarded by a->mu: set once its containers exist */
+    struct ledger_res charge; /* guarded by a->mu: what the ledger holds for it (ledger.h) */
+    char fail[320];           /* set at claim: the runner fails the job with this reason */
+    struct agent_run *next;   /* guarded by a->mu */
 };
+
+/* Charges run with what a job of count hosts of type asks of this agent (ledger_charge); the
+   runner calls it once it read the spec (a re-attached job is charged then). */
+void agent__charge_set(struct agent *a, struct agent_run *run, const char *type, int count);
 
 /* Records what run's containers were given (agent_use), shown by the heartbeat and /healthz. */
 void agent__use_set(struct agent *a, struct agent_run *run, const struct agent_use *use);
@@ -51,7 +58,8 @@ struct agent {
     struct s3c_config s3_remote; /* cfg.s3_remote points here when set; strings in owned */
     int host_cpus;               /* online CPUs of this host */
     int64_t host_memory;         /* physical memory of this host, bytes */
-    int host_gpus;               /* NVIDIA GPUs seen in /dev */
+    int host_gpus;               /* NVIDIA GPUs seen in /dev, or as many as --gpus declared */
+    struct ledger_res cap;       /* the ledger's capacity: declared or probed, times overcommit */
     int volumes;                 /* each job host gets a volume of VolumeSizeInGB (volume.h) */
     char volumes_off[200];       /* without: why, said in each job's log */
     unsigned char stage_key[32]; /* names the jobs' staging folders (stage_job_dir) */
@@ -67,6 +75,22 @@ struct agent {
     pthread_t claim_thr, hb_thr;
     int claim_started, hb_started;
 };
+
+/* What the ledger has free: its capacity less the charges of the runs not done. Call with
+   a->mu held. */
+void agent__free_locked(struct agent *a, struct ledger_res *free);
+
+/*
+ * Whether this agent takes the waiting entry it now (admit.c). 1: take it, charged *charge, or,
+ * when fail[0] is set, to fail the job with that reason (no live agent can ever run it); 0: it
+ * waits, and its open Starting transition says why; -1: Redis failed (err). agents: the live
+ * agents' heartbeats, loaded on first need (new, the caller decrefs; may stay NULL).
+ */
+int agent__admit(struct agent *a, struct store *s, const struct queue_item *it, json_t **agents,
+                 struct ledger_res *charge, char *fail, size_t fail_n, struct ty_err *err);
+
+/* After a take: a job whose open transition said why it waited says it is launching again. */
+void agent__admit_taken(struct store *s, const char *job);
 
 /* Runner thread body for one claimed job (arg: struct agent_run *). Marks run->done and
    signals a->cv before it returns. */

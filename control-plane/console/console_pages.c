@@ -910,6 +910,26 @@ static int pg_jobs(const struct console_ctx *c, const char *query, const struct 
 
 /* ---- agents and the queue ---- */
 
+/* One cell: "gpus / cpus / GiB" of a ledger amount (agent/ledger.h), "of" the capacity when
+   given; "-" from an agent that publishes no ledger. */
+static void pg_td_res(struct ty_buf *b, json_t *r, json_t *of)
+{
+    if (!json_is_object(r)) {
+        ty_buf_puts(b, "<td>-</td>");
+        return;
+    }
+    ty_buf_printf(b, "<td>%lld / %lld / %.1f",
+                  (long long)json_integer_value(json_object_get(r, "gpus")),
+                  (long long)json_integer_value(json_object_get(r, "cpus")),
+                  (double)json_integer_value(json_object_get(r, "memory_bytes")) / 1073741824.0);
+    if (json_is_object(of))
+        ty_buf_printf(
+            b, " of %lld / %lld / %.1f", (long long)json_integer_value(json_object_get(of, "gpus")),
+            (long long)json_integer_value(json_object_get(of, "cpus")),
+            (double)json_integer_value(json_object_get(of, "memory_bytes")) / 1073741824.0);
+    ty_buf_puts(b, "</td>");
+}
+
 static int pg_system(const struct console_ctx *c, const struct console_banner *bn,
                      struct http_response *resp)
 {
@@ -919,10 +939,14 @@ static int pg_system(const struct console_ctx *c, const struct console_banner *b
     long depth;
     size_t i;
     long long slots = 0, busy = 0;
-    static const char *const cols[] = {"Agent",       "CPUs in use",  "Memory in use (GiB)",
-                                       "GPUs in use", "Slots in use", NULL};
-    static const char *const jcols[] = {"Agent",        "Job",  "Instance type", "Hosts", "CPUs",
-                                        "Memory (GiB)", "GPUs", "Volume (GB)",   NULL};
+    static const char *const cols[] = {
+        "Agent",       "CPUs in use",  "Memory in use (GiB)",
+        "GPUs in use", "Slots in use", "Ledger free (GPUs / vCPUs / GiB)",
+        NULL};
+    static const char *const jcols[] = {"Agent", "Job",         "Instance type",
+                                        "Hosts", "CPUs",        "Memory (GiB)",
+                                        "GPUs",  "Volume (GB)", "Charged (GPUs / vCPUs / GiB)",
+                                        NULL};
 
     ty_err_clear(&err);
     pg_start(&b, c, "Agents, queue and quotas", bn);
@@ -955,7 +979,7 @@ static int pg_system(const struct console_ctx *c, const struct console_banner *b
         pg_td(&b, pg_s(a, "id"));
         ty_buf_printf(&b,
                       "<td>%lld / %lld</td><td>%.1f / %.1f</td><td>%lld / %lld</td>"
-                      "<td>%lld / %lld</td></tr>\n",
+                      "<td>%lld / %lld</td>",
                       (long long)json_integer_value(json_object_get(u, "cpus")),
                       (long long)json_integer_value(json_object_get(a, "cpus")),
                       (double)json_integer_value(json_object_get(u, "memory_bytes")) / 1073741824.0,
@@ -964,6 +988,8 @@ static int pg_system(const struct console_ctx *c, const struct console_banner *b
                       (long long)json_integer_value(json_object_get(a, "gpus")),
                       (long long)json_integer_value(json_object_get(a, "busy")),
                       (long long)json_integer_value(json_object_get(a, "slots")));
+        pg_td_res(&b, json_object_get(a, "free"), json_object_get(a, "capacity"));
+        ty_buf_puts(&b, "</tr>\n");
     }
     ty_buf_puts(&b, "</tbody></table>\n");
     pg_thead(&b, "What the running jobs hold (their containers' limits)", jcols);
@@ -977,15 +1003,15 @@ static int pg_system(const struct console_ctx *c, const struct console_banner *b
             pg_td(&b, pg_s(a, "id"));
             pg_td(&b, pg_s(j, "job"));
             pg_td(&b, pg_s(j, "instance_type"));
-            ty_buf_printf(&b,
-                          "<td>%lld</td><td>%lld</td><td>%.1f</td><td>%lld</td><td>%lld</td>"
-                          "</tr>\n",
+            ty_buf_printf(&b, "<td>%lld</td><td>%lld</td><td>%.1f</td><td>%lld</td><td>%lld</td>",
                           (long long)json_integer_value(json_object_get(j, "hosts")),
                           (long long)json_integer_value(json_object_get(j, "cpus")),
                           (double)json_integer_value(json_object_get(j, "memory_bytes")) /
                               1073741824.0,
                           (long long)json_integer_value(json_object_get(j, "gpus")),
                           (long long)json_integer_value(json_object_get(j, "volume_gb")));
+            pg_td_res(&b, json_object_get(j, "charged"), NULL);
+            ty_buf_puts(&b, "</tr>\n");
         }
     }
     ty_buf_puts(&b, "</tbody></table>\n");

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "store_int.h"
+#include "store_lua.h"
+#include "store_script.h"
 
 #define QUEUE_GROUP     "agents"
 #define QUEUE_AGENT_KEY "ty:agent:"
@@ -71,60 +73,112 @@ static int queue_item_from(const redisReply *e, struct queue_item *item)
     return -1;
 }
 
-int queue_claim(struct store *s, const char *agent_id, int block_ms, struct queue_item *item,
-                struct ty_err *err)
+static struct store_script queue_script = STORE_SCRIPT_INIT(store__lua_queue, "queue.lua");
+
+/* EVALSHA queue.lua with argv[0..n) after the key and the group; recreates a lost group once.
+   new: the reply (an error reply is mapped into err and freed: NULL). */
+static redisReply *queue_eval(struct store *s, int n, const char **argv, const char *what,
+                              struct ty_err *err)
 {
-    char ms[16];
-    const char *argv[11];
-    int argc = 0;
-    if (queue_agent_ok(agent_id, err) < 0)
-        return -TY_EINVAL;
-    argv[argc++] = "XREADGROUP";
-    argv[argc++] = "GROUP";
-    argv[argc++] = QUEUE_GROUP;
-    argv[argc++] = agent_id;
-    argv[argc++] = "COUNT";
-    argv[argc++] = "1";
-    if (block_ms > 0) {
-        snprintf(ms, sizeof(ms), "%d", block_ms);
-        argv[argc++] = "BLOCK";
-        argv[argc++] = ms;
-    }
-    argv[argc++] = "STREAMS";
-    argv[argc++] = QUEUE_KEY;
-    argv[argc++] = ">";
+    const char *v[6] = {QUEUE_KEY, QUEUE_GROUP};
+
+    for (int i = 0; i < n && i < 4; i++)
+        v[2 + i] = argv[i];
     for (int attempt = 0; attempt < 2; attempt++) {
-        redisReply *r = store__cmd(s, argc, argv, NULL, block_ms > 0 ? block_ms + 10000 : 0, err);
-        int rc = 0;
+        redisReply *r = store_script_eval(s, &queue_script, 1, 2 + n, v, NULL, err);
         if (!r)
-            return -TY_EREDIS;
+            return NULL;
         if (queue_is_nogroup(r) && attempt == 0) {
             freeReplyObject(r);
             if (queue_init(s, err) < 0)
-                return -TY_EREDIS;
+                return NULL;
             continue;
         }
-        if (r->type == REDIS_REPLY_NIL) {
-            rc = 0;
-        } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
-                   r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 2 &&
-                   r->element[0]->element[1]->type == REDIS_REPLY_ARRAY) {
-            const redisReply *entries = r->element[0]->element[1];
-            struct queue_item it;
-            if (entries->elements == 0)
-                rc = 0;
-            else if (queue_item_from(entries->element[0], &it) == 0) {
-                *item = it;
-                rc = 1;
-            } else
-                rc = ty_err_set(err, TY_EREDIS, NULL, "redis: XREADGROUP: malformed entry");
-        } else {
-            rc = store__reply_err(r, "XREADGROUP", err);
+        if (r->type == REDIS_REPLY_ERROR) {
+            store__reply_err(r, what, err);
+            freeReplyObject(r);
+            return NULL;
         }
-        freeReplyObject(r);
-        return rc;
+        return r;
     }
-    return ty_err_set(err, TY_EREDIS, NULL, "redis: XREADGROUP: no consumer group");
+    ty_err_set(err, TY_EREDIS, NULL, "redis: %s: no consumer group", what);
+    return NULL;
+}
+
+int queue_waiting(struct store *s, size_t max, struct queue_item *items, size_t *n, char *last_id,
+                  size_t last_n, struct ty_err *err)
+{
+    char maxs[24];
+    const char *argv[2] = {"waiting", maxs};
+    redisReply *r;
+
+    *n = 0;
+    if (max == 0 || max > QUEUE_WAITING_MAX)
+        return ty_err_set(err, TY_EINVAL, NULL, "queue_waiting: max is 1..%d", QUEUE_WAITING_MAX);
+    snprintf(maxs, sizeof(maxs), "%zu", max);
+    if (!(r = queue_eval(s, 2, argv, "queue.lua waiting", err)))
+        return -TY_EREDIS;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->elements % 2 != 1 ||
+        r->element[0]->type != REDIS_REPLY_STRING) {
+        freeReplyObject(r);
+        return ty_err_set(err, TY_EREDIS, NULL, "redis: queue.lua waiting: unexpected reply");
+    }
+    if (last_id)
+        snprintf(last_id, last_n, "%s", r->element[0]->str);
+    for (size_t i = 1; i + 1 < r->elements && *n < max; i += 2) {
+        const redisReply *id = r->element[i], *job = r->element[i + 1];
+        if (id->type != REDIS_REPLY_STRING || job->type != REDIS_REPLY_STRING)
+            continue;
+        snprintf(items[*n].entry_id, sizeof(items[*n].entry_id), "%s", id->str);
+        snprintf(items[*n].job, sizeof(items[*n].job), "%s", job->str);
+        (*n)++;
+    }
+    freeReplyObject(r);
+    return 0;
+}
+
+int queue_take(struct store *s, const char *agent_id, const char *entry_id, struct ty_err *err)
+{
+    const char *argv[3] = {"take", agent_id, entry_id};
+    redisReply *r;
+    int rc;
+
+    if (queue_agent_ok(agent_id, err) < 0)
+        return -TY_EINVAL;
+    if (!entry_id || !*entry_id || strlen(entry_id) > QUEUE_ID_MAX)
+        return ty_err_set(err, TY_EINVAL, NULL, "bad entry id");
+    if (!(r = queue_eval(s, 3, argv, "queue.lua take", err)))
+        return -TY_EREDIS;
+    rc = r->type == REDIS_REPLY_INTEGER
+             ? r->integer == 1
+             : ty_err_set(err, TY_EREDIS, NULL, "redis: queue.lua take: unexpected reply");
+    freeReplyObject(r);
+    return rc;
+}
+
+int queue_wait_new(struct store *s, const char *after, int block_ms, struct ty_err *err)
+{
+    char ms[16];
+    const char *argv[7] = {"XREAD", "COUNT", "1", "BLOCK", ms, "STREAMS", QUEUE_KEY};
+    const char *full[8];
+    redisReply *r;
+    int rc;
+
+    if (!after || !*after || strlen(after) > QUEUE_ID_MAX || block_ms <= 0)
+        return ty_err_set(err, TY_EINVAL, NULL, "queue_wait_new: bad arguments");
+    snprintf(ms, sizeof(ms), "%d", block_ms);
+    memcpy(full, argv, sizeof(argv));
+    full[7] = after;
+    if (!(r = store__cmd(s, 8, full, NULL, block_ms + 10000, err)))
+        return -TY_EREDIS;
+    if (r->type == REDIS_REPLY_NIL)
+        rc = 0;
+    else if (r->type == REDIS_REPLY_ARRAY)
+        rc = 1;
+    else
+        rc = store__reply_err(r, "XREAD", err);
+    freeReplyObject(r);
+    return rc;
 }
 
 int queue_ack(struct store *s, const char *entry_id, struct ty_err *err)

@@ -189,6 +189,8 @@ try {
   await admin.goto(URL0 + "/console/system");
   assert.equal((await admin.locator("#live-agents").textContent()).trim(), "1");
   assert.ok((await admin.content()).includes("Quotas"));
+  // each agent's resource ledger: what is free of its capacity (docs/resources.md)
+  assert.ok((await admin.content()).includes("Ledger free (GPUs / vCPUs / GiB)"));
   await shot(admin, "system");
 
   // --- the trainer signs in with his password and watches job B live ---

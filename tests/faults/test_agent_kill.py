@@ -51,7 +51,7 @@ def test_agent_kill_during_jobs(make_server, procs, workdir):
     def agent(aid, n):
         return procs([H.AGENT_BIN, "--redis", redis_url, "--docker-host", H.DOCKER_HOST,
                       "--data-dir", os.path.join(d, "agent"), "--staging-dir", staging,
-                      "--id", aid, "--slots", "2", "--stop-grace", str(GRACE),
+                      "--id", aid, "--slots", "2", "--overcommit", "16", "--stop-grace", str(GRACE),
                       "--heartbeat-ttl", str(TTL), "--runtime-image-tar", H.RUNTIME_TAR,
                       "--endpoint-url", s.url, "--s3-dir", os.path.join(s.data_dir, "s3")],
                      log_path=os.path.join(d, f"agent-{n}.log"))

@@ -100,7 +100,8 @@ def rig(tmp_path_factory):
         g.agent = procs([H.AGENT_BIN, "--redis", g.redis.url, "--docker-host", H.DOCKER_HOST,
                          "--data-dir", g.agent_dir, "--staging-dir", g.staging,
                          "--s3-dir", os.path.join(g.data, "s3"), "--id", "fr-outage-agent",
-                         "--stop-grace", "2", "--slots", str(N), "--heartbeat-ttl", "5",
+                         "--stop-grace", "2", "--slots", str(N), "--overcommit", "16",
+                         "--heartbeat-ttl", "5",
                          "--runtime-image-tar", H.RUNTIME_TAR],
                         log_path=os.path.join(base, "agent.log"))
         g.agent.wait_line("event=agent.started", 120)

@@ -141,6 +141,7 @@ def test_jobs_stopped_in_the_queue_are_skipped_cleanly(make_server, procs, workd
     log = os.path.join(d, "agent.log")
     agent = procs([H.AGENT_BIN, "--redis", redis_url, "--docker-host", H.DOCKER_HOST,
                    "--data-dir", ad, "--id", "it-agent-sq", "--stop-grace", "2", "--slots", "2",
+                   "--overcommit", "16",
                    "--runtime-image-tar", H.RUNTIME_TAR], log_path=log)
     after = H.unique("sq-after")
     sm.create_training_job(**H.job_request(after, "true"))

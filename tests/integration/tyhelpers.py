@@ -279,7 +279,17 @@ class Server:
     def argv(self):
         return [SERVER_BIN, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data_dir,
                 "--agents", str(self.agents), "--docker-host", DOCKER_HOST,
-                "--runtime-image-tar", RUNTIME_TAR] + self.staging_args() + self.extra
+                "--runtime-image-tar", RUNTIME_TAR] + self.staging_args() + self.ledger_args() \
+            + self.extra
+
+    def ledger_args(self):
+        """The tests' jobs are mostly sleeping shells, run several at once on a CI machine of
+        2 CPUs: their agents promise vCPUs and memory 16 times over (docs/resources.md), unless
+        the test declares its own ledger (test_ledger.py)."""
+        own = ("--overcommit", "--cpus", "--memory")
+        if any(f in self.extra for f in own) or "TRAINYARD_OVERCOMMIT" in self.env:
+            return []
+        return ["--overcommit", "16"]
 
     def staging_args(self):
         """Job staging beside the data dir (not inside it: mountinfo must not name the data

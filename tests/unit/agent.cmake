@@ -46,3 +46,7 @@ ty_unit_test(test_gpumetrics SOURCES ${TY_TESTS_DIR}/unit/test_gpumetrics.c LIBS
 add_dependencies(test_gpumetrics typrof_fake_nvml)
 set_tests_properties(test_gpumetrics PROPERTIES
   ENVIRONMENT "TY_TEST_FAKE_NVML=$<TARGET_FILE:typrof_fake_nvml>")
+
+# test_ledger: the resource ledger's arithmetic (ledger.h: needs, charges, fits, a job no agent
+# can ever run, the words of a job that waits) and the ledger's options (agent_resources_parse).
+ty_unit_test(test_ledger SOURCES ${TY_TESTS_DIR}/unit/test_ledger.c LIBS ty_agent_core)

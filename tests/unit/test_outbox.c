@@ -23,6 +23,7 @@
 
 #include "outbox.h"
 #include "queue.h"
+#include "queue_first.h"
 #include "redis_fixture.h"
 #include "store.h"
 
@@ -242,7 +243,7 @@ static void test_redis_away_then_back(void **state)
 
     create_job(c->s, "j4", "InProgress");
     assert_int_equal(queue_init(c->s, &err), 0);
-    assert_int_equal(queue_claim(c->s, "agent-1", 0, &it, &err), 1);
+    assert_int_equal(queue_first(c->s, "agent-1", &it, &err), 1);
     assert_string_equal(it.job, "j4");
     write_finish(c, "j4", it.entry_id);
     /* Redis killed (SIGKILL) and started again (the fixture's is a fresh, empty one: the job

@@ -1,5 +1,6 @@
 /*
- * test_queue.c - the job queue against a private redis-server: claim/ack, two consumers,
+ * test_queue.c - the job queue against a private redis-server: claim/ack, two consumers, an
+ * entry taken by choice past older ones, a race to take one entry, the wait for a new entry,
  * reclaim from a dead agent but not from a live one, heartbeat expiry, depth, and a lost
  * consumer group after a Redis restart. Exits 77 when redis-server is not installed.
  */
@@ -18,6 +19,7 @@
 #include <time.h>
 
 #include "queue.h"
+#include "queue_first.h"
 #include "redis_fixture.h"
 #include "store.h"
 
@@ -86,26 +88,30 @@ static void test_claim_ack(void **state)
     assert_int_equal(queue_init(t->a, &err), 0);
     assert_int_equal(queue_init(t->a, &err), 0); /* BUSYGROUP is fine */
     assert_int_equal(queue_depth(t->a, &err), 2);
-    assert_int_equal(queue_claim(t->a, "agent-1", 0, &it, &err), 1);
+    assert_int_equal(queue_first(t->a, "agent-1", &it, &err), 1);
     assert_string_equal(it.job, "j1");
     assert_true(strchr(it.entry_id, '-') != NULL);
     assert_int_equal(queue_depth(t->a, &err), 2); /* one queued, one pending */
     assert_int_equal(queue_ack(t->a, it.entry_id, &err), 0);
     assert_int_equal(queue_depth(t->a, &err), 1);
-    assert_int_equal(queue_claim(t->a, "agent-1", 0, &it, &err), 1);
+    assert_int_equal(queue_first(t->a, "agent-1", &it, &err), 1);
     assert_string_equal(it.job, "j2");
     assert_int_equal(queue_ack(t->a, it.entry_id, &err), 0);
     assert_int_equal(queue_depth(t->a, &err), 0);
     memset(&it, 0, sizeof(it));
-    assert_int_equal(queue_claim(t->a, "agent-1", 0, &it, &err), 0);
+    assert_int_equal(queue_first(t->a, "agent-1", &it, &err), 0);
     assert_string_equal(it.job, ""); /* untouched */
     {
+        char last[64];
+        size_t n = 9;
         double t0 = mono_ms(), dt;
-        assert_int_equal(queue_claim(t->a, "agent-1", 200, &it, &err), 0);
+        assert_int_equal(queue_waiting(t->a, 10, &it, &n, last, sizeof(last), &err), 0);
+        assert_int_equal(n, 0);
+        assert_int_equal(queue_wait_new(t->a, last, 200, &err), 0);
         dt = mono_ms() - t0;
         assert_true(dt >= 150 && dt < 5000);
     }
-    assert_int_equal(queue_claim(t->a, "", 0, &it, &err), -TY_EINVAL);
+    assert_int_equal(queue_take(t->a, "", "1-0", &err), -TY_EINVAL);
 }
 
 static void test_two_consumers(void **state)
@@ -117,13 +123,13 @@ static void test_two_consumers(void **state)
     create_job(t->a, "j1");
     create_job(t->a, "j2");
     create_job(t->a, "j3");
-    assert_int_equal(queue_claim(t->a, "agent-a", 0, &i1, &err), 1);
-    assert_int_equal(queue_claim(t->b, "agent-b", 0, &i2, &err), 1);
+    assert_int_equal(queue_first(t->a, "agent-a", &i1, &err), 1);
+    assert_int_equal(queue_first(t->b, "agent-b", &i2, &err), 1);
     assert_string_not_equal(i1.job, i2.job);
     assert_string_not_equal(i1.entry_id, i2.entry_id);
-    assert_int_equal(queue_claim(t->b, "agent-b", 0, &i3, &err), 1);
+    assert_int_equal(queue_first(t->b, "agent-b", &i3, &err), 1);
     assert_string_equal(i3.job, "j3");
-    assert_int_equal(queue_claim(t->a, "agent-a", 0, &i3, &err), 0);
+    assert_int_equal(queue_first(t->a, "agent-a", &i3, &err), 0);
     assert_int_equal(queue_depth(t->a, &err), 3);
 }
 
@@ -138,10 +144,10 @@ static void test_own_pending_after_restart(void **state)
     create_job(t->a, "j1");
     create_job(t->a, "j2");
     create_job(t->a, "j3");
-    assert_int_equal(queue_claim(t->a, "agent-x", 0, &i1, &err), 1);
-    assert_int_equal(queue_claim(t->a, "agent-x", 0, &i2, &err), 1);
-    assert_int_equal(queue_claim(t->b, "agent-y", 0, &got, &err), 1); /* j3: another agent's */
-    assert_int_equal(queue_ack(t->a, i1.entry_id, &err), 0);          /* j1 finished */
+    assert_int_equal(queue_first(t->a, "agent-x", &i1, &err), 1);
+    assert_int_equal(queue_first(t->a, "agent-x", &i2, &err), 1);
+    assert_int_equal(queue_first(t->b, "agent-y", &got, &err), 1); /* j3: another agent's */
+    assert_int_equal(queue_ack(t->a, i1.entry_id, &err), 0);       /* j1 finished */
     /* "restart": agent-x looks for its own entries, then past the last one it got */
     memset(&got, 0, sizeof(got));
     assert_int_equal(queue_own_pending(t->b, "agent-x", "", &got, &err), 1);
@@ -165,10 +171,10 @@ static void test_reclaim_dead_not_live(void **state)
 
     /* agent-live heartbeats and holds live-job */
     assert_int_equal(queue_heartbeat(t->a, "agent-live", cap, 30, &err), 0);
-    assert_int_equal(queue_claim(t->a, "agent-live", 0, &it, &err), 1);
+    assert_int_equal(queue_first(t->a, "agent-live", &it, &err), 1);
     assert_string_equal(it.job, "live-job");
     /* agent-dead never heartbeats (or its key expired) and holds dead-job */
-    assert_int_equal(queue_claim(t->a, "agent-dead", 0, &it, &err), 1);
+    assert_int_equal(queue_first(t->a, "agent-dead", &it, &err), 1);
     assert_string_equal(it.job, "dead-job");
 
     assert_int_equal(queue_heartbeat(t->b, "agent-new", cap, 30, &err), 0);
@@ -208,10 +214,10 @@ static void test_reclaim_many_pending(void **state)
         char name[32];
         snprintf(name, sizeof(name), "busy-%d", i);
         create_job(t->a, name);
-        assert_int_equal(queue_claim(t->a, "busy", 0, &it, &err), 1);
+        assert_int_equal(queue_first(t->a, "busy", &it, &err), 1);
     }
     create_job(t->a, "orphan");
-    assert_int_equal(queue_claim(t->a, "gone", 0, &it, &err), 1);
+    assert_int_equal(queue_first(t->a, "gone", &it, &err), 1);
     assert_int_equal(queue_reclaim(t->b, "rescuer", 0, &it, &err), 1);
     assert_string_equal(it.job, "orphan");
     assert_int_equal(queue_reclaim(t->b, "rescuer", 0, &it, &err), 0);
@@ -238,7 +244,7 @@ static void test_heartbeat_ttl(void **state)
     assert_int_equal(json_integer_value(json_object_get(json_array_get(agents, 0), "cpus")), 4);
     json_decref(agents);
     create_job(t->a, "j");
-    assert_int_equal(queue_claim(t->a, "agent-short", 0, &it, &err), 1);
+    assert_int_equal(queue_first(t->a, "agent-short", &it, &err), 1);
     assert_int_equal(queue_reclaim(t->b, "agent-long", 0, &it, &err), 0);
     sleep_ms(1600);
     agents = queue_agents(t->a, &err);
@@ -252,6 +258,73 @@ static void test_heartbeat_ttl(void **state)
     json_decref(cap);
 }
 
+/* An agent takes an entry past older ones it does not fit (agent/ledger.h); the older ones
+   stay waiting, in order, and an entry is taken once. */
+static void test_take_by_choice(void **state)
+{
+    struct two *t = *state;
+    struct ty_err err;
+    struct queue_item w[8];
+    char last[64];
+    size_t n = 0;
+    assert_int_equal(queue_init(t->a, &err), 0);
+    create_job(t->a, "big");
+    create_job(t->a, "small");
+    create_job(t->a, "other");
+    assert_int_equal(queue_waiting(t->a, 8, w, &n, last, sizeof(last), &err), 0);
+    assert_int_equal(n, 3);
+    assert_string_equal(w[0].job, "big");
+    assert_string_equal(w[1].job, "small");
+    assert_string_equal(last, w[2].entry_id);
+    assert_int_equal(queue_take(t->a, "agent-a", w[1].entry_id, &err), 1);
+    /* the second taker loses, on either connection */
+    assert_int_equal(queue_take(t->b, "agent-b", w[1].entry_id, &err), 0);
+    assert_int_equal(queue_take(t->a, "agent-a", w[1].entry_id, &err), 0);
+    assert_int_equal(queue_waiting(t->b, 8, w, &n, NULL, 0, &err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(w[0].job, "big");
+    assert_string_equal(w[1].job, "other");
+    assert_int_equal(queue_waiting(t->b, 1, w, &n, NULL, 0, &err), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(w[0].job, "big");
+    /* gone (acknowledged by whoever): nobody takes it */
+    assert_int_equal(queue_ack(t->a, w[0].entry_id, &err), 0);
+    assert_int_equal(queue_take(t->b, "agent-b", w[0].entry_id, &err), 0);
+    assert_int_equal(queue_take(t->b, "agent-b", "not-an-id", &err) < 0, 1);
+    assert_int_equal(queue_waiting(t->b, 0, w, &n, NULL, 0, &err), -TY_EINVAL);
+    /* the pending list says who holds what */
+    {
+        redisContext *c = redis_fixture_raw(&fx);
+        redisReply *r = redisCommand(c, "XPENDING ty:queue:training agents - + 10 agent-a");
+        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+        assert_int_equal(r->elements, 1);
+        freeReplyObject(r);
+        redisFree(c);
+    }
+}
+
+/* A waiting agent wakes when an entry arrives, and at once when one arrived before it waited. */
+static void test_wait_new_wakes(void **state)
+{
+    struct two *t = *state;
+    struct ty_err err;
+    struct queue_item w[2];
+    char last[64];
+    size_t n;
+    double t0;
+    assert_int_equal(queue_init(t->a, &err), 0);
+    assert_int_equal(queue_waiting(t->a, 2, w, &n, last, sizeof(last), &err), 0);
+    assert_string_equal(last, "0-0");
+    create_job(t->b, "late");
+    t0 = mono_ms();
+    assert_int_equal(queue_wait_new(t->a, last, 5000, &err), 1);
+    assert_true(mono_ms() - t0 < 1000);
+    assert_int_equal(queue_waiting(t->a, 2, w, &n, last, sizeof(last), &err), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(queue_wait_new(t->a, last, 100, &err), 0);
+    assert_int_equal(queue_wait_new(t->a, "", 100, &err), -TY_EINVAL);
+}
+
 static void test_restart_lost_group(void **state)
 {
     struct two *t = *state;
@@ -262,7 +335,7 @@ static void test_restart_lost_group(void **state)
     /* the group is gone with the data; reclaim sees nothing, create + claim recreate it */
     assert_int_equal(queue_reclaim(t->a, "agent-1", 0, &it, &err), 0);
     create_job(t->b, "after-restart");
-    assert_int_equal(queue_claim(t->a, "agent-1", 0, &it, &err), 1);
+    assert_int_equal(queue_first(t->a, "agent-1", &it, &err), 1);
     assert_string_equal(it.job, "after-restart");
     assert_int_equal(queue_ack(t->a, it.entry_id, &err), 0);
     assert_int_equal(queue_depth(t->b, &err), 0);
@@ -277,6 +350,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reclaim_dead_not_live, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim_many_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_ttl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_take_by_choice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wait_new_wakes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_lost_group, setup, teardown),
     };
     int rc = redis_fixture_start(&fx);

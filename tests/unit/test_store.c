@@ -364,11 +364,15 @@ static void test_job_transitions(void **state)
     assert_int_equal(err.code, TY_ECONFLICT);
     assert_string_equal(err.msg, "InProgress");
 
-    /* same secondary: no duplicate */
+    /* same secondary: no duplicate; the open transition says the new message */
     d = transition(s, "job-t", "InProgress", NULL, NULL, "Downloading", "again", T0 + 3, NULL,
                    &err);
     assert_non_null(d);
     assert_int_equal(json_array_size(json_object_get(d, "SecondaryStatusTransitions")), 1);
+    tr = json_array_get(json_object_get(d, "SecondaryStatusTransitions"), 0);
+    assert_string_equal(json_string_value(json_object_get(tr, "StatusMessage")), "again");
+    assert_true(json_real_value(json_object_get(tr, "StartTime")) == T0 + 1);
+    assert_null(json_object_get(tr, "EndTime"));
     assert_true(json_real_value(json_object_get(d, "LastModifiedTime")) == T0 + 3);
     json_decref(d);
 

@@ -46,10 +46,26 @@ struct agent_config {
                                   host can, else none with a warning at start */
     const struct s3c_config *s3_remote; /* external S3 store (--s3-endpoint), copied; NULL =
                                            the local store under s3_dir */
-    int slots;                          /* jobs run at once by this agent (capacity), default 1 */
-    int stop_grace_s;                   /* SIGTERM -> SIGKILL grace, default 120 */
-    int heartbeat_ttl_s;                /* default 10 */
+    int slots;                          /* jobs run at once by this agent: an upper bound
+                                           beside the resource ledger (docs/resources.md) */
+    int cpus;                           /* vCPUs the ledger counts; 0 = the host's online CPUs */
+    long long memory_bytes; /* memory the ledger counts; 0 = the host's physical memory */
+    int gpus;               /* GPUs: 0 = those of /dev/nvidia<N>, N > 0 declares N (MIG slices,
+                               tests), -1 declares none */
+    double overcommit;      /* vCPUs and memory are promised this many times over; 0 = 1 */
+    int stop_grace_s;       /* SIGTERM -> SIGKILL grace, default 120 */
+    int heartbeat_ttl_s;    /* default 10 */
 };
+
+/*
+ * Sets cfg's ledger fields from the text of the --cpus, --memory, --gpus and --overcommit
+ * options (each NULL or "" = the default): cpus "auto" or N; memory "auto" or a size ("64G",
+ * "512M", "1T", bytes without a suffix; binary units); gpus "auto", "none" or N; overcommit a
+ * factor of 1 to 64 (vCPUs and memory only; GPUs are never shared). 0, or -TY_EINVAL with err
+ * naming the option.
+ */
+int agent_resources_parse(struct agent_config *cfg, const char *cpus, const char *memory,
+                          const char *gpus, const char *overcommit, struct ty_err *err);
 
 struct agent;
 

@@ -18,6 +18,7 @@
 
 #include "access.h"
 #include "fence.h"
+#include "instances.h"
 #include "metricdefs.h"
 #include "outbox.h"
 #include "prof.h"
@@ -454,6 +455,33 @@ static int run_stage_data(struct run_ctx *r, struct run_host *h, struct ty_err *
     return rc;
 }
 
+/* Says in the job's log what its instance type got on this agent when that is less than the
+   type promises: GPUs that run on the CPU, vCPUs or memory clamped to the host (ledger.h). */
+static void run_log_fit(struct run_ctx *r)
+{
+    const struct instances_type *t = instances_lookup(r->sp.instance_type);
+    char line[400];
+
+    if (!t)
+        return;
+    if (t->gpus > 0 && r->a->host_gpus == 0) {
+        run__fmt(line, sizeof(line),
+                 "trainyard: %s has %d GPU%s; this agent has none, so this job runs on the CPU "
+                 "only",
+                 t->name, t->gpus, t->gpus == 1 ? "" : "s");
+        run__log_line(r, line);
+    }
+    if (t->vcpus > r->a->host_cpus ||
+        (r->a->host_memory > 0 && t->memory_bytes > r->a->host_memory)) {
+        run__fmt(line, sizeof(line),
+                 "trainyard: %s has %d vCPUs and %.4g GiB; this agent's host has %d vCPUs and "
+                 "%.4g GiB, so each instance gets at most those",
+                 t->name, t->vcpus, (double)t->memory_bytes / (1 << 30), r->a->host_cpus,
+                 (double)r->a->host_memory / (1 << 30));
+        run__log_line(r, line);
+    }
+}
+
 /* Everything from the claimed entry to a terminal job. */
 static enum run_end run_job(struct run_ctx *r)
 {
@@ -483,6 +511,11 @@ static enum run_end run_job(struct run_ctx *r)
         json_decref(doc);
         ty_log(TY_LOG_INFO, "agent.job.stopped_before_start", "job=%s", r->job);
         return run__finish_stopped(r, 0, NULL);
+    }
+    if (r->run->fail[0] && !stopping && strcmp(status, "InProgress") == 0) {
+        json_decref(doc);
+        ty_log(TY_LOG_INFO, "agent.job.cannot_fit", "job=%s reason='%s'", r->job, r->run->fail);
+        return run__finish_failed(r, r->run->fail);
     }
     if (strcmp(status, "InProgress") != 0 && !stopping) {
         /* status points into doc: logged before doc goes */
@@ -521,6 +554,8 @@ static enum run_end run_job(struct run_ctx *r)
     r->nh = r->sp.instance_count > 1 ? r->sp.instance_count : 1;
     for (int i = 1; i < r->nh; i++)
         run__host_init(r, i);
+    if (r->run->reclaimed) /* a fresh claim was charged when it was taken */
+        agent__charge_set(r->a, r->run, r->sp.instance_type, r->nh);
 
     if (!r->io.d)
         r->io.d = docker_open(r->a->cfg.docker_host, &err);
@@ -558,6 +593,7 @@ static enum run_end run_job(struct run_ctx *r)
     for (int i = 0; i < r->nh; i++)
         run__fmt(r->h[i].stream, sizeof(r->h[i].stream), "%s/%s-%lld", r->job, r->h[i].name,
                  (long long)ty_wall_s());
+    run_log_fit(r);
     if (r->prof.cfg)
         r->prof.on = 1;
     for (int i = 0; i < r->nh; i++) {

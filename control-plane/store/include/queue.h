@@ -2,10 +2,12 @@
  * queue.h - the training-job queue and agent liveness in Redis.
  *
  * Owns: the stream ty:queue:training with consumer group `agents` (created on first use with
- * MKSTREAM), agent heartbeats ty:agent:<id> (JSON capacity, with a TTL), and the reclaim of
- * jobs held by agents whose heartbeat has expired (XPENDING + XCLAIM of entries whose
- * consumer has no live heartbeat key; a live agent's long-running job is never taken).
- * Entries carry the field `job` = training job name. Uses a struct store's connection.
+ * MKSTREAM; an entry is held by the consumer whose pending list has it, taken by choice with
+ * queue_waiting and queue_take, never read in order with XREADGROUP), agent heartbeats
+ * ty:agent:<id> (JSON capacity, with a TTL), and the reclaim of jobs held by agents whose heartbeat
+ * has expired (XPENDING + XCLAIM of entries whose consumer has no live heartbeat key; a live
+ * agent's long-running job is never taken). Entries carry the field `job` = training job name. Uses
+ * a struct store's connection.
  */
 #ifndef TY_CP_QUEUE_H
 #define TY_CP_QUEUE_H
@@ -27,12 +29,31 @@ struct queue_item {
 /* Creates the consumer group if missing. 0 or -TY_EREDIS. */
 int queue_init(struct store *s, struct ty_err *err);
 
+/* The most entries one queue_waiting call lists. */
+#define QUEUE_WAITING_MAX 1000
+
 /*
- * Takes the next new entry for agent_id, waiting up to block_ms (0 = do not wait).
- * Returns 1 with OUT: item filled, 0 when nothing arrived, or a negative error.
+ * The entries no agent holds (in no consumer's pending list), oldest first, at most max
+ * (1..QUEUE_WAITING_MAX) into items[]; OUT: n. last_id (last_n bytes, may be NULL) gets the
+ * newest entry's id, or "0-0" for an empty stream: queue_wait_new's `after`. An agent chooses
+ * among them (agent/ledger.h) and takes one with queue_take. 0 or a negative error.
  */
-int queue_claim(struct store *s, const char *agent_id, int block_ms, struct queue_item *item,
-                struct ty_err *err);
+int queue_waiting(struct store *s, size_t max, struct queue_item *items, size_t *n, char *last_id,
+                  size_t last_n, struct ty_err *err);
+
+/*
+ * Takes entry_id for agent_id, atomically: 1 when it exists and no agent held it (it is now in
+ * agent_id's pending list), 0 when another agent took it first or it is gone, or a negative
+ * error.
+ */
+int queue_take(struct store *s, const char *agent_id, const char *entry_id, struct ty_err *err);
+
+/*
+ * Waits up to block_ms (> 0) for an entry newer than `after` (an id from queue_waiting).
+ * 1 when one is there (at once when it already was), 0 when the wait ran out, or a negative
+ * error.
+ */
+int queue_wait_new(struct store *s, const char *after, int block_ms, struct ty_err *err);
 
 /* Acknowledges and deletes an entry once its job reached a terminal state. */
 int queue_ack(struct store *s, const char *entry_id, struct ty_err *err);

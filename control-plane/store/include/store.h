@@ -87,7 +87,9 @@ struct store_transition {
  * Applies t to job name atomically (one Lua script). Returns the new document (new: caller
  * decrefs), or NULL with -TY_ENOTFOUND, or -TY_ECONFLICT when the current status does not match
  * t->expect (err->msg then holds the current TrainingJobStatus, nothing else).
- * When status or secondary is unchanged from the current value no duplicate transition is added.
+ * When status or secondary is unchanged from the current value no duplicate transition is added;
+ * a secondary that stays with another message restates it: the open transition's StatusMessage
+ * becomes message.
  */
 json_t *store_job_transition(struct store *s, const char *name, const struct store_transition *t,
                              struct ty_err *err);

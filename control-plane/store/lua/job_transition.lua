@@ -5,7 +5,7 @@
 -- ARGV[3] new TrainingJobStatus ('' = keep)
 -- ARGV[4] new SecondaryStatus ('' = keep)
 -- ARGV[5] the appended transition as JSON text, without EndTime (used when the secondary
---         status changes)
+--         status changes; when it stays, its StatusMessage replaces the open transition's)
 -- ARGV[6] now as a number (EndTime of the previous transition)
 -- ARGV[7] now as JSON text (LastModifiedTime)
 -- ARGV[8] the status-set prefix ty:idx:job:status: (a set of names per TrainingJobStatus)
@@ -75,6 +75,21 @@ if ARGV[4] ~= '' and ARGV[4] ~= cur2 then
         text = string.sub(enc, 1, -2) .. ',' .. ARGV[5] .. ']'
     end
     redis.call('HSET', key, 'SecondaryStatusTransitions', text)
+elseif ARGV[4] ~= '' then
+    -- the same secondary status with another message (a queued job's reason to wait, then
+    -- "Preparing the instances for training" once an agent took it): the open transition says
+    -- the new one, as SageMaker restates a status it stays in
+    local text = redis.call('HGET', key, 'SecondaryStatusTransitions')
+    local okl, list = pcall(cjson.decode, text or '')
+    local okt, tr = pcall(cjson.decode, ARGV[5])
+    if okl and okt and type(list) == 'table' and type(tr) == 'table' and #list > 0 then
+        local last = list[#list]
+        if type(last) == 'table' and last['Status'] == ARGV[4] and last['EndTime'] == nil and
+            type(tr['StatusMessage']) == 'string' and last['StatusMessage'] ~= tr['StatusMessage'] then
+            last['StatusMessage'] = tr['StatusMessage']
+            redis.call('HSET', key, 'SecondaryStatusTransitions', cjson.encode(list))
+        end
+    end
 end
 
 local i = 10

@@ -1,0 +1,112 @@
+/*
+ * resources.c - the text of the ledger's options (--cpus, --memory, --gpus, --overcommit) into
+ * an agent_config (agent_resources_parse, agent.h), shared by trainyard-agent and the server's
+ * embedded agents.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+
+#define RES_MAX_CPUS 100000
+#define RES_MAX_GPUS 1024
+
+static int res_unset(const char *v)
+{
+    return !v || !*v || strcmp(v, "auto") == 0;
+}
+
+static int res_long(const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    long x;
+
+    errno = 0;
+    x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+/* "64G", "512M", "1T", "1048576": bytes (binary units), or -1. */
+static long long res_size(const char *v)
+{
+    char *end;
+    double x;
+    double unit = 1;
+
+    errno = 0;
+    x = strtod(v, &end);
+    if (errno || end == v || !(x > 0))
+        return -1;
+    switch (*end) {
+    case 'K':
+    case 'k':
+        unit = 1024.0;
+        end++;
+        break;
+    case 'M':
+    case 'm':
+        unit = 1024.0 * 1024;
+        end++;
+        break;
+    case 'G':
+    case 'g':
+        unit = 1024.0 * 1024 * 1024;
+        end++;
+        break;
+    case 'T':
+    case 't':
+        unit = 1024.0 * 1024 * 1024 * 1024;
+        end++;
+        break;
+    default:
+        break;
+    }
+    if (*end == 'i' || *end == 'B')
+        end += *end == 'i' && end[1] == 'B' ? 2 : 1;
+    if (*end || x * unit > 9.0e18)
+        return -1;
+    return (long long)(x * unit);
+}
+
+int agent_resources_parse(struct agent_config *cfg, const char *cpus, const char *memory,
+                          const char *gpus, const char *overcommit, struct ty_err *err)
+{
+    long n;
+
+    cfg->cpus = 0;
+    cfg->memory_bytes = 0;
+    cfg->gpus = 0;
+    cfg->overcommit = 1.0;
+    if (!res_unset(cpus)) {
+        if (res_long(cpus, 1, RES_MAX_CPUS, &n) != 0)
+            return ty_err_set(err, TY_EINVAL, "cpus",
+                              "--cpus is auto or a count of vCPUs, not '%.40s'", cpus);
+        cfg->cpus = (int)n;
+    }
+    if (!res_unset(memory) && (cfg->memory_bytes = res_size(memory)) <= 0)
+        return ty_err_set(err, TY_EINVAL, "memory",
+                          "--memory is auto or a size such as 64G or 512M, not '%.40s'", memory);
+    if (gpus && strcmp(gpus, "none") == 0) {
+        cfg->gpus = -1;
+    } else if (!res_unset(gpus)) {
+        if (res_long(gpus, 0, RES_MAX_GPUS, &n) != 0)
+            return ty_err_set(err, TY_EINVAL, "gpus",
+                              "--gpus is auto, none or a count of GPUs, not '%.40s'", gpus);
+        cfg->gpus = n > 0 ? (int)n : -1;
+    }
+    if (overcommit && *overcommit) {
+        char *end;
+        double f;
+        errno = 0;
+        f = strtod(overcommit, &end);
+        if (errno || end == overcommit || *end || !(f >= 1.0 && f <= 64.0))
+            return ty_err_set(err, TY_EINVAL, "overcommit",
+                              "--overcommit is a factor from 1 to 64, not '%.40s'", overcommit);
+        cfg->overcommit = f;
+    }
+    return 0;
+}
