@@ -74,7 +74,16 @@ static void agent_probe_host(struct agent *a)
     a->host_cpus = cpus > 0 ? (int)cpus : 1;
     a->host_memory = pages > 0 && psize > 0 ? (int64_t)pages * psize : 0;
     a->host_gpus = 0;
-    if (a->cfg.gpus != 0) {
+    if (a->cfg.gpu_devices) { /* declared by CDI name: the part after '=' is the DeviceID */
+        for (const char *p = a->cfg.gpu_devices; p && a->host_gpus < AGENT_MAX_GPUS;) {
+            const char *end = strchr(p, ','), *eq = strchr(p, '=');
+            struct agent_gpu *g = &a->gpu_list[a->host_gpus++];
+            int len = end ? (int)(end - p) : (int)strlen(p);
+            snprintf(g->cdi, sizeof(g->cdi), "%.*s", len, p);
+            snprintf(g->id, sizeof(g->id), "%.*s", len - (int)(eq + 1 - p), eq + 1);
+            p = end ? end + 1 : NULL;
+        }
+    } else if (a->cfg.gpus != 0) {
         a->host_gpus = a->cfg.gpus > 0 ? a->cfg.gpus : 0;
     } else if ((d = opendir("/dev")) != NULL) {
         while ((de = readdir(d)) != NULL) {
@@ -83,6 +92,12 @@ static void agent_probe_host(struct agent *a)
                 a->host_gpus++;
         }
         closedir(d);
+    }
+    if (a->host_gpus > AGENT_MAX_GPUS)
+        a->host_gpus = AGENT_MAX_GPUS;
+    for (int i = 0; !a->cfg.gpu_devices && i < a->host_gpus; i++) {
+        snprintf(a->gpu_list[i].cdi, sizeof(a->gpu_list[i].cdi), "nvidia.com/gpu=%d", i);
+        snprintf(a->gpu_list[i].id, sizeof(a->gpu_list[i].id), "%d", i);
     }
     {
         double f = a->cfg.overcommit > 0 ? a->cfg.overcommit : 1.0;
@@ -94,6 +109,22 @@ static void agent_probe_host(struct agent *a)
     }
 }
 
+/* Gives run the first n GPUs no other running run holds. Call with a->mu held. */
+static void agent_gpus_take_locked(struct agent *a, struct agent_run *run, int n)
+{
+    uint64_t held = 0;
+
+    for (struct agent_run *r = a->runs; r; r = r->next)
+        held |= r->done || r == run ? 0 : r->gpu_mask;
+    run->gpu_mask = 0;
+    for (int i = 0; i < a->host_gpus && n > 0; i++) {
+        if (!(held & ((uint64_t)1 << i))) {
+            run->gpu_mask |= (uint64_t)1 << i;
+            n--;
+        }
+    }
+}
+
 void agent__charge_set(struct agent *a, struct agent_run *run, const char *type, int count)
 {
     struct ledger_res need;
@@ -101,7 +132,41 @@ void agent__charge_set(struct agent *a, struct agent_run *run, const char *type,
     ledger_need(type, count, &need);
     pthread_mutex_lock(&a->mu);
     ledger_charge(&need, &a->cap, &run->charge);
+    if (run->charge.gpus > 0 && !run->gpu_mask)
+        agent_gpus_take_locked(a, run, run->charge.gpus);
     pthread_mutex_unlock(&a->mu);
+}
+
+int agent__gpus_of(struct agent *a, struct agent_run *run, int host, int hosts, const char **cdi,
+                   const char **ids)
+{
+    int per, k = 0, n = 0;
+
+    pthread_mutex_lock(&a->mu);
+    per = hosts > 0 ? run->charge.gpus / hosts : 0;
+    for (int i = 0; per > 0 && i < a->host_gpus; i++) {
+        if (!(run->gpu_mask & ((uint64_t)1 << i)))
+            continue;
+        if (k++ / per != host)
+            continue;
+        cdi[n] = a->gpu_list[i].cdi;
+        ids[n++] = a->gpu_list[i].id;
+    }
+    pthread_mutex_unlock(&a->mu);
+    cdi[n] = NULL;
+    ids[n] = NULL;
+    return n;
+}
+
+/* new: the CDI names of run's GPUs. Call with a->mu held. */
+static json_t *agent_gpu_names_locked(struct agent *a, struct agent_run *run)
+{
+    json_t *names = json_array();
+
+    for (int i = 0; names && i < a->host_gpus; i++)
+        if (run->gpu_mask & ((uint64_t)1 << i))
+            json_array_append_new(names, json_string(a->gpu_list[i].cdi));
+    return names;
 }
 
 void agent__free_locked(struct agent *a, struct ledger_res *free)
@@ -144,10 +209,11 @@ static void agent_use_json(struct agent *a, json_t *out)
         sum.gpus += u->gpus;
         sum.volume_gb += u->volume_gb;
         json_array_append_new(
-            holding, json_pack("{s:s, s:s, s:i, s:i, s:I, s:i, s:i, s:o}", "job", r->item.job,
-                               "instance_type", u->type, "hosts", u->hosts, "cpus", u->cpus,
-                               "memory_bytes", (json_int_t)u->memory_bytes, "gpus", u->gpus,
-                               "volume_gb", u->volume_gb, "charged", ledger_res_json(c)));
+            holding,
+            json_pack("{s:s, s:s, s:i, s:i, s:I, s:i, s:i, s:o, s:o}", "job", r->item.job,
+                      "instance_type", u->type, "hosts", u->hosts, "cpus", u->cpus, "memory_bytes",
+                      (json_int_t)u->memory_bytes, "gpus", u->gpus, "volume_gb", u->volume_gb,
+                      "charged", ledger_res_json(c), "gpu_devices", agent_gpu_names_locked(a, r)));
     }
     pthread_mutex_unlock(&a->mu);
     json_object_set_new(out, "in_use",
@@ -239,11 +305,14 @@ static int agent_spawn(struct agent *a, const struct queue_item *item, int recla
     r->a = a;
     r->item = *item;
     r->reclaimed = reclaimed;
-    if (charge)
-        r->charge = *charge;
     if (fail)
         snprintf(r->fail, sizeof(r->fail), "%s", fail);
     pthread_mutex_lock(&a->mu);
+    if (charge) {
+        r->charge = *charge;
+        if (charge->gpus > 0)
+            agent_gpus_take_locked(a, r, charge->gpus);
+    }
     a->busy++;
     if (pthread_create(&r->thr, NULL, run_thread, r) != 0) {
         a->busy--;
@@ -532,6 +601,54 @@ static void *agent_claim_thread(void *arg)
 
 /* ---- lifecycle ---- */
 
+/* 1 when a CDI spec under /etc/cdi or /var/run/cdi names kind nvidia.com/gpu. */
+static int agent_cdi_has_nvidia(void)
+{
+    static const char *const dirs[] = {"/etc/cdi", "/var/run/cdi"};
+    int found = 0;
+
+    for (size_t i = 0; i < 2 && !found; i++) {
+        DIR *d = opendir(dirs[i]);
+        struct dirent *de;
+        while (d && !found && (de = readdir(d)) != NULL) {
+            char path[PATH_MAX], buf[4096];
+            size_t n;
+            FILE *f;
+            if (de->d_name[0] == '.' ||
+                snprintf(path, sizeof(path), "%s/%s", dirs[i], de->d_name) >= (int)sizeof(path) ||
+                !(f = fopen(path, "re")))
+                continue;
+            n = fread(buf, 1, sizeof(buf) - 1, f);
+            buf[n] = '\0';
+            fclose(f);
+            found = strstr(buf, "nvidia.com/gpu") != NULL;
+        }
+        if (d)
+            closedir(d);
+    }
+    return found;
+}
+
+/* GPUs found in /dev that Podman has no CDI spec for cannot be attached: said at start, and
+   the ledger counts none (a GPU job then runs on the CPU, its log says so) instead of
+   pretending. Declared GPUs (--gpus) are the admin's word. */
+static void agent_gpus_check(struct agent *a)
+{
+    if (a->host_gpus == 0 || a->cfg.gpus != 0 || a->engine_docker)
+        return;
+    if (agent_cdi_has_nvidia()) {
+        ty_log(TY_LOG_INFO, "agent.gpus", "gpus=%d attach=cdi", a->host_gpus);
+        return;
+    }
+    ty_log(TY_LOG_WARN, "agent.gpus",
+           "gpus=%d attach=none reason='no CDI spec in /etc/cdi or /var/run/cdi names "
+           "nvidia.com/gpu (nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml), and Podman "
+           "attaches GPUs only through CDI' note='the ledger counts no GPU'",
+           a->host_gpus);
+    a->host_gpus = 0;
+    a->cap.gpus = 0;
+}
+
 /* Whether jobs get volumes (agent_config.job_volumes), said once at start. 0, or -1 with err
    when "loop" was asked and this host cannot, or the mode is unknown. */
 static int agent_volumes_init(struct agent *a, struct ty_err *err)
@@ -768,6 +885,7 @@ static int agent_config_own(struct agent *a, const struct agent_config *cfg, str
         agent_own(a, 14, cfg->relay_proxy && cfg->relay_proxy[0] ? cfg->relay_proxy : NULL);
     a->cfg.region = agent_own(a, 7, cfg->region ? cfg->region : "us-east-1");
     a->cfg.job_volumes = agent_own(a, 9, cfg->job_volumes ? cfg->job_volumes : "auto");
+    a->cfg.gpu_devices = agent_own(a, 15, cfg->gpu_devices);
     if (cfg->staging_dir && cfg->staging_dir[0]) {
         a->cfg.staging_dir = agent_own(a, 8, cfg->staging_dir);
     } else {
@@ -855,6 +973,7 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
                    "cannot prepare the containers' seccomp profile: %s", why);
         goto fail;
     }
+    agent_gpus_check(a);
     if ((rc = agent_runtime_image(a, d, err)) != 0) {
         ty_err_set(err, err->code ? err->code : TY_EENGINE, NULL,
                    "cannot import runtime image '%s' from '%s': %s", a->cfg.runtime_image,

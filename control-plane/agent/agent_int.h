@@ -29,6 +29,24 @@ struct agent_use {
     int volume_gb;        /* their volumes, summed (0 without volumes) */
 };
 
+/* The most GPUs one agent counts (a bit each in agent_run.gpu_mask). */
+#define AGENT_MAX_GPUS 64
+
+struct agent_run;
+
+/* One GPU of the ledger: how the engines name it. */
+struct agent_gpu {
+    char cdi[128]; /* CDI device name, for Podman: "nvidia.com/gpu=0" */
+    char id[64];   /* Docker DeviceID and NVIDIA_VISIBLE_DEVICES item: "0", "0:1", a UUID */
+};
+
+/*
+ * The GPUs of run's host `host` (0-based) of hosts: NULL-terminated CDI names into cdi[] and
+ * ids into ids[] (each AGENT_MAX_GPUS + 1 long, borrowed from a->gpu_list). Returns how many.
+ */
+int agent__gpus_of(struct agent *a, struct agent_run *run, int host, int hosts, const char **cdi,
+                   const char **ids);
+
 struct agent_run {
     struct agent *a;        /* borrowed */
     struct queue_item item; /* the claimed entry */
@@ -37,6 +55,8 @@ struct agent_run {
     int done;                 /* guarded by a->mu: the runner returned and may be joined */
     struct agent_use use;     /* guarded by a->mu: set once its containers exist */
     struct ledger_res charge; /* guarded by a->mu: what the ledger holds for it (ledger.h) */
+    uint64_t gpu_mask;        /* guarded by a->mu: its GPUs, bits of a->gpu_list (host i of
+                                 the job gets the i-th charge.gpus/hosts of them) */
     char fail[320];           /* set at claim: the runner fails the job with this reason */
     struct agent_run *next;   /* guarded by a->mu */
 };
@@ -54,12 +74,13 @@ struct agent {
     struct agent_config cfg; /* its strings point into the owned copies below */
     char id[128];
     char deployment[STORE_DEPLOYMENT_LEN + 1]; /* store_deployment_id, labels its containers */
-    char *owned[15];                           /* owned copies of the config strings */
+    char *owned[16];                           /* owned copies of the config strings */
     struct s3c_config s3_remote; /* cfg.s3_remote points here when set; strings in owned */
     int host_cpus;               /* online CPUs of this host */
     int64_t host_memory;         /* physical memory of this host, bytes */
     int host_gpus;               /* NVIDIA GPUs seen in /dev, or as many as --gpus declared */
     struct ledger_res cap;       /* the ledger's capacity: declared or probed, times overcommit */
+    struct agent_gpu gpu_list[AGENT_MAX_GPUS]; /* the ledger's GPUs (host_gpus of them) */
     int volumes;                 /* each job host gets a volume of VolumeSizeInGB (volume.h) */
     char volumes_off[200];       /* without: why, said in each job's log */
     unsigned char stage_key[32]; /* names the jobs' staging folders (stage_job_dir) */

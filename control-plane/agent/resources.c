@@ -10,7 +10,8 @@
 #include "agent.h"
 
 #define RES_MAX_CPUS 100000
-#define RES_MAX_GPUS 1024
+#define RES_MAX_GPUS 64 /* AGENT_MAX_GPUS */
+#define RES_MAX_CDI  64
 
 static int res_unset(const char *v)
 {
@@ -90,12 +91,32 @@ int agent_resources_parse(struct agent_config *cfg, const char *cpus, const char
     if (!res_unset(memory) && (cfg->memory_bytes = res_size(memory)) <= 0)
         return ty_err_set(err, TY_EINVAL, "memory",
                           "--memory is auto or a size such as 64G or 512M, not '%.40s'", memory);
+    cfg->gpu_devices = NULL;
     if (gpus && strcmp(gpus, "none") == 0) {
         cfg->gpus = -1;
+    } else if (gpus && strchr(gpus, '=')) {
+        int count = 0;
+        for (const char *p = gpus; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+            const char *end = strchr(p, ','), *eq = strchr(p, '=');
+            size_t len = end ? (size_t)(end - p) : strlen(p);
+            if (len == 0 || len >= 128 || !eq || (end && eq > end) || eq == p ||
+                eq + 1 == p + len || !strchr(p, '/') || strchr(p, '/') > eq)
+                return ty_err_set(err, TY_EINVAL, "gpus",
+                                  "--gpus: '%.60s' is not a list of CDI device names "
+                                  "(vendor/class=name,...)",
+                                  gpus);
+            count++;
+        }
+        if (count > RES_MAX_CDI)
+            return ty_err_set(err, TY_EINVAL, "gpus", "--gpus: more than %d devices", RES_MAX_CDI);
+        cfg->gpus = count;
+        cfg->gpu_devices = gpus;
     } else if (!res_unset(gpus)) {
         if (res_long(gpus, 0, RES_MAX_GPUS, &n) != 0)
             return ty_err_set(err, TY_EINVAL, "gpus",
-                              "--gpus is auto, none or a count of GPUs, not '%.40s'", gpus);
+                              "--gpus is auto, none, a count of GPUs (at most %d) or a list of "
+                              "CDI device names, not '%.40s'",
+                              RES_MAX_GPUS, gpus);
         cfg->gpus = n > 0 ? (int)n : -1;
     }
     if (overcommit && *overcommit) {

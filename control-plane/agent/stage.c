@@ -675,6 +675,8 @@ char **stage_env(const struct spec *sp, const struct stage_env_opts *o)
     bad = bad || stage_env_set(env, "SM_OUTPUT_INTERMEDIATE_DIR", "/opt/ml/output/intermediate");
     bad = bad || stage_env_setf(env, "SM_NUM_CPUS", o->cpus);
     bad = bad || stage_env_setf(env, "SM_NUM_GPUS", o->gpus);
+    if (o->visible_devices && o->visible_devices[0])
+        bad = bad || stage_env_set(env, "NVIDIA_VISIBLE_DEVICES", o->visible_devices);
     bad = bad || stage_env_set(env, "SM_LOG_LEVEL", "20");
     bad = bad ||
           stage_env_set_json(env, "SM_RESOURCE_CONFIG", stage_resourceconfig_json(sp, o->host));

@@ -80,17 +80,19 @@ int stage_key_load(const char *data_dir, unsigned char *key, struct ty_err *err)
 int stage_job_dir(const char *root, const unsigned char *key, const char *job, char *out, size_t n);
 
 struct stage_env_opts {
-    int cpus;                 /* SM_NUM_CPUS */
-    int gpus;                 /* SM_NUM_GPUS */
-    const char *region;       /* AWS_REGION, may be NULL */
-    const char *endpoint_url; /* S3_ENDPOINT_URL, may be NULL */
-    int host;                 /* this container's host index, 0-based (SM_CURRENT_HOST) */
-    int relay_port;           /* > 0: trainyard's API is on 127.0.0.1:relay_port in the
-                                 container (relay.h): AWS_ENDPOINT_URL and S3_ENDPOINT_URL point
-                                 there instead of endpoint_url */
-    const char *creds_path;   /* with relay_port: the credentials endpoint's path */
-    const char *creds_token;  /* with relay_port: AWS_CONTAINER_AUTHORIZATION_TOKEN, may be NULL
-                                 (no role credentials) */
+    int cpus;                    /* SM_NUM_CPUS */
+    int gpus;                    /* SM_NUM_GPUS */
+    const char *visible_devices; /* NVIDIA_VISIBLE_DEVICES: the host's ids of the GPUs the
+                                    container got ("0,2"), NULL or "" = unset */
+    const char *region;          /* AWS_REGION, may be NULL */
+    const char *endpoint_url;    /* S3_ENDPOINT_URL, may be NULL */
+    int host;                    /* this container's host index, 0-based (SM_CURRENT_HOST) */
+    int relay_port;              /* > 0: trainyard's API is on 127.0.0.1:relay_port in the
+                                    container (relay.h): AWS_ENDPOINT_URL and S3_ENDPOINT_URL point
+                                    there instead of endpoint_url */
+    const char *creds_path;      /* with relay_port: the credentials endpoint's path */
+    const char *creds_token;     /* with relay_port: AWS_CONTAINER_AUTHORIZATION_TOKEN, may be NULL
+                                    (no role credentials) */
 };
 
 /*

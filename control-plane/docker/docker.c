@@ -464,7 +464,9 @@ static int do_request(struct docker *d, struct request *req, const char *what, s
     CURLcode cc;
     int n, rc = 0;
 
-    n = snprintf(url, sizeof(url), "%s%s%s", d->base, TY_DOCKER_API, req->path);
+    /* the compatible API under its version; Podman's libpod API (docker_libpod.c) under its own */
+    n = snprintf(url, sizeof(url), "%s%s%s", d->base,
+                 strncmp(req->path, "/v4.", 4) == 0 ? "" : TY_DOCKER_API, req->path);
     if (n < 0 || (size_t)n >= sizeof(url))
         return ty_err_set(err, TY_EINVAL, NULL, "%s: request url too long", what);
 
@@ -963,7 +965,15 @@ static json_t *create_body(const struct docker_create *c, struct ty_err *err)
                                   json_pack("{s:{s:o}}", "EndpointsConfig", c->network, ep));
     }
     rc |= create_confine(hc, c);
-    if (c->gpus) {
+    if (c->devices && c->devices[0] && c->device_ids) {
+        json_t *ids = json_array(), *dr;
+        for (size_t i = 0; ids && c->device_ids[i]; i++)
+            rc |= json_array_append_new(ids, json_string(c->device_ids[i]));
+        dr = ids ? json_pack("[{s:s, s:o, s:[[s]]}]", "Driver", "nvidia", "DeviceIDs", ids,
+                             "Capabilities", "gpu")
+                 : NULL;
+        rc |= dr ? json_object_set_new(hc, "DeviceRequests", dr) : -1;
+    } else if (c->gpus) {
         json_t *dr = json_pack("[{s:s, s:I, s:[[s]]}]", "Driver", "nvidia", "Count",
                                (json_int_t)(c->gpus < 0 ? -1 : c->gpus), "Capabilities", "gpu");
         rc |= dr ? json_object_set_new(hc, "DeviceRequests", dr) : -1;
@@ -993,7 +1003,7 @@ int docker_create(struct docker *d, const struct docker_create *c, char *id, siz
     char *json = NULL;
     const char *cid;
     long status = 0;
-    int rc;
+    int rc, lp;
 
     ty_buf_init(&q, 1024);
     if (!c || !c->image)
@@ -1001,14 +1011,15 @@ int docker_create(struct docker *d, const struct docker_create *c, char *id, siz
     rc = check_name(c->image, "container create", err);
     if (rc)
         return rc;
-    rc = ty_buf_puts(&q, "/containers/create");
-    if (!rc && c->name)
+    lp = c->libpod && c->devices && c->devices[0];
+    rc = ty_buf_puts(&q, lp ? "/v4.0.0/libpod/containers/create" : "/containers/create");
+    if (!rc && c->name && !lp)
         rc = query_add(d->curl, &q, "name", c->name);
     if (rc) {
         rc = ty_err_set(err, -rc, NULL, "container create: name too long");
         goto out;
     }
-    body = create_body(c, err);
+    body = lp ? docker__libpod_body(c, err) : create_body(c, err);
     if (!body) {
         rc = err ? -err->code : -TY_EINVAL;
         goto out;

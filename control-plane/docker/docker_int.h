@@ -73,4 +73,12 @@ long docker__last_connects(struct docker *d);
    err. */
 json_t *docker__create_body(const struct docker_create *c, struct ty_err *err);
 
+/*
+ * new: the body of Podman's libpod create (POST /v4.0.0/libpod/containers/create, a
+ * SpecGenerator) for c, the same container create_body describes through the Docker-compatible
+ * API, plus c->devices as CDI devices, which only this API attaches (docker_libpod.c). NULL
+ * with err for a value that is not UTF-8 or out of memory.
+ */
+json_t *docker__libpod_body(const struct docker_create *c, struct ty_err *err);
+
 #endif

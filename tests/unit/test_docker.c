@@ -282,6 +282,98 @@ static void test_parse_time(void **state)
 
 /* The create body carries every confinement member asked for, and never a privileged or
    host-namespace one. */
+/* A GPU job's container: exactly its GPUs, as CDI devices through Podman's libpod API (with
+   the same confinement, limits, mounts and network as the compatible create), or as Docker
+   DeviceIDs; never a bare count that gives every container the first GPUs. */
+static void test_create_body_gpus(void **state)
+{
+    const char *cmd[] = {"train", NULL};
+    const char *env[] = {"A=1", "B=x=y", NULL};
+    const char *binds[] = {"/stage/algo-1/ml:/opt/ml", "/stage/ck:/ckpt:ro", NULL};
+    const char *tmpfs[] = {"/tmp:rw,nosuid,size=1048576,mode=1777", NULL};
+    const char *caps[] = {"CHOWN", NULL};
+    const char *devs[] = {"nvidia.com/gpu=1", "nvidia.com/gpu=3", NULL};
+    const char *ids[] = {"1", "3", NULL};
+    struct docker_create c = {.image = "trainyard/x:1",
+                              .name = "job-algo-1",
+                              .hostname = "algo-1",
+                              .cmd = cmd,
+                              .env = env,
+                              .binds = binds,
+                              .tmpfs = tmpfs,
+                              .memory_bytes = 1 << 30,
+                              .nano_cpus = 2000000000,
+                              .net_container = "sandbox-id",
+                              .cap_drop_all = 1,
+                              .cap_add = caps,
+                              .no_new_privileges = 1,
+                              .seccomp = "/var/lib/ty/seccomp.json",
+                              .pids_limit = 4096,
+                              .readonly_rootfs = 1,
+                              .shm_bytes = 1 << 28,
+                              .devices = devs,
+                              .device_ids = ids,
+                              .libpod = 1};
+    struct ty_err err;
+    json_t *b, *m, *dr;
+    (void)state;
+
+    ty_err_clear(&err);
+    b = docker__libpod_body(&c, &err);
+    assert_non_null(b);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(b, "devices"), 1), "path")),
+                        "nvidia.com/gpu=3");
+    assert_string_equal(json_string_value(json_object_get(b, "name")), "job-algo-1");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(b, "env"), "B")), "x=y");
+    assert_true(json_is_true(json_object_get(b, "read_only_filesystem")));
+    assert_true(json_is_true(json_object_get(b, "no_new_privileges")));
+    assert_true(json_is_false(json_object_get(b, "privileged")));
+    assert_string_equal(json_string_value(json_object_get(b, "seccomp_profile_path")),
+                        "/var/lib/ty/seccomp.json");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(b, "cap_drop"), 0)),
+                        "ALL");
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(b, "resource_limits"), "cpu"), "quota")),
+                     200000);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(b, "resource_limits"), "memory"), "swap")),
+                     1 << 30);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(b, "resource_limits"), "pids"), "limit")),
+                     4096);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(b, "netns"), "value")),
+                        "sandbox-id");
+    m = json_object_get(b, "mounts");
+    assert_int_equal(json_array_size(m), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(m, 1), "destination")),
+                        "/ckpt");
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(json_array_get(m, 1), "options"), 1)),
+        "ro");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(m, 2), "type")), "tmpfs");
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(json_array_get(m, 2), "options"), 2)),
+        "size=1048576");
+    json_decref(b);
+
+    /* Docker: the same GPUs by DeviceIDs, no Count */
+    c.libpod = 0;
+    b = docker__create_body(&c, &err);
+    assert_non_null(b);
+    dr = json_array_get(json_object_get(json_object_get(b, "HostConfig"), "DeviceRequests"), 0);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(dr, "DeviceIDs"), 1)),
+                        "3");
+    assert_null(json_object_get(dr, "Count"));
+    json_decref(b);
+
+    /* not UTF-8: refused, never sent */
+    env[0] = "A=\xff";
+    c.libpod = 1;
+    assert_null(docker__libpod_body(&c, &err));
+    assert_int_equal(err.code, TY_EINVAL);
+}
+
 static void test_create_body_confined(void **state)
 {
     const char *cmd[] = {"true", NULL};
@@ -1435,6 +1527,7 @@ int main(void)
         cmocka_unit_test(test_logfile_forms),
         cmocka_unit_test(test_open_bad_host),
         cmocka_unit_test(test_create_body_confined),
+        cmocka_unit_test(test_create_body_gpus),
         cmocka_unit_test(test_mock_engine),
     };
     const struct CMUnitTest engine[] = {

@@ -153,6 +153,19 @@ static void test_resources_parse(void **state)
     assert_int_equal(agent_resources_parse(&c, "auto", "1048576", "0", NULL, &err), 0);
     assert_true(c.memory_bytes == 1048576);
     assert_int_equal(c.gpus, -1); /* 0 declared: none */
+    /* CDI names: the GPUs by name (MIG slices, a test's fake vendor) */
+    assert_int_equal(
+        agent_resources_parse(&c, NULL, NULL, "nvidia.com/gpu=0:1,nvidia.com/gpu=1", NULL, &err),
+        0);
+    assert_int_equal(c.gpus, 2);
+    assert_string_equal(c.gpu_devices, "nvidia.com/gpu=0:1,nvidia.com/gpu=1");
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "4", NULL, &err), 0);
+    assert_null(c.gpu_devices);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "gpu=0", NULL, &err), -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "a/b=0,,a/b=1", NULL, &err),
+                     -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "a/b=", NULL, &err), -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "65", NULL, &err), -TY_EINVAL);
     assert_int_equal(agent_resources_parse(&c, "0", NULL, NULL, NULL, &err), -TY_EINVAL);
     assert_string_equal(err.field, "cpus");
     assert_int_equal(agent_resources_parse(&c, "4x", NULL, NULL, NULL, &err), -TY_EINVAL);

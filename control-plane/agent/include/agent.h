@@ -49,18 +49,23 @@ struct agent_config {
     int slots;                          /* jobs run at once by this agent: an upper bound
                                            beside the resource ledger (docs/resources.md) */
     int cpus;                           /* vCPUs the ledger counts; 0 = the host's online CPUs */
-    long long memory_bytes; /* memory the ledger counts; 0 = the host's physical memory */
-    int gpus;               /* GPUs: 0 = those of /dev/nvidia<N>, N > 0 declares N (MIG slices,
-                               tests), -1 declares none */
-    double overcommit;      /* vCPUs and memory are promised this many times over; 0 = 1 */
-    int stop_grace_s;       /* SIGTERM -> SIGKILL grace, default 120 */
-    int heartbeat_ttl_s;    /* default 10 */
+    long long memory_bytes;  /* memory the ledger counts; 0 = the host's physical memory */
+    int gpus;                /* GPUs: 0 = those of /dev/nvidia<N>, N > 0 declares N (MIG slices,
+                                tests), -1 declares none */
+    const char *gpu_devices; /* with gpus > 0: the GPUs' CDI names, comma-separated
+                                ("nvidia.com/gpu=0,nvidia.com/gpu=1"); NULL = nvidia.com/gpu=<i>
+                                for i below gpus */
+    double overcommit;       /* vCPUs and memory are promised this many times over; 0 = 1 */
+    int stop_grace_s;        /* SIGTERM -> SIGKILL grace, default 120 */
+    int heartbeat_ttl_s;     /* default 10 */
 };
 
 /*
  * Sets cfg's ledger fields from the text of the --cpus, --memory, --gpus and --overcommit
  * options (each NULL or "" = the default): cpus "auto" or N; memory "auto" or a size ("64G",
- * "512M", "1T", bytes without a suffix; binary units); gpus "auto", "none" or N; overcommit a
+ * "512M", "1T", bytes without a suffix; binary units); gpus "auto", "none", N, or a comma list of
+ * CDI device names ("vendor/class=name", e.g. MIG slices; cfg->gpu_devices then points into
+ * gpus, which must outlive cfg's use); overcommit a
  * factor of 1 to 64 (vCPUs and memory only; GPUs are never shared). 0, or -TY_EINVAL with err
  * naming the option.
  */

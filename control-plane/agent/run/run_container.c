@@ -299,8 +299,10 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
     struct stage_env_opts eo = {0};
     struct docker_create c = {0};
     struct ty_err err;
-    char bind[PATH_MAX + 16], bind2[2 * PATH_MAX + 16], tmp[64], vartmp[64];
+    char bind[PATH_MAX + 16], bind2[2 * PATH_MAX + 16], tmp[64], vartmp[64], visible[512] = "";
     const char *tmpfs[4] = {tmp, vartmp, "/run:rw,nosuid,nodev,size=67108864,mode=0755", NULL};
+    const char *gpu_cdi[AGENT_MAX_GPUS + 1], *gpu_ids[AGENT_MAX_GPUS + 1];
+    int ngpu;
     const char *binds[3] = {bind, NULL, NULL};
     char **env = NULL, **prof_ep = NULL;
     json_t *labels = NULL;
@@ -328,8 +330,13 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
                "job=%s type=%s cpus=%d memory_bytes=%lld host_cpus=%d host_memory=%lld", r->job,
                r->sp.instance_type, lim.cpus, (long long)lim.memory_bytes, r->a->host_cpus,
                (long long)r->a->host_memory);
+    ngpu = lim.gpus > 0 ? agent__gpus_of(r->a, r->run, h->index, r->nh, gpu_cdi, gpu_ids) : 0;
+    for (int i = 0; i < ngpu; i++) /* "0,2": the ids the engine attaches, for NVML in the job */
+        run__fmt(visible + strlen(visible), sizeof(visible) - strlen(visible), "%s%s", i ? "," : "",
+                 gpu_ids[i]);
     eo.cpus = lim.cpus;
-    eo.gpus = lim.gpus;
+    eo.gpus = ngpu > 0 ? ngpu : lim.gpus;
+    eo.visible_devices = visible;
     eo.region = r->a->cfg.region;
     eo.endpoint_url = r->a->cfg.endpoint_url;
     eo.host = h->index;
@@ -391,7 +398,13 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
         c.network = r->net;
         c.aliases = aliases;
     }
-    c.gpus = lim.gpus;
+    if (ngpu > 0) { /* exactly these GPUs: CDI on Podman, DeviceIDs on Docker */
+        c.devices = gpu_cdi;
+        c.device_ids = gpu_ids;
+        c.libpod = !r->a->engine_docker;
+    } else {
+        c.gpus = lim.gpus;
+    }
     r->gpus = lim.gpus;
     /* confinement, docs/job-sandbox.md: the root file system is read-only, /opt/ml (binds) and
        these tmpfs are the writable places */

@@ -58,7 +58,15 @@ struct docker_create {
                                       network namespace (network_none, network and aliases are
                                       then ignored), may be NULL */
     const char *const *aliases;    /* NULL-terminated DNS names on network, may be NULL */
-    int gpus;                      /* DeviceRequests count for nvidia GPUs, 0 = none, -1 = all */
+    int gpus;                      /* DeviceRequests count for nvidia GPUs, 0 = none, -1 = all
+                                      (every container gets the first ones: use devices) */
+    const char *const *devices;    /* NULL-terminated CDI names of the GPUs to attach, exactly
+                                      ("nvidia.com/gpu=0"), with device_ids; may be NULL */
+    const char *const *device_ids; /* the same GPUs as Docker DeviceIDs ("0", a UUID) */
+    int libpod;                    /* with devices: create through Podman's libpod API, the one
+                                      that attaches CDI devices (its Docker-compatible API
+                                      ignores DeviceRequests); else DeviceRequests with
+                                      DeviceIDs (Docker and the NVIDIA runtime) */
     const char *working_dir;       /* may be NULL */
     /* Confinement (docs/job-sandbox.md). Zero values leave the engine's defaults. Privileged is
        always false, and no host namespace is ever asked for. */
