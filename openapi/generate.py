@@ -213,6 +213,9 @@ def trainyard_schemas():
                          "description": "Capacity less what the running jobs are charged."},
                 "overcommit": {"type": "number",
                                "description": "How many times over vCPUs and memory are promised."},
+                "cpu_fallback": {"type": "boolean",
+                                 "description": "Whether this agent, when it has no GPU, runs GPU "
+                                 "instance types on the CPU (--cpu-fallback)."},
             },
         },
         "HealthResources": {

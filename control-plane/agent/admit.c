@@ -17,6 +17,8 @@
 /* The open transition's message as CreateTrainingJob writes it (ops/training.c). */
 #define ADMIT_MSG_LAUNCHING "Launching requested ML instances"
 #define ADMIT_WAIT_PREFIX   "waiting for "
+#define ADMIT_MSG_CPU_ONLY                                                                         \
+    ": this trainyard agent has no GPU, so the job runs on the CPU only (--cpu-fallback)"
 
 /* What the job of doc asks for: ResourceConfig's InstanceType x InstanceCount, or the sum of
    its InstanceGroups. Writes "ml.x x N" (or "instance groups") into what. */
@@ -75,28 +77,32 @@ static void admit_say(struct store *s, const char *job, json_t *doc, const char 
         ty_log(TY_LOG_WARN, "agent.admit.message_failed", "job=%s error='%s'", job, err.msg);
 }
 
-void agent__admit_taken(struct store *s, const char *job)
+void agent__admit_taken(struct store *s, const char *job, int cpu_only)
 {
     struct ty_err err;
     json_t *doc = store_job_get(s, job, &err);
 
     if (!doc)
         return;
-    if (strncmp(admit_open_message(doc), ADMIT_WAIT_PREFIX, strlen(ADMIT_WAIT_PREFIX)) == 0)
+    if (cpu_only)
+        admit_say(s, job, doc, ADMIT_MSG_LAUNCHING ADMIT_MSG_CPU_ONLY);
+    else if (strncmp(admit_open_message(doc), ADMIT_WAIT_PREFIX, strlen(ADMIT_WAIT_PREFIX)) == 0)
         admit_say(s, job, doc, ADMIT_MSG_LAUNCHING);
     json_decref(doc);
 }
 
 int agent__admit(struct agent *a, struct store *s, const struct queue_item *it, json_t **agents,
-                 struct ledger_res *charge, char *fail, size_t fail_n, struct ty_err *err)
+                 struct ledger_res *charge, int *cpu_only, char *fail, size_t fail_n,
+                 struct ty_err *err)
 {
     struct ledger_res need, free;
     char what[96], msg[240];
     json_t *doc = store_job_get(s, it->job, err);
     const char *status;
-    int fits;
+    int fits, fb = !a->cfg.no_cpu_fallback;
 
     memset(charge, 0, sizeof(*charge));
+    *cpu_only = 0;
     fail[0] = '\0';
     if (!doc)
         return err->code == TY_ENOTFOUND ? 1 : -1; /* gone: the runner acknowledges it */
@@ -106,8 +112,9 @@ int agent__admit(struct agent *a, struct store *s, const struct queue_item *it, 
         return 1;
     }
     admit_need(doc, &need, what, sizeof(what));
-    ledger_charge(&need, &a->cap, charge);
-    if (!ledger_never(&need, &a->cap)) {
+    ledger_charge(&need, &a->cap, fb, charge);
+    *cpu_only = need.gpus > 0 && charge->gpus == 0;
+    if (!ledger_never(&need, &a->cap, fb)) {
         pthread_mutex_lock(&a->mu);
         agent__free_locked(a, &free);
         pthread_mutex_unlock(&a->mu);
@@ -133,9 +140,9 @@ int agent__admit(struct agent *a, struct store *s, const struct queue_item *it, 
         }
         snprintf(fail, fail_n,
                  "CapacityError: Unable to provision requested ML compute capacity: %s needs %d "
-                 "GPUs, and the largest trainyard agent has %d. Please retry using a different "
+                 "GPU%s, and the largest trainyard agent has %d. Please retry using a different "
                  "ML instance type.",
-                 what, need.gpus, most);
+                 what, need.gpus, need.gpus == 1 ? "" : "s", most);
         memset(charge, 0, sizeof(*charge));
         json_decref(doc);
         return 1;

@@ -131,7 +131,7 @@ void agent__charge_set(struct agent *a, struct agent_run *run, const char *type,
 
     ledger_need(type, count, &need);
     pthread_mutex_lock(&a->mu);
-    ledger_charge(&need, &a->cap, &run->charge);
+    ledger_charge(&need, &a->cap, !a->cfg.no_cpu_fallback, &run->charge);
     if (run->charge.gpus > 0 && !run->gpu_mask)
         agent_gpus_take_locked(a, run, run->charge.gpus);
     pthread_mutex_unlock(&a->mu);
@@ -223,6 +223,7 @@ static void agent_use_json(struct agent *a, json_t *out)
     json_object_set_new(out, "holding", holding ? holding : json_array());
     json_object_set_new(out, "capacity", ledger_res_json(&a->cap));
     json_object_set_new(out, "free", ledger_res_json(&free));
+    json_object_set_new(out, "cpu_fallback", json_boolean(!a->cfg.no_cpu_fallback));
     json_object_set_new(out, "overcommit",
                         json_real(a->cfg.overcommit > 0 ? a->cfg.overcommit : 1.0));
 }
@@ -488,7 +489,8 @@ static enum claim_found claim_pick(struct agent *a, struct claim_state *st, stru
     for (size_t i = 0; i < n; i++) {
         struct ledger_res charge;
         char fail[sizeof(((struct agent_run *)0)->fail)];
-        rc = agent__admit(a, st->s, &w[i], &agents, &charge, fail, sizeof(fail), err);
+        int cpu_only;
+        rc = agent__admit(a, st->s, &w[i], &agents, &charge, &cpu_only, fail, sizeof(fail), err);
         if (rc == 1)
             rc = queue_take(st->s, a->id, w[i].entry_id, err);
         else if (rc == 0)
@@ -506,7 +508,7 @@ static enum claim_found claim_pick(struct agent *a, struct claim_state *st, stru
                a->id, w[i].job, w[i].entry_id, charge.gpus, charge.cpus,
                (long long)charge.memory_bytes, fail[0] != '\0');
         if (!fail[0])
-            agent__admit_taken(st->s, w[i].job);
+            agent__admit_taken(st->s, w[i].job, cpu_only);
         claim_spawn(a, &w[i], 0, &charge, fail[0] ? fail : NULL);
         return CLAIM_TOOK;
     }

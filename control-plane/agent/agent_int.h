@@ -102,16 +102,19 @@ struct agent {
 void agent__free_locked(struct agent *a, struct ledger_res *free);
 
 /*
- * Whether this agent takes the waiting entry it now (admit.c). 1: take it, charged *charge, or,
+ * Whether this agent takes the waiting entry it now (admit.c). 1: take it, charged *charge
+ * (*cpu_only: a GPU type this GPU-less agent runs on the CPU), or,
  * when fail[0] is set, to fail the job with that reason (no live agent can ever run it); 0: it
  * waits, and its open Starting transition says why; -1: Redis failed (err). agents: the live
  * agents' heartbeats, loaded on first need (new, the caller decrefs; may stay NULL).
  */
 int agent__admit(struct agent *a, struct store *s, const struct queue_item *it, json_t **agents,
-                 struct ledger_res *charge, char *fail, size_t fail_n, struct ty_err *err);
+                 struct ledger_res *charge, int *cpu_only, char *fail, size_t fail_n,
+                 struct ty_err *err);
 
-/* After a take: a job whose open transition said why it waited says it is launching again. */
-void agent__admit_taken(struct store *s, const char *job);
+/* After a take: a job whose open transition said why it waited says it is launching again;
+   cpu_only (agent__admit's): it says it runs on the CPU only, this agent having no GPU. */
+void agent__admit_taken(struct store *s, const char *job, int cpu_only);
 
 /* Runner thread body for one claimed job (arg: struct agent_run *). Marks run->done and
    signals a->cv before it returns. */

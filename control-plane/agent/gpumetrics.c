@@ -92,19 +92,17 @@ int gpumetrics_fold(const struct gpumetrics_gpu *gpus, int n, double *util, doub
     return 0;
 }
 
-int gpumetrics_sample(struct gpumetrics *g, int n, double *util, double *mem)
+int gpumetrics_sample(struct gpumetrics *g, uint64_t mask, double *util, double *mem)
 {
     struct gpumetrics_gpu r[GPUMETRICS_MAX];
     int k = 0;
 
     if (!g)
         return -1;
-    if (n < 0 || n > g->n)
-        n = g->n;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < g->n && i < 64; i++) {
         struct gpumetrics_nvml_util u;
         struct gpumetrics_nvml_mem m;
-        if (g->util(g->dev[i], &u) != 0)
+        if (!(mask & ((uint64_t)1 << i)) || g->util(g->dev[i], &u) != 0)
             continue;
         r[k].util = u.gpu;
         r[k].mem_used = r[k].mem_total = 0;

@@ -13,6 +13,8 @@
 #ifndef TY_CP_AGENT_GPUMETRICS_H
 #define TY_CP_AGENT_GPUMETRICS_H
 
+#include <stdint.h>
+
 struct gpumetrics;
 
 /* One GPU's reading as NVML gives it. */
@@ -40,10 +42,11 @@ int gpumetrics_count(const struct gpumetrics *g);
 int gpumetrics_fold(const struct gpumetrics_gpu *gpus, int n, double *util, double *mem);
 
 /*
- * Reads GPUs 0..n-1 (n < 0 or past the count: every GPU) and folds them (gpumetrics_fold).
- * GPUs whose reading fails are left out. 0, or -1 when no GPU could be read (nothing to
- * publish).
+ * Reads the GPUs whose NVML index has its bit set in mask (bit i: GPU i; GPUMETRICS_ALL: every
+ * GPU) and folds them (gpumetrics_fold): a job's own GPUs, as the ledger gave them. GPUs whose
+ * reading fails are left out. 0, or -1 when no GPU could be read (nothing to publish).
  */
-int gpumetrics_sample(struct gpumetrics *g, int n, double *util, double *mem);
+#define GPUMETRICS_ALL (~(uint64_t)0)
+int gpumetrics_sample(struct gpumetrics *g, uint64_t mask, double *util, double *mem);
 
 #endif

@@ -26,10 +26,10 @@ void ledger_need(const char *type, int count, struct ledger_res *need)
     need->memory_bytes = t->memory_bytes * hosts;
 }
 
-void ledger_charge(const struct ledger_res *need, const struct ledger_res *cap,
+void ledger_charge(const struct ledger_res *need, const struct ledger_res *cap, int cpu_fallback,
                    struct ledger_res *charge)
 {
-    charge->gpus = cap->gpus > 0 ? need->gpus : 0;
+    charge->gpus = cap->gpus > 0 || !cpu_fallback ? need->gpus : 0;
     charge->cpus = need->cpus < cap->cpus ? need->cpus : cap->cpus;
     charge->memory_bytes =
         need->memory_bytes < cap->memory_bytes ? need->memory_bytes : cap->memory_bytes;
@@ -41,9 +41,9 @@ int ledger_fits(const struct ledger_res *charge, const struct ledger_res *free)
            charge->memory_bytes <= free->memory_bytes;
 }
 
-int ledger_never(const struct ledger_res *need, const struct ledger_res *cap)
+int ledger_never(const struct ledger_res *need, const struct ledger_res *cap, int cpu_fallback)
 {
-    return cap->gpus > 0 && need->gpus > cap->gpus;
+    return need->gpus > cap->gpus && (cap->gpus > 0 || !cpu_fallback);
 }
 
 json_t *ledger_res_json(const struct ledger_res *r)
@@ -66,8 +66,12 @@ int ledger_res_from_json(json_t *o, struct ledger_res *r)
 }
 
 /* An agent of agents as the ledger sees it; 0, or -1 when it publishes no ledger. */
-static int ledger_agent(json_t *a, struct ledger_res *cap, struct ledger_res *free, int *slot_free)
+static int ledger_agent(json_t *a, struct ledger_res *cap, struct ledger_res *free, int *slot_free,
+                        int *fallback)
 {
+    json_t *fb = json_object_get(a, "cpu_fallback");
+
+    *fallback = !json_is_false(fb);
     json_int_t slots = json_integer_value(json_object_get(a, "slots"));
     json_int_t busy = json_integer_value(json_object_get(a, "busy"));
 
@@ -88,8 +92,8 @@ int ledger_never_anywhere(const struct ledger_res *need, json_t *agents)
     json_array_foreach(agents, i, a)
     {
         struct ledger_res cap, free;
-        int slot;
-        if (ledger_agent(a, &cap, &free, &slot) != 0 || !ledger_never(need, &cap))
+        int slot, fb;
+        if (ledger_agent(a, &cap, &free, &slot, &fb) != 0 || !ledger_never(need, &cap, fb))
             return 0;
     }
     return 1;
@@ -121,12 +125,12 @@ int ledger_wait_message(const struct ledger_res *need, json_t *agents, char *out
     json_array_foreach(agents, i, a)
     {
         struct ledger_res cap, free, charge;
-        int slot;
-        if (ledger_agent(a, &cap, &free, &slot) != 0 || ledger_never(need, &cap))
+        int slot, fb;
+        if (ledger_agent(a, &cap, &free, &slot, &fb) != 0 || ledger_never(need, &cap, fb))
             continue;
         any = 1;
         any_slot |= slot;
-        ledger_charge(need, &cap, &charge);
+        ledger_charge(need, &cap, fb, &charge);
         if (slot && ledger_fits(&charge, &free)) {
             snprintf(out, n, "an agent has room for this job: it starts at its next look");
             return 1;

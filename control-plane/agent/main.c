@@ -47,6 +47,9 @@
     X(gpus, "gpus", "TRAINYARD_GPUS", "auto",                                                      \
       "GPUs the resource ledger counts: auto (/dev/nvidia<N>), none, or N (declared: MIG "         \
       "slices, tests)")                                                                            \
+    X(cpu_fallback, "cpu-fallback", "TRAINYARD_CPU_FALLBACK", "yes",                               \
+      "an agent without GPUs runs GPU instance types on the CPU, and says so (yes), or never "     \
+      "(no: they wait for a GPU agent, or fail fast when none has enough)")                        \
     X(overcommit, "overcommit", "TRAINYARD_OVERCOMMIT", "1",                                       \
       "vCPUs and memory are promised this many times over, 1 to 64 (GPUs never are)")              \
     X(stop_grace, "stop-grace", "TRAINYARD_STOP_GRACE", "120",                                     \
@@ -160,7 +163,8 @@ int main(int argc, char **argv)
     ac.job_volumes = c.job_volumes;
     {
         struct ty_err rerr;
-        if (agent_resources_parse(&ac, c.cpus, c.memory, c.gpus, c.overcommit, &rerr) != 0) {
+        if (agent_resources_parse(&ac, c.cpus, c.memory, c.gpus, c.overcommit, &rerr) != 0 ||
+            agent_cpu_fallback_parse(&ac, c.cpu_fallback, &rerr) != 0) {
             fprintf(stderr, "trainyard-agent: %s\n", rerr.msg);
             return 1;
         }

@@ -131,3 +131,15 @@ int agent_resources_parse(struct agent_config *cfg, const char *cpus, const char
     }
     return 0;
 }
+
+int agent_cpu_fallback_parse(struct agent_config *cfg, const char *v, struct ty_err *err)
+{
+    if (!v || !*v || strcmp(v, "yes") == 0)
+        cfg->no_cpu_fallback = 0;
+    else if (strcmp(v, "no") == 0)
+        cfg->no_cpu_fallback = 1;
+    else
+        return ty_err_set(err, TY_EINVAL, "cpu-fallback",
+                          "--cpu-fallback is yes or no, not '%.40s'", v);
+    return 0;
+}

@@ -63,6 +63,9 @@
     X(gpus, "gpus", "TRAINYARD_GPUS", "auto",                                                      \
       "GPUs the resource ledger counts: auto (/dev/nvidia<N>), none, or N (declared: MIG "         \
       "slices, tests)")                                                                            \
+    X(cpu_fallback, "cpu-fallback", "TRAINYARD_CPU_FALLBACK", "yes",                               \
+      "an agent without GPUs runs GPU instance types on the CPU, and says so (yes), or never "     \
+      "(no: they wait for a GPU agent, or fail fast when none has enough)")                        \
     X(overcommit, "overcommit", "TRAINYARD_OVERCOMMIT", "1",                                       \
       "vCPUs and memory are promised this many times over, 1 to 64 (GPUs never are)")              \
     X(job_volumes, "job-volumes", "TRAINYARD_JOB_VOLUMES", "auto",                                 \
@@ -336,7 +339,8 @@ static int server_start_agents(const struct server_cfg *c, const struct server_n
         ac.endpoint_url = p->endpoint;
         ac.region = c->region;
         ac.job_volumes = c->job_volumes;
-        if (agent_resources_parse(&ac, c->cpus, c->memory, c->gpus, c->overcommit, err) != 0)
+        if (agent_resources_parse(&ac, c->cpus, c->memory, c->gpus, c->overcommit, err) != 0 ||
+            agent_cpu_fallback_parse(&ac, c->cpu_fallback, err) != 0)
             return -1;
         ac.slots = n->slots;
         ac.stop_grace_s = n->grace;

@@ -108,3 +108,43 @@ def test_a_waiting_job_can_be_stopped(srv):
     assert d["TrainingJobStatus"] == "Stopped", d
     sm.stop_training_job(TrainingJobName=big)
     assert H.wait_job(sm, big, timeout=120)["TrainingJobStatus"] == "Stopped"
+
+
+def test_a_gpu_type_on_a_gpu_less_agent_runs_on_the_cpu_and_says_so(make_server):
+    """--cpu-fallback yes (the default): the job runs, and both its Starting message and its
+    log say it has no GPU; never silently."""
+    s = make_server(agents=1, extra=["--gpus", "none", "--stop-grace", "2", "--job-volumes", "none"])
+    sm = s.client()
+    name = H.unique("led-cpu")
+    sm.create_training_job(**H.job_request(name, "echo SM_NUM_GPUS=$SM_NUM_GPUS",
+                                           instance_type="ml.p3.2xlarge"))
+    d = H.wait_job(sm, name, timeout=120)
+    assert d["TrainingJobStatus"] == "Completed", d.get("FailureReason")
+    starting = [t for t in d["SecondaryStatusTransitions"] if t["Status"] == "Starting"]
+    assert starting[0]["StatusMessage"] == (
+        "Launching requested ML instances: this trainyard agent has no GPU, so the job runs on "
+        "the CPU only (--cpu-fallback)"), starting
+    logs = s.client("logs")
+    stream = H.job_stream(logs, name)["logStreams"][0]["logStreamName"]
+    lines = [e["message"] for e in H.log_events(logs, stream)[0]]
+    assert any("ml.p3.2xlarge has 1 GPU; this agent has none, so this job runs on the CPU only"
+               in l for l in lines), lines
+    assert "SM_NUM_GPUS=0" in lines, lines
+
+
+def test_no_cpu_fallback_fails_a_gpu_job_fast(make_server):
+    """--cpu-fallback no on the only agent, which has no GPU: a GPU job can never run, and
+    fails at once with the capacity wording; a CPU job still runs."""
+    s = make_server(agents=1, extra=["--gpus", "none", "--cpu-fallback", "no", "--stop-grace",
+                                     "2", "--job-volumes", "none"])
+    sm = s.client()
+    gpu, cpu = H.unique("led-nofb"), H.unique("led-nofb-cpu")
+    sm.create_training_job(**H.job_request(gpu, "echo never", instance_type="ml.g4dn.xlarge"))
+    sm.create_training_job(**H.job_request(cpu, "echo fine", instance_type="ml.m5.large"))
+    d = H.wait_job(sm, gpu, timeout=60)
+    assert d["TrainingJobStatus"] == "Failed", d
+    assert d["FailureReason"].startswith("CapacityError: Unable to provision requested ML "
+                                         "compute capacity: ml.g4dn.xlarge x 1 needs 1 GPU, "
+                                         "and the largest trainyard agent has 0"), d["FailureReason"]
+    assert H.wait_job(sm, cpu, timeout=120)["TrainingJobStatus"] == "Completed"
+    assert json.loads(s.healthz()[1])["agents"][0]["cpu_fallback"] is False

@@ -36,7 +36,7 @@ static void test_absent_library_means_no_metrics(void **state)
     (void)state;
     assert_null(gpumetrics_open("/nonexistent/libnvidia-ml.so.1"));
     assert_null(gpumetrics_open("libm.so.6")); /* a library, but not NVML */
-    assert_int_equal(gpumetrics_sample(NULL, -1, &u, &m), -1);
+    assert_int_equal(gpumetrics_sample(NULL, GPUMETRICS_ALL, &u, &m), -1);
     assert_int_equal(gpumetrics_count(NULL), 0);
     gpumetrics_close(NULL);
 }
@@ -52,12 +52,13 @@ static void test_fake_nvml(void **state)
     g = gpumetrics_open(lib);
     assert_non_null(g);
     assert_int_equal(gpumetrics_count(g), 2);
-    assert_int_equal(gpumetrics_sample(g, -1, &u, &m), 0);
+    assert_int_equal(gpumetrics_sample(g, GPUMETRICS_ALL, &u, &m), 0);
     assert_true(u == 90.0 && m == 50.0);
-    assert_int_equal(gpumetrics_sample(g, 1, &u, &m), 0); /* a container given one GPU */
+    assert_int_equal(gpumetrics_sample(g, 1, &u, &m), 0); /* a job given GPU 0 */
     assert_true(u == 40.0 && m == 25.0);
-    assert_int_equal(gpumetrics_sample(g, 8, &u, &m), 0); /* more than there are: all */
-    assert_true(u == 90.0 && m == 50.0);
+    assert_int_equal(gpumetrics_sample(g, 2, &u, &m), 0); /* a job given GPU 1: its own only */
+    assert_true(u == 50.0 && m == 25.0);
+    assert_int_equal(gpumetrics_sample(g, 4, &u, &m), -1); /* a GPU NVML does not have */
     gpumetrics_close(g);
 }
 

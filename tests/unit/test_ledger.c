@@ -38,13 +38,17 @@ static void test_need_and_charge(void **state)
 
     /* a type larger than the agent takes all of it; GPUs on a GPU-less agent run on the CPU */
     ledger_need("ml.p3.8xlarge", 1, &need);
-    ledger_charge(&need, &small, &charge);
+    ledger_charge(&need, &small, 1, &charge);
     assert_int_equal(charge.gpus, 0);
     assert_int_equal(charge.cpus, 2);
     assert_true(charge.memory_bytes == 8 * GIB);
-    assert_false(ledger_never(&need, &small));
+    assert_false(ledger_never(&need, &small, 1));
+    /* --cpu-fallback no: a GPU-less agent charges the GPUs, and can never run the job */
+    ledger_charge(&need, &small, 0, &charge);
+    assert_int_equal(charge.gpus, 4);
+    assert_true(ledger_never(&need, &small, 0));
     /* on a GPU agent, GPUs are charged whole */
-    ledger_charge(&need, &gpu8, &charge);
+    ledger_charge(&need, &gpu8, 1, &charge);
     assert_int_equal(charge.gpus, 4);
     assert_int_equal(charge.cpus, 32);
     assert_true(charge.memory_bytes == 244 * GIB);
@@ -57,7 +61,7 @@ static void test_fits_and_never(void **state)
     (void)state;
 
     ledger_need("ml.p3.2xlarge", 1, &need); /* 1 GPU, 8 vCPUs, 61 GiB */
-    ledger_charge(&need, &cap2, &charge);
+    ledger_charge(&need, &cap2, 1, &charge);
     assert_true(ledger_fits(&charge, &free));
     free.gpus = 0;
     assert_false(ledger_fits(&charge, &free));
@@ -68,9 +72,9 @@ static void test_fits_and_never(void **state)
     free.memory_bytes = 60 * GIB;
     assert_false(ledger_fits(&charge, &free));
     ledger_need("ml.p4d.24xlarge", 1, &need); /* 8 GPUs */
-    assert_true(ledger_never(&need, &cap2));
+    assert_true(ledger_never(&need, &cap2, 1));
     ledger_need("ml.m5.24xlarge", 4, &need); /* no GPU: never "never" */
-    assert_false(ledger_never(&need, &cap2));
+    assert_false(ledger_never(&need, &cap2, 0));
 }
 
 /* {"capacity":..,"free":..,"slots":..,"busy":..} as agent.c's heartbeat writes it */
@@ -125,6 +129,8 @@ static void test_wait_message(void **state)
     assert_true(ledger_never_anywhere(&need, agents));
     json_array_append_new(agents, agent_json(0, 2, 8 * GIB, 0, 2, 8 * GIB, 4, 0));
     assert_false(ledger_never_anywhere(&need, agents)); /* a GPU-less agent runs it on the CPU */
+    json_object_set_new(json_array_get(agents, 1), "cpu_fallback", json_false());
+    assert_true(ledger_never_anywhere(&need, agents)); /* unless its admin said no */
     json_array_remove(agents, 1);
     json_array_append_new(agents, json_pack("{s:s}", "id", "old-agent"));
     assert_false(ledger_never_anywhere(&need, agents));
@@ -162,10 +168,14 @@ static void test_resources_parse(void **state)
     assert_int_equal(agent_resources_parse(&c, NULL, NULL, "4", NULL, &err), 0);
     assert_null(c.gpu_devices);
     assert_int_equal(agent_resources_parse(&c, NULL, NULL, "gpu=0", NULL, &err), -TY_EINVAL);
-    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "a/b=0,,a/b=1", NULL, &err),
-                     -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "a/b=0,,a/b=1", NULL, &err), -TY_EINVAL);
     assert_int_equal(agent_resources_parse(&c, NULL, NULL, "a/b=", NULL, &err), -TY_EINVAL);
     assert_int_equal(agent_resources_parse(&c, NULL, NULL, "65", NULL, &err), -TY_EINVAL);
+    assert_int_equal(agent_cpu_fallback_parse(&c, NULL, &err), 0);
+    assert_int_equal(c.no_cpu_fallback, 0);
+    assert_int_equal(agent_cpu_fallback_parse(&c, "no", &err), 0);
+    assert_int_equal(c.no_cpu_fallback, 1);
+    assert_int_equal(agent_cpu_fallback_parse(&c, "maybe", &err), -TY_EINVAL);
     assert_int_equal(agent_resources_parse(&c, "0", NULL, NULL, NULL, &err), -TY_EINVAL);
     assert_string_equal(err.field, "cpus");
     assert_int_equal(agent_resources_parse(&c, "4x", NULL, NULL, NULL, &err), -TY_EINVAL);

@@ -56,6 +56,8 @@ struct agent_config {
                                 ("nvidia.com/gpu=0,nvidia.com/gpu=1"); NULL = nvidia.com/gpu=<i>
                                 for i below gpus */
     double overcommit;       /* vCPUs and memory are promised this many times over; 0 = 1 */
+    int no_cpu_fallback;     /* 1: an agent without GPUs never runs a GPU instance type (by
+                                default it runs it on the CPU, and says so) */
     int stop_grace_s;        /* SIGTERM -> SIGKILL grace, default 120 */
     int heartbeat_ttl_s;     /* default 10 */
 };
@@ -71,6 +73,10 @@ struct agent_config {
  */
 int agent_resources_parse(struct agent_config *cfg, const char *cpus, const char *memory,
                           const char *gpus, const char *overcommit, struct ty_err *err);
+
+/* Sets cfg->no_cpu_fallback from --cpu-fallback's text: "yes" (NULL, "") or "no". 0, or
+   -TY_EINVAL with err. */
+int agent_cpu_fallback_parse(struct agent_config *cfg, const char *v, struct ty_err *err);
 
 struct agent;
 

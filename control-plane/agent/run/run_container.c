@@ -289,6 +289,26 @@ void run__relay_cleanup(struct run_ctx *r, int remove)
     run_creds_revoke(r);
 }
 
+/* The GPUs the ledger gave host h (agent__gpus_of): their CDI names and ids into cdi[] and
+   ids[], the ids comma-joined into visible (NVIDIA_VISIBLE_DEVICES), their NVML indexes into
+   h->nvml_mask. Returns how many. */
+static int run_gpus(struct run_ctx *r, struct run_host *h, int lim_gpus, const char **cdi,
+                    const char **ids, char *visible, size_t vn)
+{
+    int n = lim_gpus > 0 ? agent__gpus_of(r->a, r->run, h->index, r->nh, cdi, ids) : 0;
+
+    visible[0] = '\0';
+    h->nvml_mask = 0;
+    for (int i = 0; i < n; i++) {
+        char *end;
+        long idx = strtol(ids[i], &end, 10); /* "2", or a MIG slice's GPU, "2:1" */
+        run__fmt(visible + strlen(visible), vn - strlen(visible), "%s%s", i ? "," : "", ids[i]);
+        if (end != ids[i] && (*end == '\0' || *end == ':') && idx >= 0 && idx < 64)
+            h->nvml_mask |= (uint64_t)1 << idx;
+    }
+    return n;
+}
+
 /* Creates host h's container. 0, or -1 with reason filled. */
 int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
 {
@@ -330,10 +350,7 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
                "job=%s type=%s cpus=%d memory_bytes=%lld host_cpus=%d host_memory=%lld", r->job,
                r->sp.instance_type, lim.cpus, (long long)lim.memory_bytes, r->a->host_cpus,
                (long long)r->a->host_memory);
-    ngpu = lim.gpus > 0 ? agent__gpus_of(r->a, r->run, h->index, r->nh, gpu_cdi, gpu_ids) : 0;
-    for (int i = 0; i < ngpu; i++) /* "0,2": the ids the engine attaches, for NVML in the job */
-        run__fmt(visible + strlen(visible), sizeof(visible) - strlen(visible), "%s%s", i ? "," : "",
-                 gpu_ids[i]);
+    ngpu = run_gpus(r, h, lim.gpus, gpu_cdi, gpu_ids, visible, sizeof(visible));
     eo.cpus = lim.cpus;
     eo.gpus = ngpu > 0 ? ngpu : lim.gpus;
     eo.visible_devices = visible;
@@ -657,8 +674,9 @@ static void run_instance_metrics(struct run_ctx *r)
         run__fmt(host, sizeof(host), "%s/%s", r->job, h->name);
         dims = json_pack("[{s:s,s:s}]", "Name", "Host", "Value", host);
         /* with GPUs and NVML: GPUUtilization and GPUMemoryUtilization, summed over the GPUs
-           the container was given (the engine hands out the first ones) */
-        if (r->gpus == 0 || gpumetrics_sample(r->a->gpu, r->gpus, &gutil, &gmem) != 0)
+           the ledger gave this host (run__create's nvml_mask) */
+        if (r->gpus == 0 || !h->nvml_mask ||
+            gpumetrics_sample(r->a->gpu, h->nvml_mask, &gutil, &gmem) != 0)
             gutil = gmem = -1;
         for (int k = 0; dims && k < 5; k++) {
             double v = k == 0 ? m.cpu : k == 1 ? m.mem : k == 2 ? m.disk : k == 3 ? gutil : gmem;

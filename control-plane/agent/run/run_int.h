@@ -83,6 +83,7 @@ struct run_host {
     char dir[PATH_MAX];    /* <vol>/ml, bind-mounted at /opt/ml */
     char cname[200];       /* reap_job_name, "-", name */
     char cid[72];          /* container id, "" before create */
+    uint64_t nvml_mask;    /* its GPUs by NVML index, for GPU metrics (0: none known) */
     char stream[128];      /* <job>/<name>-<epoch>: its log stream, named when staging starts */
     struct run_logs *logs; /* one ref held by the runner */
     pthread_t log_thr;
