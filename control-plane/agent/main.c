@@ -40,18 +40,7 @@
       "local object store root, <bucket>/<key> (default DATA_DIR/s3)")                             \
     X(id, "id", "TRAINYARD_AGENT_ID", NULL, "agent id (default <hostname>-<pid>-0)")               \
     X(slots, "slots", "TRAINYARD_SLOTS", "1", "jobs run at once")                                  \
-    X(cpus, "cpus", "TRAINYARD_CPUS", "auto",                                                      \
-      "vCPUs the resource ledger counts: auto (the host's online CPUs) or N")                      \
-    X(memory, "memory", "TRAINYARD_MEMORY", "auto",                                                \
-      "memory the resource ledger counts: auto (the host's) or a size such as 64G or 512M")        \
-    X(gpus, "gpus", "TRAINYARD_GPUS", "auto",                                                      \
-      "GPUs the resource ledger counts: auto (/dev/nvidia<N>), none, or N (declared: MIG "         \
-      "slices, tests)")                                                                            \
-    X(cpu_fallback, "cpu-fallback", "TRAINYARD_CPU_FALLBACK", "yes",                               \
-      "an agent without GPUs runs GPU instance types on the CPU, and says so (yes), or never "     \
-      "(no: they wait for a GPU agent, or fail fast when none has enough)")                        \
-    X(overcommit, "overcommit", "TRAINYARD_OVERCOMMIT", "1",                                       \
-      "vCPUs and memory are promised this many times over, 1 to 64 (GPUs never are)")              \
+    AGENT_LEDGER_FLAGS(X)                                                                          \
     X(stop_grace, "stop-grace", "TRAINYARD_STOP_GRACE", "120",                                     \
       "seconds between SIGTERM and SIGKILL on Stop and MaxRuntime")                                \
     X(heartbeat_ttl, "heartbeat-ttl", "TRAINYARD_HEARTBEAT_TTL", "10",                             \
@@ -163,8 +152,8 @@ int main(int argc, char **argv)
     ac.job_volumes = c.job_volumes;
     {
         struct ty_err rerr;
-        if (agent_resources_parse(&ac, c.cpus, c.memory, c.gpus, c.overcommit, &rerr) != 0 ||
-            agent_cpu_fallback_parse(&ac, c.cpu_fallback, &rerr) != 0) {
+        if (agent_resources_parse(&ac, c.cpus, c.memory, c.gpus, c.cpu_fallback, c.overcommit,
+                                  &rerr) != 0) {
             fprintf(stderr, "trainyard-agent: %s\n", rerr.msg);
             return 1;
         }

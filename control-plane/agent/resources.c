@@ -1,5 +1,5 @@
 /*
- * resources.c - the text of the ledger's options (--cpus, --memory, --gpus, --overcommit) into
+ * resources.c - the text of the ledger's options (AGENT_LEDGER_FLAGS) into
  * an agent_config (agent_resources_parse, agent.h), shared by trainyard-agent and the server's
  * embedded agents.
  */
@@ -74,7 +74,8 @@ static long long res_size(const char *v)
 }
 
 int agent_resources_parse(struct agent_config *cfg, const char *cpus, const char *memory,
-                          const char *gpus, const char *overcommit, struct ty_err *err)
+                          const char *gpus, const char *cpu_fallback, const char *overcommit,
+                          struct ty_err *err)
 {
     long n;
 
@@ -119,6 +120,13 @@ int agent_resources_parse(struct agent_config *cfg, const char *cpus, const char
                               RES_MAX_GPUS, gpus);
         cfg->gpus = n > 0 ? (int)n : -1;
     }
+    if (!cpu_fallback || !*cpu_fallback || strcmp(cpu_fallback, "yes") == 0)
+        cfg->no_cpu_fallback = 0;
+    else if (strcmp(cpu_fallback, "no") == 0)
+        cfg->no_cpu_fallback = 1;
+    else
+        return ty_err_set(err, TY_EINVAL, "cpu-fallback",
+                          "--cpu-fallback is yes or no, not '%.40s'", cpu_fallback);
     if (overcommit && *overcommit) {
         char *end;
         double f;
@@ -129,17 +137,5 @@ int agent_resources_parse(struct agent_config *cfg, const char *cpus, const char
                               "--overcommit is a factor from 1 to 64, not '%.40s'", overcommit);
         cfg->overcommit = f;
     }
-    return 0;
-}
-
-int agent_cpu_fallback_parse(struct agent_config *cfg, const char *v, struct ty_err *err)
-{
-    if (!v || !*v || strcmp(v, "yes") == 0)
-        cfg->no_cpu_fallback = 0;
-    else if (strcmp(v, "no") == 0)
-        cfg->no_cpu_fallback = 1;
-    else
-        return ty_err_set(err, TY_EINVAL, "cpu-fallback",
-                          "--cpu-fallback is yes or no, not '%.40s'", v);
     return 0;
 }

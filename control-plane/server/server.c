@@ -56,18 +56,7 @@
       "redis://[:pw@]host:port[/db] or unix:///path; empty: start a private redis-server")         \
     X(agents, "agents", "TRAINYARD_AGENTS", "1", "agents embedded in the server; 0 = API only")    \
     X(slots, "slots", "TRAINYARD_SLOTS", "4", "jobs each embedded agent runs at once")             \
-    X(cpus, "cpus", "TRAINYARD_CPUS", "auto",                                                      \
-      "vCPUs the resource ledger counts: auto (the host's online CPUs) or N")                      \
-    X(memory, "memory", "TRAINYARD_MEMORY", "auto",                                                \
-      "memory the resource ledger counts: auto (the host's) or a size such as 64G or 512M")        \
-    X(gpus, "gpus", "TRAINYARD_GPUS", "auto",                                                      \
-      "GPUs the resource ledger counts: auto (/dev/nvidia<N>), none, or N (declared: MIG "         \
-      "slices, tests)")                                                                            \
-    X(cpu_fallback, "cpu-fallback", "TRAINYARD_CPU_FALLBACK", "yes",                               \
-      "an agent without GPUs runs GPU instance types on the CPU, and says so (yes), or never "     \
-      "(no: they wait for a GPU agent, or fail fast when none has enough)")                        \
-    X(overcommit, "overcommit", "TRAINYARD_OVERCOMMIT", "1",                                       \
-      "vCPUs and memory are promised this many times over, 1 to 64 (GPUs never are)")              \
+    AGENT_LEDGER_FLAGS(X)                                                                          \
     X(job_volumes, "job-volumes", "TRAINYARD_JOB_VOLUMES", "auto",                                 \
       "each job host's /opt/ml on a volume of its VolumeSizeInGB: loop (refuse to start "          \
       "without), none, or auto (loop when this host can: root, loop devices, mkfs.ext4)")          \
@@ -339,8 +328,8 @@ static int server_start_agents(const struct server_cfg *c, const struct server_n
         ac.endpoint_url = p->endpoint;
         ac.region = c->region;
         ac.job_volumes = c->job_volumes;
-        if (agent_resources_parse(&ac, c->cpus, c->memory, c->gpus, c->overcommit, err) != 0 ||
-            agent_cpu_fallback_parse(&ac, c->cpu_fallback, err) != 0)
+        if (agent_resources_parse(&ac, c->cpus, c->memory, c->gpus, c->cpu_fallback, c->overcommit,
+                                  err) != 0)
             return -1;
         ac.slots = n->slots;
         ac.stop_grace_s = n->grace;

@@ -144,50 +144,52 @@ static void test_resources_parse(void **state)
     (void)state;
 
     memset(&c, 0, sizeof(c));
-    assert_int_equal(agent_resources_parse(&c, NULL, "", "auto", NULL, &err), 0);
+    assert_int_equal(agent_resources_parse(&c, NULL, "", "auto", NULL, NULL, &err), 0);
     assert_int_equal(c.cpus, 0);
     assert_int_equal(c.gpus, 0);
     assert_true(c.overcommit == 1.0);
-    assert_int_equal(agent_resources_parse(&c, "8", "64G", "2", "1.5", &err), 0);
+    assert_int_equal(agent_resources_parse(&c, "8", "64G", "2", NULL, "1.5", &err), 0);
     assert_int_equal(c.cpus, 8);
     assert_true(c.memory_bytes == 64 * GIB);
     assert_int_equal(c.gpus, 2);
     assert_true(c.overcommit == 1.5);
-    assert_int_equal(agent_resources_parse(&c, "auto", "512Mi", "none", "1", &err), 0);
+    assert_int_equal(agent_resources_parse(&c, "auto", "512Mi", "none", NULL, "1", &err), 0);
     assert_true(c.memory_bytes == 512LL << 20);
     assert_int_equal(c.gpus, -1);
-    assert_int_equal(agent_resources_parse(&c, "auto", "1048576", "0", NULL, &err), 0);
+    assert_int_equal(agent_resources_parse(&c, "auto", "1048576", "0", NULL, NULL, &err), 0);
     assert_true(c.memory_bytes == 1048576);
     assert_int_equal(c.gpus, -1); /* 0 declared: none */
     /* CDI names: the GPUs by name (MIG slices, a test's fake vendor) */
-    assert_int_equal(
-        agent_resources_parse(&c, NULL, NULL, "nvidia.com/gpu=0:1,nvidia.com/gpu=1", NULL, &err),
-        0);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "nvidia.com/gpu=0:1,nvidia.com/gpu=1",
+                                           NULL, NULL, &err),
+                     0);
     assert_int_equal(c.gpus, 2);
     assert_string_equal(c.gpu_devices, "nvidia.com/gpu=0:1,nvidia.com/gpu=1");
-    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "4", NULL, &err), 0);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "4", NULL, NULL, &err), 0);
     assert_null(c.gpu_devices);
-    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "gpu=0", NULL, &err), -TY_EINVAL);
-    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "a/b=0,,a/b=1", NULL, &err), -TY_EINVAL);
-    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "a/b=", NULL, &err), -TY_EINVAL);
-    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "65", NULL, &err), -TY_EINVAL);
-    assert_int_equal(agent_cpu_fallback_parse(&c, NULL, &err), 0);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "gpu=0", NULL, NULL, &err), -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "a/b=0,,a/b=1", NULL, NULL, &err),
+                     -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "a/b=", NULL, NULL, &err), -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "65", NULL, NULL, &err), -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, NULL, NULL, NULL, &err), 0);
     assert_int_equal(c.no_cpu_fallback, 0);
-    assert_int_equal(agent_cpu_fallback_parse(&c, "no", &err), 0);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, NULL, "no", NULL, &err), 0);
     assert_int_equal(c.no_cpu_fallback, 1);
-    assert_int_equal(agent_cpu_fallback_parse(&c, "maybe", &err), -TY_EINVAL);
-    assert_int_equal(agent_resources_parse(&c, "0", NULL, NULL, NULL, &err), -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, NULL, "maybe", NULL, &err), -TY_EINVAL);
+    assert_string_equal(err.field, "cpu-fallback");
+    assert_int_equal(agent_resources_parse(&c, "0", NULL, NULL, NULL, NULL, &err), -TY_EINVAL);
     assert_string_equal(err.field, "cpus");
-    assert_int_equal(agent_resources_parse(&c, "4x", NULL, NULL, NULL, &err), -TY_EINVAL);
-    assert_int_equal(agent_resources_parse(&c, NULL, "lots", NULL, NULL, &err), -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, "4x", NULL, NULL, NULL, NULL, &err), -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, "lots", NULL, NULL, NULL, &err), -TY_EINVAL);
     assert_string_equal(err.field, "memory");
-    assert_int_equal(agent_resources_parse(&c, NULL, "-1G", NULL, NULL, &err), -TY_EINVAL);
-    assert_int_equal(agent_resources_parse(&c, NULL, "8Q", NULL, NULL, &err), -TY_EINVAL);
-    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "two", NULL, &err), -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, "-1G", NULL, NULL, NULL, &err), -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, "8Q", NULL, NULL, NULL, &err), -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, "two", NULL, NULL, &err), -TY_EINVAL);
     assert_string_equal(err.field, "gpus");
-    assert_int_equal(agent_resources_parse(&c, NULL, NULL, NULL, "0.5", &err), -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, NULL, NULL, "0.5", &err), -TY_EINVAL);
     assert_string_equal(err.field, "overcommit");
-    assert_int_equal(agent_resources_parse(&c, NULL, NULL, NULL, "65", &err), -TY_EINVAL);
+    assert_int_equal(agent_resources_parse(&c, NULL, NULL, NULL, NULL, "65", &err), -TY_EINVAL);
 }
 
 int main(void)

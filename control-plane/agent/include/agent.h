@@ -62,21 +62,34 @@ struct agent_config {
     int heartbeat_ttl_s;     /* default 10 */
 };
 
+/* The ledger's options, shared by trainyard-agent and the server's embedded agents:
+   X(field, flag, env, default, help). */
+#define AGENT_LEDGER_FLAGS(X)                                                                      \
+    X(cpus, "cpus", "TRAINYARD_CPUS", "auto",                                                      \
+      "vCPUs the resource ledger counts: auto (the host's online CPUs) or N")                      \
+    X(memory, "memory", "TRAINYARD_MEMORY", "auto",                                                \
+      "memory the resource ledger counts: auto (the host's) or a size such as 64G or 512M")        \
+    X(gpus, "gpus", "TRAINYARD_GPUS", "auto",                                                      \
+      "GPUs the resource ledger counts: auto (/dev/nvidia<N>), none, N, or CDI device names "      \
+      "(vendor/class=name,...: MIG slices, tests)")                                                \
+    X(cpu_fallback, "cpu-fallback", "TRAINYARD_CPU_FALLBACK", "yes",                               \
+      "an agent without GPUs runs GPU instance types on the CPU, and says so (yes), or never "     \
+      "(no: they wait for a GPU agent, or fail fast when none has enough)")                        \
+    X(overcommit, "overcommit", "TRAINYARD_OVERCOMMIT", "1",                                       \
+      "vCPUs and memory are promised this many times over, 1 to 64 (GPUs never are)")
+
 /*
- * Sets cfg's ledger fields from the text of the --cpus, --memory, --gpus and --overcommit
- * options (each NULL or "" = the default): cpus "auto" or N; memory "auto" or a size ("64G",
+ * Sets cfg's ledger fields from the text of the AGENT_LEDGER_FLAGS options (each NULL or "" =
+ * the default): cpus "auto" or N; memory "auto" or a size ("64G",
  * "512M", "1T", bytes without a suffix; binary units); gpus "auto", "none", N, or a comma list of
  * CDI device names ("vendor/class=name", e.g. MIG slices; cfg->gpu_devices then points into
  * gpus, which must outlive cfg's use); overcommit a
- * factor of 1 to 64 (vCPUs and memory only; GPUs are never shared). 0, or -TY_EINVAL with err
- * naming the option.
+ * factor of 1 to 64 (vCPUs and memory only; GPUs are never shared); cpu_fallback "yes" or
+ * "no". 0, or -TY_EINVAL with err naming the option.
  */
 int agent_resources_parse(struct agent_config *cfg, const char *cpus, const char *memory,
-                          const char *gpus, const char *overcommit, struct ty_err *err);
-
-/* Sets cfg->no_cpu_fallback from --cpu-fallback's text: "yes" (NULL, "") or "no". 0, or
-   -TY_EINVAL with err. */
-int agent_cpu_fallback_parse(struct agent_config *cfg, const char *v, struct ty_err *err);
+                          const char *gpus, const char *cpu_fallback, const char *overcommit,
+                          struct ty_err *err);
 
 struct agent;
 
