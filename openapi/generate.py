@@ -202,7 +202,8 @@ def trainyard_schemas():
                 "in_use": {"type": "object", "description": "Its jobs' containers' limits, summed: "
                            "`cpus`, `memory_bytes`, `gpus`, `volume_gb`."},
                 "holding": {"type": "array", "description": "Each running job's share: `job`, "
-                            "`instance_type`, `hosts`, `cpus`, `memory_bytes`, `gpus`, "
+                            "`principal` (the ARN of who created it: fair share counts its "
+                            "holding as theirs), `instance_type`, `hosts`, `cpus`, `memory_bytes`, `gpus`, "
                             "`volume_gb`, and `charged`, what the resource ledger holds for it "
                             "(`gpus`, `cpus`, `memory_bytes`).", "items": {"type": "object"}},
                 "capacity": {"$ref": "#/components/schemas/HealthResources",

@@ -40,7 +40,8 @@
 
 #define AGENT_CLAIM_BLOCK_MS 1000
 #define AGENT_RECHECK_MS     250 /* a look again while a job waits for room (ledger.h) */
-#define AGENT_PICK_WINDOW    64  /* waiting entries one look considers, oldest first */
+#define AGENT_PICK_WINDOW    64  /* waiting entries one look considers, in fair-share order */
+#define AGENT_TOTAL_S        2.0 /* how long the live agents' total capacity is reused */
 #define AGENT_DEFAULT_TTL_S  10
 #define AGENT_DEFAULT_GRACE  120
 #define AGENT_OWN_RESCAN_S   30 /* period of the look for own entries no runner holds */
@@ -189,8 +190,9 @@ void agent__use_set(struct agent *a, struct agent_run *run, const struct agent_u
 }
 
 /* Adds "in_use" (what the running jobs' containers were given, summed), "holding" (each
-   job's share: job, instance type, hosts, cpus, memory_bytes, gpus, volume_gb, and "charged",
-   what the ledger holds for it), "capacity" and "free" (ledger.h) to out. */
+   job's share: job, principal (who created it), instance type, hosts, cpus, memory_bytes, gpus,
+   volume_gb, and "charged", what the ledger holds for it), "capacity" and "free" (ledger.h) to out.
+ */
 static void agent_use_json(struct agent *a, json_t *out)
 {
     json_t *holding = json_array();
@@ -210,10 +212,11 @@ static void agent_use_json(struct agent *a, json_t *out)
         sum.volume_gb += u->volume_gb;
         json_array_append_new(
             holding,
-            json_pack("{s:s, s:s, s:i, s:i, s:I, s:i, s:i, s:o, s:o}", "job", r->item.job,
-                      "instance_type", u->type, "hosts", u->hosts, "cpus", u->cpus, "memory_bytes",
-                      (json_int_t)u->memory_bytes, "gpus", u->gpus, "volume_gb", u->volume_gb,
-                      "charged", ledger_res_json(c), "gpu_devices", agent_gpu_names_locked(a, r)));
+            json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:i, s:i, s:o, s:o}", "job", r->item.job,
+                      "principal", r->item.principal, "instance_type", u->type, "hosts", u->hosts,
+                      "cpus", u->cpus, "memory_bytes", (json_int_t)u->memory_bytes, "gpus", u->gpus,
+                      "volume_gb", u->volume_gb, "charged", ledger_res_json(c), "gpu_devices",
+                      agent_gpu_names_locked(a, r)));
     }
     pthread_mutex_unlock(&a->mu);
     json_object_set_new(out, "in_use",
@@ -363,13 +366,15 @@ enum claim_found {
 /* The claim thread's state. */
 struct claim_state {
     enum claim_phase phase;
-    char own_after[64];   /* the own walk's cursor: the last entry it saw, "" at its start */
-    double next_own;      /* monotonic time at which CLAIM_QUEUE turns to CLAIM_RESCAN */
-    double next_leftover; /* monotonic time of the next leftover sweep (leftover.h) */
-    int backoff_ms;       /* the wait after the next Redis failure */
-    struct store *s;      /* owned; NULL before a connection and after a failure */
-    struct docker *d;     /* owned: for the leftover sweep only */
-    struct agent *a;      /* borrowed: the agent this loop claims for */
+    char own_after[64];     /* the own walk's cursor: the last entry it saw, "" at its start */
+    double next_own;        /* monotonic time at which CLAIM_QUEUE turns to CLAIM_RESCAN */
+    double next_leftover;   /* monotonic time of the next leftover sweep (leftover.h) */
+    int backoff_ms;         /* the wait after the next Redis failure */
+    struct store *s;        /* owned; NULL before a connection and after a failure */
+    struct docker *d;       /* owned: for the leftover sweep only */
+    struct agent *a;        /* borrowed: the agent this loop claims for */
+    struct queue_res total; /* the live agents' capacity, fair share's whole (queue.h) */
+    double total_at;        /* monotonic time total was read; 0 = never */
 };
 
 /* Waits out the backoff after a Redis failure and doubles it, up to 8 s. */
@@ -470,11 +475,29 @@ static enum claim_found claim_own(struct agent *a, struct claim_state *st, struc
     return CLAIM_TOOK;
 }
 
+/* Reads the live agents' total capacity again when it is older than AGENT_TOTAL_S (a failed
+   read keeps the last one: the order is then by slightly old shares). */
+static void claim_total(struct claim_state *st)
+{
+    struct ty_err err;
+    json_t *agents;
+
+    if (st->total_at > 0 && ty_mono_s() - st->total_at < AGENT_TOTAL_S)
+        return;
+    if (!(agents = queue_agents(st->s, &err)))
+        return;
+    queue_capacity_total(agents, &st->total);
+    json_decref(agents);
+    st->total_at = ty_mono_s();
+}
+
 /*
- * The oldest waiting entry this agent has room for (agent__admit), taken; entries it has no
- * room for stay for another agent or a later look (a smaller job behind a large one may start
- * first: no resource sits idle while a job that fits it waits). Nothing taken: waits up to
- * AGENT_CLAIM_BLOCK_MS for a new entry, or AGENT_RECHECK_MS when a job waits for room.
+ * The first waiting entry in fair-share order (queue_waiting: the principal holding the least
+ * dominant share first, then the oldest) that this agent has room for (agent__admit), taken;
+ * entries it has no room for stay for another agent or a later look (a smaller job behind a
+ * large one may start first: no resource sits idle while a job that fits it waits). Nothing
+ * taken: waits up to AGENT_CLAIM_BLOCK_MS for a new entry, or AGENT_RECHECK_MS when a job waits
+ * for room.
  */
 static enum claim_found claim_pick(struct agent *a, struct claim_state *st, struct ty_err *err)
 {
@@ -484,7 +507,8 @@ static enum claim_found claim_pick(struct agent *a, struct claim_state *st, stru
     json_t *agents = NULL;
     int waits = 0, rc;
 
-    if (queue_waiting(st->s, AGENT_PICK_WINDOW, w, &n, last, sizeof(last), err) < 0)
+    claim_total(st);
+    if (queue_waiting(st->s, AGENT_PICK_WINDOW, &st->total, w, &n, last, sizeof(last), err) < 0)
         return CLAIM_FAILED;
     for (size_t i = 0; i < n; i++) {
         struct ledger_res charge;
@@ -492,7 +516,9 @@ static enum claim_found claim_pick(struct agent *a, struct claim_state *st, stru
         int cpu_only;
         rc = agent__admit(a, st->s, &w[i], &agents, &charge, &cpu_only, fail, sizeof(fail), err);
         if (rc == 1)
-            rc = queue_take(st->s, a->id, w[i].entry_id, err);
+            rc =
+                queue_take(st->s, a->id, &w[i],
+                           &(struct queue_res){charge.gpus, charge.cpus, charge.memory_bytes}, err);
         else if (rc == 0)
             waits = 1;
         if (rc < 0) {

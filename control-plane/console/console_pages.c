@@ -930,6 +930,36 @@ static void pg_td_res(struct ty_buf *b, json_t *r, json_t *of)
     ty_buf_puts(b, "</td>");
 }
 
+#define PG_QUEUE_SHOWN 50
+
+/* The first PG_QUEUE_SHOWN waiting jobs in the order agents consider them (fair share,
+   queue.h), from agents' (borrowed) capacities. */
+static void pg_queue_order(const struct console_ctx *c, struct ty_buf *b, json_t *agents)
+{
+    static const char *const cols[] = {"#", "Job", "Principal", NULL};
+    struct queue_item w[PG_QUEUE_SHOWN];
+    struct queue_res total;
+    struct ty_err err;
+    size_t n = 0;
+
+    queue_capacity_total(agents, &total);
+    if (queue_waiting(c->s, PG_QUEUE_SHOWN, &total, w, &n, NULL, 0, &err) < 0) {
+        console_html_error(b, &err, NULL);
+        return;
+    }
+    pg_thead(b, "Waiting jobs, in the order agents consider them (fair share)", cols);
+    for (size_t i = 0; i < n; i++) {
+        ty_buf_printf(b, "<tr><td>%zu</td>", i + 1);
+        pg_td(b, w[i].job);
+        pg_td(b, w[i].principal);
+        ty_buf_puts(b, "</tr>\n");
+    }
+    ty_buf_puts(b, "</tbody></table>\n<p class=\"hint\">The principal whose running jobs hold "
+                   "the least share of the agents' GPUs, vCPUs and memory goes first, then the "
+                   "one served longest ago, then the oldest job; an agent takes the first that "
+                   "fits it (docs/resources.md).</p>\n");
+}
+
 static int pg_system(const struct console_ctx *c, const struct console_banner *bn,
                      struct http_response *resp)
 {
@@ -943,10 +973,10 @@ static int pg_system(const struct console_ctx *c, const struct console_banner *b
         "Agent",       "CPUs in use",  "Memory in use (GiB)",
         "GPUs in use", "Slots in use", "Ledger free (GPUs / vCPUs / GiB)",
         NULL};
-    static const char *const jcols[] = {"Agent", "Job",         "Instance type",
-                                        "Hosts", "CPUs",        "Memory (GiB)",
-                                        "GPUs",  "Volume (GB)", "Charged (GPUs / vCPUs / GiB)",
-                                        NULL};
+    static const char *const jcols[] = {
+        "Agent", "Job",          "Principal", "Instance type", "Hosts",
+        "CPUs",  "Memory (GiB)", "GPUs",      "Volume (GB)",   "Charged (GPUs / vCPUs / GiB)",
+        NULL};
 
     ty_err_clear(&err);
     pg_start(&b, c, "Agents, queue and quotas", bn);
@@ -1002,6 +1032,7 @@ static int pg_system(const struct console_ctx *c, const struct console_banner *b
             ty_buf_puts(&b, "<tr>");
             pg_td(&b, pg_s(a, "id"));
             pg_td(&b, pg_s(j, "job"));
+            pg_td(&b, pg_s(j, "principal"));
             pg_td(&b, pg_s(j, "instance_type"));
             ty_buf_printf(&b, "<td>%lld</td><td>%lld</td><td>%.1f</td><td>%lld</td><td>%lld</td>",
                           (long long)json_integer_value(json_object_get(j, "hosts")),
@@ -1015,6 +1046,7 @@ static int pg_system(const struct console_ctx *c, const struct console_banner *b
         }
     }
     ty_buf_puts(&b, "</tbody></table>\n");
+    pg_queue_order(c, &b, agents);
     {
         struct quota_limits q;
         quota_get(&q);

@@ -202,6 +202,9 @@ int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
     tr = json_pack("{s:s,s:f,s:s}", "Status", "Starting", "StartTime", ctx->now, "StatusMessage",
                    "Launching requested ML instances");
     json_object_set_new(doc, "SecondaryStatusTransitions", json_pack("[o]", tr));
+    /* who asked: fair share orders the queue by it (queue.h), never shown */
+    json_object_set_new(doc, "_principal",
+                        json_string(ctx->principal_arn ? ctx->principal_arn : ""));
     json_object_set_new(doc, "CreationTime", json_real(ctx->now));
     json_object_set_new(doc, "LastModifiedTime", json_real(ctx->now));
     if (json_object_get(in, "ProfilerConfig")) {

@@ -2,7 +2,9 @@
  * queue.c - the training-job queue (a Redis Stream with consumer group `agents`) and agent
  * liveness (ty:agent:<id> keys with a TTL).
  *
- * Owns: ty:queue:training's consumer group, the heartbeat keys, and the reclaim rule: an
+ * Owns: ty:queue:training's consumer group, the heartbeat keys, fair share's records of what
+ * each running job holds (ty:share:held) and of each principal's last turn (ty:share:turn),
+ * both written when a job is taken, and the reclaim rule: an
  * entry moves to another agent only when its consumer has no heartbeat key and it has been
  * idle at least min_idle_ms; XCLAIM's own min-idle check makes two reclaimers race safely.
  * Does not own the entries' creation (store_job_create adds them in its Lua call).
@@ -26,6 +28,8 @@
 #define QUEUE_PENDING_N 100
 #define QUEUE_ID_MAX    64
 #define QUEUE_AGENT_MAX 256
+#define QUEUE_EVAL_ARGS 6 /* the most ARGV queue.lua takes after the group */
+#define QUEUE_TURN_KEY  "ty:share:turn"
 
 int queue_init(struct store *s, struct ty_err *err)
 {
@@ -52,40 +56,47 @@ static int queue_agent_ok(const char *agent_id, struct ty_err *err)
     return 0;
 }
 
-/* Fills item from one stream entry [id, [field, value, ...]]; 0 or -1 when malformed. */
+/* Fills item from one stream entry [id, [field, value, ...]]; 0 or -1 when malformed (no job). */
 static int queue_item_from(const redisReply *e, struct queue_item *item)
 {
     const redisReply *f;
+    int found = 0;
+
     if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
         e->element[0]->type != REDIS_REPLY_STRING)
         return -1;
     f = e->element[1];
     if (f->type != REDIS_REPLY_ARRAY)
         return -1;
+    item->principal[0] = '\0';
     for (size_t i = 0; i + 1 < f->elements; i += 2) {
-        if (f->element[i]->type == REDIS_REPLY_STRING && strcmp(f->element[i]->str, "job") == 0 &&
-            f->element[i + 1]->type == REDIS_REPLY_STRING) {
+        const redisReply *k = f->element[i], *v = f->element[i + 1];
+        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+            continue;
+        if (strcmp(k->str, "job") == 0) {
             snprintf(item->entry_id, sizeof(item->entry_id), "%s", e->element[0]->str);
-            snprintf(item->job, sizeof(item->job), "%s", f->element[i + 1]->str);
-            return 0;
+            snprintf(item->job, sizeof(item->job), "%s", v->str);
+            found = 1;
+        } else if (strcmp(k->str, "principal") == 0) {
+            snprintf(item->principal, sizeof(item->principal), "%s", v->str);
         }
     }
-    return -1;
+    return found ? 0 : -1;
 }
 
 static struct store_script queue_script = STORE_SCRIPT_INIT(store__lua_queue, "queue.lua");
 
-/* EVALSHA queue.lua with argv[0..n) after the key and the group; recreates a lost group once.
+/* EVALSHA queue.lua with argv[0..n) after the keys and the group; recreates a lost group once.
    new: the reply (an error reply is mapped into err and freed: NULL). */
 static redisReply *queue_eval(struct store *s, int n, const char **argv, const char *what,
                               struct ty_err *err)
 {
-    const char *v[6] = {QUEUE_KEY, QUEUE_GROUP};
+    const char *v[QUEUE_EVAL_ARGS + 4] = {QUEUE_KEY, QUEUE_SHARE_KEY, QUEUE_TURN_KEY, QUEUE_GROUP};
 
-    for (int i = 0; i < n && i < 4; i++)
-        v[2 + i] = argv[i];
+    for (int i = 0; i < n && i < QUEUE_EVAL_ARGS; i++)
+        v[4 + i] = argv[i];
     for (int attempt = 0; attempt < 2; attempt++) {
-        redisReply *r = store_script_eval(s, &queue_script, 1, 2 + n, v, NULL, err);
+        redisReply *r = store_script_eval(s, &queue_script, 3, 4 + n, v, NULL, err);
         if (!r)
             return NULL;
         if (queue_is_nogroup(r) && attempt == 0) {
@@ -105,49 +116,63 @@ static redisReply *queue_eval(struct store *s, int n, const char **argv, const c
     return NULL;
 }
 
-int queue_waiting(struct store *s, size_t max, struct queue_item *items, size_t *n, char *last_id,
-                  size_t last_n, struct ty_err *err)
+int queue_waiting(struct store *s, size_t max, const struct queue_res *total,
+                  struct queue_item *items, size_t *n, char *last_id, size_t last_n,
+                  struct ty_err *err)
 {
-    char maxs[24];
-    const char *argv[2] = {"waiting", maxs};
+    char maxs[24], tg[24], tc[24], tm[24];
+    const char *argv[5] = {"waiting", maxs, tg, tc, tm};
     redisReply *r;
 
     *n = 0;
     if (max == 0 || max > QUEUE_WAITING_MAX)
         return ty_err_set(err, TY_EINVAL, NULL, "queue_waiting: max is 1..%d", QUEUE_WAITING_MAX);
     snprintf(maxs, sizeof(maxs), "%zu", max);
-    if (!(r = queue_eval(s, 2, argv, "queue.lua waiting", err)))
+    snprintf(tg, sizeof(tg), "%lld", total && total->gpus > 0 ? total->gpus : 0);
+    snprintf(tc, sizeof(tc), "%lld", total && total->cpus > 0 ? total->cpus : 0);
+    snprintf(tm, sizeof(tm), "%lld", total && total->memory_bytes > 0 ? total->memory_bytes : 0);
+    if (!(r = queue_eval(s, 5, argv, "queue.lua waiting", err)))
         return -TY_EREDIS;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->elements % 2 != 1 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->elements % 3 != 1 ||
         r->element[0]->type != REDIS_REPLY_STRING) {
         freeReplyObject(r);
         return ty_err_set(err, TY_EREDIS, NULL, "redis: queue.lua waiting: unexpected reply");
     }
     if (last_id)
         snprintf(last_id, last_n, "%s", r->element[0]->str);
-    for (size_t i = 1; i + 1 < r->elements && *n < max; i += 2) {
-        const redisReply *id = r->element[i], *job = r->element[i + 1];
-        if (id->type != REDIS_REPLY_STRING || job->type != REDIS_REPLY_STRING)
+    for (size_t i = 1; i + 2 < r->elements && *n < max; i += 3) {
+        const redisReply *id = r->element[i], *job = r->element[i + 1], *who = r->element[i + 2];
+        if (id->type != REDIS_REPLY_STRING || job->type != REDIS_REPLY_STRING ||
+            who->type != REDIS_REPLY_STRING)
             continue;
         snprintf(items[*n].entry_id, sizeof(items[*n].entry_id), "%s", id->str);
         snprintf(items[*n].job, sizeof(items[*n].job), "%s", job->str);
+        snprintf(items[*n].principal, sizeof(items[*n].principal), "%s", who->str);
         (*n)++;
     }
     freeReplyObject(r);
     return 0;
 }
 
-int queue_take(struct store *s, const char *agent_id, const char *entry_id, struct ty_err *err)
+int queue_take(struct store *s, const char *agent_id, const struct queue_item *it,
+               const struct queue_res *held, struct ty_err *err)
 {
-    const char *argv[3] = {"take", agent_id, entry_id};
+    static const struct queue_res none;
+    char rec[QUEUE_PRINCIPAL_MAX + 80];
+    const char *argv[5] = {"take", agent_id, it ? it->entry_id : "", it ? it->job : "", rec};
     redisReply *r;
     int rc;
 
     if (queue_agent_ok(agent_id, err) < 0)
         return -TY_EINVAL;
-    if (!entry_id || !*entry_id || strlen(entry_id) > QUEUE_ID_MAX)
+    if (!it || !*it->entry_id || strlen(it->entry_id) > QUEUE_ID_MAX)
         return ty_err_set(err, TY_EINVAL, NULL, "bad entry id");
-    if (!(r = queue_eval(s, 3, argv, "queue.lua take", err)))
+    if (!held)
+        held = &none;
+    snprintf(rec, sizeof(rec), "%lld %lld %lld %s", held->gpus > 0 ? held->gpus : 0,
+             held->cpus > 0 ? held->cpus : 0, held->memory_bytes > 0 ? held->memory_bytes : 0,
+             it->principal);
+    if (!(r = queue_eval(s, 5, argv, "queue.lua take", err)))
         return -TY_EREDIS;
     rc = r->type == REDIS_REPLY_INTEGER
              ? r->integer == 1
@@ -458,4 +483,22 @@ long queue_depth(struct store *s, struct ty_err *err)
     }
     freeReplyObject(r);
     return n;
+}
+
+void queue_capacity_total(json_t *agents, struct queue_res *total)
+{
+    size_t i;
+    json_t *a;
+
+    memset(total, 0, sizeof(*total));
+    json_array_foreach(agents, i, a)
+    {
+        json_t *cap = json_object_get(a, "capacity");
+        json_int_t g = json_integer_value(json_object_get(cap, "gpus"));
+        json_int_t c = json_integer_value(json_object_get(cap, "cpus"));
+        json_int_t m = json_integer_value(json_object_get(cap, "memory_bytes"));
+        total->gpus += g > 0 ? g : 0;
+        total->cpus += c > 0 ? c : 0;
+        total->memory_bytes += m > 0 ? m : 0;
+    }
 }

@@ -191,6 +191,8 @@ try {
   assert.ok((await admin.content()).includes("Quotas"));
   // each agent's resource ledger: what is free of its capacity (docs/resources.md)
   assert.ok((await admin.content()).includes("Ledger free (GPUs / vCPUs / GiB)"));
+  // the queue in the order agents take it, and whose each job is (fair share)
+  assert.ok((await admin.content()).includes("Waiting jobs, in the order agents consider them"));
   await shot(admin, "system");
 
   // --- the trainer signs in with his password and watches job B live ---

@@ -13,10 +13,10 @@ static inline int queue_first(struct store *s, const char *agent, struct queue_i
 {
     struct queue_item w[1];
     size_t n = 0;
-    int rc = queue_waiting(s, 1, w, &n, NULL, 0, err);
+    int rc = queue_waiting(s, 1, NULL, w, &n, NULL, 0, err);
     if (rc < 0 || n == 0)
         return rc;
-    rc = queue_take(s, agent, w[0].entry_id, err);
+    rc = queue_take(s, agent, &w[0], NULL, err);
     if (rc == 1)
         *it = w[0];
     return rc;

@@ -67,14 +67,22 @@ static int teardown(void **state)
     return 0;
 }
 
-static void create_job(struct store *s, const char *name)
+/* A job created by principal who ("" = not recorded, as before fair share). */
+static void create_job_by(struct store *s, const char *name, const char *who)
 {
     struct ty_err err;
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s}", "TrainingJobName", name, "TrainingJobArn",
                             "arn:aws:sagemaker:us-east-1:123456789012:training-job/x",
                             "TrainingJobStatus", "InProgress", "SecondaryStatus", "Starting");
+    if (*who)
+        json_object_set_new(doc, "_principal", json_string(who));
     assert_int_equal(store_job_create(s, name, doc, 1700000000.0, &err), 0);
     json_decref(doc);
+}
+
+static void create_job(struct store *s, const char *name)
+{
+    create_job_by(s, name, "");
 }
 
 static void test_claim_ack(void **state)
@@ -105,13 +113,13 @@ static void test_claim_ack(void **state)
         char last[64];
         size_t n = 9;
         double t0 = mono_ms(), dt;
-        assert_int_equal(queue_waiting(t->a, 10, &it, &n, last, sizeof(last), &err), 0);
+        assert_int_equal(queue_waiting(t->a, 10, NULL, &it, &n, last, sizeof(last), &err), 0);
         assert_int_equal(n, 0);
         assert_int_equal(queue_wait_new(t->a, last, 200, &err), 0);
         dt = mono_ms() - t0;
         assert_true(dt >= 150 && dt < 5000);
     }
-    assert_int_equal(queue_take(t->a, "", "1-0", &err), -TY_EINVAL);
+    assert_int_equal(queue_take(t->a, "", &it, NULL, &err), -TY_EINVAL);
 }
 
 static void test_two_consumers(void **state)
@@ -271,27 +279,30 @@ static void test_take_by_choice(void **state)
     create_job(t->a, "big");
     create_job(t->a, "small");
     create_job(t->a, "other");
-    assert_int_equal(queue_waiting(t->a, 8, w, &n, last, sizeof(last), &err), 0);
+    assert_int_equal(queue_waiting(t->a, 8, NULL, w, &n, last, sizeof(last), &err), 0);
     assert_int_equal(n, 3);
     assert_string_equal(w[0].job, "big");
     assert_string_equal(w[1].job, "small");
     assert_string_equal(last, w[2].entry_id);
-    assert_int_equal(queue_take(t->a, "agent-a", w[1].entry_id, &err), 1);
+    assert_int_equal(queue_take(t->a, "agent-a", &w[1], NULL, &err), 1);
     /* the second taker loses, on either connection */
-    assert_int_equal(queue_take(t->b, "agent-b", w[1].entry_id, &err), 0);
-    assert_int_equal(queue_take(t->a, "agent-a", w[1].entry_id, &err), 0);
-    assert_int_equal(queue_waiting(t->b, 8, w, &n, NULL, 0, &err), 0);
+    assert_int_equal(queue_take(t->b, "agent-b", &w[1], NULL, &err), 0);
+    assert_int_equal(queue_take(t->a, "agent-a", &w[1], NULL, &err), 0);
+    assert_int_equal(queue_waiting(t->b, 8, NULL, w, &n, NULL, 0, &err), 0);
     assert_int_equal(n, 2);
     assert_string_equal(w[0].job, "big");
     assert_string_equal(w[1].job, "other");
-    assert_int_equal(queue_waiting(t->b, 1, w, &n, NULL, 0, &err), 0);
+    assert_int_equal(queue_waiting(t->b, 1, NULL, w, &n, NULL, 0, &err), 0);
     assert_int_equal(n, 1);
     assert_string_equal(w[0].job, "big");
     /* gone (acknowledged by whoever): nobody takes it */
     assert_int_equal(queue_ack(t->a, w[0].entry_id, &err), 0);
-    assert_int_equal(queue_take(t->b, "agent-b", w[0].entry_id, &err), 0);
-    assert_int_equal(queue_take(t->b, "agent-b", "not-an-id", &err) < 0, 1);
-    assert_int_equal(queue_waiting(t->b, 0, w, &n, NULL, 0, &err), -TY_EINVAL);
+    assert_int_equal(queue_take(t->b, "agent-b", &w[0], NULL, &err), 0);
+    {
+        struct queue_item bad = {.entry_id = "not-an-id", .job = "x"};
+        assert_int_equal(queue_take(t->b, "agent-b", &bad, NULL, &err) < 0, 1);
+    }
+    assert_int_equal(queue_waiting(t->b, 0, NULL, w, &n, NULL, 0, &err), -TY_EINVAL);
     /* the pending list says who holds what */
     {
         redisContext *c = redis_fixture_raw(&fx);
@@ -313,16 +324,108 @@ static void test_wait_new_wakes(void **state)
     size_t n;
     double t0;
     assert_int_equal(queue_init(t->a, &err), 0);
-    assert_int_equal(queue_waiting(t->a, 2, w, &n, last, sizeof(last), &err), 0);
+    assert_int_equal(queue_waiting(t->a, 2, NULL, w, &n, last, sizeof(last), &err), 0);
     assert_string_equal(last, "0-0");
     create_job(t->b, "late");
     t0 = mono_ms();
     assert_int_equal(queue_wait_new(t->a, last, 5000, &err), 1);
     assert_true(mono_ms() - t0 < 1000);
-    assert_int_equal(queue_waiting(t->a, 2, w, &n, last, sizeof(last), &err), 0);
+    assert_int_equal(queue_waiting(t->a, 2, NULL, w, &n, last, sizeof(last), &err), 0);
     assert_int_equal(n, 1);
     assert_int_equal(queue_wait_new(t->a, last, 100, &err), 0);
     assert_int_equal(queue_wait_new(t->a, "", 100, &err), -TY_EINVAL);
+}
+
+/* The order of fair share (lua/queue.lua): the principal whose running jobs hold the least
+   dominant share first, then the oldest; a job's holding counts from its take to its end. */
+static void expect_order(struct store *s, const struct queue_res *total, const char *want)
+{
+    struct queue_item w[8];
+    char got[128] = "";
+    size_t n = 0;
+    struct ty_err err;
+    assert_int_equal(queue_waiting(s, 8, total, w, &n, NULL, 0, &err), 0);
+    for (size_t i = 0; i < n; i++)
+        snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s", i ? " " : "", w[i].job);
+    assert_string_equal(got, want);
+}
+
+static struct queue_item take_job(struct store *s, const char *job, const struct queue_res *held)
+{
+    struct queue_item w[8];
+    size_t n = 0;
+    struct ty_err err;
+    assert_int_equal(queue_waiting(s, 8, NULL, w, &n, NULL, 0, &err), 0);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(w[i].job, job) == 0) {
+            assert_int_equal(queue_take(s, "agent-a", &w[i], held, &err), 1);
+            return w[i];
+        }
+    fail_msg("%s is not waiting", job);
+    return w[0];
+}
+
+static void test_fair_share_order(void **state)
+{
+    struct two *t = *state;
+    struct ty_err err;
+    const struct queue_res total = {8, 64, 512LL << 30};
+    const struct queue_res four_gpus = {4, 4, 8LL << 30}, cpus16 = {0, 16, 8LL << 30};
+    const struct queue_res no_gpus = {0, 64, 512LL << 30};
+    const char *alice = "arn:aws:iam::123456789012:user/alice";
+    const char *bob = "arn:aws:sts::123456789012:assumed-role/Studio/console/d-1/bob";
+    struct queue_item it;
+    struct store_transition done = {.expect = "InProgress",
+                                    .status = "Completed",
+                                    .secondary = "Completed",
+                                    .message = "done",
+                                    .now = 1e9};
+    json_t *d;
+    redisContext *c;
+    redisReply *r;
+
+    assert_int_equal(queue_init(t->a, &err), 0);
+    create_job_by(t->a, "a1", alice);
+    create_job_by(t->a, "a2", alice);
+    create_job_by(t->a, "a3", alice);
+    create_job_by(t->a, "b1", bob);
+    create_job_by(t->a, "b2", bob);
+    create_job_by(t->a, "c1", "arn:aws:iam::123456789012:user/carol");
+    create_job(t->a, "old"); /* from before fair share: its own principal, "" */
+    expect_order(t->a, &total, "a1 a2 a3 b1 b2 c1 old"); /* nobody holds anything: by age */
+    it = take_job(t->a, "a1", &four_gpus);
+    assert_string_equal(it.principal, alice);
+    /* alice holds half the GPUs: everyone else's first */
+    expect_order(t->a, &total, "b1 b2 c1 old a2 a3");
+    expect_order(t->a, NULL, "a2 a3 b1 b2 c1 old"); /* no totals: by age alone */
+    /* bob holds a quarter of the vCPUs, less than alice's half of the GPUs */
+    take_job(t->a, "b1", &cpus16);
+    expect_order(t->a, &total, "c1 old b2 a2 a3");
+    /* a resource no agent has does not count: without GPUs alice holds 4 of 64 vCPUs */
+    expect_order(t->a, &no_gpus, "c1 old a2 a3 b2");
+    /* a1 ends: alice holds nothing, as carol and "" do, but she had the last turn of them */
+    d = store_job_transition(t->a, "a1", &done, &err);
+    assert_non_null(d);
+    json_decref(d);
+    expect_order(t->a, &total, "c1 old a2 a3 b2");
+    take_job(t->a, "c1", &(struct queue_res){0, 0, 0}); /* holds nothing, had a turn */
+    expect_order(t->a, &total, "old a2 a3 b2");
+    take_job(t->a, "old", &(struct queue_res){0, 0, 0});
+    expect_order(t->a, &total, "a2 a3 b2"); /* alice holds nothing, bob a quarter */
+    c = redis_fixture_raw(&fx);
+    r = redisCommand(c, "HGET ty:share:held b1");
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_string_equal(r->str, "0 16 8589934592 arn:aws:sts::123456789012:assumed-role/Studio/"
+                                "console/d-1/bob");
+    freeReplyObject(r);
+    r = redisCommand(c, "HEXISTS ty:share:held a1");
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    assert_int_equal(store_job_delete(t->a, "b1", NULL, &err), 0);
+    r = redisCommand(c, "HEXISTS ty:share:held b1");
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    redisFree(c);
 }
 
 static void test_restart_lost_group(void **state)
@@ -352,6 +455,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_heartbeat_ttl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_take_by_choice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_new_wakes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fair_share_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_lost_group, setup, teardown),
     };
     int rc = redis_fixture_start(&fx);

@@ -21,9 +21,19 @@
 #include "store.h"
 #include "ty_err.h"
 
+#define QUEUE_PRINCIPAL_MAX 512
+/* What fair share counts a running job as holding (queue_take records it), and the live
+   agents' totals it is a share of (queue_waiting). */
+#define QUEUE_SHARE_KEY "ty:share:held"
+
 struct queue_item {
-    char entry_id[64]; /* stream entry id, for queue_ack */
-    char job[128];     /* training job name */
+    char entry_id[64];                   /* stream entry id, for queue_ack */
+    char job[128];                       /* training job name */
+    char principal[QUEUE_PRINCIPAL_MAX]; /* who created it ("" when not recorded) */
+};
+
+struct queue_res {
+    long long gpus, cpus, memory_bytes;
 };
 
 /* Creates the consumer group if missing. 0 or -TY_EREDIS. */
@@ -33,20 +43,26 @@ int queue_init(struct store *s, struct ty_err *err);
 #define QUEUE_WAITING_MAX 1000
 
 /*
- * The entries no agent holds (in no consumer's pending list), oldest first, at most max
- * (1..QUEUE_WAITING_MAX) into items[]; OUT: n. last_id (last_n bytes, may be NULL) gets the
- * newest entry's id, or "0-0" for an empty stream: queue_wait_new's `after`. An agent chooses
- * among them (agent/ledger.h) and takes one with queue_take. 0 or a negative error.
+ * The entries no agent holds (in no consumer's pending list), at most max (1..QUEUE_WAITING_MAX)
+ * into items[]; OUT: n. The order is fair share's (lua/queue.lua; docs/resources.md): the
+ * principal whose running jobs hold the least dominant share of total (the live agents' GPUs,
+ * vCPUs and memory) first, then the principal whose last take is the oldest (round robin among
+ * equals), then the oldest entry; total NULL or all 0: oldest first. last_id (last_n
+ * bytes, may be NULL) gets the newest entry's id, or "0-0" for an empty stream: queue_wait_new's
+ * `after`. An agent chooses among them (agent/ledger.h) and takes one with queue_take. 0 or a
+ * negative error.
  */
-int queue_waiting(struct store *s, size_t max, struct queue_item *items, size_t *n, char *last_id,
-                  size_t last_n, struct ty_err *err);
+int queue_waiting(struct store *s, size_t max, const struct queue_res *total,
+                  struct queue_item *items, size_t *n, char *last_id, size_t last_n,
+                  struct ty_err *err);
 
 /*
- * Takes entry_id for agent_id, atomically: 1 when it exists and no agent held it (it is now in
- * agent_id's pending list), 0 when another agent took it first or it is gone, or a negative
- * error.
+ * Takes it->entry_id for agent_id, atomically: 1 when it exists and no agent held it (it is now
+ * in agent_id's pending list, and fair share counts it->principal as holding *held, borrowed,
+ * until the job ends), 0 when another agent took it first or it is gone, or a negative error.
  */
-int queue_take(struct store *s, const char *agent_id, const char *entry_id, struct ty_err *err);
+int queue_take(struct store *s, const char *agent_id, const struct queue_item *it,
+               const struct queue_res *held, struct ty_err *err);
 
 /*
  * Waits up to block_ms (> 0) for an entry newer than `after` (an id from queue_waiting).
@@ -82,6 +98,10 @@ int queue_heartbeat(struct store *s, const char *agent_id, json_t *capacity, int
 
 /* new: array of {"id": ..., plus the capacity members} for every live agent. */
 json_t *queue_agents(struct store *s, struct ty_err *err);
+
+/* The sum of agents' (queue_agents' array, borrowed) "capacity" members into total; an agent
+   without one adds nothing: the whole that fair share's dominant shares are shares of. */
+void queue_capacity_total(json_t *agents, struct queue_res *total);
 
 /* Number of entries not yet delivered plus pending ones, for /healthz. -1 on error. */
 long queue_depth(struct store *s, struct ty_err *err);

@@ -36,6 +36,7 @@ local arn = dec(redis.call('HGET', key, 'TrainingJobArn'))
 redis.call('DEL', key)
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('SREM', ARGV[4] .. cur, ARGV[1])
+redis.call('HDEL', 'ty:share:held', ARGV[1])
 if arn and arn ~= '' then
     redis.call('DEL', ARGV[3] .. arn)
 end

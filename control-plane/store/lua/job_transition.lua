@@ -53,6 +53,10 @@ if ARGV[3] ~= '' and ARGV[3] ~= cur then
     redis.call('HSET', key, 'TrainingJobStatus', cjson.encode(ARGV[3]))
     redis.call('SREM', ARGV[8] .. cur, ARGV[9])
     redis.call('SADD', ARGV[8] .. ARGV[3], ARGV[9])
+    if ARGV[3] == 'Completed' or ARGV[3] == 'Failed' or ARGV[3] == 'Stopped' then
+        -- an ended job holds nothing: fair share stops counting it (queue.lua)
+        redis.call('HDEL', 'ty:share:held', ARGV[9])
+    end
 end
 if ARGV[4] ~= '' and ARGV[4] ~= cur2 then
     redis.call('HSET', key, 'SecondaryStatus', cjson.encode(ARGV[4]))
