@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "authz.h"
 #include "console.h"
@@ -930,6 +931,96 @@ static void pg_td_res(struct ty_buf *b, json_t *r, json_t *of)
     ty_buf_puts(b, "</td>");
 }
 
+#define PG_QUOTAS_SHOWN 500 /* users and roles looked at for a quota tag */
+
+/* The IAM users' or roles' (roles) quota tags (quota.h) as table rows, of the first
+   PG_QUOTAS_SHOWN of them. */
+static void pg_quota_rows(const struct console_ctx *c, struct ty_buf *b, int roles)
+{
+    struct ty_err err;
+    json_t *list = roles ? store_iam_role_list(c->s, &err) : store_iam_user_list(c->s, &err), *e;
+    size_t i;
+
+    json_array_foreach(list, i, e)
+    {
+        const char *name = json_string_value(json_object_get(e, roles ? "RoleName" : "UserName"));
+        json_t *tags = NULL, *t;
+        size_t k;
+        int rc;
+        if (i >= PG_QUOTAS_SHOWN || !name)
+            break;
+        if (roles) {
+            struct store_iam_role r;
+            rc = store_iam_role_get(c->s, name, &r, NULL, &tags, &err);
+        } else {
+            struct store_iam_user u;
+            rc = store_iam_user_get(c->s, name, &u, &tags, &err);
+        }
+        json_array_foreach(rc == 0 ? tags : NULL, k, t)
+        {
+            const char *key = json_string_value(json_object_get(t, "Key"));
+            if (!key || strcasecmp(key, QUOTA_PRINCIPAL_TAG) != 0)
+                continue;
+            ty_buf_printf(b, "<tr><td>%s</td>", roles ? "role (each session)" : "user");
+            pg_td(b, name);
+            pg_td(b, json_string_value(json_object_get(t, "Value")));
+            ty_buf_puts(b, "</tr>\n");
+        }
+        json_decref(tags);
+    }
+    json_decref(list);
+}
+
+/* The quotas: the account's (the --max-* flags), the principals' default and the users and
+   roles with their own (an IAM tag), with forms that set one through IAM's TagUser/TagRole.
+   The principals' are shown to who may list IAM users (iam:ListUsers), as IAM would. */
+static void pg_quotas(const struct console_ctx *c, struct ty_buf *b)
+{
+    static const char *const cols[] = {"Principal", "Name", "Training instances in progress", NULL};
+    struct quota_limits q;
+    struct ty_buf xml;
+    struct ty_err err;
+    const char *code = NULL;
+    int may;
+
+    quota_get(&q);
+    ty_buf_puts(b, "<h2>Quotas</h2>\n<dl class=\"facts\">");
+    ty_buf_printf(b, "<dt>Training instances per instance type (InProgress)</dt><dd>%ld</dd>",
+                  q.training_instances_per_type);
+    ty_buf_printf(b,
+                  "<dt>Training instances in progress per principal (default)</dt>"
+                  "<dd id=\"quota-principal-default\">%ld</dd>",
+                  q.training_instances_per_principal);
+    ty_buf_printf(b, "<dt>User profiles per domain</dt><dd>%ld</dd>", q.profiles_per_domain);
+    ty_buf_printf(b, "<dt>Apps per user profile</dt><dd>%ld</dd></dl>\n", q.apps_per_user);
+    ty_buf_puts(b, "<p class=\"hint\">0 means no limit; trainyard-server's --max-* flags set "
+                   "them. A user's or a role's own quota is its IAM tag " QUOTA_PRINCIPAL_TAG
+                   " (docs/resources.md).</p>\n");
+    ty_err_clear(&err);
+    may = pg_iam(c, &xml, &err, &code, "ListUsers", "MaxItems", "1") == 0;
+    ty_buf_cleanup(&xml);
+    if (!may) {
+        ty_buf_puts(b, "<p class=\"hint\">Your IAM policy does not allow iam:ListUsers: the "
+                       "principals' own quotas are not shown.</p>\n");
+        return;
+    }
+    pg_thead(b, "Principals with a quota of their own", cols);
+    pg_quota_rows(c, b, 0);
+    pg_quota_rows(c, b, 1);
+    ty_buf_puts(b, "</tbody></table>\n");
+    pg_form(b, c, "iam", "TagUser", "/console/system", "Set an IAM user's quota");
+    pg_field(b, "p.UserName", "IAM user", "text", NULL, 1);
+    pg_field(b, "t." QUOTA_PRINCIPAL_TAG, "Training instances in progress (0: no limit)", "number",
+             NULL, 1);
+    pg_form_end(b, "Set quota");
+    pg_form(b, c, "iam", "TagRole", "/console/system",
+            "Set a role's quota (each of its sessions: a Studio profile's, a job's)");
+    pg_field(b, "p.RoleName", "IAM role", "text", NULL, 1);
+    pg_field(b, "t." QUOTA_PRINCIPAL_TAG, "Training instances in progress (0: no limit)", "number",
+             NULL, 1);
+    pg_form_end(b, "Set quota");
+}
+
 #define PG_QUEUE_SHOWN 50
 
 /* The first PG_QUEUE_SHOWN waiting jobs in the order agents consider them (fair share,
@@ -1047,17 +1138,7 @@ static int pg_system(const struct console_ctx *c, const struct console_banner *b
     }
     ty_buf_puts(&b, "</tbody></table>\n");
     pg_queue_order(c, &b, agents);
-    {
-        struct quota_limits q;
-        quota_get(&q);
-        ty_buf_puts(&b, "<h2>Quotas</h2>\n<dl class=\"facts\">");
-        ty_buf_printf(&b, "<dt>Training instances per instance type (InProgress)</dt><dd>%ld</dd>",
-                      q.training_instances_per_type);
-        ty_buf_printf(&b, "<dt>User profiles per domain</dt><dd>%ld</dd>", q.profiles_per_domain);
-        ty_buf_printf(&b, "<dt>Apps per user profile</dt><dd>%ld</dd></dl>\n", q.apps_per_user);
-        ty_buf_puts(&b, "<p class=\"hint\">0 means no limit; trainyard-server's --max-* flags set "
-                        "them.</p>\n");
-    }
+    pg_quotas(c, &b);
 done:
     json_decref(agents);
     json_decref(in);

@@ -13,6 +13,7 @@
  */
 #include "iamapi.h"
 #include "iamapi_int.h"
+#include "quota.h"
 
 #include "iam.h"
 #include "ops.h"
@@ -444,7 +445,7 @@ static int iamapi_check_tags(json_t *in, int required, struct ty_err *err)
                               "Duplicate tag keys found. Please note that Tag keys are case "
                               "insensitive.");
     }
-    return 0;
+    return quota_principal_tag_check(tags, err); /* trainyard's quota tag holds a number */
 }
 
 static int iamapi_check_tagkeys(json_t *in, struct ty_err *err)
@@ -703,6 +704,9 @@ static const struct iamapi__action iamapi_actions[] = {
      {{"PathPrefix", "pathPrefix", 0, 1, 512, PAT_PREFIX}, P_MARKER, P_MAXITEMS},
      NULL},
     {"DeleteRole", iamapi__delete_role, 0, T_NONE, {P_ROLE_REQ}, NULL},
+    {"TagRole", iamapi__tag_role, 0, T_REQ, {P_ROLE_REQ}, NULL},
+    {"UntagRole", iamapi__untag_role, 0, T_KEYS, {P_ROLE_REQ}, NULL},
+    {"ListRoleTags", iamapi__list_role_tags, 1, T_NONE, {P_ROLE_REQ, P_MARKER, P_MAXITEMS}, NULL},
     {"PutRolePolicy",
      iamapi__inline_put,
      0,

@@ -93,6 +93,9 @@ int iamapi__create_role(struct iamapi__ctx *x, struct ty_err *err);
 int iamapi__get_role(struct iamapi__ctx *x, struct ty_err *err);
 int iamapi__list_roles(struct iamapi__ctx *x, struct ty_err *err);
 int iamapi__delete_role(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__tag_role(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__untag_role(struct iamapi__ctx *x, struct ty_err *err);
+int iamapi__list_role_tags(struct iamapi__ctx *x, struct ty_err *err);
 
 /* iamapi_login.c */
 int iamapi__create_login_profile(struct iamapi__ctx *x, struct ty_err *err);

@@ -105,6 +105,43 @@ int iamapi__get_role(struct iamapi__ctx *x, struct ty_err *err)
     return 0;
 }
 
+int iamapi__tag_role(struct iamapi__ctx *x, struct ty_err *err)
+{
+    const char *name = iamapi__s(x->in, "RoleName");
+    int rc = store_iam_role_tag(x->c->store, name, json_object_get(x->in, "Tags"), err);
+    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
+        return iamapi_no_role(err, name);
+    if (rc == -TY_ELIMIT)
+        return ty_err_set(err, TY_ELIMIT, "Tags",
+                          "The number of tags has reached the maximum limit.");
+    return rc;
+}
+
+int iamapi__untag_role(struct iamapi__ctx *x, struct ty_err *err)
+{
+    const char *name = iamapi__s(x->in, "RoleName");
+    int rc = store_iam_role_untag(x->c->store, name, json_object_get(x->in, "TagKeys"), err);
+    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
+        return iamapi_no_role(err, name);
+    return rc;
+}
+
+int iamapi__list_role_tags(struct iamapi__ctx *x, struct ty_err *err)
+{
+    struct store_iam_role r;
+    const char *name = iamapi__s(x->in, "RoleName");
+    json_t *tags = NULL;
+    int rc = store_iam_role_get(x->c->store, name, &r, NULL, &tags, err);
+    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
+        return iamapi_no_role(err, name);
+    if (rc)
+        return rc;
+    iamapi__tags_xml(x->out, tags);
+    iamapi__page_end(x->out, 0, NULL);
+    json_decref(tags);
+    return 0;
+}
+
 /* One role of ListRoles. */
 static void role_member(struct ty_buf *out, json_t *j, const char *name, const char *path)
 {

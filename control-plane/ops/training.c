@@ -129,6 +129,23 @@ static int op_check_needed(json_t *in, struct ty_err *err)
     return 0;
 }
 
+/* The instances a CreateTrainingJob request asks for: InstanceCount (default 1), or the sum of
+   its InstanceGroups' counts. */
+static long op_instances(json_t *in)
+{
+    json_t *rc = json_object_get(in, "ResourceConfig"), *g;
+    json_int_t n = json_integer_value(json_object_get(rc, "InstanceCount"));
+    size_t i;
+
+    if (!json_object_get(rc, "InstanceType") &&
+        json_array_size(json_object_get(rc, "InstanceGroups"))) {
+        n = 0;
+        json_array_foreach(json_object_get(rc, "InstanceGroups"), i, g) n +=
+            json_integer_value(json_object_get(g, "InstanceCount"));
+    }
+    return n > 0 ? (long)n : 1;
+}
+
 int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_err *err)
 {
     static const char *const copied[] = {"AlgorithmSpecification",
@@ -225,7 +242,17 @@ int op_training_create(struct op_ctx *ctx, json_t *in, json_t **out, struct ty_e
             return rc;
         }
     }
+    /* quota: the creator's concurrent instances (quota.h), reserved atomically too */
+    rc = quota_principal_reserve(ctx->store, name, ctx->principal_arn, op_instances(in), ctx->now,
+                                 err);
+    if (rc) {
+        if (itype)
+            quota_training_release(ctx->store, name, itype);
+        json_decref(doc);
+        return rc;
+    }
     rc = store_job_create(ctx->store, name, doc, ctx->now, err);
+    quota_principal_release(ctx->store, name);
     if (itype)
         quota_training_release(ctx->store, name, itype);
     json_decref(doc);

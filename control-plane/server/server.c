@@ -98,6 +98,10 @@
     X(log_level, "log-level", "TRAINYARD_LOG_LEVEL", "info", "debug, info, warn or error")         \
     X(max_training, "max-training-jobs-per-instance-type", "TRAINYARD_MAX_TRAINING_JOBS", "100",   \
       "quota: concurrent InProgress training instances per instance type; 0 = no limit")           \
+    X(max_principal, "max-training-instances-per-principal",                                       \
+      "TRAINYARD_MAX_TRAINING_INSTANCES_PER_PRINCIPAL", "50",                                      \
+      "quota: concurrent InProgress training instances of one IAM user or role session, unless "   \
+      "its user or role has the IAM tag trainyard:max-training-instances; 0 = no limit")           \
     X(max_profiles, "max-user-profiles-per-domain", "TRAINYARD_MAX_USER_PROFILES", "100",          \
       "quota: live user profiles per domain; 0 = no limit")                                        \
     X(max_apps, "max-apps-per-user", "TRAINYARD_MAX_APPS_PER_USER", "10",                          \
@@ -243,7 +247,7 @@ static int server_numbers(const struct server_cfg *c, struct server_num *n)
 {
     const struct server_cfg cfg = *c;
     struct quota_limits ql;
-    int qt, qp, qa;
+    int qt, qp, qa, qpr;
 
     if (server_int("agents", cfg.agents, 0, 64, &n->nagents) ||
         server_int("threads", cfg.threads, 0, 256, &n->threads) ||
@@ -269,8 +273,10 @@ static int server_numbers(const struct server_cfg *c, struct server_num *n)
     }
     if (server_int("max-training-jobs-per-instance-type", cfg.max_training, 0, 1000000, &qt) ||
         server_int("max-user-profiles-per-domain", cfg.max_profiles, 0, 1000000, &qp) ||
-        server_int("max-apps-per-user", cfg.max_apps, 0, 1000000, &qa))
+        server_int("max-apps-per-user", cfg.max_apps, 0, 1000000, &qa) ||
+        server_int("max-training-instances-per-principal", cfg.max_principal, 0, 1000000, &qpr))
         return -1;
+    ql.training_instances_per_principal = qpr;
     ql.training_instances_per_type = qt;
     ql.profiles_per_domain = qp;
     ql.apps_per_user = qa;

@@ -470,7 +470,8 @@ int store_iam_user_delete(struct store *s, const char *name, struct ty_err *err)
     return iam_run(s, name, "delete", NULL, 0, NULL, NULL, NULL, err);
 }
 
-int store_iam_user_tag(struct store *s, const char *name, json_t *tags, struct ty_err *err)
+static int iam_tag(struct store *s, const struct store_iam_kind *kd, const char *name, json_t *tags,
+                   struct ty_err *err)
 {
     const char *args[IAM_MAX_ARGV - 10];
     char maxtags[16];
@@ -481,10 +482,11 @@ int store_iam_user_tag(struct store *s, const char *name, json_t *tags, struct t
     rc = iam_tag_args(tags, args, &n, sizeof(args) / sizeof(args[0]), err);
     if (rc)
         return rc;
-    return iam_run(s, name, "tag", NULL, n, args, NULL, NULL, err);
+    return iam_run_kind(s, kd, name, "tag", NULL, n, args, NULL, NULL, err);
 }
 
-int store_iam_user_untag(struct store *s, const char *name, json_t *keys, struct ty_err *err)
+static int iam_untag(struct store *s, const struct store_iam_kind *kd, const char *name,
+                     json_t *keys, struct ty_err *err)
 {
     const char *args[IAM_MAX_ARGV - 10];
     size_t n = 0, i;
@@ -495,7 +497,27 @@ int store_iam_user_untag(struct store *s, const char *name, json_t *keys, struct
             return ty_err_set(err, TY_EINVAL, "TagKeys", "bad tag keys");
         args[n++] = json_string_value(k);
     }
-    return iam_run(s, name, "untag", NULL, n, args, NULL, NULL, err);
+    return iam_run_kind(s, kd, name, "untag", NULL, n, args, NULL, NULL, err);
+}
+
+int store_iam_user_tag(struct store *s, const char *name, json_t *tags, struct ty_err *err)
+{
+    return iam_tag(s, &iam_user_kind, name, tags, err);
+}
+
+int store_iam_user_untag(struct store *s, const char *name, json_t *keys, struct ty_err *err)
+{
+    return iam_untag(s, &iam_user_kind, name, keys, err);
+}
+
+int store_iam_role_tag(struct store *s, const char *name, json_t *tags, struct ty_err *err)
+{
+    return iam_tag(s, &iam_role_kind, name, tags, err);
+}
+
+int store_iam_role_untag(struct store *s, const char *name, json_t *keys, struct ty_err *err)
+{
+    return iam_untag(s, &iam_role_kind, name, keys, err);
 }
 
 static int iam_policy_put(struct store *s, const struct store_iam_kind *kd, const char *name,

@@ -4,8 +4,9 @@
  *
  * Keys: ty:quota:jobs:<instance type> (hash, job name -> "<expiry> <instances>") counted with
  * ty:idx:job:status:InProgress; ty:quota:kids:<kind>:<id> (hash, child key -> expiry) counted
- * with res.lua's ty:kids:<kind>:<id>. A reservation's expiry is written in the value; the
- * script drops expired ones when it counts.
+ * with res.lua's ty:kids:<kind>:<id>; ty:quota:principal (hash, job name -> "<expiry>
+ * <instances> <principal>") counted with the InProgress jobs' _principal. A reservation's
+ * expiry is written in the value; the script drops expired ones when it counts.
  */
 #include "store_quota.h"
 
@@ -17,6 +18,8 @@
 #include "store_int.h"
 #include "store_lua.h"
 #include "store_script.h"
+
+#define STORE_QUOTA_PRINCIPAL_KEY "ty:quota:principal"
 
 static struct store_script quota_script =
     STORE_SCRIPT_INIT(store__lua_quota_count, "quota_count.lua");
@@ -92,6 +95,41 @@ void store_quota_jobs_release(struct store *s, const char *instance_type, const 
     argv[3] = "0";
     argv[4] = job_name;
     (void)quota_eval(s, 5, argv, NULL, &err);
+}
+
+int store_quota_principal_reserve(struct store *s, const char *principal, const char *job_name,
+                                  long instances, long limit, int ttl_s, double now, long *used,
+                                  struct ty_err *err)
+{
+    char snow[40], sn[24], slim[24], sttl[16];
+    const char *argv[9];
+
+    if (!principal || !*principal || strchr(principal, ' ') || !job_name || !*job_name)
+        return ty_err_set(err, TY_EINVAL, NULL, "bad quota principal");
+    snprintf(snow, sizeof(snow), "%.3f", now);
+    snprintf(sn, sizeof(sn), "%ld", instances);
+    snprintf(slim, sizeof(slim), "%ld", limit);
+    snprintf(sttl, sizeof(sttl), "%d", ttl_s);
+    argv[0] = "ty:idx:job:status:InProgress";
+    argv[1] = STORE_QUOTA_PRINCIPAL_KEY;
+    argv[2] = "principal_reserve";
+    argv[3] = snow;
+    argv[4] = job_name;
+    argv[5] = sn;
+    argv[6] = slim;
+    argv[7] = sttl;
+    argv[8] = principal;
+    return quota_eval(s, 9, argv, used, err);
+}
+
+void store_quota_principal_release(struct store *s, const char *job_name)
+{
+    const char *argv[5] = {"ty:idx:job:status:InProgress", STORE_QUOTA_PRINCIPAL_KEY,
+                           "principal_release", "0", job_name};
+    struct ty_err err;
+
+    if (job_name && *job_name)
+        (void)quota_eval(s, 5, argv, NULL, &err);
 }
 
 /* The kind's key prefixes: the parent's set of children and the children's records. */

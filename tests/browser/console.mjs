@@ -193,6 +193,11 @@ try {
   assert.ok((await admin.content()).includes("Ledger free (GPUs / vCPUs / GiB)"));
   // the queue in the order agents take it, and whose each job is (fair share)
   assert.ok((await admin.content()).includes("Waiting jobs, in the order agents consider them"));
+  // a principal's own quota, set from the same page through IAM's TagUser
+  await form(admin, "Set an IAM user's quota",
+    { "IAM user": `${P}-ua`, "Training instances in progress (0: no limit)": "7" }, "Set quota");
+  assert.equal(await banner(admin), "TagUser succeeded.");
+  assert.ok((await admin.content()).includes(`<td>user</td><td>${P}-ua</td><td>7</td>`));
   await shot(admin, "system");
 
   // --- the trainer signs in with his password and watches job B live ---

@@ -103,3 +103,70 @@ def test_a_job_belongs_to_its_signer_not_to_what_it_says(srv, users):
                      keys=keys["alice"])
     assert raw.status == 200 and b"_principal" not in raw.body and b"fs-bob" not in raw.body, raw
     assert b"fs-alice" not in raw.body, raw
+
+
+QUOTA_TAG = "trainyard:max-training-instances"
+
+
+def test_a_principals_quota_is_its_iam_tag_and_only_an_admin_sets_it(srv):
+    """Per-principal quotas (ops/include/quota.h): the admin tags an IAM user (or a role, for
+    each of its sessions) with trainyard:max-training-instances; over it, CreateTrainingJob is
+    refused ResourceLimitExceeded. The user cannot raise his own: tagging is IAM's TagUser."""
+    iam = srv.client("iam")
+    name = f"fs-carol-{os.getpid() % 100000}"
+    keys = _user(srv, name)
+    iam.tag_user(UserName=name, Tags=[{"Key": QUOTA_TAG, "Value": "1"}])
+    time.sleep(1.1)  # the policy cache
+    carol = srv.client(keys=keys)
+    first, second = H.unique("fs-q1"), H.unique("fs-q2")
+    carol.create_training_job(**H.job_request(first, "sleep 60"))
+    with pytest.raises(carol.exceptions.ResourceLimitExceeded) as e:
+        carol.create_training_job(**H.job_request(second, "echo second"))
+    msg = e.value.response["Error"]["Message"]
+    assert "The principal-level limit 'training instances in progress for arn:aws:iam::" in msg
+    assert f":user/{name}' is 1 Instances, with current utilization of 1 Instances" in msg, msg
+
+    # the hostile user raises his own quota: IAM refuses, as his policy allows no iam:Tag*
+    mine = srv.client("iam", keys=keys)
+    for call in (lambda: mine.tag_user(UserName=name, Tags=[{"Key": QUOTA_TAG, "Value": "99"}]),
+                 lambda: mine.untag_user(UserName=name, TagKeys=[QUOTA_TAG])):
+        with pytest.raises(mine.exceptions.ClientError) as e:
+            call()
+        assert e.value.response["Error"]["Code"] == "AccessDenied", e.value.response
+    # ... nor does a SageMaker tag of the same key on his own job count for anything
+    carol.add_tags(ResourceArn=carol.describe_training_job(TrainingJobName=first)["TrainingJobArn"],
+                   Tags=[{"Key": QUOTA_TAG, "Value": "99"}])
+    with pytest.raises(carol.exceptions.ResourceLimitExceeded):
+        carol.create_training_job(**H.job_request(second, "echo second"))
+
+    # the value is a number, or the tag is refused
+    with pytest.raises(iam.exceptions.ClientError) as e:
+        iam.tag_user(UserName=name, Tags=[{"Key": QUOTA_TAG, "Value": "lots"}])
+    assert e.value.response["Error"]["Code"] == "ValidationError", e.value.response
+    # the admin raises it: the second job is accepted at once
+    iam.tag_user(UserName=name, Tags=[{"Key": QUOTA_TAG, "Value": "2"}])
+    carol.create_training_job(**H.job_request(second, "echo second"))
+    carol.stop_training_job(TrainingJobName=first)
+    assert H.wait_job(carol, first, timeout=120)["TrainingJobStatus"] == "Stopped"
+    assert H.wait_job(carol, second, timeout=120)["TrainingJobStatus"] == "Completed"
+
+
+def test_role_tags_are_served(srv):
+    """TagRole, ListRoleTags and UntagRole: a role's quota tag applies to each of its sessions."""
+    iam = srv.client("iam")
+    role = f"fs-runner-{os.getpid() % 100000}"
+    iam.create_role(RoleName=role, AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
+                       "Action": "sts:AssumeRole"}]}))
+    iam.tag_role(RoleName=role, Tags=[{"Key": QUOTA_TAG, "Value": "3"}, {"Key": "team", "Value": "a"}])
+    tags = {t["Key"]: t["Value"] for t in iam.list_role_tags(RoleName=role)["Tags"]}
+    assert tags == {QUOTA_TAG: "3", "team": "a"}, tags
+    iam.untag_role(RoleName=role, TagKeys=["team"])
+    assert iam.list_role_tags(RoleName=role)["Tags"] == [{"Key": QUOTA_TAG, "Value": "3"}]
+    with pytest.raises(iam.exceptions.ClientError) as e:
+        iam.tag_role(RoleName=role, Tags=[{"Key": QUOTA_TAG, "Value": "-1"}])
+    assert e.value.response["Error"]["Code"] == "ValidationError", e.value.response
+    with pytest.raises(iam.exceptions.NoSuchEntityException):
+        iam.tag_role(RoleName=role + "-none", Tags=[{"Key": "a", "Value": "b"}])
+    iam.delete_role(RoleName=role)

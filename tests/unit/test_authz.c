@@ -912,7 +912,7 @@ static void test_inactive_key(void **state)
 static void test_quota(void **state)
 {
     struct ty_err err;
-    struct quota_limits l = {2, 1, 1}, old;
+    struct quota_limits l = {2, 1, 1, 0}, old;
     json_t *doc;
     (void)state;
     if (!have_redis)
@@ -957,6 +957,90 @@ static void test_quota(void **state)
     quota_configure(&old);
 }
 
+/* Per-principal quotas (quota.h): the IAM tag of the user, or of a session's role, else the
+   default; every session of a role counts apart; a job counts while InProgress. */
+static void test_quota_principal(void **state)
+{
+    const char *pam = "arn:aws:iam::000000000000:user/pam";
+    const char *s1 = "arn:aws:sts::000000000000:assumed-role/Runner/s1";
+    const char *s2 = "arn:aws:sts::000000000000:assumed-role/Runner/s2";
+    struct quota_limits l = {0, 0, 0, 3}, old;
+    struct store_transition done = {.status = "Completed", .secondary = "Completed", .now = 20};
+    struct ty_err err;
+    json_t *tags, *doc, *d;
+    long limit;
+    int tagged;
+    (void)state;
+    if (!have_redis)
+        skip();
+    quota_get(&old);
+    quota_configure(&l);
+    make_user("pam", NULL);
+    make_role("Runner", TRUST_SM, NULL);
+    tags = json_pack("[{s:s,s:s}]", "Key", "Trainyard:Max-Training-Instances", "Value", "2");
+    assert_int_equal(quota_principal_tag_check(tags, &err), 0);
+    assert_int_equal(store_iam_user_tag(st, "pam", tags, &err), 0);
+    json_decref(tags);
+    tags = json_pack("[{s:s,s:s}]", "Key", QUOTA_PRINCIPAL_TAG, "Value", "1");
+    assert_int_equal(store_iam_role_tag(st, "Runner", tags, &err), 0);
+    json_decref(tags);
+    /* a value that is no whole number is refused when tagged */
+    for (const char *const *v =
+             (const char *const[]){"", "-1", "two", "1e3", "2000000", " 2", NULL};
+         *v; v++) {
+        tags = json_pack("[{s:s,s:s}]", "Key", QUOTA_PRINCIPAL_TAG, "Value", *v);
+        assert_int_equal(quota_principal_tag_check(tags, &err), -TY_EINVAL);
+        json_decref(tags);
+    }
+    assert_int_equal(quota_principal_limit(st, pam, &limit, &tagged, &err), 0);
+    assert_true(limit == 2 && tagged == 1);
+    assert_int_equal(quota_principal_limit(st, s2, &limit, &tagged, &err), 0);
+    assert_true(limit == 1 && tagged == 1);
+    assert_int_equal(
+        quota_principal_limit(st, "arn:aws:iam::000000000000:user/nobody", &limit, &tagged, &err),
+        0);
+    assert_true(limit == 3 && tagged == 0);
+    assert_int_equal(
+        quota_principal_limit(st, "arn:aws:iam::000000000000:root", &limit, &tagged, &err), 0);
+    assert_int_equal(limit, 0);
+
+    assert_int_equal(quota_principal_reserve(st, "p1", pam, 1, 10.0, &err), 0);
+    assert_int_equal(quota_principal_reserve(st, "p2", pam, 1, 10.0, &err), 0);
+    assert_int_equal(quota_principal_reserve(st, "p3", pam, 1, 10.0, &err), -TY_ELIMIT);
+    assert_string_equal(err.msg,
+                        "The principal-level limit 'training instances in progress for "
+                        "arn:aws:iam::000000000000:user/pam' is 2 Instances, with current "
+                        "utilization of 2 Instances and a request delta of 1 Instances. Ask your "
+                        "trainyard administrator to raise it (the IAM tag "
+                        "trainyard:max-training-instances on your user or role).");
+    /* p1 exists now, with 2 instance groups of 1: it counts 2 while InProgress */
+    doc = json_pack("{s:s,s:s,s:s,s:{s:[{s:s,s:i},{s:s,s:i}]}}", "TrainingJobName", "p1",
+                    "TrainingJobStatus", "InProgress", "_principal", pam, "ResourceConfig",
+                    "InstanceGroups", "InstanceType", "ml.m5.large", "InstanceCount", 1,
+                    "InstanceType", "ml.c5.xlarge", "InstanceCount", 1);
+    assert_int_equal(store_job_create(st, "p1", doc, 10.0, &err), 0);
+    json_decref(doc);
+    quota_principal_release(st, "p1");
+    quota_principal_release(st, "p2");
+    assert_int_equal(quota_principal_reserve(st, "p3", pam, 1, 10.0, &err), -TY_ELIMIT);
+    assert_non_null(strstr(err.msg, "current utilization of 2 Instances"));
+    d = store_job_transition(st, "p1", &done, &err);
+    assert_non_null(d);
+    json_decref(d);
+    assert_int_equal(quota_principal_reserve(st, "p3", pam, 2, 10.0, &err), 0);
+    /* each session of a role is a principal of its own, under its role's tag */
+    assert_int_equal(quota_principal_reserve(st, "r1", s1, 1, 10.0, &err), 0);
+    assert_int_equal(quota_principal_reserve(st, "r2", s2, 1, 10.0, &err), 0);
+    assert_int_equal(quota_principal_reserve(st, "r3", s1, 1, 10.0, &err), -TY_ELIMIT);
+    assert_int_equal(quota_principal_reserve(st, "r4", s1, 2, 10.0, &err), -TY_ELIMIT);
+    /* reservations expire */
+    assert_int_equal(quota_principal_reserve(st, "r3", s1, 1, 10.0 + 2 * 30, &err), 0);
+    /* the root has none */
+    assert_int_equal(
+        quota_principal_reserve(st, "x", "arn:aws:iam::000000000000:root", 99, 10.0, &err), 0);
+    quota_configure(&old);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -974,6 +1058,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_iam, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quota, setup, teardown),
         cmocka_unit_test(test_trust_policies),
+        cmocka_unit_test_setup_teardown(test_quota_principal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roles_and_pass_role, setup, teardown),
         cmocka_unit_test_setup_teardown(test_role_principals_and_access, setup, teardown),
         cmocka_unit_test_setup_teardown(test_session_policy, setup, teardown),

@@ -15,7 +15,8 @@
  * PasswordResetRequired), GetAccountPasswordPolicy, UpdateAccountPasswordPolicy,
  * DeleteAccountPasswordPolicy (console passwords: password.h), CreateUser, GetUser, ListUsers,
  * DeleteUser, TagUser, UntagUser, ListUserTags, CreateAccessKey, ListAccessKeys, DeleteAccessKey,
- * PutUserPolicy, GetUserPolicy, ListUserPolicies, DeleteUserPolicy. (STS GetCallerIdentity is
+ * PutUserPolicy, GetUserPolicy, ListUserPolicies, DeleteUserPolicy, the roles' (CreateRole ...
+ * DeleteRolePolicy, TagRole, UntagRole, ListRoleTags). (STS GetCallerIdentity is
  * ops/sts.c's.) Every IAM action is authorised through authz_request (authz.h) after
  * validation. Does not own: authentication (route.c calls auth_request before calling here),
  * storage (store_iam.c), policy grammar (iam.h). Thread-safety: reentrant; uses the caller's

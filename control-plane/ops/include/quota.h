@@ -31,6 +31,8 @@
 #ifndef TY_CP_QUOTA_H
 #define TY_CP_QUOTA_H
 
+#include <jansson.h>
+
 #include "store.h"
 #include "ty_err.h"
 
@@ -38,13 +40,49 @@
 #define QUOTA_DEFAULT_TRAINING_INSTANCES  100 /* per instance type (see above) */
 #define QUOTA_DEFAULT_PROFILES_PER_DOMAIN 100
 #define QUOTA_DEFAULT_APPS_PER_USER       10
+#define QUOTA_DEFAULT_PER_PRINCIPAL       50 /* half the per-type default: see below */
 #define QUOTA_RESERVATION_S               30
 
 struct quota_limits {
     long training_instances_per_type; /* concurrent InProgress instances per instance type */
     long profiles_per_domain;
     long apps_per_user;
+    long training_instances_per_principal; /* the default of a principal without the tag */
 };
+
+/*
+ * Per principal (issue 23, fair share): the concurrent InProgress training instances (all
+ * instance types; InstanceGroups count their instances) of the jobs one principal created.
+ * The limit is the IAM tag QUOTA_PRINCIPAL_TAG on the IAM user, or on the role of a role
+ * session (each session of the role is a principal of its own, as a Studio user's profile
+ * session is), else training_instances_per_principal (trainyard-server's
+ * --max-training-instances-per-principal); 0 means no limit. The account's root has none.
+ * Setting the tag is IAM's TagUser/TagRole, so who may set a quota is who IAM allows to tag.
+ * The default, 50, is half the per-type default, so that one principal's backlog cannot take
+ * the whole account quota of a type and get another user's first job refused.
+ */
+#define QUOTA_PRINCIPAL_TAG     "trainyard:max-training-instances"
+#define QUOTA_PRINCIPAL_TAG_MAX 1000000L
+
+/* A ValidationError (the IAM API's form, field Tags) when tags (borrowed, an IAM request's
+   Tags) give QUOTA_PRINCIPAL_TAG (any case) a value that is not a decimal
+   0..QUOTA_PRINCIPAL_TAG_MAX; else 0. */
+int quota_principal_tag_check(json_t *tags, struct ty_err *err);
+
+/* The limit in force for principal_arn. OUT: *limit (0 = none), *tagged (1 when its IAM tag
+   set it). 0, or a store error. */
+int quota_principal_limit(struct store *s, const char *principal_arn, long *limit, int *tagged,
+                          struct ty_err *err);
+
+/*
+ * Reserves instances instances for job job_name of principal_arn as quota_training_reserve
+ * does: 0 (call quota_principal_release after the create), -TY_ELIMIT with the wording
+ * "The principal-level limit 'training instances in progress for <arn>' is N Instances, ...",
+ * or a store error.
+ */
+int quota_principal_reserve(struct store *s, const char *job_name, const char *principal_arn,
+                            long instances, double now, struct ty_err *err);
+void quota_principal_release(struct store *s, const char *job_name);
 
 /* Sets the limits (copied). Call once, before any request. Default: the QUOTA_DEFAULT_*. */
 void quota_configure(const struct quota_limits *l);

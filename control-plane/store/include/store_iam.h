@@ -167,6 +167,9 @@ struct store_iam_role {
  */
 int store_iam_role_create(struct store *s, const struct store_iam_role *r, const char *trust,
                           json_t *tags, struct ty_err *err);
+/* As store_iam_user_tag and store_iam_user_untag, for role name. */
+int store_iam_role_tag(struct store *s, const char *name, json_t *tags, struct ty_err *err);
+int store_iam_role_untag(struct store *s, const char *name, json_t *keys, struct ty_err *err);
 /*
  * Reads role name (any case). OUT: *r; *trust (may be NULL: not read) new string; *tags (may be
  * NULL) new array of {"Key","Value"}. 0, -TY_ENOTFOUND (msg "role"), -TY_EREDIS.

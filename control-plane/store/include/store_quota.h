@@ -1,7 +1,7 @@
 /*
- * store_quota.h - the account quotas' records in Redis: the reservations of creates under way
- * (ty:quota:jobs:<instance type>, ty:quota:kids:<kind>:<id>) and the counts they are checked
- * against, each read and its reservation one atomic step (lua/quota_count.lua).
+ * store_quota.h - the quotas' records in Redis: the reservations of creates under way
+ * (ty:quota:jobs:<instance type>, ty:quota:principal, ty:quota:kids:<kind>:<id>) and the counts
+ * they are checked against, each read and its reservation one atomic step (lua/quota_count.lua).
  *
  * Owns: those keys, the script and the decoding of its replies. Does not own the limits or
  * AWS's wording of a refusal (quota.h), nor the records counted (jobs: store_job.c; studio's
@@ -31,6 +31,16 @@ int store_quota_jobs_reserve(struct store *s, const char *instance_type, const c
                              struct ty_err *err);
 /* Drops job_name's reservation; errors are ignored (the reservation expires anyway). */
 void store_quota_jobs_release(struct store *s, const char *instance_type, const char *job_name);
+
+/*
+ * As store_quota_jobs_reserve, for the instances of the InProgress jobs that principal created
+ * (their _principal) plus its live reservations, in ty:quota:principal.
+ */
+int store_quota_principal_reserve(struct store *s, const char *principal, const char *job_name,
+                                  long instances, long limit, int ttl_s, double now, long *used,
+                                  struct ty_err *err);
+/* Drops job_name's reservation; errors are ignored. */
+void store_quota_principal_release(struct store *s, const char *job_name);
 
 /*
  * The same for the live children of kind's parent (status not Deleting, Deleted or Failed):

@@ -1,4 +1,4 @@
--- quota_count.lua: the account quotas' counters (quota.c), each read and its reservation in one
+-- quota_count.lua: the account's and the principals' quotas' counters (quota.c), each read and its reservation in one
 -- atomic step.
 --
 -- job_reserve: KEYS[1] ty:idx:job:status:InProgress (set of job names, kept by the job scripts)
@@ -10,6 +10,13 @@
 --   the set. Over the limit: error "LIMIT <usage>"; otherwise the reservation is recorded
 --   (it lives until released or ttl seconds) and the usage is returned.
 -- job_release: KEYS[2] as above; ARGV: verb now name. Drops the reservation.
+-- principal_reserve: KEYS[1] ty:idx:job:status:InProgress
+--              KEYS[2] ty:quota:principal (hash: job name -> "<expiry> <instances> <principal>")
+--   ARGV: verb now name instances limit ttl principal
+--   Usage = the instances (InstanceCount, or the sum of InstanceGroups' counts) of every
+--   InProgress job whose _principal is principal + live reservations of its other creates not
+--   yet in the set; as job_reserve otherwise.
+-- principal_release: KEYS[2] as above; ARGV: verb now name. Drops the reservation.
 -- kids_reserve: KEYS[1] ty:kids:<kind>:<id> (set of child resource keys, res.lua's)
 --              KEYS[2] ty:quota:kids:<kind>:<id> (hash: child key -> expiry, creates under way)
 --   ARGV: verb now prefix limit child ttl. Counts the children whose key starts with prefix and
@@ -50,6 +57,43 @@ if verb == 'job_reserve' then
     redis.call('HSET', KEYS[2], name, string.format('%.3f %d', now + ttl, want))
     return used
 elseif verb == 'job_release' then
+    redis.call('HDEL', KEYS[2], ARGV[3])
+    return 0
+elseif verb == 'principal_reserve' then
+    local name, want, limit, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+    local who = ARGV[7]
+    local used = 0
+    local running = {}
+    for _, job in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+        local f = redis.call('HMGET', 'ty:job:' .. job, '_principal', 'ResourceConfig')
+        local okp, p = pcall(cjson.decode, f[1] or '')
+        local okr, v = pcall(cjson.decode, f[2] or '')
+        if okp and p == who and okr and type(v) == 'table' then
+            if type(v['InstanceGroups']) == 'table' and not v['InstanceType'] then
+                for _, g in ipairs(v['InstanceGroups']) do
+                    used = used + (tonumber(type(g) == 'table' and g['InstanceCount']) or 1)
+                end
+            else
+                used = used + (tonumber(v['InstanceCount']) or 1)
+            end
+        end
+        running[job] = true
+    end
+    local resv = redis.call('HGETALL', KEYS[2])
+    for i = 1, #resv, 2 do
+        local exp, n, p = string.match(resv[i + 1], '^(%S+) (%S+) (.*)$')
+        if not exp or tonumber(exp) < now then
+            redis.call('HDEL', KEYS[2], resv[i])
+        elseif p == who and not running[resv[i]] and resv[i] ~= name then
+            used = used + tonumber(n)
+        end
+    end
+    if used + want > limit then
+        return redis.error_reply('LIMIT ' .. used)
+    end
+    redis.call('HSET', KEYS[2], name, string.format('%.3f %d %s', now + ttl, want, who))
+    return used
+elseif verb == 'principal_release' then
     redis.call('HDEL', KEYS[2], ARGV[3])
     return 0
 elseif verb == 'kids_reserve' then
