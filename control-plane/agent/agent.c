@@ -42,25 +42,38 @@
 #define AGENT_RECHECK_MS     250 /* a look again while a job waits for room (ledger.h) */
 #define AGENT_PICK_WINDOW    64  /* waiting entries one look considers, in fair-share order */
 #define AGENT_TOTAL_S        2.0 /* how long the live agents' total capacity is reused */
+#define AGENT_ENDED_POLL_MS  20  /* while a job waits: how soon a runner's end is seen */
 #define AGENT_DEFAULT_TTL_S  10
 #define AGENT_DEFAULT_GRACE  120
 #define AGENT_OWN_RESCAN_S   30 /* period of the look for own entries no runner holds */
 #define AGENT_LEFTOVER_S     15 /* period of the look for dead agents' leftovers (leftover.h) */
 
-int agent__sleep(struct agent *a, int ms)
+/* Waits up to ms on a->cv; with until_end, also until a->runs_ended leaves ended. 1 when the
+   agent stops, else 0. */
+static int agent_wait(struct agent *a, int ms, int until_end, unsigned long ended)
 {
     struct timespec ts;
     int stopping;
 
     ty_deadline_ms(&ts, ms);
     pthread_mutex_lock(&a->mu);
-    while (!atomic_load(&a->stopping)) {
+    while (!atomic_load(&a->stopping) && !(until_end && atomic_load(&a->runs_ended) != ended)) {
         if (pthread_cond_timedwait(&a->cv, &a->mu, &ts) == ETIMEDOUT)
             break;
     }
     stopping = atomic_load(&a->stopping);
     pthread_mutex_unlock(&a->mu);
     return stopping ? 1 : 0;
+}
+
+int agent__sleep(struct agent *a, int ms)
+{
+    return agent_wait(a, ms, 0, 0);
+}
+
+int agent__sleep_end(struct agent *a, int ms, unsigned long ended)
+{
+    return agent_wait(a, ms, 1, ended);
 }
 
 /* ---- host ---- */
@@ -126,15 +139,45 @@ static void agent_gpus_take_locked(struct agent *a, struct agent_run *run, int n
     }
 }
 
-void agent__charge_set(struct agent *a, struct agent_run *run, const char *type, int count)
+void agent__charge_set(struct agent *a, struct agent_run *run, const char *type, int count,
+                       int take_gpus)
 {
     struct ledger_res need;
 
     ledger_need(type, count, &need);
     pthread_mutex_lock(&a->mu);
     ledger_charge(&need, &a->cap, !a->cfg.no_cpu_fallback, &run->charge);
+    if (take_gpus && run->charge.gpus > 0 && !run->gpu_mask)
+        agent_gpus_take_locked(a, run, run->charge.gpus);
+    pthread_mutex_unlock(&a->mu);
+}
+
+void agent__gpus_take(struct agent *a, struct agent_run *run)
+{
+    pthread_mutex_lock(&a->mu);
     if (run->charge.gpus > 0 && !run->gpu_mask)
         agent_gpus_take_locked(a, run, run->charge.gpus);
+    pthread_mutex_unlock(&a->mu);
+}
+
+void agent__gpus_adopt(struct agent *a, struct agent_run *run, const char *names)
+{
+    char buf[256], *save = NULL, *tok;
+
+    snprintf(buf, sizeof(buf), "%s", names ? names : "");
+    pthread_mutex_lock(&a->mu);
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        for (int i = 0; i < a->host_gpus; i++) {
+            uint64_t bit = (uint64_t)1 << i;
+            if (strcmp(a->gpu_list[i].cdi, tok) != 0)
+                continue;
+            for (struct agent_run *o = a->runs; o; o = o->next)
+                if (o != run && !o->done && (o->gpu_mask & bit))
+                    ty_log(TY_LOG_WARN, "agent.gpus.shared", "job=%s other=%s gpu=%s",
+                           run->item.job, o->item.job, tok);
+            run->gpu_mask |= bit;
+        }
+    }
     pthread_mutex_unlock(&a->mu);
 }
 
@@ -368,10 +411,8 @@ struct claim_state {
     enum claim_phase phase;
     char own_after[64];     /* the own walk's cursor: the last entry it saw, "" at its start */
     double next_own;        /* monotonic time at which CLAIM_QUEUE turns to CLAIM_RESCAN */
-    double next_leftover;   /* monotonic time of the next leftover sweep (leftover.h) */
     int backoff_ms;         /* the wait after the next Redis failure */
     struct store *s;        /* owned; NULL before a connection and after a failure */
-    struct docker *d;       /* owned: for the leftover sweep only */
     struct agent *a;        /* borrowed: the agent this loop claims for */
     struct queue_res total; /* the live agents' capacity, fair share's whole (queue.h) */
     double total_at;        /* monotonic time total was read; 0 = never */
@@ -396,9 +437,16 @@ static void claim_spawn(struct agent *a, const struct queue_item *item, int recl
 /* volume_reap's keep: a volume under the staging root is kept while its job (named in
    <job dir>/job, run_volume.c) runs here or is InProgress or Stopping in the store; kept too
    when that cannot be told (no name, Redis away). */
+/* The leftover sweep's own connections (agent_sweep_thread). */
+struct sweep_state {
+    struct agent *a;  /* borrowed */
+    struct store *s;  /* owned; NULL before a connection and after a failure */
+    struct docker *d; /* owned; likewise */
+};
+
 static int claim_volume_keep(const char *mp, void *ud)
 {
-    struct claim_state *st = ud;
+    struct sweep_state *st = ud;
     struct agent *a = st->a;
     char path[4200], job[80];
     const char *slash = strrchr(mp, '/');
@@ -430,25 +478,35 @@ static int claim_volume_keep(const char *mp, void *ud)
     return keep;
 }
 
-/* Every AGENT_LEFTOVER_S: removes what dead agents left on the engine, and the volumes of jobs
-   that ended without removing theirs. */
-static void claim_leftovers(struct agent *a, struct claim_state *st)
+/* Every AGENT_LEFTOVER_S (the first a second after start): removes what dead agents left on
+   the engine, and the volumes of jobs that ended without removing theirs. Its own thread, so
+   that an engine slow to list its containers never holds up a claim. */
+static void *agent_sweep_thread(void *arg)
 {
+    struct sweep_state st = {.a = arg};
+    struct agent *a = st.a;
     struct ty_err err;
-    int n;
+    int n, wait_ms = 1000;
 
-    if (ty_mono_s() < st->next_leftover)
-        return;
-    st->next_leftover = ty_mono_s() + AGENT_LEFTOVER_S;
-    if (a->volumes && (n = volume_reap(a->cfg.staging_dir, claim_volume_keep, st)) > 0)
-        ty_log(TY_LOG_INFO, "agent.volume.reaped", "volumes=%d", n);
-    if (!st->d)
-        st->d = docker_open(a->cfg.docker_host, &err);
-    if (st->d &&
-        leftover_sweep(st->s, st->d, a->deployment, a->id, 3 * a->cfg.heartbeat_ttl_s) < 0) {
-        docker_close(st->d); /* the engine or Redis did not answer: fresh ones next time */
-        st->d = NULL;
+    while (!agent__sleep(a, wait_ms)) {
+        wait_ms = AGENT_LEFTOVER_S * 1000;
+        if (!st.s && !(st.s = store_open(a->cfg.redis_url, &err)))
+            continue; /* the volumes wait too: whether a job still runs is the store's word */
+        if (a->volumes && (n = volume_reap(a->cfg.staging_dir, claim_volume_keep, &st)) > 0)
+            ty_log(TY_LOG_INFO, "agent.volume.reaped", "volumes=%d", n);
+        if (!st.d)
+            st.d = docker_open(a->cfg.docker_host, &err);
+        if (st.d &&
+            leftover_sweep(st.s, st.d, a->deployment, a->id, 3 * a->cfg.heartbeat_ttl_s) < 0) {
+            docker_close(st.d); /* the engine or Redis did not answer: fresh ones next time */
+            st.d = NULL;
+            store_close(st.s);
+            st.s = NULL;
+        }
     }
+    store_close(st.s);
+    docker_close(st.d);
+    return NULL;
 }
 
 /* The next of this agent's own pending entries (CLAIM_OWN, CLAIM_RESCAN). */
@@ -492,6 +550,25 @@ static void claim_total(struct claim_state *st)
 }
 
 /*
+ * While a job waits for room: a new entry wakes the loop at once (XREAD BLOCK, in steps of
+ * AGENT_ENDED_POLL_MS), and so does one of this agent's runners ending (what it frees is what the
+ * waiting job may need) within a step, instead of after AGENT_RECHECK_MS. 1 (a new entry), 0, or a
+ * negative error.
+ */
+static int claim_wait_room(struct agent *a, struct claim_state *st, const char *last,
+                           unsigned long ended, struct ty_err *err)
+{
+    for (int t = 0; t < AGENT_RECHECK_MS; t += AGENT_ENDED_POLL_MS) {
+        int rc;
+        if (atomic_load(&a->runs_ended) != ended || atomic_load(&a->stopping))
+            return 0;
+        if ((rc = queue_wait_new(st->s, last, AGENT_ENDED_POLL_MS, err)) != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/*
  * The first waiting entry in fair-share order (queue_waiting: the principal holding the least
  * dominant share first, then the oldest) that this agent has room for (agent__admit), taken;
  * entries it has no room for stay for another agent or a later look (a smaller job behind a
@@ -506,6 +583,8 @@ static enum claim_found claim_pick(struct agent *a, struct claim_state *st, stru
     size_t n = 0;
     json_t *agents = NULL;
     int waits = 0, rc;
+
+    unsigned long ended = atomic_load(&a->runs_ended); /* before the look: no end is missed */
 
     claim_total(st);
     if (queue_waiting(st->s, AGENT_PICK_WINDOW, &st->total, w, &n, last, sizeof(last), err) < 0)
@@ -539,7 +618,8 @@ static enum claim_found claim_pick(struct agent *a, struct claim_state *st, stru
         return CLAIM_TOOK;
     }
     json_decref(agents);
-    rc = queue_wait_new(st->s, last, waits ? AGENT_RECHECK_MS : AGENT_CLAIM_BLOCK_MS, err);
+    rc = waits ? claim_wait_room(a, st, last, ended, err)
+               : queue_wait_new(st->s, last, AGENT_CLAIM_BLOCK_MS, err);
     return rc < 0 ? CLAIM_FAILED : rc == 1 ? CLAIM_TOOK : CLAIM_IDLE;
 }
 
@@ -574,20 +654,21 @@ static void *agent_claim_thread(void *arg)
     struct claim_state st = {.phase = CLAIM_OWN,
                              .a = a,
                              .backoff_ms = 500,
-                             .next_own = ty_mono_s() + AGENT_OWN_RESCAN_S,
-                             .next_leftover = ty_mono_s() + AGENT_CLAIM_BLOCK_MS / 1000.0};
+                             .next_own = ty_mono_s() + AGENT_OWN_RESCAN_S};
     struct ty_err err;
 
     while (!atomic_load(&a->stopping)) {
         enum claim_found found = CLAIM_NONE;
+        unsigned long ended;
         int busy;
 
         pthread_mutex_lock(&a->mu);
         agent_reap_locked(a);
         busy = a->busy;
+        ended = atomic_load(&a->runs_ended);
         pthread_mutex_unlock(&a->mu);
         if (busy >= a->cfg.slots) {
-            agent__sleep(a, 250);
+            agent__sleep_end(a, 250, ended); /* a slot frees when a runner ends */
             continue;
         }
         if (!st.s && !(st.s = store_open(a->cfg.redis_url, &err))) {
@@ -595,7 +676,6 @@ static void *agent_claim_thread(void *arg)
             claim_backoff(a, &st);
             continue;
         }
-        claim_leftovers(a, &st);
         if (st.phase == CLAIM_QUEUE && ty_mono_s() >= st.next_own) {
             st.phase = CLAIM_RESCAN;
             st.own_after[0] = '\0';
@@ -623,7 +703,6 @@ static void *agent_claim_thread(void *arg)
         claim_backoff(a, &st);
     }
     store_close(st.s);
-    docker_close(st.d);
     return NULL;
 }
 
@@ -1033,6 +1112,11 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
         goto fail;
     }
     a->claim_started = 1;
+    if (pthread_create(&a->sweep_thr, NULL, agent_sweep_thread, a) != 0) {
+        ty_err_set(err, TY_EINTERNAL, NULL, "cannot start the leftover sweep's thread");
+        goto fail;
+    }
+    a->sweep_started = 1;
     ty_log(TY_LOG_INFO, "agent.started",
            "agent=%s slots=%d stop_grace_s=%d cpus=%d memory_bytes=%lld gpus=%d ledger_cpus=%d "
            "ledger_memory_bytes=%lld ledger_gpus=%d overcommit=%g data_dir='%s' "
@@ -1047,7 +1131,7 @@ fail:
     json_decref(cap);
     docker_close(d);
     store_close(s);
-    if (a->hb_started || a->claim_started) {
+    if (a->hb_started || a->claim_started || a->sweep_started) {
         agent_stop(a);
         return NULL;
     }
@@ -1067,6 +1151,8 @@ void agent_stop(struct agent *a)
         pthread_join(a->claim_thr, NULL);
     if (a->hb_started)
         pthread_join(a->hb_thr, NULL);
+    if (a->sweep_started)
+        pthread_join(a->sweep_thr, NULL);
     pthread_mutex_lock(&a->mu);
     while (a->runs) {
         struct agent_run *r = a->runs;

@@ -62,8 +62,15 @@ struct agent_run {
 };
 
 /* Charges run with what a job of count hosts of type asks of this agent (ledger_charge); the
-   runner calls it once it read the spec (a re-attached job is charged then). */
-void agent__charge_set(struct agent *a, struct agent_run *run, const char *type, int count);
+   runner calls it once it read the spec (a re-attached job is charged then). With take_gpus,
+   also gives it free GPUs; a re-attached job first adopts those its containers hold. */
+void agent__charge_set(struct agent *a, struct agent_run *run, const char *type, int count,
+                       int take_gpus);
+/* A re-attached run's GPUs: the CDI names (comma-separated) its containers were given, from
+   their trainyard.gpus label, become its own again (one another run holds is logged). */
+void agent__gpus_adopt(struct agent *a, struct agent_run *run, const char *names);
+/* Gives run the GPUs it is charged when it holds none yet (a reclaimed job started afresh). */
+void agent__gpus_take(struct agent *a, struct agent_run *run);
 
 /* Records what run's containers were given (agent_use), shown by the heartbeat and /healthz. */
 void agent__use_set(struct agent *a, struct agent_run *run, const struct agent_use *use);
@@ -88,13 +95,14 @@ struct agent {
     int engine_docker;           /* the engine is Docker's own (not Podman's compatible API) */
     atomic_int stopping;
     pthread_mutex_t mu;
-    pthread_cond_t cv;      /* signalled on stop and when a runner finishes */
-    struct agent_run *runs; /* guarded by mu */
-    int busy;               /* guarded by mu: runners not yet done */
-    struct warmpool *wp;    /* owned: the retained instances (warmpool.h) */
-    struct gpumetrics *gpu; /* owned: NVML for GPU instance metrics, NULL without (gpumetrics.h) */
-    pthread_t claim_thr, hb_thr;
-    int claim_started, hb_started;
+    pthread_cond_t cv;       /* signalled on stop and when a runner finishes */
+    struct agent_run *runs;  /* guarded by mu */
+    int busy;                /* guarded by mu: runners not yet done */
+    atomic_ulong runs_ended; /* runners done so far: the claim loop looks again when it moves */
+    struct warmpool *wp;     /* owned: the retained instances (warmpool.h) */
+    struct gpumetrics *gpu;  /* owned: NVML for GPU instance metrics, NULL without (gpumetrics.h) */
+    pthread_t claim_thr, hb_thr, sweep_thr;
+    int claim_started, hb_started, sweep_started;
 };
 
 /* What the ledger has free: its capacity less the charges of the runs not done. Call with
@@ -122,5 +130,8 @@ void *run_thread(void *arg);
 
 /* Sleeps up to ms, returning early (1) when the agent is stopping. */
 int agent__sleep(struct agent *a, int ms);
+/* As agent__sleep, and returns early (0) once a->runs_ended is no longer ended: a runner freed
+   what it held. */
+int agent__sleep_end(struct agent *a, int ms, unsigned long ended);
 
 #endif

@@ -217,6 +217,10 @@ void reattach_plan(json_t *containers, const struct reattach_record *rec, int nh
         reattach_copy_id(h->cid, sizeof(h->cid), c);
         h->started = st;
         h->running = run;
+        snprintf(h->gpus, sizeof(h->gpus), "%s",
+                 json_string_value(json_object_get(labels, "trainyard.gpus"))
+                     ? json_string_value(json_object_get(labels, "trainyard.gpus"))
+                     : "");
     }
     for (int i = 0; i < nh; i++) {
         struct reattach_host *h = &plan->h[i];

@@ -66,6 +66,7 @@ struct reattach_host {
     int from_record; /* no container: its end comes from the record (exit_code, oom_killed) */
     int exit_code;
     int oom_killed;
+    char gpus[256]; /* its container's trainyard.gpus label: the GPUs' CDI names, "" for none */
 };
 
 struct reattach_plan {

@@ -25,7 +25,8 @@ SPEC = "/etc/cdi/trainyard-test-gpus.json"
 
 
 @pytest.fixture(scope="module")
-def srv(workdir):
+def fake_gpus(workdir):
+    """Two fake GPU device nodes and the CDI spec naming them; removed after the module."""
     if os.geteuid() != 0:
         pytest.skip("fake GPUs need root (mknod, /etc/cdi)")
     st, out = H.engine_request("GET", "/version")
@@ -44,16 +45,20 @@ def srv(workdir):
     os.makedirs(os.path.dirname(SPEC), exist_ok=True)
     with open(SPEC, "w") as f:
         json.dump({"cdiVersion": "0.5.0", "kind": VENDOR, "devices": devices}, f)
-    s = H.Server(os.path.join(workdir, "gpus"), agents=1,
-                 extra=["--gpus", f"{VENDOR}=0,{VENDOR}=1", "--cpus", "32", "--memory", "256G",
-                        "--stop-grace", "2", "--job-volumes", "none"])
     try:
-        s.start()
-        yield s
-        assert s.stop(timeout=60) == 0, s.proc.tail()
+        yield ["--gpus", f"{VENDOR}=0,{VENDOR}=1", "--cpus", "32", "--memory", "256G",
+               "--stop-grace", "2", "--job-volumes", "none"]
     finally:
         os.unlink(SPEC)  # every container the engine creates reads the specs
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def srv(workdir, fake_gpus):
+    s = H.Server(os.path.join(workdir, "gpus"), agents=1, extra=fake_gpus)
+    s.start()
+    yield s
+    assert s.stop(timeout=60) == 0, s.proc.tail()
 
 
 def _lines(s, name):
@@ -126,3 +131,46 @@ def test_more_gpus_than_the_agent_has_fails_fast(srv):
     assert d["FailureReason"].startswith("CapacityError: Unable to provision requested ML "
                                          "compute capacity"), d["FailureReason"]
     assert "needs 4 GPUs" in d["FailureReason"], d["FailureReason"]
+
+
+def _gpu_of(s, name):
+    lines = H.wait_for(lambda: (lambda l: l if any(x.startswith("GPU=") for x in l) else None)(
+        _lines(s, name)), 60, f"{name}'s GPU line")
+    return dict(kv.split("=", 1) for kv in next(l for l in lines if l.startswith("GPU=")).split())["GPU"]
+
+
+def test_a_restarted_agent_keeps_its_jobs_gpus(make_server, procs, workdir, fake_gpus):
+    """An agent killed and started again re-attaches a running GPU job to the GPUs its container
+    holds (their trainyard.gpus label), not to the first free ones: /healthz says so, and the
+    next job gets the GPU that is really free, never one a container already has."""
+    d = os.path.join(workdir, "gpu-restart")
+    redis_url = H.private_redis(procs, d)
+    s = make_server(agents=0, extra=["--redis", redis_url])
+    argv = [H.AGENT_BIN, "--redis", redis_url, "--docker-host", H.DOCKER_HOST,
+            "--data-dir", os.path.join(d, "agent"), "--id", "it-gpu-restart", "--slots", "4",
+            "--heartbeat-ttl", "60", "--runtime-image-tar", H.RUNTIME_TAR] + fake_gpus
+    first = procs(argv, log_path=os.path.join(d, "agent-1.log"))
+    sm = s.client()
+    a, b, c = H.unique("gpu-ra"), H.unique("gpu-rb"), H.unique("gpu-rc")
+    _job(sm, a, 600)
+    H.wait_job(sm, a, statuses=("InProgress",), secondary=("Training",), timeout=120)
+    _job(sm, b, 600)
+    H.wait_job(sm, b, statuses=("InProgress",), secondary=("Training",), timeout=120)
+    assert (_gpu_of(s, a), _gpu_of(s, b)) == ("0", "1")
+    sm.stop_training_job(TrainingJobName=a)
+    assert H.wait_job(sm, a, timeout=120)["TrainingJobStatus"] == "Stopped"
+    first.kill()  # b runs on, on GPU 1; GPU 0 is free
+    procs(argv, log_path=os.path.join(d, "agent-2.log"))
+
+    def holding():
+        for ag in json.loads(s.healthz()[1])["live_agents"]:
+            for h in ag["holding"]:
+                if h["job"] == b and h["gpu_devices"]:
+                    return h["gpu_devices"]
+        return None
+    assert H.wait_for(holding, 90, f"{b} re-attached with its GPUs") == [f"{VENDOR}=1"]
+    _job(sm, c, 0)
+    assert H.wait_job(sm, c, timeout=120)["TrainingJobStatus"] == "Completed"
+    assert _gpu_of(s, c) == "0"  # the free one, not b's
+    sm.stop_training_job(TrainingJobName=b)
+    assert H.wait_job(sm, b, timeout=120)["TrainingJobStatus"] == "Stopped"

@@ -75,6 +75,29 @@ static void test_running_and_exited_are_taken_over(void **state)
     /* whatever the status says: a container that ran is never started again */
     reattach_plan(l, NULL, 2, "Downloading", &p);
     assert_int_equal(p.action, REATTACH_ATTACH);
+    assert_string_equal(p.h[0].gpus, ""); /* no GPUs */
+    json_decref(l);
+}
+
+/* The GPUs a host's container was given (its trainyard.gpus label) come back with the plan, so
+   that the re-attached job holds those and no others (agent__gpus_adopt); a sandbox's do not
+   count. */
+static void test_gpus_come_back_from_the_label(void **state)
+{
+    struct reattach_plan p;
+    json_t *l = json_array(), *c = ctr("c1", "algo-1", "running", 0);
+    json_t *sb = ctr("sb1", "algo-1", "running", 1);
+    (void)state;
+
+    json_object_set_new(json_object_get(c, "Labels"), "trainyard.gpus",
+                        json_string("nvidia.com/gpu=3,nvidia.com/gpu=5"));
+    json_object_set_new(json_object_get(sb, "Labels"), "trainyard.gpus",
+                        json_string("nvidia.com/gpu=0"));
+    json_array_append_new(l, sb);
+    json_array_append_new(l, c);
+    reattach_plan(l, NULL, 1, "Training", &p);
+    assert_int_equal(p.action, REATTACH_ATTACH);
+    assert_string_equal(p.h[0].gpus, "nvidia.com/gpu=3,nvidia.com/gpu=5");
     json_decref(l);
 }
 
@@ -184,6 +207,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nothing_ran_starts_anew),
         cmocka_unit_test(test_running_and_exited_are_taken_over),
+        cmocka_unit_test(test_gpus_come_back_from_the_label),
         cmocka_unit_test(test_unknown_state_counts_as_started),
         cmocka_unit_test(test_gone_containers_fail_unless_their_end_is_known),
         cmocka_unit_test(test_record_round_trip),

@@ -554,8 +554,8 @@ static enum run_end run_job(struct run_ctx *r)
     r->nh = r->sp.instance_count > 1 ? r->sp.instance_count : 1;
     for (int i = 1; i < r->nh; i++)
         run__host_init(r, i);
-    if (r->run->reclaimed) /* a fresh claim was charged when it was taken */
-        agent__charge_set(r->a, r->run, r->sp.instance_type, r->nh);
+    if (r->run->reclaimed) /* a fresh claim was charged when it was taken; GPUs: below */
+        agent__charge_set(r->a, r->run, r->sp.instance_type, r->nh, 0);
 
     if (!r->io.d)
         r->io.d = docker_open(r->a->cfg.docker_host, &err);
@@ -568,6 +568,7 @@ static enum run_end run_job(struct run_ctx *r)
         if (run__reattach(r, secondary, t_doc, stopping, &end))
             return end;
         run__remove_leftovers(r);
+        agent__gpus_take(r->a, r->run); /* nothing ran: it starts afresh, on free GPUs */
         if (stopping) {
             ty_log(TY_LOG_INFO, "agent.job.stopped_before_start", "job=%s", r->job);
             return run__finish_stopped(r, 0, NULL);
@@ -761,7 +762,11 @@ out:
     pthread_mutex_lock(&a->mu);
     run->done = 1;
     a->busy--;
+    atomic_fetch_add(&a->runs_ended, 1);
     pthread_cond_broadcast(&a->cv);
     pthread_mutex_unlock(&a->mu);
+    /* its charge is free from here: the claim loop looks again (agent.c) */
+    ty_log(TY_LOG_INFO, "agent.run.freed", "job=%s gpus=%d cpus=%d memory_bytes=%lld",
+           run->item.job, run->charge.gpus, run->charge.cpus, (long long)run->charge.memory_bytes);
     return NULL;
 }

@@ -289,6 +289,25 @@ void run__relay_cleanup(struct run_ctx *r, int remove)
     run_creds_revoke(r);
 }
 
+/* new: the labels of host h's training container: whose it is, and the CDI names of its ngpu
+   GPUs (trainyard.gpus, read back by a re-attach: run_reattach.c). NULL when out of memory. */
+static json_t *run_labels(struct run_ctx *r, struct run_host *h, const char *const *gpu_cdi,
+                          int ngpu)
+{
+    json_t *labels =
+        json_pack("{s:s, s:s, s:s, s:s}", "trainyard.deployment", r->a->deployment, "trainyard.job",
+                  r->job, "trainyard.agent", r->a->id, "trainyard.host", h->name);
+    char names[256] = "";
+
+    if (!labels || ngpu <= 0)
+        return labels;
+    for (int i = 0; i < ngpu; i++)
+        run__fmt(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? "," : "",
+                 gpu_cdi[i]);
+    json_object_set_new(labels, "trainyard.gpus", json_string(names));
+    return labels;
+}
+
 /* The GPUs the ledger gave host h (agent__gpus_of): their CDI names and ids into cdi[] and
    ids[], the ids comma-joined into visible (NVIDIA_VISIBLE_DEVICES), their NVML indexes into
    h->nvml_mask. Returns how many. */
@@ -363,9 +382,7 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
         eo.creds_token = r->creds.token;
     }
     env = stage_env(&r->sp, &eo);
-    labels =
-        json_pack("{s:s, s:s, s:s, s:s}", "trainyard.deployment", r->a->deployment, "trainyard.job",
-                  r->job, "trainyard.agent", r->a->id, "trainyard.host", h->name);
+    labels = run_labels(r, h, gpu_cdi, ngpu);
     run__fmt(bind, sizeof(bind), "%s:/opt/ml", h->dir);
     if (r->sp.checkpoint_uri[0] && strncmp(r->sp.checkpoint_local, "/opt/ml/", 8) != 0) {
         run__fmt(bind2, sizeof(bind2), "%s:%s", h->ckpt_dir, r->sp.checkpoint_local);

@@ -161,6 +161,8 @@ int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int st
         }
         run__fmt(h->cid, sizeof(h->cid), "%s", ph->cid);
         run__fmt(h->sbid, sizeof(h->sbid), "%s", ph->sbid);
+        if (ph->gpus[0]) /* the GPUs its container holds are its own again, not fresh ones */
+            agent__gpus_adopt(r->a, r->run, ph->gpus);
         if (ph->from_record) {
             h->exited = 1;
             h->st.exit_code = ph->exit_code;
