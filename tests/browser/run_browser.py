@@ -64,6 +64,9 @@ def main():
             print(srv.proc.tail(60))
     finally:
         srv.stop(timeout=60)
+        # a job still running when the server stops keeps its containers for a restart to
+        # re-attach; none will come for this throwaway data dir
+        H.reap_agent_containers(H.agent_ids_of(srv.proc.p.pid, srv.argv()))
         if rc == 0 and not os.environ.get("TY_KEEP"):
             shutil.rmtree(work, ignore_errors=True)
     return rc
