@@ -61,6 +61,17 @@ int iamapi__invalid(struct ty_err *err, const char *member, const char *value, c
 const char *iamapi__s(json_t *in, const char *k);
 const char *iamapi__target(struct iamapi__ctx *x);
 int iamapi__no_user(struct ty_err *err, const char *name);
+
+/* The store's tag or untag of one user or role (store_iam_user_tag, store_iam_role_untag...). */
+typedef int (*iamapi__tag_fn)(struct store *s, const char *name, json_t *arg, struct ty_err *err);
+/*
+ * TagUser/TagRole (member "Tags") and UntagUser/UntagRole ("TagKeys"): applies fn with the
+ * request's member to the entity named by its param_name; a missing one answers no_entity, too
+ * many tags IAM's LimitExceeded.
+ */
+int iamapi__tags_apply(struct iamapi__ctx *x, const char *param_name, const char *member,
+                       iamapi__tag_fn fn, int (*no_entity)(struct ty_err *, const char *),
+                       struct ty_err *err);
 long iamapi__max_items(json_t *in);
 void iamapi__page_end(struct ty_buf *b, int truncated, const char *marker);
 int iamapi__list_page(struct iamapi__ctx *x, json_t *list, const char *wrap, const char *name_key,

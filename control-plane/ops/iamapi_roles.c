@@ -107,23 +107,12 @@ int iamapi__get_role(struct iamapi__ctx *x, struct ty_err *err)
 
 int iamapi__tag_role(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "RoleName");
-    int rc = store_iam_role_tag(x->c->store, name, json_object_get(x->in, "Tags"), err);
-    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi_no_role(err, name);
-    if (rc == -TY_ELIMIT)
-        return ty_err_set(err, TY_ELIMIT, "Tags",
-                          "The number of tags has reached the maximum limit.");
-    return rc;
+    return iamapi__tags_apply(x, "RoleName", "Tags", store_iam_role_tag, iamapi_no_role, err);
 }
 
 int iamapi__untag_role(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "RoleName");
-    int rc = store_iam_role_untag(x->c->store, name, json_object_get(x->in, "TagKeys"), err);
-    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi_no_role(err, name);
-    return rc;
+    return iamapi__tags_apply(x, "RoleName", "TagKeys", store_iam_role_untag, iamapi_no_role, err);
 }
 
 int iamapi__list_role_tags(struct iamapi__ctx *x, struct ty_err *err)

@@ -141,26 +141,28 @@ int iamapi__delete_user(struct iamapi__ctx *x, struct ty_err *err)
     return rc;
 }
 
-int iamapi__tag_user(struct iamapi__ctx *x, struct ty_err *err)
+int iamapi__tags_apply(struct iamapi__ctx *x, const char *param_name, const char *member,
+                       iamapi__tag_fn fn, int (*no_entity)(struct ty_err *, const char *),
+                       struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "UserName");
-    int rc = store_iam_user_tag(x->c->store, name, json_object_get(x->in, "Tags"), err);
+    const char *name = iamapi__s(x->in, param_name);
+    int rc = fn(x->c->store, name, json_object_get(x->in, member), err);
     if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
+        return no_entity(err, name);
     if (rc == -TY_ELIMIT)
         return ty_err_set(err, TY_ELIMIT, "Tags",
-                          "The number of tags has reached the maximum "
-                          "limit.");
+                          "The number of tags has reached the maximum limit.");
     return rc;
+}
+
+int iamapi__tag_user(struct iamapi__ctx *x, struct ty_err *err)
+{
+    return iamapi__tags_apply(x, "UserName", "Tags", store_iam_user_tag, iamapi__no_user, err);
 }
 
 int iamapi__untag_user(struct iamapi__ctx *x, struct ty_err *err)
 {
-    const char *name = iamapi__s(x->in, "UserName");
-    int rc = store_iam_user_untag(x->c->store, name, json_object_get(x->in, "TagKeys"), err);
-    if (rc == -TY_ENOTFOUND || rc == -TY_EINVAL)
-        return iamapi__no_user(err, name);
-    return rc;
+    return iamapi__tags_apply(x, "UserName", "TagKeys", store_iam_user_untag, iamapi__no_user, err);
 }
 
 int iamapi__list_user_tags(struct iamapi__ctx *x, struct ty_err *err)
