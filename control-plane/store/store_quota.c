@@ -57,28 +57,33 @@ static int quota_eval(struct store *s, int nargs, const char *const *argv, long 
     return rc;
 }
 
-int store_quota_jobs_reserve(struct store *s, const char *instance_type, const char *job_name,
-                             long instances, long limit, int ttl_s, double now, long *used,
-                             struct ty_err *err)
+/* The reserve verbs' call: key is the reservations' hash, who the principal (NULL for a type's
+   quota). As store_quota_jobs_reserve. */
+static int quota_reserve(struct store *s, const char *key, const char *verb, const char *job_name,
+                         long instances, long limit, int ttl_s, double now, const char *who,
+                         long *used, struct ty_err *err)
 {
-    char key[256], snow[40], sn[24], slim[24], sttl[16];
-    const char *argv[8];
+    char snow[40], sn[24], slim[24], sttl[16];
+    const char *argv[9] = {
+        "ty:idx:job:status:InProgress", key, verb, snow, job_name, sn, slim, sttl, who};
 
-    if (quota_key(key, sizeof(key), "ty:quota:jobs:", instance_type, err) < 0)
-        return -TY_EINVAL;
     snprintf(snow, sizeof(snow), "%.3f", now);
     snprintf(sn, sizeof(sn), "%ld", instances);
     snprintf(slim, sizeof(slim), "%ld", limit);
     snprintf(sttl, sizeof(sttl), "%d", ttl_s);
-    argv[0] = "ty:idx:job:status:InProgress";
-    argv[1] = key;
-    argv[2] = "job_reserve";
-    argv[3] = snow;
-    argv[4] = job_name;
-    argv[5] = sn;
-    argv[6] = slim;
-    argv[7] = sttl;
-    return quota_eval(s, 8, argv, used, err);
+    return quota_eval(s, who ? 9 : 8, argv, used, err);
+}
+
+int store_quota_jobs_reserve(struct store *s, const char *instance_type, const char *job_name,
+                             long instances, long limit, int ttl_s, double now, long *used,
+                             struct ty_err *err)
+{
+    char key[256];
+
+    if (quota_key(key, sizeof(key), "ty:quota:jobs:", instance_type, err) < 0)
+        return -TY_EINVAL;
+    return quota_reserve(s, key, "job_reserve", job_name, instances, limit, ttl_s, now, NULL, used,
+                         err);
 }
 
 void store_quota_jobs_release(struct store *s, const char *instance_type, const char *job_name)
@@ -101,25 +106,10 @@ int store_quota_principal_reserve(struct store *s, const char *principal, const 
                                   long instances, long limit, int ttl_s, double now, long *used,
                                   struct ty_err *err)
 {
-    char snow[40], sn[24], slim[24], sttl[16];
-    const char *argv[9];
-
     if (!principal || !*principal || strchr(principal, ' ') || !job_name || !*job_name)
         return ty_err_set(err, TY_EINVAL, NULL, "bad quota principal");
-    snprintf(snow, sizeof(snow), "%.3f", now);
-    snprintf(sn, sizeof(sn), "%ld", instances);
-    snprintf(slim, sizeof(slim), "%ld", limit);
-    snprintf(sttl, sizeof(sttl), "%d", ttl_s);
-    argv[0] = "ty:idx:job:status:InProgress";
-    argv[1] = STORE_QUOTA_PRINCIPAL_KEY;
-    argv[2] = "principal_reserve";
-    argv[3] = snow;
-    argv[4] = job_name;
-    argv[5] = sn;
-    argv[6] = slim;
-    argv[7] = sttl;
-    argv[8] = principal;
-    return quota_eval(s, 9, argv, used, err);
+    return quota_reserve(s, STORE_QUOTA_PRINCIPAL_KEY, "principal_reserve", job_name, instances,
+                         limit, ttl_s, now, principal, used, err);
 }
 
 void store_quota_principal_release(struct store *s, const char *job_name)

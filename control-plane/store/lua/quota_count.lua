@@ -27,61 +27,32 @@
 local verb = ARGV[1]
 local now = tonumber(ARGV[2])
 
-if verb == 'job_reserve' then
+-- The instances a job's ResourceConfig (decoded) asks for: InstanceCount, or the sum of its
+-- InstanceGroups' counts.
+local function instances(v)
+    if type(v['InstanceGroups']) == 'table' and not v['InstanceType'] then
+        local n = 0
+        for _, g in ipairs(v['InstanceGroups']) do
+            n = n + (tonumber(type(g) == 'table' and g['InstanceCount']) or 1)
+        end
+        return n
+    end
+    return tonumber(v['InstanceCount']) or 1
+end
+
+-- job_reserve and principal_reserve: counts(job) is what an InProgress job counts (0: not
+-- this quota's); a reservation counts when its value's third field is who ('' for a type's).
+local function reserve(counts, who)
     local name, want, limit, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-    local itype = string.sub(KEYS[2], string.len('ty:quota:jobs:') + 1)
     local used = 0
     local running = {}
     for _, job in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-        local rc = redis.call('HGET', 'ty:job:' .. job, 'ResourceConfig')
-        if rc then
-            local ok, v = pcall(cjson.decode, rc)
-            if ok and type(v) == 'table' and v['InstanceType'] == itype then
-                used = used + (tonumber(v['InstanceCount']) or 1)
-            end
-        end
+        used = used + counts(job)
         running[job] = true
     end
     local resv = redis.call('HGETALL', KEYS[2])
     for i = 1, #resv, 2 do
-        local exp, n = string.match(resv[i + 1], '^(%S+) (%S+)$')
-        if not exp or tonumber(exp) < now then
-            redis.call('HDEL', KEYS[2], resv[i])
-        elseif not running[resv[i]] and resv[i] ~= name then
-            used = used + tonumber(n)
-        end
-    end
-    if used + want > limit then
-        return redis.error_reply('LIMIT ' .. used)
-    end
-    redis.call('HSET', KEYS[2], name, string.format('%.3f %d', now + ttl, want))
-    return used
-elseif verb == 'job_release' then
-    redis.call('HDEL', KEYS[2], ARGV[3])
-    return 0
-elseif verb == 'principal_reserve' then
-    local name, want, limit, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-    local who = ARGV[7]
-    local used = 0
-    local running = {}
-    for _, job in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-        local f = redis.call('HMGET', 'ty:job:' .. job, '_principal', 'ResourceConfig')
-        local okp, p = pcall(cjson.decode, f[1] or '')
-        local okr, v = pcall(cjson.decode, f[2] or '')
-        if okp and p == who and okr and type(v) == 'table' then
-            if type(v['InstanceGroups']) == 'table' and not v['InstanceType'] then
-                for _, g in ipairs(v['InstanceGroups']) do
-                    used = used + (tonumber(type(g) == 'table' and g['InstanceCount']) or 1)
-                end
-            else
-                used = used + (tonumber(v['InstanceCount']) or 1)
-            end
-        end
-        running[job] = true
-    end
-    local resv = redis.call('HGETALL', KEYS[2])
-    for i = 1, #resv, 2 do
-        local exp, n, p = string.match(resv[i + 1], '^(%S+) (%S+) (.*)$')
+        local exp, n, p = string.match(resv[i + 1], '^(%S+) (%S+) ?(.*)$')
         if not exp or tonumber(exp) < now then
             redis.call('HDEL', KEYS[2], resv[i])
         elseif p == who and not running[resv[i]] and resv[i] ~= name then
@@ -91,9 +62,35 @@ elseif verb == 'principal_reserve' then
     if used + want > limit then
         return redis.error_reply('LIMIT ' .. used)
     end
-    redis.call('HSET', KEYS[2], name, string.format('%.3f %d %s', now + ttl, want, who))
+    local rec = string.format('%.3f %d', now + ttl, want)
+    if who ~= '' then
+        rec = rec .. ' ' .. who
+    end
+    redis.call('HSET', KEYS[2], name, rec)
     return used
-elseif verb == 'principal_release' then
+end
+
+if verb == 'job_reserve' then
+    local itype = string.sub(KEYS[2], string.len('ty:quota:jobs:') + 1)
+    return reserve(function(job)
+        local ok, v = pcall(cjson.decode, redis.call('HGET', 'ty:job:' .. job, 'ResourceConfig') or '')
+        if ok and type(v) == 'table' and v['InstanceType'] == itype then
+            return tonumber(v['InstanceCount']) or 1
+        end
+        return 0
+    end, '')
+elseif verb == 'principal_reserve' then
+    local who = ARGV[7]
+    return reserve(function(job)
+        local f = redis.call('HMGET', 'ty:job:' .. job, '_principal', 'ResourceConfig')
+        local okp, p = pcall(cjson.decode, f[1] or '')
+        local okr, v = pcall(cjson.decode, f[2] or '')
+        if okp and p == who and okr and type(v) == 'table' then
+            return instances(v)
+        end
+        return 0
+    end, who)
+elseif verb == 'job_release' or verb == 'principal_release' then
     redis.call('HDEL', KEYS[2], ARGV[3])
     return 0
 elseif verb == 'kids_reserve' then
