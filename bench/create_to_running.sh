@@ -5,7 +5,8 @@
 # host) with shell builtins as its first action, so neither figure depends on log timestamps.
 # Then N warm starts: jobs with ResourceConfig.KeepAlivePeriodInSeconds, each reusing the warm
 # pool the previous one retained (docs/warm-pools.md), beside the cold median.
-# Last, the median time the agent took to make a host's volume (VolumeSizeInGB), from its log.
+# Last, the median time the agent took to make a host's volume (VolumeSizeInGB), from its log,
+# and how many cold starts found the agent's spare sandbox ready (docs/job-sandbox.md).
 #   bench/create_to_running.sh [N]       (needs the container engine: tests/engine.sh)
 source "$(dirname "$0")/lib.sh"
 N=${1:-5}
@@ -63,8 +64,8 @@ wm_med=$(printf '%s\n' "${wm[@]}" | median)
 wc_med=$(printf '%s\n' "${wc[@]}" | median)
 awk -v a="$ty_med" -v b="$pm_med" -v n="$N" 'BEGIN {
     printf "\nRESULT create_to_running (N=%d): trainyard median %.3f s | podman run median %.3f s | ratio %.2fx\n", n, a, b, a / b }'
-awk -v a="$wm_med" -v b="$wc_med" -v n="$N" 'BEGIN {
-    printf "RESULT create_to_running warm pool (N=%d): warm median %.3f s | cold median %.3f s | ratio %.2fx\n", n, a, b, a / b }'
+awk -v a="$wm_med" -v b="$wc_med" -v p="$pm_med" -v n="$N" 'BEGIN {
+    printf "RESULT create_to_running warm pool (N=%d): warm median %.3f s | cold median %.3f s | ratio %.2fx | warm / podman run %.2fx\n", n, a, b, a / b, a / p }'
 # each host's volume (VolumeSizeInGB: image, mkfs.ext4, loop, mount), from the agent's log
 vols=$(sed -n 's/.*event=agent.volume.created .* ms=\([0-9]*\).*/\1/p' "$TY_DATA.log")
 if [ -n "$vols" ]; then
@@ -73,4 +74,6 @@ if [ -n "$vols" ]; then
 else
     echo "RESULT job volume: none made (the agent runs with --job-volumes none, or cannot make them)"
 fi
+spares=$(grep -c 'event=agent.sandbox.spare job=bench-ttr-' "$TY_DATA.log" || true)
+echo "RESULT spare sandbox: $spares of $N cold starts took the agent's spare (the others made their own)"
 echo "(uptime clock resolution 10 ms; machine: $(nproc) CPUs)"

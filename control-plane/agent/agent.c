@@ -16,6 +16,7 @@
 #include "outbox.h"
 #include "queue.h"
 #include "seccomp.h"
+#include "spare.h"
 #include "stage.h"
 #include "store.h"
 #include "ty_log.h"
@@ -800,6 +801,7 @@ static void agent_free(struct agent *a)
     if (!a)
         return;
     warmpool_stop(a->wp);
+    spare_stop(a->spare);
     gpumetrics_close(a->gpu);
     for (size_t i = 0; i < sizeof(a->owned) / sizeof(a->owned[0]); i++)
         free(a->owned[i]);
@@ -1102,6 +1104,15 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
 
     if (!(a->wp = warmpool_start(a->cfg.redis_url, a->cfg.docker_host, a->cfg.slots, err)))
         goto fail;
+    if (a->cfg.runtime_image && a->cfg.runtime_image[0]) {
+        struct spare_config sc = {.docker_host = a->cfg.docker_host,
+                                  .image = a->cfg.runtime_image,
+                                  .seccomp = a->seccomp_path,
+                                  .deployment = a->deployment,
+                                  .agent = a->id};
+        if (!(a->spare = spare_start(&sc, err)))
+            goto fail;
+    }
     if (pthread_create(&a->hb_thr, NULL, agent_heartbeat_thread, a) != 0) {
         ty_err_set(err, TY_EINTERNAL, NULL, "cannot start the heartbeat thread");
         goto fail;
@@ -1165,6 +1176,8 @@ void agent_stop(struct agent *a)
     pthread_mutex_unlock(&a->mu);
     warmpool_stop(a->wp); /* the retained instances end with the agent (Terminated) */
     a->wp = NULL;
+    spare_stop(a->spare);
+    a->spare = NULL;
     ty_log(TY_LOG_INFO, "agent.stopped", "agent=%s", a->id);
     agent_free(a);
 }

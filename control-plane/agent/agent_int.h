@@ -100,6 +100,7 @@ struct agent {
     int busy;                /* guarded by mu: runners not yet done */
     atomic_ulong runs_ended; /* runners done so far: the claim loop looks again when it moves */
     struct warmpool *wp;     /* owned: the retained instances (warmpool.h) */
+    struct spare *spare;     /* owned: the spare sandbox (spare.h), NULL without */
     struct gpumetrics *gpu;  /* owned: NVML for GPU instance metrics, NULL without (gpumetrics.h) */
     pthread_t claim_thr, hb_thr, sweep_thr;
     int claim_started, hb_started, sweep_started;

@@ -15,6 +15,7 @@
 #include "docker.h"
 #include "queue.h"
 #include "reap.h"
+#include "sandbox.h"
 #include "store.h"
 #include "ty_log.h"
 #include "ty_time.h"
@@ -67,16 +68,13 @@ int leftover_job_ended(const char *job, leftover_doc_fn doc_of, void *ctx, doubl
     return 0;
 }
 
-int leftover_candidate(json_t *c, json_t *live, const char *self)
+/* 1 when agent (a container's trainyard.agent) is neither self nor in live. */
+static int leftover_agent_gone(const char *agent, json_t *live, const char *self)
 {
-    json_t *labels = json_object_get(c, "Labels");
-    const char *agent = json_string_value(json_object_get(labels, "trainyard.agent"));
     json_t *a;
     size_t i;
 
-    if (!agent || !json_string_value(json_object_get(labels, "trainyard.job")))
-        return 0;
-    if (self && strcmp(agent, self) == 0)
+    if (!agent || (self && strcmp(agent, self) == 0))
         return 0;
     json_array_foreach(live, i, a)
     {
@@ -85,6 +83,35 @@ int leftover_candidate(json_t *c, json_t *live, const char *self)
             return 0;
     }
     return 1;
+}
+
+int leftover_candidate(json_t *c, json_t *live, const char *self)
+{
+    json_t *labels = json_object_get(c, "Labels");
+
+    if (!json_string_value(json_object_get(labels, "trainyard.job")))
+        return 0;
+    return leftover_agent_gone(json_string_value(json_object_get(labels, "trainyard.agent")), live,
+                               self);
+}
+
+int leftover_spare(json_t *c, json_t *live, const char *self, const char *deployment, char *job,
+                   size_t n)
+{
+    json_t *labels = json_object_get(c, "Labels");
+    const char *agent = json_string_value(json_object_get(labels, "trainyard.agent"));
+    const char *name = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
+    char spare[256];
+
+    if (!json_object_get(labels, SANDBOX_SPARE_LABEL) || !name ||
+        json_object_get(labels, "trainyard.job") || !leftover_agent_gone(agent, live, self))
+        return 0;
+    if (name[0] == '/')
+        name++;
+    sandbox_spare_name(deployment, agent, spare, sizeof(spare));
+    if (strcmp(name, spare) == 0)
+        return 1;
+    return sandbox_spare_job(deployment, name, job, n) ? 2 : 0;
 }
 
 struct leftover_lookup {
@@ -129,8 +156,22 @@ int leftover_sweep(struct store *s, struct docker *d, const char *deployment, co
     {
         const char *job =
             json_string_value(json_object_get(json_object_get(c, "Labels"), "trainyard.job"));
-        int dup = 0;
-        if (!leftover_candidate(c, live, self) || strlen(job) >= sizeof(seen[0]))
+        char spare_job[64];
+        int dup = 0,
+            spare = leftover_spare(c, live, self, deployment, spare_job, sizeof(spare_job));
+        if (spare == 1) { /* a dead agent's spare, never taken */
+            const char *id = json_string_value(json_object_get(c, "Id"));
+            ty_log(TY_LOG_INFO, "agent.leftover.spare", "container=%.12s note='its agent is gone'",
+                   id ? id : "");
+            if (id)
+                sandbox_remove(d, id, &err);
+            continue;
+        }
+        if (spare == 2)
+            job = spare_job; /* taken by this job: its fate decides */
+        else if (!leftover_candidate(c, live, self))
+            continue;
+        if (strlen(job) >= sizeof(seen[0]))
             continue;
         for (int k = 0; k < nseen && !dup; k++)
             dup = strcmp(seen[k], job) == 0;

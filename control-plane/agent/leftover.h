@@ -31,11 +31,21 @@ int leftover_job_ended(const char *job, leftover_doc_fn doc_of, void *ctx, doubl
 int leftover_candidate(json_t *c, json_t *live, const char *self);
 
 /*
+ * What container c (an engine summary: Id, Names, Labels) is when it is a spare sandbox
+ * (spare.h) of an agent neither self nor in live: 1, a spare never taken (remove it); 2, a spare
+ * taken by the job now in job (n >= 64: its name, sandbox_job_name, says which); 0, anything
+ * else.
+ */
+int leftover_spare(json_t *c, json_t *live, const char *self, const char *deployment, char *job,
+                   size_t n);
+
+/*
  * Lists the engine's containers labelled trainyard.deployment=<deployment> (store_deployment_id)
  * and removes the leftovers (reap_job) of every ended job (leftover_job_ended with grace_s) whose
- * containers' agent is gone. Another deployment's containers, even of a job with the same name,
- * are never looked at. Returns the number of jobs reaped, or -1 when Redis or the engine did not
- * answer. Blocking (a few engine and Redis calls per job).
+ * containers' agent is gone, and the spare sandboxes of gone agents (leftover_spare). Another
+ * deployment's containers, even of a job with the same name, are never looked at. Returns the
+ * number of jobs reaped, or -1 when Redis or the engine did not answer. Blocking (a few engine and
+ * Redis calls per job).
  */
 int leftover_sweep(struct store *s, struct docker *d, const char *deployment, const char *self,
                    int grace_s);

@@ -6,6 +6,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "reap.h"
+#include "sandbox.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -68,6 +69,7 @@ static void reap_term(struct docker *d, json_t *list, int grace_s)
 int reap_job(struct docker *d, const char *deployment, const char *job, int grace_s)
 {
     char filter[200], net[200], br[FENCE_IFNAME_MAX];
+    struct docker_state st;
     struct ty_err err;
     json_t *list, *c;
     size_t i;
@@ -98,6 +100,13 @@ int reap_job(struct docker *d, const char *deployment, const char *job, int grac
         }
     }
     json_decref(list);
+    /* a spare sandbox the job took (spare.h) has no job label: its name is the job's */
+    sandbox_job_name(deployment, job, net, sizeof(net));
+    if (deployment && deployment[0] && docker_inspect(d, net, &st, &err) == 0) {
+        ty_log(TY_LOG_INFO, "agent.job.leftover_removed", "job=%s container=%.12s sandbox=1", job,
+               st.id);
+        sandbox_remove(d, net, &err);
+    }
     reap_job_name(deployment, job, net, sizeof(net));
     docker_network_remove(d, net, &err);
     fence_ifname(net, br, sizeof(br));

@@ -1070,6 +1070,19 @@ int docker_start(struct docker *d, const char *id, struct ty_err *err)
     return call(d, "POST", path, NULL, TY_DOCKER_LONG_S, "container start", &status, NULL, err);
 }
 
+int docker_rename(struct docker *d, const char *id, const char *name, struct ty_err *err)
+{
+    char path[600];
+    long status = 0;
+    int rc = check_name(id, "container rename", err);
+    if (!rc)
+        rc = check_name(name, "container rename", err);
+    if (rc)
+        return rc;
+    snprintf(path, sizeof(path), "/containers/%s/rename?name=%s", id, name);
+    return call(d, "POST", path, NULL, TY_DOCKER_LONG_S, "container rename", &status, NULL, err);
+}
+
 int docker_kill(struct docker *d, const char *id, const char *signal, struct ty_err *err)
 {
     struct ty_err e;
@@ -1128,6 +1141,9 @@ int docker_inspect(struct docker *d, const char *id, struct docker_state *st, st
     str = json_string_value(json_object_get(resp, "LogPath"));
     if (str && strlen(str) < sizeof(out.log_path))
         memcpy(out.log_path, str, strlen(str) + 1);
+    str = json_string_value(json_object_get(resp, "Id"));
+    if (str && strlen(str) < sizeof(out.id))
+        memcpy(out.id, str, strlen(str) + 1);
     json_decref(resp);
     *st = out;
     return 0;

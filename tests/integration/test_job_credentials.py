@@ -14,7 +14,6 @@ Job names start with cred-.
 import http.client
 import json
 import os
-import urllib.parse
 import uuid
 
 import boto3
@@ -344,10 +343,7 @@ def test_relay_without_sandbox(make_server, procs, workdir, pyboto, buckets):
 
 
 def _job_containers(name):
-    q = urllib.parse.quote(json.dumps({"label": [f"trainyard.job={name}"]}))
-    status, body = H.engine_request("GET", f"/v1.41/containers/json?all=1&filters={q}")
-    assert status == 200, body
-    return json.loads(body)
+    return H.job_containers(name)
 
 
 def test_agent_restart_reattaches_sandbox_and_relay(make_server, procs, workdir):

@@ -122,6 +122,22 @@ def job_networks(job, docker_host=DOCKER_HOST):
     return [n for n in json.loads(body) if (n.get("Labels") or {}).get("trainyard.job") == job]
 
 
+def job_containers(job, docker_host=DOCKER_HOST):
+    """Job's containers on the engine, running or not: those labelled trainyard.job=<job>, and
+    the sandbox of a one-host job that was its agent's spare (labelled trainyard.spare, not with
+    the job: named trainyard-<deployment>-<job>-algo-1-net, docs/job-sandbox.md)."""
+    out = []
+    for label in (f"trainyard.job={job}", "trainyard.spare=1"):
+        q = urllib.parse.quote(json.dumps({"label": [label]}))
+        status, body = engine_request("GET", f"/v1.41/containers/json?all=1&filters={q}",
+                                      docker_host)
+        assert status == 200, body[:300]
+        out += [c for c in json.loads(body)
+                if label != "trainyard.spare=1"
+                or any(n.endswith(f"-{job}-algo-1-net") for n in c.get("Names", []))]
+    return out
+
+
 def reap_agent_containers(ids, docker_host=DOCKER_HOST):
     """Removes the containers and job networks of agents whose id is in ids (or starts with one
     ending in "-"): test hygiene for agents killed with their whole deployment (Redis included),

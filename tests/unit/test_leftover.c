@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "leftover.h"
+#include "sandbox.h"
 
 #define NOW 1000000.0
 
@@ -120,6 +121,54 @@ static void test_candidates_are_dead_agents_containers(void **state)
     json_decref(nolabels);
 }
 
+/* A spare sandbox (spare.h) has no job label: a gone agent's is removed while it is still
+   named as its spare; once renamed for a job, that job's fate decides; anything else is kept. */
+static void test_spares_of_gone_agents(void **state)
+{
+    const char *dep = "0123456789abcdef";
+    json_t *live = json_pack("[{s:s}]", "id", "agent-live");
+    char name[256], taken[256], job[64];
+    json_t *c;
+    (void)state;
+
+    sandbox_spare_name(dep, "vm:42/1", name, sizeof(name));
+    assert_string_equal(name, "trainyard-01234567-spare-vm-42-1");
+    sandbox_job_name(dep, "my-job-7", taken, sizeof(taken));
+    assert_string_equal(taken, "trainyard-01234567-my-job-7-algo-1-net");
+    assert_int_equal(
+        sandbox_spare_job(dep, "/trainyard-01234567-my-job-7-algo-1-net", job, sizeof(job)), 1);
+    assert_string_equal(job, "my-job-7");
+    /* another deployment's, a second host's, an empty or odd job name: not a taken spare */
+    assert_int_equal(sandbox_spare_job(dep, "trainyard-76543210-j-algo-1-net", job, sizeof(job)),
+                     0);
+    assert_int_equal(sandbox_spare_job(dep, "trainyard-01234567-j-algo-2-net", job, sizeof(job)),
+                     0);
+    assert_int_equal(sandbox_spare_job(dep, "trainyard-01234567--algo-1-net", job, sizeof(job)), 0);
+    assert_int_equal(sandbox_spare_job(dep, "trainyard-01234567-a.b-algo-1-net", job, sizeof(job)),
+                     0);
+
+    c = json_pack("{s:[s], s:{s:s, s:s, s:s}}", "Names", "/trainyard-01234567-spare-vm-42-1",
+                  "Labels", "trainyard.agent", "vm:42/1", "trainyard.sandbox", "1",
+                  "trainyard.spare", "1");
+    assert_int_equal(leftover_spare(c, live, "agent-self", dep, job, sizeof(job)), 1);
+    assert_int_equal(leftover_spare(c, live, "vm:42/1", dep, job, sizeof(job)), 0); /* mine */
+    json_array_set_new(json_object_get(c, "Names"), 0,
+                       json_string("/trainyard-01234567-my-job-7-algo-1-net"));
+    assert_int_equal(leftover_spare(c, live, "agent-self", dep, job, sizeof(job)), 2);
+    assert_string_equal(job, "my-job-7");
+    json_object_set_new(json_object_get(c, "Labels"), "trainyard.agent", json_string("agent-live"));
+    assert_int_equal(leftover_spare(c, live, "agent-self", dep, job, sizeof(job)), 0); /* alive */
+    json_object_set_new(json_object_get(c, "Labels"), "trainyard.agent", json_string("gone"));
+    json_array_set_new(json_object_get(c, "Names"), 0, json_string("/somebody-elses"));
+    assert_int_equal(leftover_spare(c, live, "agent-self", dep, job, sizeof(job)), 0);
+    json_object_del(json_object_get(c, "Labels"), "trainyard.spare");
+    json_array_set_new(json_object_get(c, "Names"), 0,
+                       json_string("/trainyard-01234567-spare-gone"));
+    assert_int_equal(leftover_spare(c, live, "agent-self", dep, job, sizeof(job)), 0);
+    json_decref(c);
+    json_decref(live);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -127,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_pool_over_only_after_period_and_grace),
         cmocka_unit_test(test_reused_pool_follows_the_reusing_job),
         cmocka_unit_test(test_candidates_are_dead_agents_containers),
+        cmocka_unit_test(test_spares_of_gone_agents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

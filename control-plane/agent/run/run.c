@@ -24,6 +24,7 @@
 #include "prof.h"
 #include "reap.h"
 #include "reattach.h"
+#include "spare.h"
 #include "ty_fs.h"
 #include "ty_log.h"
 #include "ty_time.h"
@@ -297,6 +298,7 @@ static enum run_end run_container(struct run_ctx *r)
         if (run__start_logs(r, h, 0) != 0)
             ty_log(TY_LOG_ERROR, "agent.logs.start_failed", "job=%s host=%s", r->job, h->name);
     }
+    spare_kick(r->a->spare); /* the next job's spare, now that the engine is free */
     return run__conclude(r, run__supervise(r));
 }
 

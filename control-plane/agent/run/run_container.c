@@ -19,6 +19,8 @@
 #include "prof.h"
 #include "reap.h"
 #include "relay.h"
+#include "sandbox.h"
+#include "spare.h"
 #include "ty_log.h"
 #include "ty_time.h"
 
@@ -26,18 +28,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RUN_TICK_MS        200
-#define RUN_POLL_MS        1000  /* job document poll (Stop, MaxRuntime) */
-#define RUN_METRICS_MS     5000  /* FinalMetricDataList refresh while training */
-#define RUN_INSTANCE_MS    2000  /* instance metrics (CPU, memory, disk) sampling */
-#define RUN_PROF_LIVE_MS   2000  /* the profiler's system metrics uploaded while training */
-#define RUN_KILL_WAIT_S    30    /* after SIGKILL */
-#define RUN_LOGS_DRAIN_S   10    /* for the log reader after the container is gone */
-#define RUN_CKPT_MS        10000 /* checkpoint upload period while training */
-#define RUN_CREDS_SLACK_S  3600  /* container token life past MaxRuntime (staging, upload) */
-#define RUN_SANDBOX_MEMORY (64LL * 1024 * 1024)
-#define RUN_SANDBOX_PIDS   8
-#define RUN_TYPROF         "/usr/local/bin/typrof"
+#define RUN_TICK_MS       200
+#define RUN_POLL_MS       1000  /* job document poll (Stop, MaxRuntime) */
+#define RUN_METRICS_MS    5000  /* FinalMetricDataList refresh while training */
+#define RUN_INSTANCE_MS   2000  /* instance metrics (CPU, memory, disk) sampling */
+#define RUN_PROF_LIVE_MS  2000  /* the profiler's system metrics uploaded while training */
+#define RUN_KILL_WAIT_S   30    /* after SIGKILL */
+#define RUN_LOGS_DRAIN_S  10    /* for the log reader after the container is gone */
+#define RUN_CKPT_MS       10000 /* checkpoint upload period while training */
+#define RUN_CREDS_SLACK_S 3600  /* container token life past MaxRuntime (staging, upload) */
+#define RUN_TYPROF        "/usr/local/bin/typrof"
 
 /* ---- container ---- */
 
@@ -166,32 +166,47 @@ static void run_sandbox_remove(struct run_ctx *r, struct run_host *h)
 {
     struct ty_err err;
 
-    if (!h->sbid[0])
-        return;
-    docker_kill(r->io.d, h->sbid, "SIGKILL", &err);
-    if (docker_remove(r->io.d, h->sbid, 1, &err) == 0)
+    if (h->sbid[0] && sandbox_remove(r->io.d, h->sbid, &err) == 0)
         h->sbid[0] = '\0';
 }
 
+/* The agent's spare sandbox for host h (spare.h), when the job can have it: one host, no job
+   network, no warm pool to keep it in (a pool's sandbox must carry its job's label). 0 with
+   h->sbid and *pid, or -1. */
+static int run_sandbox_spare(struct run_ctx *r, struct run_host *h, int *pid)
+{
+    char name[240];
+    double t0 = ty_wall_s();
+
+    if (!r->a->spare || r->nh != 1 || r->net[0] || r->warm.keep_alive > 0)
+        return -1;
+    run__fmt(name, sizeof(name), "%s-net", h->cname);
+    if (spare_take(r->a->spare, r->io.d, name, h->sbid, sizeof(h->sbid), pid) != 0)
+        return -1;
+    ty_log(TY_LOG_INFO, "agent.sandbox.spare", "job=%s host=%s container=%.12s ms=%.0f", r->job,
+           h->name, h->sbid, (ty_wall_s() - t0) * 1000.0);
+    return 0;
+}
+
 /*
- * Creates and starts host h's sandbox: a sleeping container of the runtime image that owns the
- * host's network namespace (the job network with the host's alias, or none for one host), and
- * binds the relay inside it, all before the training container (which joins it with
- * NetworkMode container:<sandbox>) exists, so that its first connection finds the relay. When
- * no sandbox can be made (no runtime image), the relay is bound right after the training
+ * Gives host h its sandbox: a sleeping container of the runtime image that owns the host's
+ * network namespace (the job network with the host's alias, or none for one host), and binds the
+ * relay inside it, all before the training container (which joins it with NetworkMode
+ * container:<sandbox>) exists, so that its first connection finds the relay. A warm pool's is
+ * used again; else a one-host job takes the agent's spare (spare.h), made ahead; else one is
+ * made. When none can be made (no runtime image), the relay is bound right after the training
  * container starts (run__relay_late). 0, or -1 with no sandbox.
  */
 int run__sandbox(struct run_ctx *r, struct run_host *h)
 {
-    static const char *const ep[] = {"/bin/sleep", NULL};
-    static const char *const cmd[] = {"2147483647", NULL};
     const char *aliases[2] = {h->name, NULL};
     const char *image = r->a->cfg.runtime_image;
-    struct docker_create c = {0};
+    struct sandbox_opts o = {0};
     struct docker_state st;
     struct ty_err err;
     char name[240];
     json_t *labels = NULL;
+    int pid = 0;
 
     if (!run__relay_wanted(r))
         return 0;
@@ -204,6 +219,10 @@ int run__sandbox(struct run_ctx *r, struct run_host *h)
         run_sandbox_remove(r, h);
         h->sbid[0] = '\0';
     }
+    if (run_sandbox_spare(r, h, &pid) == 0) {
+        run__relay_start(r, h, pid);
+        return 0;
+    }
     if (!image || docker_image_exists(r->io.d, image, &err) != 1) {
         ty_log(TY_LOG_WARN, "agent.sandbox.no_image",
                "job=%s image='%s' note='relay bound after the container starts'", r->job,
@@ -211,48 +230,27 @@ int run__sandbox(struct run_ctx *r, struct run_host *h)
         return -1;
     }
     run__fmt(name, sizeof(name), "%s-net", h->cname);
-    docker_remove(r->io.d, name, 1, &err); /* a stale one with our name */
     labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", "trainyard.deployment", r->a->deployment,
                        "trainyard.job", r->job, "trainyard.agent", r->a->id, "trainyard.host",
-                       h->name, "trainyard.sandbox", "1");
-    c.image = image;
-    c.name = name;
-    c.hostname = h->name;
-    c.entrypoint = ep;
-    c.cmd = cmd;
-    c.labels = labels;
-    c.memory_bytes = RUN_SANDBOX_MEMORY;
-    c.cap_drop_all = 1; /* it only sleeps: no capability, no new privilege, nothing to write */
-    c.no_new_privileges = 1;
-    c.seccomp = r->a->seccomp_path[0] ? r->a->seccomp_path : NULL;
-    c.readonly_rootfs = 1;
-    c.pids_limit = RUN_SANDBOX_PIDS;
+                       h->name, SANDBOX_LABEL, "1");
+    o.image = image;
+    o.name = name;
+    o.hostname = h->name;
+    o.labels = labels;
+    o.seccomp = r->a->seccomp_path[0] ? r->a->seccomp_path : NULL;
     if (r->net[0]) {
-        c.network = r->net;
-        c.aliases = aliases;
-    } else {
-        c.network_none = 1;
+        o.network = r->net;
+        o.aliases = aliases;
     }
-    if (!labels || docker_create(r->io.d, &c, h->sbid, sizeof(h->sbid), &err) != 0) {
-        h->sbid[0] = '\0';
-        goto fail;
+    if (labels && sandbox_make(r->io.d, &o, h->sbid, sizeof(h->sbid), &pid, &err) == 0) {
+        json_decref(labels);
+        run__relay_start(r, h, pid);
+        return 0;
     }
-    if (docker_start(r->io.d, h->sbid, &err) != 0 ||
-        docker_inspect(r->io.d, h->sbid, &st, &err) != 0)
-        goto fail;
-    if (st.pid <= 0) {
-        run__fmt(err.msg, sizeof(err.msg), "no State.Pid");
-        goto fail;
-    }
-    json_decref(labels);
-    run__relay_start(r, h, st.pid);
-    return 0;
-fail:
     ty_log(TY_LOG_WARN, "agent.sandbox.failed",
            "job=%s host=%s error='%s' note='relay bound after the container starts'", r->job,
-           h->name, err.msg);
+           h->name, labels ? err.msg : "out of memory");
     json_decref(labels);
-    run_sandbox_remove(r, h);
     h->sbid[0] = '\0';
     return -1;
 }

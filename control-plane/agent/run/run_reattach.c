@@ -10,6 +10,7 @@
 
 #include "reap.h"
 #include "reattach.h"
+#include "sandbox.h"
 #include "ty_log.h"
 #include "volume.h"
 
@@ -48,6 +49,24 @@ static void run_reattach_stream(struct run_ctx *r, struct run_host *h)
     else
         run__fmt(h->stream, sizeof(h->stream), "%s%lld", prefix, (long long)ty_wall_s());
     json_decref(list);
+}
+
+/* A one-host job's sandbox that was the agent's spare (spare.h) carries no job label: it is
+   found by the name it took. Its id goes to h->sbid, so that it is removed with the job. */
+static void run_reattach_spare(struct run_ctx *r, struct run_host *h)
+{
+    struct docker_state st;
+    struct ty_err err;
+    char name[256];
+
+    if (h->sbid[0] || r->nh != 1 || !h->cid[0] || !r->a->deployment[0])
+        return;
+    sandbox_job_name(r->a->deployment, r->job, name, sizeof(name));
+    if (docker_inspect(r->io.d, name, &st, &err) != 0 || !st.id[0])
+        return;
+    run__fmt(h->sbid, sizeof(h->sbid), "%s", st.id);
+    ty_log(TY_LOG_INFO, "agent.reattach.spare", "job=%s host=%s container=%.12s", r->job, h->name,
+           h->sbid);
 }
 
 /* Takes host h's container over: starts it when it never was, binds the relay again (in its
@@ -161,6 +180,7 @@ int run__reattach(struct run_ctx *r, const char *secondary, double t_doc, int st
         }
         run__fmt(h->cid, sizeof(h->cid), "%s", ph->cid);
         run__fmt(h->sbid, sizeof(h->sbid), "%s", ph->sbid);
+        run_reattach_spare(r, h);
         if (ph->gpus[0]) /* the GPUs its container holds are its own again, not fresh ones */
             agent__gpus_adopt(r->a, r->run, ph->gpus);
         if (ph->from_record) {

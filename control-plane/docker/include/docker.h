@@ -92,6 +92,9 @@ int docker_is_podman(struct docker *d, struct ty_err *err);
 int docker_create(struct docker *d, const struct docker_create *c, char *id, size_t n,
                   struct ty_err *err);
 int docker_start(struct docker *d, const char *id, struct ty_err *err);
+/* Renames container id to name (both names of letters, digits and ._-). 0, -TY_ENOTFOUND, or
+   -TY_EENGINE (a container of that name exists: 409). */
+int docker_rename(struct docker *d, const char *id, const char *name, struct ty_err *err);
 /* Sends signal ("SIGTERM", "SIGKILL") to the container's main process. A container that is
    not running is not an error. */
 int docker_kill(struct docker *d, const char *id, const char *signal, struct ty_err *err);
@@ -105,6 +108,7 @@ struct docker_state {
     double finished_at; /* epoch seconds, 0 when unknown */
     int pid;            /* State.Pid: its main process on the engine's host, 0 when not running */
     char log_path[512]; /* LogPath: its log file on the engine's host, "" when none */
+    char id[72];        /* Id (asked by name: which container that is), "" when none */
 };
 /* GET /containers/{id}/json. 0, -TY_ENOTFOUND for an unknown container, or -TY_EENGINE. */
 int docker_inspect(struct docker *d, const char *id, struct docker_state *st, struct ty_err *err);
