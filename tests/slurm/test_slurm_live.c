@@ -1,0 +1,349 @@
+/*
+ * test_slurm_live.c - the slurmrestd client (slurmrest.h) against a real Slurm cluster on
+ * loopback, started by tests/slurm/cluster.sh (the ctest fixture "slurm"): ping, nodes and
+ * partitions, a gang-scheduled 2-node job with GPUs, exit codes, Slurm's refusals with their
+ * numbers, a job accepted that can never start, USR1 as a graceful stop, an unknown job, the
+ * jobs-changed poll (304), and both kinds of token (minted, from a file), and a wrong key.
+ * Usage: test_slurm_live DIR/cluster.env
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "slurmrest.h"
+#include "slurmrest_int.h"
+
+static char rest_url[1024], jwt_key[1024], jobs_dir[1024];
+static struct slurmrest *sr;
+
+static void read_env(const char *path)
+{
+    char line[1000];
+    FILE *f = fopen(path, "r");
+
+    if (!f) {
+        fprintf(stderr, "test_slurm_live: cannot read %s (cluster.sh up failed?)\n", path);
+        exit(1);
+    }
+    while (fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "SLURM_REST_URL=", 15) == 0)
+            snprintf(rest_url, sizeof(rest_url), "%s", line + 15);
+        else if (strncmp(line, "SLURM_JWT_KEY=", 14) == 0)
+            snprintf(jwt_key, sizeof(jwt_key), "%s", line + 14);
+        else if (strncmp(line, "SLURM_JOBS_DIR=", 15) == 0)
+            snprintf(jobs_dir, sizeof(jobs_dir), "%s", line + 15);
+    }
+    fclose(f);
+}
+
+static void nap_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Polls job id until its state is one of states ("A,B"); fails after timeout_s. */
+static void wait_state(long id, const char *states, int timeout_s, struct slurmrest_job *j)
+{
+    struct ty_err err;
+    char want[128];
+
+    for (int i = 0; i < timeout_s * 10; i++) {
+        assert_int_equal(slurmrest_job(sr, id, j, &err), 0);
+        snprintf(want, sizeof(want), ",%s,", states);
+        {
+            char have[40];
+            snprintf(have, sizeof(have), ",%s,", j->state);
+            if (strstr(want, have))
+                return;
+        }
+        nap_ms(100);
+    }
+    fail_msg("job %ld is %s (%s), not %s after %d s", id, j->state, j->reason, states, timeout_s);
+}
+
+static long submit(const char *name, const char *script, int nodes, const char *gres, int *warn)
+{
+    struct slurmrest_submit sub = {0};
+    struct ty_err err;
+    char out[1200];
+    long id = 0;
+    int w = 0;
+
+    snprintf(out, sizeof(out), "%s/%%j.out", jobs_dir);
+    sub.name = name;
+    sub.script = script;
+    sub.cwd = jobs_dir;
+    sub.stdout_path = out;
+    sub.nodes = nodes;
+    sub.tasks_per_node = 1;
+    sub.gres = gres;
+    sub.comment = "trainyard test";
+    assert_int_equal(slurmrest_submit_job(sr, &sub, &id, &w, &err), 0);
+    assert_true(id > 0);
+    if (warn)
+        *warn = w;
+    else
+        assert_int_equal(w, 0);
+    return id;
+}
+
+static char *job_output(long id)
+{
+    char path[1200];
+    static char buf[8192];
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "%s/%ld.out", jobs_dir, id);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void test_ping_nodes_partitions(void **state)
+{
+    struct ty_err err;
+    json_t *a;
+    (void)state;
+
+    assert_int_equal(slurmrest_ping(sr, &err), 0);
+    a = slurmrest_nodes(sr, &err);
+    assert_non_null(a);
+    assert_int_equal(json_array_size(a), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(a, 1), "name")), "n2");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(a, 0), "gres")), "gpu:2");
+    json_decref(a);
+    a = slurmrest_partitions(sr, &err);
+    assert_non_null(a);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(a, 0), "name")), "debug");
+    json_decref(a);
+}
+
+/* Both nodes at once, one task each, each with its GPU; the comment comes back. */
+static void test_two_node_job(void **state)
+{
+    struct slurmrest_job j;
+    const char *out;
+    long id;
+    (void)state;
+
+    id = submit("ty-two",
+                "#!/bin/sh\nsrun sh -c 'echo \"NODE $SLURM_NODEID GPU $CUDA_VISIBLE_DEVICES\"'\n",
+                2, "gpu:1", NULL);
+    wait_state(id, "COMPLETED,FAILED,CANCELLED", 60, &j);
+    assert_string_equal(j.state, "COMPLETED");
+    assert_int_equal(j.exit_code, 0);
+    assert_int_equal(j.node_count, 2);
+    assert_string_equal(j.nodes, "n[1-2]");
+    assert_string_equal(j.name, "ty-two");
+    assert_string_equal(j.comment, "trainyard test");
+    assert_true(j.end_time >= j.start_time && j.start_time > 0);
+    out = job_output(id);
+    assert_non_null(strstr(out, "NODE 0 GPU 0"));
+    assert_non_null(strstr(out, "NODE 1 GPU 0"));
+}
+
+static void test_exit_code(void **state)
+{
+    struct slurmrest_job j;
+    long id;
+    (void)state;
+
+    id = submit("ty-exit", "#!/bin/sh\nexit 3\n", 1, NULL, NULL);
+    wait_state(id, "COMPLETED,FAILED", 60, &j);
+    assert_string_equal(j.state, "FAILED");
+    assert_int_equal(j.exit_code, 3);
+    assert_int_equal(j.exit_signal, 0);
+}
+
+static void test_refusals(void **state)
+{
+    struct slurmrest_submit sub = {0};
+    struct slurmrest_job j;
+    struct ty_err err;
+    long id = 0;
+    int warn = 0;
+    (void)state;
+
+    sub.script = "#!/bin/sh\ntrue\n";
+    sub.cwd = jobs_dir;
+    sub.nodes = 1;
+    sub.partition = "no-such-partition";
+    assert_int_equal(slurmrest_submit_job(sr, &sub, &id, &warn, &err), -TY_EINVAL);
+    assert_string_equal(err.field, "slurm:2000");
+    assert_non_null(strstr(err.msg, "Invalid partition name specified"));
+    sub.partition = NULL;
+    sub.gres = "gpu:8"; /* a node has 2 */
+    assert_int_equal(slurmrest_submit_job(sr, &sub, &id, &warn, &err), -TY_EINVAL);
+    assert_string_equal(err.field, "slurm:2014");
+    /* more nodes than the partition has: accepted, and it would wait for ever */
+    sub.gres = NULL;
+    sub.nodes = 3;
+    assert_int_equal(slurmrest_submit_job(sr, &sub, &id, &warn, &err), 0);
+    assert_int_equal(warn, SLURMREST_EPARTITION_NOW);
+    wait_state(id, "PENDING", 10, &j);
+    for (int i = 0; i < 50 && strcmp(j.reason, "PartitionNodeLimit") != 0; i++) {
+        nap_ms(100); /* PartitionConfig first, then this */
+        assert_int_equal(slurmrest_job(sr, id, &j, &err), 0);
+    }
+    assert_string_equal(j.reason, "PartitionNodeLimit");
+    assert_int_equal(slurmrest_cancel(sr, id, NULL, &err), 0);
+    wait_state(id, "CANCELLED", 30, &j);
+    /* cancelling what has ended is not an error */
+    assert_int_equal(slurmrest_cancel(sr, id, NULL, &err), 0);
+}
+
+/* USR1 reaches the batch script and kills nothing: the script stops as it chooses. */
+static void test_usr1_is_a_graceful_stop(void **state)
+{
+    struct slurmrest_job j;
+    struct ty_err err;
+    long id;
+    (void)state;
+
+    id = submit("ty-usr1",
+                "#!/bin/sh\ntrap 'echo got-usr1; exit 0' USR1\necho started\nsleep 100 &\nwait\n",
+                1, NULL, NULL);
+    wait_state(id, "RUNNING", 30, &j);
+    for (int i = 0; i < 50 && !strstr(job_output(id), "started"); i++)
+        nap_ms(100);
+    assert_int_equal(slurmrest_cancel(sr, id, "USR1", &err), 0);
+    wait_state(id, "COMPLETED,FAILED,CANCELLED", 30, &j);
+    assert_string_equal(j.state, "COMPLETED");
+    assert_non_null(strstr(job_output(id), "got-usr1"));
+    assert_int_equal(slurmrest_cancel(sr, id, "BAD;SIG", &err), -TY_EINVAL);
+}
+
+static void test_unknown_job_and_jobs_since(void **state)
+{
+    struct slurmrest_job j;
+    struct ty_err err;
+    int64_t since = 0;
+    json_t *jobs = NULL;
+    int unchanged = 0;
+    (void)state;
+
+    /* HTTP 500 with error 2017: a job Slurm does not know, not a failing server */
+    assert_int_equal(slurmrest_job(sr, 99999999, &j, &err), -TY_ENOTFOUND);
+    assert_int_equal(slurmrest_jobs_since(sr, &since, &jobs, &err), 0);
+    assert_non_null(jobs);
+    assert_true(json_array_size(jobs) >= 4);
+    assert_true(since > 0);
+    json_decref(jobs);
+    /* asked again with the answer's time: 304, nothing changed (a job's record may still move
+       once or twice as the controller ages it) */
+    for (int i = 0; i < 20 && !unchanged; i++) {
+        assert_int_equal(slurmrest_jobs_since(sr, &since, &jobs, &err), 0);
+        unchanged = jobs == NULL;
+        json_decref(jobs);
+        if (!unchanged)
+            nap_ms(200);
+    }
+    assert_true(unchanged);
+}
+
+static void test_tokens(void **state)
+{
+    struct slurmrest_config c = {0};
+    struct slurmrest *other;
+    struct ty_err err;
+    char path[] = "/tmp/ty-slurm-token-XXXXXX", tok[SLURMREST_JWT_MAX];
+    unsigned char key[4096];
+    size_t keylen;
+    FILE *f;
+    int fd;
+    (void)state;
+
+    f = fopen(jwt_key, "rb");
+    assert_non_null(f);
+    keylen = fread(key, 1, sizeof(key), f);
+    fclose(f);
+    /* a token file as `scontrol token` prints it */
+    assert_int_equal(
+        slurmrest_jwt_mint(key, keylen, "root", (int64_t)time(NULL), 300, tok, sizeof(tok)), 0);
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_true(dprintf(fd, "SLURM_JWT=%s\n", tok) > 0);
+    close(fd);
+    c.url = rest_url;
+    c.token_path = path;
+    other = slurmrest_open(&c, &err);
+    assert_non_null(other);
+    assert_int_equal(slurmrest_ping(other, &err), 0);
+    slurmrest_close(other);
+    /* a token signed with another key is refused (as slurmctld down would be), and said so */
+    key[0] ^= 1;
+    assert_int_equal(
+        slurmrest_jwt_mint(key, keylen, "root", (int64_t)time(NULL), 300, tok, sizeof(tok)), 0);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_true(fd >= 0);
+    assert_true(dprintf(fd, "%s\n", tok) > 0);
+    close(fd);
+    other = slurmrest_open(&c, &err);
+    assert_non_null(other);
+    assert_int_equal(slurmrest_ping(other, &err), -TY_EENGINE);
+    assert_non_null(strstr(err.msg, "refused the token of user 'root'"));
+    slurmrest_close(other);
+    /* one that is no JWT at all: slurmrestd passes it on, and it reads the same */
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_true(fd >= 0);
+    assert_true(dprintf(fd, "not.a.token\n") > 0);
+    close(fd);
+    other = slurmrest_open(&c, &err);
+    assert_non_null(other);
+    assert_int_equal(slurmrest_ping(other, &err), -TY_EENGINE);
+    assert_non_null(strstr(err.msg, "refused the token of user 'root'"));
+    slurmrest_close(other);
+    unlink(path);
+    /* neither key nor token: refused at open */
+    c.token_path = NULL;
+    assert_null(slurmrest_open(&c, &err));
+    assert_int_equal(err.code, TY_EINVAL);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ping_nodes_partitions),
+        cmocka_unit_test(test_two_node_job),
+        cmocka_unit_test(test_exit_code),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_usr1_is_a_graceful_stop),
+        cmocka_unit_test(test_unknown_job_and_jobs_since),
+        cmocka_unit_test(test_tokens),
+    };
+    struct slurmrest_config c = {0};
+    struct ty_err err;
+    int rc;
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_slurm_live DIR/cluster.env\n");
+        return 2;
+    }
+    read_env(argv[1]);
+    c.url = rest_url;
+    c.jwt_key_path = jwt_key;
+    if (!(sr = slurmrest_open(&c, &err))) {
+        fprintf(stderr, "test_slurm_live: %s\n", err.msg);
+        return 1;
+    }
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    slurmrest_close(sr);
+    return rc;
+}

@@ -1,0 +1,5 @@
+# test_slurmrest: the slurmrestd client's pure parts on answers recorded from Slurm 22.05.8
+# (tests/unit/data/slurm). The client against a live cluster is test_slurm_live (tests/slurm).
+ty_unit_test(test_slurmrest SOURCES ${TY_TESTS_DIR}/unit/test_slurmrest.c LIBS ty_slurm)
+target_compile_definitions(test_slurmrest PRIVATE
+                           TY_SLURM_DATA="${CMAKE_SOURCE_DIR}/tests/unit/data/slurm")
