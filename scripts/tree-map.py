@@ -36,6 +36,8 @@ WHAT = {
                            "authentication",
     "control-plane/s3api": "`ty_s3api`: the S3 REST API",
     "control-plane/docker": "`ty_docker`: the Docker Engine API client",
+    "control-plane/slurm": "`ty_slurm`: the client of Slurm's REST API (slurmrestd)",
+    "control-plane/slurmexec": "`ty_slurmexec`: the Slurm executor (so far: the instance map)",
     "control-plane/agent": "the agent: queue -> hardened containers through the Docker Engine "
                            "API; staging, confined file I/O, the API relay, network fences, "
                            "artifacts, warm pools",
@@ -65,7 +67,8 @@ PREFIX_DIRS = {"control-plane/core", "control-plane/sigv4", "control-plane/iam",
                "control-plane/apimodel", "control-plane/tuning", "control-plane/s3uri",
                "control-plane/store", "control-plane/authz", "control-plane/http",
                "control-plane/objstore", "control-plane/front", "control-plane/s3api",
-               "control-plane/docker", "control-plane/agent", "control-plane/ops",
+               "control-plane/docker", "control-plane/slurm", "control-plane/slurmexec",
+               "control-plane/agent", "control-plane/ops",
                "control-plane/console", "control-plane/server", "runtime-image"}
 
 

@@ -3,7 +3,8 @@
  * loopback, started by tests/slurm/cluster.sh (the ctest fixture "slurm"): ping, nodes and
  * partitions, a gang-scheduled 2-node job with GPUs, exit codes, Slurm's refusals with their
  * numbers, a job accepted that can never start, USR1 as a graceful stop, an unknown job, the
- * jobs-changed poll (304), and both kinds of token (minted, from a file), and a wrong key.
+ * jobs-changed poll (304), both kinds of token (minted, from a file) and wrong ones, and the
+ * executor's instance map (slurmmap.h) checked against the cluster.
  * Usage: test_slurm_live DIR/cluster.env
  */
 #define _POSIX_C_SOURCE 200809L
@@ -21,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "slurmmap.h"
 #include "slurmrest.h"
 #include "slurmrest_int.h"
 
@@ -317,6 +319,38 @@ static void test_tokens(void **state)
     assert_int_equal(err.code, TY_EINVAL);
 }
 
+/* The executor's instance map checked against this cluster's own answers. */
+static void test_instance_map(void **state)
+{
+    char path[] = "/tmp/ty-slurm-map-XXXXXX", report[1024];
+    json_t *parts, *nodes;
+    struct slurmmap *m;
+    struct ty_err err;
+    int fd;
+    (void)state;
+
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_true(dprintf(fd, "{\"ml.p3.2xlarge\": {\"partition\": \"debug\"}, "
+                            "\"ml.g5.xlarge\": {\"partition\": \"debug\", \"gpus\": 2}, "
+                            "\"ml.p3.8xlarge\": {\"partition\": \"debug\"}, "
+                            "\"ml.m5.large\": {\"partition\": \"cpu\"}}") > 0);
+    close(fd);
+    m = slurmmap_load(path, &err);
+    unlink(path);
+    assert_non_null(m);
+    parts = slurmrest_partitions(sr, &err);
+    nodes = slurmrest_nodes(sr, &err);
+    assert_non_null(parts);
+    assert_non_null(nodes);
+    assert_int_equal(slurmmap_check(m, parts, nodes, report, sizeof(report)), 2);
+    assert_non_null(strstr(report, "ml.p3.8xlarge: no node of partition 'debug' has 4 GPUs"));
+    assert_non_null(strstr(report, "ml.m5.large: partition 'cpu' does not exist"));
+    json_decref(parts);
+    json_decref(nodes);
+    slurmmap_free(m);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +361,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_usr1_is_a_graceful_stop),
         cmocka_unit_test(test_unknown_job_and_jobs_since),
         cmocka_unit_test(test_tokens),
+        cmocka_unit_test(test_instance_map),
     };
     struct slurmrest_config c = {0};
     struct ty_err err;

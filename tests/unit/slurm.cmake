@@ -3,3 +3,7 @@
 ty_unit_test(test_slurmrest SOURCES ${TY_TESTS_DIR}/unit/test_slurmrest.c LIBS ty_slurm)
 target_compile_definitions(test_slurmrest PRIVATE
                            TY_SLURM_DATA="${CMAKE_SOURCE_DIR}/tests/unit/data/slurm")
+# test_slurmmap: the Slurm executor's instance map, checked against recorded partitions and nodes.
+ty_unit_test(test_slurmmap SOURCES ${TY_TESTS_DIR}/unit/test_slurmmap.c LIBS ty_slurmexec)
+target_compile_definitions(test_slurmmap PRIVATE
+                           TY_SLURM_DATA="${CMAKE_SOURCE_DIR}/tests/unit/data/slurm")
