@@ -37,7 +37,8 @@ WHAT = {
     "control-plane/s3api": "`ty_s3api`: the S3 REST API",
     "control-plane/docker": "`ty_docker`: the Docker Engine API client",
     "control-plane/slurm": "`ty_slurm`: the client of Slurm's REST API (slurmrestd)",
-    "control-plane/slurmexec": "`ty_slurmexec`: the Slurm executor (so far: the instance map)",
+    "control-plane/slurmexec": "`ty_slurmexec`: the Slurm executor (so far: the instance map, "
+                               "the Slurm job's name and batch script)",
     "control-plane/agent": "the agent: queue -> hardened containers through the Docker Engine "
                            "API; staging, confined file I/O, the API relay, network fences, "
                            "artifacts, warm pools",

@@ -4,7 +4,8 @@
  * partitions, a gang-scheduled 2-node job with GPUs, exit codes, Slurm's refusals with their
  * numbers, a job accepted that can never start, USR1 as a graceful stop, an unknown job, the
  * jobs-changed poll (304), both kinds of token (minted, from a file) and wrong ones, and the
- * executor's instance map (slurmmap.h) checked against the cluster.
+ * executor's instance map (slurmmap.h) checked against the cluster, and its batch script
+ * (slurmscript.h) keeping a job whose node fails from running twice.
  * Usage: test_slurm_live DIR/cluster.env
  */
 #define _POSIX_C_SOURCE 200809L
@@ -25,8 +26,9 @@
 #include "slurmmap.h"
 #include "slurmrest.h"
 #include "slurmrest_int.h"
+#include "slurmscript.h"
 
-static char rest_url[1024], jwt_key[1024], jobs_dir[1024];
+static char rest_url[1024], jwt_key[1024], jobs_dir[1024], slurm_conf[1024];
 static struct slurmrest *sr;
 
 static void read_env(const char *path)
@@ -46,6 +48,8 @@ static void read_env(const char *path)
             snprintf(jwt_key, sizeof(jwt_key), "%s", line + 14);
         else if (strncmp(line, "SLURM_JOBS_DIR=", 15) == 0)
             snprintf(jobs_dir, sizeof(jobs_dir), "%s", line + 15);
+        else if (strncmp(line, "SLURM_CONF=", 11) == 0)
+            snprintf(slurm_conf, sizeof(slurm_conf), "%s", line + 11);
     }
     fclose(f);
 }
@@ -102,7 +106,8 @@ static long submit(const char *name, const char *script, int nodes, const char *
     return id;
 }
 
-static char *job_output(long id)
+/* The job's output so far; "" while slurmd has not made the file (it may come after RUNNING). */
+static char *job_output_now(long id)
 {
     char path[1200];
     static char buf[8192];
@@ -110,12 +115,23 @@ static char *job_output(long id)
     size_t n;
 
     snprintf(path, sizeof(path), "%s/%ld.out", jobs_dir, id);
-    f = fopen(path, "r");
-    assert_non_null(f);
+    buf[0] = '\0';
+    if (!(f = fopen(path, "r")))
+        return buf;
     n = fread(buf, 1, sizeof(buf) - 1, f);
     buf[n] = '\0';
     fclose(f);
     return buf;
+}
+
+/* The output of a job that has ended (its file must exist). */
+static char *job_output(long id)
+{
+    char path[1200];
+
+    snprintf(path, sizeof(path), "%s/%ld.out", jobs_dir, id);
+    assert_int_equal(access(path, R_OK), 0);
+    return job_output_now(id);
 }
 
 static void test_ping_nodes_partitions(void **state)
@@ -222,8 +238,8 @@ static void test_usr1_is_a_graceful_stop(void **state)
     id = submit("ty-usr1",
                 "#!/bin/sh\ntrap 'echo got-usr1; exit 0' USR1\necho started\nsleep 100 &\nwait\n",
                 1, NULL, NULL);
-    wait_state(id, "RUNNING", 30, &j);
-    for (int i = 0; i < 50 && !strstr(job_output(id), "started"); i++)
+    wait_state(id, "RUNNING", 90, &j);
+    for (int i = 0; i < 100 && !strstr(job_output_now(id), "started"); i++)
         nap_ms(100);
     assert_int_equal(slurmrest_cancel(sr, id, "USR1", &err), 0);
     wait_state(id, "COMPLETED,FAILED,CANCELLED", 30, &j);
@@ -351,6 +367,83 @@ static void test_instance_map(void **state)
     slurmmap_free(m);
 }
 
+static int count_lines(const char *path)
+{
+    char line[256];
+    int n = 0;
+    FILE *f = fopen(path, "r");
+
+    while (f && fgets(line, sizeof(line), f))
+        n++;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* A node of a running job fails (set down): with slurmscript's batch script the job ends
+   NODE_FAIL and is not run again. Without its requeue line, Slurm 22.05 puts it back in the queue
+   (PENDING BeginTime, restart_cnt 1: tests/unit/data/slurm/job_requeued.json) and runs the
+   launchers a second time. Last: it takes n2 down and back. */
+static void test_no_rerun_after_a_node_failure(void **state)
+{
+    struct slurmscript_job sj = {"0123456789abcdef", "node-fail", 2, NULL};
+    struct slurmrest_submit sub = {0};
+    struct slurmrest_job j;
+    struct ty_err err;
+    char launcher[1200], marks[1200], name[128], out[1200];
+    char *script;
+    long id = 0;
+    int warn = 0, fd;
+    (void)state;
+
+    snprintf(launcher, sizeof(launcher), "%s/launch.sh", jobs_dir);
+    snprintf(marks, sizeof(marks), "%s/launched.log", jobs_dir);
+    fd = open(launcher, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+    assert_true(fd >= 0);
+    assert_true(dprintf(fd, "#!/bin/sh\necho \"$SLURM_NODEID\" >> '%s'\nsleep 120\n", marks) > 0);
+    close(fd);
+    unlink(marks);
+    sj.launcher = launcher;
+    script = slurmscript_batch(&sj);
+    assert_non_null(script);
+    slurmscript_name(sj.deployment, sj.job, name, sizeof(name));
+    snprintf(out, sizeof(out), "%s/%%j.out", jobs_dir);
+    sub.name = name;
+    sub.script = script;
+    sub.cwd = jobs_dir;
+    sub.stdout_path = out;
+    sub.nodes = 2;
+    sub.tasks_per_node = 1;
+    sub.exclusive = 1;
+    assert_int_equal(slurmrest_submit_job(sr, &sub, &id, &warn, &err), 0);
+    free(script);
+    wait_state(id, "RUNNING", 90, &j);
+    for (int i = 0; i < 100 && count_lines(marks) < 2; i++)
+        nap_ms(100);
+    assert_int_equal(count_lines(marks), 2);
+    setenv("SLURM_CONF", slurm_conf, 1);
+    assert_int_equal(system("scontrol update nodename=n2 state=down reason=trainyard-test"), 0);
+    wait_state(id, "NODE_FAIL,PENDING,FAILED,CANCELLED,COMPLETED", 60, &j);
+    nap_ms(2000); /* a requeue would show by now */
+    assert_int_equal(slurmrest_job(sr, id, &j, &err), 0);
+    assert_string_equal(j.state, "NODE_FAIL");
+    assert_int_equal(j.restart_cnt, 0);
+    assert_int_equal(count_lines(marks), 2); /* the launchers ran once */
+    /* back in service (ReturnToService=2 may have done it already: then resume is refused) */
+    if (system("scontrol update nodename=n2 state=resume 2>/dev/null") != 0)
+        fprintf(stderr, "test_slurm_live: n2 was back in service already\n");
+    for (int i = 0; i < 100; i++) {
+        json_t *nodes = slurmrest_nodes(sr, &err);
+        const char *st = json_string_value(json_object_get(json_array_get(nodes, 1), "state"));
+        int up = st && strcmp(st, "idle") == 0;
+        json_decref(nodes);
+        if (up)
+            return;
+        nap_ms(100);
+    }
+    fail_msg("n2 is not idle again");
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -362,6 +455,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unknown_job_and_jobs_since),
         cmocka_unit_test(test_tokens),
         cmocka_unit_test(test_instance_map),
+        cmocka_unit_test(test_no_rerun_after_a_node_failure),
     };
     struct slurmrest_config c = {0};
     struct ty_err err;

@@ -7,3 +7,5 @@ target_compile_definitions(test_slurmrest PRIVATE
 ty_unit_test(test_slurmmap SOURCES ${TY_TESTS_DIR}/unit/test_slurmmap.c LIBS ty_slurmexec)
 target_compile_definitions(test_slurmmap PRIVATE
                            TY_SLURM_DATA="${CMAKE_SOURCE_DIR}/tests/unit/data/slurm")
+# test_slurmscript: the Slurm job of a training job: its name and its batch script.
+ty_unit_test(test_slurmscript SOURCES ${TY_TESTS_DIR}/unit/test_slurmscript.c LIBS ty_slurmexec)
