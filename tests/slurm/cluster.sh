@@ -21,7 +21,16 @@ free_port() {
 }
 
 down() {
-    local dir=$1 f pid
+    local dir=$1 f pid conf
+    [ -d "$dir" ] || return 0
+    # slurmstepd outlives its slurmd (a node set down keeps its steps running): every process
+    # started under this cluster's configuration goes, tasks included
+    conf="SLURM_CONF=$(cd "$dir" 2>/dev/null && pwd)/etc/slurm.conf"
+    for pid in $(pgrep -x slurmstepd) $(pgrep -f "$dir/jobs/"); do
+        if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "$conf"; then
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    done
     for f in "$dir"/run/*.pid; do
         [ -f "$f" ] || continue
         pid=$(cat "$f" 2>/dev/null || true)

@@ -400,7 +400,7 @@ static void test_no_rerun_after_a_node_failure(void **state)
     snprintf(marks, sizeof(marks), "%s/launched.log", jobs_dir);
     fd = open(launcher, O_WRONLY | O_CREAT | O_TRUNC, 0755);
     assert_true(fd >= 0);
-    assert_true(dprintf(fd, "#!/bin/sh\necho \"$SLURM_NODEID\" >> '%s'\nsleep 120\n", marks) > 0);
+    assert_true(dprintf(fd, "#!/bin/sh\necho \"$SLURM_NODEID\" >> '%s'\nsleep 30\n", marks) > 0);
     close(fd);
     unlink(marks);
     sj.launcher = launcher;
