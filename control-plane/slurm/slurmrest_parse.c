@@ -69,13 +69,15 @@ int slurmrest_answer_error(json_t *answer, char *words, size_t n)
         return 0;
     if (!json_is_integer(num))
         num = json_object_get(e, "error_number");
-    if (what && what[0] && desc && desc[0] && strcmp(what, desc) != 0)
+    if (!what || !what[0])
+        what = desc && desc[0] ? desc : NULL;
+    if (what && desc && desc[0] && strcmp(what, desc) != 0)
         snprintf(words, n, "%s: %s", what, desc);
-    else
-        snprintf(words, n, "%s", what && what[0] ? what : desc ? desc : "");
+    else if (what)
+        snprintf(words, n, "%s", what);
     if (json_is_integer(num) && json_integer_value(num) != 0)
         return (int)json_integer_value(num);
-    return words[0] ? -1 : 0; /* an error without a number */
+    return what ? -1 : 0; /* an error without a number (words may be too small to tell) */
 }
 
 void slurmrest_wait_status(long raw, int *code, int *sig)

@@ -342,10 +342,6 @@ def test_relay_without_sandbox(make_server, procs, workdir, pyboto, buckets):
         agent.tail()
 
 
-def _job_containers(name):
-    return H.job_containers(name)
-
-
 def test_agent_restart_reattaches_sandbox_and_relay(make_server, procs, workdir):
     """An agent SIGKILLed while its job trains leaves the training container and its sandbox;
     started again under the same id it takes both over instead of running the job again (the
@@ -373,8 +369,8 @@ def test_agent_restart_reattaches_sandbox_and_relay(make_server, procs, workdir)
         "echo; echo done"])
     sm.create_training_job(**H.job_request(name, script, RoleArn=DEFAULT_ROLE))
     H.wait_job(sm, name, statuses=("InProgress",), secondary=("Training",), timeout=120)
-    H.wait_for(lambda: len(_job_containers(name)) == 2, 30, "the container and its sandbox")
-    before = sorted(c["Id"] for c in _job_containers(name))
+    H.wait_for(lambda: len(H.job_containers(name)) == 2, 30, "the container and its sandbox")
+    before = sorted(c["Id"] for c in H.job_containers(name))
     # the first fetch done, through the first agent's relay, before that agent dies (killed while
     # the fetch is in flight, the relayed connection is reset)
     H.wait_for(lambda: any('"AccessKeyId"' in l for l in _log_lines(s.client("logs"), name)),
@@ -383,7 +379,7 @@ def test_agent_restart_reattaches_sandbox_and_relay(make_server, procs, workdir)
     procs(argv, log_path=os.path.join(d, "agent-2.log"))
     H.wait_for(lambda: "event=agent.job.reattached" in open(os.path.join(d, "agent-2.log")).read(),
                30, "the restarted agent to take the job over")
-    assert sorted(c["Id"] for c in _job_containers(name)) == before  # the same two containers
+    assert sorted(c["Id"] for c in H.job_containers(name)) == before  # the same two containers
     desc = H.wait_job(sm, name, timeout=120)
     assert desc["TrainingJobStatus"] == "Completed", desc.get("FailureReason")
     assert "Restarting" not in [t["Status"] for t in desc["SecondaryStatusTransitions"]]
@@ -392,7 +388,7 @@ def test_agent_restart_reattaches_sandbox_and_relay(make_server, procs, workdir)
     # credentials before the restart and again through the relay bound by the second agent
     assert len([l for l in lines if '"AccessKeyId"' in l]) == 2, lines[-20:]
     assert "done" in lines
-    H.wait_for(lambda: _job_containers(name) == [], 30, f"no container of {name} left")
+    H.wait_for(lambda: H.job_containers(name) == [], 30, f"no container of {name} left")
     log = open(os.path.join(d, "agent-2.log")).read()
     assert "event=agent.relay.started" in log and "event=agent.job.leftover_removed" not in log, \
         log[-3000:]

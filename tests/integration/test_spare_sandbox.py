@@ -20,12 +20,6 @@ def _spares(agent):
             if c["Labels"].get("trainyard.agent") == agent]
 
 
-def _named_for(job):
-    """Containers whose name is job's (its training container, its sandbox)."""
-    return [c for c in _containers("trainyard.agent")
-            if any(f"-{job}-algo-" in n for n in c.get("Names", []))]
-
-
 def _agent(procs, d, redis_url, server, aid):
     ad = os.path.join(d, aid)
     os.makedirs(ad)
@@ -63,7 +57,7 @@ def test_a_one_host_job_starts_in_the_agents_spare(make_server, procs, workdir):
         log[-3000:]
     assert "HOST algo-1 NETS lo " in lines, lines
     assert any('"AccessKeyId"' in l for l in lines), lines  # the relay answered at once
-    H.wait_for(lambda: _named_for(name) == [], 30, f"no container of {name} left")
+    H.wait_for(lambda: H.job_containers(name) == [], 30, f"no container of {name} left")
     H.wait_for(lambda: [c["Id"] for c in _spares("it-spare-one")] not in ([], [spare_id]), 30,
                "a new spare")
     assert len(_spares("it-spare-one")) == 1
@@ -90,7 +84,7 @@ def test_a_dead_agents_spares_are_removed(make_server, procs, workdir):
     sm.stop_training_job(TrainingJobName=name)
     desc = H.wait_job(sm, name, timeout=120)
     assert desc["TrainingJobStatus"] == "Stopped", desc.get("FailureReason")
-    H.wait_for(lambda: _named_for(name) == [], 60, f"no container of {name} left")
+    H.wait_for(lambda: H.job_containers(name) == [], 60, f"no container of {name} left")
     assert len(_spares("it-spare-victim")) == 1  # the unused one: no job names it
     survivor = _agent(procs, d, redis_url, s, "it-spare-survivor")
     H.wait_for(lambda: _spares("it-spare-victim") == [], 60, "the dead agent's spares removed")

@@ -276,12 +276,29 @@ static void test_unknown_job_and_jobs_since(void **state)
     assert_true(unchanged);
 }
 
+/* Writes token as c's token file, then pings with a fresh client reading it: its answer. */
+static int ping_with_token_file(const struct slurmrest_config *c, const char *token,
+                                struct ty_err *err)
+{
+    struct slurmrest *other;
+    int fd = open(c->token_path, O_WRONLY | O_TRUNC), rc;
+
+    assert_true(fd >= 0);
+    assert_true(dprintf(fd, "%s\n", token) > 0);
+    close(fd);
+    other = slurmrest_open(c, err);
+    assert_non_null(other);
+    rc = slurmrest_ping(other, err);
+    slurmrest_close(other);
+    return rc;
+}
+
 static void test_tokens(void **state)
 {
     struct slurmrest_config c = {0};
-    struct slurmrest *other;
     struct ty_err err;
-    char path[] = "/tmp/ty-slurm-token-XXXXXX", tok[SLURMREST_JWT_MAX];
+    char path[] = "/tmp/ty-slurm-token-XXXXXX", tok[SLURMREST_JWT_MAX],
+         line[SLURMREST_JWT_MAX + 16];
     unsigned char key[4096];
     size_t keylen;
     FILE *f;
@@ -297,37 +314,20 @@ static void test_tokens(void **state)
         slurmrest_jwt_mint(key, keylen, "root", (int64_t)time(NULL), 300, tok, sizeof(tok)), 0);
     fd = mkstemp(path);
     assert_true(fd >= 0);
-    assert_true(dprintf(fd, "SLURM_JWT=%s\n", tok) > 0);
     close(fd);
     c.url = rest_url;
     c.token_path = path;
-    other = slurmrest_open(&c, &err);
-    assert_non_null(other);
-    assert_int_equal(slurmrest_ping(other, &err), 0);
-    slurmrest_close(other);
+    snprintf(line, sizeof(line), "SLURM_JWT=%s", tok);
+    assert_int_equal(ping_with_token_file(&c, line, &err), 0);
     /* a token signed with another key is refused (as slurmctld down would be), and said so */
     key[0] ^= 1;
     assert_int_equal(
         slurmrest_jwt_mint(key, keylen, "root", (int64_t)time(NULL), 300, tok, sizeof(tok)), 0);
-    fd = open(path, O_WRONLY | O_TRUNC);
-    assert_true(fd >= 0);
-    assert_true(dprintf(fd, "%s\n", tok) > 0);
-    close(fd);
-    other = slurmrest_open(&c, &err);
-    assert_non_null(other);
-    assert_int_equal(slurmrest_ping(other, &err), -TY_EENGINE);
+    assert_int_equal(ping_with_token_file(&c, tok, &err), -TY_EENGINE);
     assert_non_null(strstr(err.msg, "refused the token of user 'root'"));
-    slurmrest_close(other);
     /* one that is no JWT at all: slurmrestd passes it on, and it reads the same */
-    fd = open(path, O_WRONLY | O_TRUNC);
-    assert_true(fd >= 0);
-    assert_true(dprintf(fd, "not.a.token\n") > 0);
-    close(fd);
-    other = slurmrest_open(&c, &err);
-    assert_non_null(other);
-    assert_int_equal(slurmrest_ping(other, &err), -TY_EENGINE);
+    assert_int_equal(ping_with_token_file(&c, "not.a.token", &err), -TY_EENGINE);
     assert_non_null(strstr(err.msg, "refused the token of user 'root'"));
-    slurmrest_close(other);
     unlink(path);
     /* neither key nor token: refused at open */
     c.token_path = NULL;

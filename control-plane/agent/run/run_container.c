@@ -180,7 +180,8 @@ static int run_sandbox_spare(struct run_ctx *r, struct run_host *h, int *pid)
 
     if (!r->a->spare || r->nh != 1 || r->net[0] || r->warm.keep_alive > 0)
         return -1;
-    run__fmt(name, sizeof(name), "%s-net", h->cname);
+    /* the name reap.c and run_reattach.c look it up by */
+    sandbox_job_name(r->a->deployment, r->job, name, sizeof(name));
     if (spare_take(r->a->spare, r->io.d, name, h->sbid, sizeof(h->sbid), pid) != 0)
         return -1;
     ty_log(TY_LOG_INFO, "agent.sandbox.spare", "job=%s host=%s container=%.12s ms=%.0f", r->job,
