@@ -263,6 +263,23 @@ def proxy():
     }
 
 
+def slurm():
+    """Byte 0 flags, then a GET /job answer (fuzz_slurm): recorded ones from
+    tests/unit/data/slurm, kept to the fields the executor reads; and a host list."""
+    data = os.path.join(HERE, "..", "unit", "data", "slurm")
+    keep = ("job_id", "name", "comment", "job_state", "state_reason", "state_description", "nodes",
+            "batch_host", "node_count", "restart_cnt", "exit_code", "derived_exit_code",
+            "submit_time", "start_time", "end_time")
+    out = {"hostlist": b"\x08n[1-2],gpu[08-10]"}
+    for name in ("job_node_fail", "job_requeued", "job_pending_partition_limit",
+                 "job_running_2_nodes", "job_failed_exit3"):
+        with open(os.path.join(data, name + ".json")) as f:
+            job = json.load(f)["jobs"][0]
+        job = {k: job[k] for k in keep if k in job}
+        out[name] = b"\x00" + json.dumps({"jobs": [job]}).encode()
+    return out
+
+
 def main():
     reqs = requests()
     for name in ("s3_get", "s3_presigned", "s3_put", "sagemaker", "sts", "iam"):
@@ -275,7 +292,8 @@ def main():
     for name, data in multipart():
         put("multipart", name, data)
     for harness, seeds in (("s3xml", s3xml()), ("docker", docker()), ("iam", iam()),
-                           ("model", model()), ("form", form()), ("proxy", proxy())):
+                           ("model", model()), ("form", form()), ("proxy", proxy()),
+                           ("slurm", slurm())):
         for name, data in seeds.items():
             put(harness, name, data)
 

@@ -9,3 +9,8 @@ target_compile_definitions(test_slurmmap PRIVATE
                            TY_SLURM_DATA="${CMAKE_SOURCE_DIR}/tests/unit/data/slurm")
 # test_slurmscript: the Slurm job of a training job: its name and its batch script.
 ty_unit_test(test_slurmscript SOURCES ${TY_TESTS_DIR}/unit/test_slurmscript.c LIBS ty_slurmexec)
+# test_slurmfate: what a Slurm job's state means for its training job, on recorded jobs and nodes;
+# Slurm's host lists.
+ty_unit_test(test_slurmfate SOURCES ${TY_TESTS_DIR}/unit/test_slurmfate.c LIBS ty_slurmexec)
+target_compile_definitions(test_slurmfate PRIVATE
+                           TY_SLURM_DATA="${CMAKE_SOURCE_DIR}/tests/unit/data/slurm")

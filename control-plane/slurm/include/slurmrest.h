@@ -117,4 +117,14 @@ int slurmrest_jobs_since(struct slurmrest *s, int64_t *since, json_t **jobs, str
    is not an error. 0 or a negative code. */
 int slurmrest_cancel(struct slurmrest *s, long id, const char *signal, struct ty_err *err);
 
+#define SLURMREST_NODE_MAX 64 /* a node name's room, with its NUL */
+
+/*
+ * Expands a Slurm host list ("n[1-3,7],gpu[01-02],login": one bracket per name, ranges keep the
+ * low bound's zero padding) into names, in Slurm's order (that of SLURM_NODEID). Returns the
+ * count (0 for "" or NULL), or -1 for a malformed list, a name over SLURMREST_NODE_MAX - 1, or
+ * more than max names.
+ */
+int slurmrest_hostlist(const char *list, char (*names)[SLURMREST_NODE_MAX], int max);
+
 #endif
