@@ -38,7 +38,9 @@ WHAT = {
     "control-plane/docker": "`ty_docker`: the Docker Engine API client",
     "control-plane/slurm": "`ty_slurm`: the client of Slurm's REST API (slurmrestd)",
     "control-plane/slurmexec": "`ty_slurmexec`: the Slurm executor (so far: the instance map, "
-                               "the Slurm job's name and batch script)",
+                               "the Slurm job's name and batch script, what its state means)",
+    "control-plane/launch": "`ty_launch`: what a per-node launcher and its executor say to "
+                            "each other",
     "control-plane/agent": "the agent: queue -> hardened containers through the Docker Engine "
                            "API; staging, confined file I/O, the API relay, network fences, "
                            "artifacts, warm pools",
@@ -69,6 +71,7 @@ PREFIX_DIRS = {"control-plane/core", "control-plane/sigv4", "control-plane/iam",
                "control-plane/store", "control-plane/authz", "control-plane/http",
                "control-plane/objstore", "control-plane/front", "control-plane/s3api",
                "control-plane/docker", "control-plane/slurm", "control-plane/slurmexec",
+               "control-plane/launch",
                "control-plane/agent", "control-plane/ops",
                "control-plane/console", "control-plane/server", "runtime-image"}
 

@@ -280,6 +280,21 @@ def slurm():
     return out
 
 
+def launchwire():
+    """Report bodies a launcher sends (fuzz_launchwire), and an answer."""
+    head = {"v": 1, "job": "train-1", "attempt": 1, "host": 1, "node": "n2", "seq": 3}
+    out = {
+        "staging": dict(head, phase="staging"),
+        "running": dict(head, phase="running", started=1765100000.5,
+                        lines=[[1765100000600, "epoch 1 loss=0.25", 0], [1765100000601, "warn", 1]]),
+        "ended": dict(head, phase="ended", started=1765100000.5,
+                      exit={"code": 1, "signal": 0, "stopped": False, "failure": "ValueError: x",
+                            "model_error": ""}),
+        "answer": {"ack": 3, "stop": True, "grace": 120, "upload": True},
+    }
+    return {k: json.dumps(v).encode() for k, v in out.items()}
+
+
 def main():
     reqs = requests()
     for name in ("s3_get", "s3_presigned", "s3_put", "sagemaker", "sts", "iam"):
@@ -293,7 +308,7 @@ def main():
         put("multipart", name, data)
     for harness, seeds in (("s3xml", s3xml()), ("docker", docker()), ("iam", iam()),
                            ("model", model()), ("form", form()), ("proxy", proxy()),
-                           ("slurm", slurm())):
+                           ("slurm", slurm()), ("launchwire", launchwire())):
         for name, data in seeds.items():
             put(harness, name, data)
 

@@ -14,3 +14,5 @@ ty_unit_test(test_slurmscript SOURCES ${TY_TESTS_DIR}/unit/test_slurmscript.c LI
 ty_unit_test(test_slurmfate SOURCES ${TY_TESTS_DIR}/unit/test_slurmfate.c LIBS ty_slurmexec)
 target_compile_definitions(test_slurmfate PRIVATE
                            TY_SLURM_DATA="${CMAKE_SOURCE_DIR}/tests/unit/data/slurm")
+# test_launchwire: what a per-node launcher and its executor say to each other.
+ty_unit_test(test_launchwire SOURCES ${TY_TESTS_DIR}/unit/test_launchwire.c LIBS ty_launch)
