@@ -50,3 +50,5 @@ set_tests_properties(test_gpumetrics PROPERTIES
 # test_ledger: the resource ledger's arithmetic (ledger.h: needs, charges, fits, a job no agent
 # can ever run, the words of a job that waits) and the ledger's options (agent_resources_parse).
 ty_unit_test(test_ledger SOURCES ${TY_TESTS_DIR}/unit/test_ledger.c LIBS ty_agent_core)
+# test_hostcfg: one host's training container as a create request, confined (hostcfg.h).
+ty_unit_test(test_hostcfg SOURCES ${TY_TESTS_DIR}/unit/test_hostcfg.c LIBS ty_agent_core)

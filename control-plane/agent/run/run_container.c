@@ -12,6 +12,7 @@
 
 #include "fence.h"
 #include "gpumetrics.h"
+#include "hostcfg.h"
 #include "instances.h"
 #include "instmetrics.h"
 #include "jobpolicy.h"
@@ -330,19 +331,13 @@ static int run_gpus(struct run_ctx *r, struct run_host *h, int lim_gpus, const c
 /* Creates host h's container. 0, or -1 with reason filled. */
 int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
 {
-    const char *aliases[2] = {h->name, NULL};
-    static const char *const train_cmd[] = {"train", NULL};
-    static const char *const no_args[] = {NULL};
     struct instances_limits lim;
     struct stage_env_opts eo = {0};
-    struct docker_create c = {0};
+    struct hostcfg_in in = {0};
+    struct hostcfg cfg;
     struct ty_err err;
-    char bind[PATH_MAX + 16], bind2[2 * PATH_MAX + 16], tmp[64], vartmp[64], visible[512] = "";
-    const char *tmpfs[4] = {tmp, vartmp, "/run:rw,nosuid,nodev,size=67108864,mode=0755", NULL};
+    char visible[512] = "";
     const char *gpu_cdi[AGENT_MAX_GPUS + 1], *gpu_ids[AGENT_MAX_GPUS + 1];
-    int ngpu;
-    const char *binds[3] = {bind, NULL, NULL};
-    char **env = NULL, **prof_ep = NULL;
     json_t *labels = NULL;
     int rc = -1, ex;
 
@@ -368,9 +363,9 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
                "job=%s type=%s cpus=%d memory_bytes=%lld host_cpus=%d host_memory=%lld", r->job,
                r->sp.instance_type, lim.cpus, (long long)lim.memory_bytes, r->a->host_cpus,
                (long long)r->a->host_memory);
-    ngpu = run_gpus(r, h, lim.gpus, gpu_cdi, gpu_ids, visible, sizeof(visible));
+    in.ngpu = run_gpus(r, h, lim.gpus, gpu_cdi, gpu_ids, visible, sizeof(visible));
     eo.cpus = lim.cpus;
-    eo.gpus = ngpu > 0 ? ngpu : lim.gpus;
+    eo.gpus = in.ngpu > 0 ? in.ngpu : lim.gpus;
     eo.visible_devices = visible;
     eo.region = r->a->cfg.region;
     eo.endpoint_url = r->a->cfg.endpoint_url;
@@ -380,85 +375,35 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
         eo.creds_path = SESSION_CREDENTIALS_PATH;
         eo.creds_token = r->creds.token;
     }
-    env = stage_env(&r->sp, &eo);
-    labels = run_labels(r, h, gpu_cdi, ngpu);
-    run__fmt(bind, sizeof(bind), "%s:/opt/ml", h->dir);
-    if (r->sp.checkpoint_uri[0] && strncmp(r->sp.checkpoint_local, "/opt/ml/", 8) != 0) {
-        run__fmt(bind2, sizeof(bind2), "%s:%s", h->ckpt_dir, r->sp.checkpoint_local);
-        binds[1] = bind2;
-    }
-    if (!env || !labels) {
-        run__fmt(reason, n, "InternalServerError: out of memory");
-        goto done;
-    }
-    c.image = r->sp.image;
-    c.name = h->cname;
-    c.hostname = h->name;
-    if (r->sp.entrypoint) {
-        c.entrypoint = (const char *const *)r->sp.entrypoint;
-        c.cmd = r->sp.arguments ? (const char *const *)r->sp.arguments : no_args;
-    } else {
-        c.cmd = r->sp.arguments ? (const char *const *)r->sp.arguments : train_cmd;
-    }
-    if (r->prof.on && run__image_has_typrof(r)) {
-        /* typrof run -- <entrypoint or the image's command>: system metrics, traces */
-        size_t ne = 0;
-        while (r->sp.entrypoint && r->sp.entrypoint[ne])
-            ne++;
-        if (!(prof_ep = calloc(ne + 4, sizeof(*prof_ep)))) {
-            run__fmt(reason, n, "InternalServerError: out of memory");
-            goto done;
-        }
-        prof_ep[0] = (char *)RUN_TYPROF;
-        prof_ep[1] = (char *)"run";
-        prof_ep[2] = (char *)"--";
-        for (size_t i = 0; i < ne; i++)
-            prof_ep[3 + i] = r->sp.entrypoint[i];
-        c.entrypoint = (const char *const *)prof_ep;
-    } else if (r->prof.on) {
+    if (r->prof.on && !run__image_has_typrof(r))
         ty_log(TY_LOG_WARN, "agent.profiler.no_typrof",
                "job=%s image='%s' note='profiling needs typrof in the image (the runtime image "
                "has it); the command runs unprofiled'",
                r->job, r->sp.image);
-    }
-    c.env = (const char *const *)env;
-    c.binds = binds;
-    c.labels = labels;
-    c.memory_bytes = lim.memory_bytes;
-    c.nano_cpus = lim.nano_cpus;
-    c.network_none = r->sp.network_isolation;
-    if (!c.network_none && r->net[0]) { /* the hosts find each other by name */
-        c.network = r->net;
-        c.aliases = aliases;
-    }
-    if (ngpu > 0) { /* exactly these GPUs: CDI on Podman, DeviceIDs on Docker */
-        c.devices = gpu_cdi;
-        c.device_ids = gpu_ids;
-        c.libpod = !r->a->engine_docker;
-    } else {
-        c.gpus = lim.gpus;
+    labels = run_labels(r, h, gpu_cdi, in.ngpu);
+    in.sp = &r->sp;
+    in.lim = &lim;
+    in.eo = &eo;
+    in.name = h->cname;
+    in.hostname = h->name;
+    in.opt_ml = h->dir;
+    in.ckpt_dir = h->ckpt_dir;
+    in.gpu_cdi = gpu_cdi;
+    in.gpu_ids = gpu_ids;
+    in.libpod = !r->a->engine_docker;
+    in.typrof = r->prof.on && run__image_has_typrof(r) ? RUN_TYPROF : NULL;
+    in.seccomp = r->a->seccomp_path[0] ? r->a->seccomp_path : NULL;
+    in.network = r->net[0] ? r->net : NULL;
+    in.net_sandbox = h->sbid[0] ? h->sbid : NULL;
+    in.engine_docker = r->a->engine_docker;
+    in.labels = labels;
+    if (!labels || hostcfg_build(&in, &cfg) != 0) {
+        json_decref(labels);
+        run__fmt(reason, n, "InternalServerError: out of memory");
+        return -1;
     }
     r->gpus = lim.gpus;
-    /* confinement, docs/job-sandbox.md: the root file system is read-only, /opt/ml (binds) and
-       these tmpfs are the writable places */
-    run__fmt(tmp, sizeof(tmp), "/tmp:rw,nosuid,nodev,size=%lld,mode=1777",
-             (long long)lim.tmp_bytes);
-    run__fmt(vartmp, sizeof(vartmp), "/var/tmp:rw,nosuid,nodev,size=%lld,mode=1777",
-             (long long)lim.tmp_bytes / 4);
-    c.cap_drop_all = 1;
-    c.cap_add = instances_caps;
-    c.no_new_privileges = 1;
-    c.seccomp = r->a->seccomp_path[0] ? r->a->seccomp_path : NULL; /* no user namespace */
-    c.pids_limit = lim.pids_limit;
-    c.readonly_rootfs = 1;
-    c.tmpfs = tmpfs;
-    c.shm_bytes = lim.shm_bytes;
-    if (h->sbid[0]) {
-        c.net_container = h->sbid; /* the sandbox's namespace, with the relay already in it */
-        if (r->a->engine_docker)
-            c.hostname = NULL; /* Docker refuses one here: it takes the sandbox's, the same name */
-    }
-    if (docker_create(r->io.d, &c, h->cid, sizeof(h->cid), &err) != 0) {
+    if (docker_create(r->io.d, &cfg.c, h->cid, sizeof(h->cid), &err) != 0) {
         h->cid[0] = '\0';
         run__fmt(reason, n, "ClientError: cannot create the training container: %s", err.msg);
         goto done;
@@ -468,8 +413,7 @@ int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n)
            h->name, h->cid, r->sp.image, lim.cpus, (long long)lim.memory_bytes, lim.gpus);
     rc = 0;
 done:
-    free(prof_ep);
-    stage_env_free(env);
+    hostcfg_free(&cfg);
     json_decref(labels);
     return rc;
 }
