@@ -16,3 +16,5 @@ target_compile_definitions(test_slurmfate PRIVATE
                            TY_SLURM_DATA="${CMAKE_SOURCE_DIR}/tests/unit/data/slurm")
 # test_launchwire: what a per-node launcher and its executor say to each other.
 ty_unit_test(test_launchwire SOURCES ${TY_TESTS_DIR}/unit/test_launchwire.c LIBS ty_launch)
+# test_launchsrv: the executor's end of that wire, over HTTP on loopback.
+ty_unit_test(test_launchsrv SOURCES ${TY_TESTS_DIR}/unit/test_launchsrv.c LIBS ty_launch PkgConfig::CURL)
