@@ -50,6 +50,16 @@ __attribute__((format(printf, 2, 3))) static void transfer_logf(struct transfer 
 }
 
 /* borrowed string member, or NULL. */
+/* Whether the job's role may do action on bucket/key (authz_s3.h); with role_creds the store
+   itself decides, on the role's own credentials. 0, or a negative code with err. */
+static int transfer_may(struct transfer *t, const char *action, const char *bucket, const char *key,
+                        struct ty_err *err)
+{
+    if (t->role_creds)
+        return 0;
+    return authz_s3_check(t->authz, t->role_arn, action, bucket, key, err);
+}
+
 static const char *transfer_str(json_t *obj, const char *key)
 {
     return json_string_value(json_object_get(obj, key));
@@ -84,7 +94,7 @@ static int transfer_get_object(struct transfer *t, struct transfer_chan *c, cons
         return ty_err_set(err, TY_EINVAL, NULL, "ClientError: S3 key '%s' is too long to stage",
                           key);
     snprintf(what, sizeof(what), "s3://%s/%s", c->bucket, key);
-    if ((rc = authz_s3_check(t->authz, t->role_arn, "s3:GetObject", c->bucket, key, err)) != 0)
+    if ((rc = transfer_may(t, "s3:GetObject", c->bucket, key, err)) != 0)
         return rc;
     fd = objstore_open_read(t->os, c->bucket, key, &meta, err);
     objstore_meta_cleanup(&meta);
@@ -125,8 +135,7 @@ static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, 
             if (pass == 0) {
                 struct objstore_meta meta;
                 memset(&meta, 0, sizeof(meta));
-                if ((rc = authz_s3_check(t->authz, t->role_arn, "s3:GetObject", c->bucket, key,
-                                         err)))
+                if ((rc = transfer_may(t, "s3:GetObject", c->bucket, key, err)))
                     return rc;
                 if (objstore_head(t->os, c->bucket, key, &meta, err) != 0) {
                     return ty_err_set(err, TY_EINVAL, NULL,
@@ -162,8 +171,7 @@ static int transfer_walk(struct transfer *t, struct transfer_chan *c, int pass, 
         return 0;
     }
 
-    if (pass == 0 && (rc = authz_s3_check(t->authz, t->role_arn, "s3:ListBucket", c->bucket,
-                                          c->prefix, err)) != 0)
+    if (pass == 0 && (rc = transfer_may(t, "s3:ListBucket", c->bucket, c->prefix, err)) != 0)
         return rc;
     for (;;) {
         memset(&l, 0, sizeof(l));
@@ -290,7 +298,7 @@ static int transfer_channel(struct transfer *t, const struct spec *sp, json_t *c
             rc = ty_err_set(err, TY_EINVAL, NULL, "ClientError: channel name too long");
             goto done;
         }
-        if ((rc = authz_s3_check(t->authz, t->role_arn, "s3:GetObject", mb, mk, err)) != 0)
+        if ((rc = transfer_may(t, "s3:GetObject", mb, mk, err)) != 0)
             goto done; /* closes c.root */
         fd = objstore_open_read(t->os, mb, mk, &meta, err);
         objstore_meta_cleanup(&meta);
@@ -396,7 +404,7 @@ int transfer_code(struct transfer *t, const struct spec *sp, const char *host_di
                             uri);
             goto done;
         }
-        if ((rc = authz_s3_check(t->authz, t->role_arn, "s3:GetObject", bucket, key, err)) != 0)
+        if ((rc = transfer_may(t, "s3:GetObject", bucket, key, err)) != 0)
             goto done;
         fd = objstore_open_read(t->os, bucket, key, &meta, err);
         objstore_meta_cleanup(&meta);
@@ -479,7 +487,7 @@ int transfer_put_file(struct transfer *t, const char *src, const char *bucket, c
 {
     int rc;
 
-    if ((rc = authz_s3_check(t->authz, t->role_arn, "s3:PutObject", bucket, key, err)) != 0)
+    if ((rc = transfer_may(t, "s3:PutObject", bucket, key, err)) != 0)
         return rc;
     if ((rc = transfer_ensure_bucket(t, bucket, err)) != 0)
         return rc;

@@ -31,6 +31,9 @@ struct transfer {
     /* the job's role: every object read or written is first authorised for it (access.h) */
     struct store *authz;  /* borrowed: a store connection of this thread */
     const char *role_arn; /* borrowed: RoleArn ("" or NULL: every access denied) */
+    int role_creds;       /* 1: os is reached with the role's own temporary credentials (a node's
+                             launcher: objstore_open_remote), so the store decides each access and
+                             authz is not used */
 };
 
 /*

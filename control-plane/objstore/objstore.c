@@ -251,18 +251,19 @@ static int objstore_hashed_rel(const char *bucket, const char *key, char *out, s
 
 /* ---- open/close ----------------------------------------------------------------------------- */
 
-struct objstore *objstore_open(const char *s3_dir, struct store *st, struct ty_err *err)
+/* objstore_open, and with st NULL the remote-only store's base (only .ty/tmp is made). */
+static struct objstore *objstore_open_dir(const char *s3_dir, struct store *st, struct ty_err *err)
 {
     struct objstore *os;
     char p[PATH_MAX];
     static const char *const sub[] = {".ty/tmp", ".ty/mpu", ".ty/obj"};
 
     pthread_once(&objstore_once, objstore_init_locks);
-    if (!s3_dir || !st || strlen(s3_dir) >= PATH_MAX - 1300) {
+    if (!s3_dir || strlen(s3_dir) >= PATH_MAX - 1300) {
         ty_err_set(err, TY_EINVAL, NULL, "invalid s3 dir");
         return NULL;
     }
-    for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+    for (size_t i = 0; i < (st ? sizeof(sub) / sizeof(sub[0]) : 1); i++) {
         snprintf(p, sizeof(p), "%s/%s", s3_dir, sub[i]);
         if (ty_mkdirs(p, 0755) != 0) {
             ty_err_set(err, TY_EIO, NULL, "cannot create '%s': %s", p, strerror(errno));
@@ -276,6 +277,27 @@ struct objstore *objstore_open(const char *s3_dir, struct store *st, struct ty_e
     }
     snprintf(os->dir, sizeof(os->dir), "%s", s3_dir);
     os->st = st;
+    return os;
+}
+
+struct objstore *objstore_open(const char *s3_dir, struct store *st, struct ty_err *err)
+{
+    if (!st) {
+        ty_err_set(err, TY_EINVAL, NULL, "no store");
+        return NULL;
+    }
+    return objstore_open_dir(s3_dir, st, err);
+}
+
+struct objstore *objstore_open_remote(const char *tmp_dir, const struct s3c_config *cfg,
+                                      struct ty_err *err)
+{
+    struct objstore *os = objstore_open_dir(tmp_dir, NULL, err);
+
+    if (os && objstore_use_remote(os, cfg, err) != 0) {
+        objstore_close(os);
+        return NULL;
+    }
     return os;
 }
 

@@ -34,6 +34,7 @@ struct s3c {
     CURL *curl;
     char *endpoint; /* no trailing '/' */
     char *userpwd;  /* "key:secret" */
+    char *token;    /* "x-amz-security-token: <session token>", NULL without one */
     char sigv4[128];
 };
 
@@ -93,6 +94,15 @@ struct s3c *s3c_new(const struct s3c_config *cfg, struct ty_err *err)
         return NULL;
     }
     snprintf(c->userpwd, n, "%s:%s", cfg->access_key, cfg->secret_key);
+    if (cfg->session_token && cfg->session_token[0]) {
+        n = strlen(cfg->session_token) + 32;
+        if (strpbrk(cfg->session_token, "\r\n") || !(c->token = malloc(n))) {
+            s3c_free(c);
+            ty_err_set(err, TY_EINVAL, "s3-session-token", "a session token cannot be sent");
+            return NULL;
+        }
+        snprintf(c->token, n, "x-amz-security-token: %s", cfg->session_token);
+    }
     snprintf(c->sigv4, sizeof(c->sigv4), "aws:amz:%s:s3", region);
     return c;
 }
@@ -106,6 +116,10 @@ void s3c_free(struct s3c *c)
     if (c->userpwd) {
         OPENSSL_cleanse(c->userpwd, strlen(c->userpwd));
         free(c->userpwd);
+    }
+    if (c->token) {
+        OPENSSL_cleanse(c->token, strlen(c->token));
+        free(c->token);
     }
     free(c->endpoint);
     free(c);
@@ -380,6 +394,8 @@ int s3c_do(struct s3c *c, const struct s3c_req *rq, struct s3c_resp *rs, struct 
         snprintf(sha, sizeof(sha), "%s", S3C_EMPTY_SHA);
     ty_buf_printf(&h, "x-amz-content-sha256: %s", sha);
     hl = curl_slist_append(hl, h.data);
+    if (c->token) /* signed with the rest: curl signs the headers it is given */
+        hl = curl_slist_append(hl, c->token);
     if (strcmp(m, "POST") == 0) { /* no form type unless the caller sets one */
         int ct = 0;
         for (size_t i = 0; i < rq->nhdr; i++)

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -49,7 +50,7 @@ static void test_query_sorts_equal_names_by_value(void **state)
 static void test_config_checks(void **state)
 {
     struct ty_err e;
-    struct s3c_config c = {"http://127.0.0.1:9000", "AKID", "secret", NULL};
+    struct s3c_config c = {"http://127.0.0.1:9000", "AKID", "secret", NULL, NULL};
     struct s3c *cl;
     (void)state;
 
@@ -88,7 +89,7 @@ static void test_config_checks(void **state)
 static void test_fail_maps_s3_codes(void **state)
 {
     struct ty_err e;
-    struct s3c_config c = {"http://127.0.0.1:9", "AKID", "secret", "eu-west-1"};
+    struct s3c_config c = {"http://127.0.0.1:9", "AKID", "secret", "eu-west-1", NULL};
     struct s3c *cl = s3c_new(&c, &e);
     struct s3c_resp rs;
     (void)state;
@@ -160,7 +161,7 @@ static void test_unreachable_store(void **state)
     socklen_t al = sizeof(a);
     char ep[64];
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct s3c_config c = {ep, "AKID", "secret", NULL};
+    struct s3c_config c = {ep, "AKID", "secret", NULL, NULL};
     struct s3c *cl;
     struct s3c_req rq = {.method = "GET", .bucket = "b", .body_fd = -1, .out_fd = -1};
     struct s3c_resp rs;
@@ -183,6 +184,79 @@ static void test_unreachable_store(void **state)
     s3c_free(cl);
 }
 
+/* One connection's request, taken by a listener that answers 200 with no body. */
+struct capture {
+    int fd;
+    char req[8192];
+};
+
+static void *capture_one(void *arg)
+{
+    struct capture *c = arg;
+    int conn = accept(c->fd, NULL, NULL);
+    size_t n = 0;
+    ssize_t r;
+
+    while (conn >= 0 && n < sizeof(c->req) - 1 &&
+           (r = read(conn, c->req + n, sizeof(c->req) - 1 - n)) > 0) {
+        n += (size_t)r;
+        c->req[n] = '\0';
+        if (strstr(c->req, "\r\n\r\n"))
+            break;
+    }
+    if (conn >= 0) {
+        static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        if (write(conn, ok, sizeof(ok) - 1) < 0)
+            c->req[0] = '\0';
+        close(conn);
+    }
+    return NULL;
+}
+
+static void test_session_token(void **state)
+{
+    struct ty_err e;
+    struct sockaddr_in a;
+    socklen_t al = sizeof(a);
+    struct capture cap = {0};
+    char ep[64];
+    struct s3c_config c = {ep, "ASIAEXAMPLE", "secret", NULL, "FQoGZXIvYXdzEBYa+token/="};
+    struct s3c *cl;
+    struct s3c_req rq = {.method = "GET", .bucket = "b", .key = "k", .body_fd = -1, .out_fd = -1};
+    struct s3c_resp rs;
+    pthread_t thr;
+    const char *signed_hdrs;
+    (void)state;
+
+    cap.fd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(cap.fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(cap.fd, 1), 0);
+    getsockname(cap.fd, (struct sockaddr *)&a, &al);
+    snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", ntohs(a.sin_port));
+    assert_int_equal(pthread_create(&thr, NULL, capture_one, &cap), 0);
+    cl = s3c_new(&c, &e);
+    assert_non_null(cl);
+    assert_int_equal(s3c_do(cl, &rq, &rs, &e), 0);
+    pthread_join(thr, NULL);
+    close(cap.fd);
+    s3c_resp_cleanup(&rs);
+    s3c_free(cl);
+    /* sent, and covered by the signature */
+    assert_non_null(strstr(cap.req, "\r\nx-amz-security-token: FQoGZXIvYXdzEBYa+token/=\r\n"));
+    signed_hdrs = strstr(cap.req, "SignedHeaders=");
+    assert_non_null(signed_hdrs);
+    assert_non_null(strstr(signed_hdrs, "x-amz-security-token"));
+    assert_non_null(strstr(cap.req, "Credential=ASIAEXAMPLE/"));
+
+    /* a token that would split the request's headers is refused */
+    c.session_token = "abc\r\nHost: evil";
+    assert_null(s3c_new(&c, &e));
+    assert_int_equal(e.code, TY_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_fail_maps_s3_codes),
         cmocka_unit_test(test_xml_reader),
         cmocka_unit_test(test_unreachable_store),
+        cmocka_unit_test(test_session_token),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

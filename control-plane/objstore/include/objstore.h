@@ -97,6 +97,14 @@ void objstore_close(struct objstore *os);
  * forwards those requests whole). 0, or -TY_EINVAL for a bad config (nothing is contacted).
  */
 int objstore_use_remote(struct objstore *os, const struct s3c_config *cfg, struct ty_err *err);
+/*
+ * An object store that is only the S3-compatible store cfg (copied), with no Redis: what a
+ * per-node launcher uses to reach trainyard's S3 with the job role's temporary credentials.
+ * tmp_dir holds its temp files (<tmp_dir>/.ty/tmp). Every operation objstore_use_remote sends
+ * to the external store works; the local-only ones fail. new: objstore_close. NULL with err.
+ */
+struct objstore *objstore_open_remote(const char *tmp_dir, const struct s3c_config *cfg,
+                                      struct ty_err *err);
 /* 1 when os uses an external store. */
 int objstore_is_remote(const struct objstore *os);
 /* Removes temp files under <s3_dir>/.ty/tmp older than max_age_s (uploads cut short by a crash).

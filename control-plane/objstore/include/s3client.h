@@ -25,7 +25,9 @@ struct s3c_config {
     const char *endpoint;   /* http://host[:port] or https://...; no path */
     const char *access_key; /* AWS access key id */
     const char *secret_key;
-    const char *region; /* signing region; NULL or "" = us-east-1 */
+    const char *region;        /* signing region; NULL or "" = us-east-1 */
+    const char *session_token; /* temporary credentials' token (x-amz-security-token, signed),
+                                  NULL or "" = none */
 };
 
 struct s3c;
