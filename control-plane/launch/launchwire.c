@@ -52,6 +52,8 @@ json_t *launchwire_report_json(const struct launchwire_report *r)
             bad |= json_object_set_new(e, "failure", json_string(r->failure));
         if (e && r->model_error[0])
             bad |= json_object_set_new(e, "model_error", json_string(r->model_error));
+        if (e && r->error[0])
+            bad |= json_object_set_new(e, "error", json_string(r->error));
         bad |= !e || json_object_set_new(o, "exit", e);
     }
     if (bad) {
@@ -119,19 +121,24 @@ static int launchwire_exit(json_t *e, struct launchwire_report *r, struct ty_err
     json_t *st = json_object_get(e, "stopped");
     const char *f = json_string_value(json_object_get(e, "failure"));
     const char *me = json_string_value(json_object_get(e, "model_error"));
+    const char *le = json_string_value(json_object_get(e, "error"));
     long long code, sig;
 
     if (!json_is_object(e) || launchwire_int(e, "code", 0, 255, &code) < 0 ||
         launchwire_int(e, "signal", 0, 64, &sig) < 0 || (st && !json_is_boolean(st)))
         return launchwire_bad(err, "\"exit\" must be {\"code\": 0-255, \"signal\": 0-64, ...}");
-    if ((json_object_get(e, "failure") && !f) || (json_object_get(e, "model_error") && !me))
-        return launchwire_bad(err, "\"failure\" and \"model_error\" must be strings");
+    if ((json_object_get(e, "failure") && !f) || (json_object_get(e, "model_error") && !me) ||
+        (json_object_get(e, "error") && !le))
+        return launchwire_bad(err, "\"failure\", \"model_error\" and \"error\" must be strings");
+    if (r->started <= 0 && (!le || !le[0]))
+        return launchwire_bad(err, "an ended host that never \"started\" must say its \"error\"");
     r->exit_code = (int)code;
     r->exit_signal = (int)sig;
     r->stopped = json_is_true(st);
     /* the failure file is the user's: kept to its first bytes, as the local agent does */
     snprintf(r->failure, sizeof(r->failure), "%s", f ? f : "");
     snprintf(r->model_error, sizeof(r->model_error), "%s", me ? me : "");
+    snprintf(r->error, sizeof(r->error), "%s", le ? le : "");
     return 0;
 }
 
@@ -177,8 +184,8 @@ static int launchwire_report_read(const char *body, size_t n, struct launchwire_
                     json_number_value(started) <= 0 || json_number_value(started) > 1e11))
         return launchwire_bad(err, "\"started\" must be epoch seconds");
     r->started = started ? json_number_value(started) : 0;
-    if (r->phase != LAUNCHWIRE_STAGING && r->started <= 0)
-        return launchwire_bad(err, "a running or ended host must say when it \"started\"");
+    if (r->phase == LAUNCHWIRE_RUNNING && r->started <= 0)
+        return launchwire_bad(err, "a running host must say when it \"started\"");
     if ((r->lines = json_object_get(o, "lines")) && launchwire_lines_ok(r->lines, err) < 0)
         return -TY_EINVAL;
     if (r->phase == LAUNCHWIRE_ENDED)

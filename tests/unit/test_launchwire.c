@@ -64,6 +64,20 @@ static void test_round_trip(void **state)
     assert_int_equal(back.stopped, 1);
     assert_string_equal(back.failure, "ValueError: bad input\n");
     assert_string_equal(back.model_error, "ClientError: the model is over 5 TB");
+    assert_string_equal(back.error, "");
+    launchwire_report_free(&back);
+
+    /* the container never ran: the launcher's own reason, no start */
+    r.started = 0;
+    r.lines = NULL;
+    snprintf(r.error, sizeof(r.error), "ClientError: image 'x' not found on node n2");
+    o = launchwire_report_json(&r);
+    text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    assert_int_equal(parse(text, &back, &err), 0);
+    free(text);
+    assert_string_equal(back.error, "ClientError: image 'x' not found on node n2");
+    assert_true(back.started == 0);
     launchwire_report_free(&back);
     json_decref(lines);
 
@@ -102,11 +116,16 @@ static void test_refused(void **state)
         {HEAD "\"host\":0,\"phase\":\"staging\",\"lines\":[[1,\"a\",2]]}", "[epoch_ms"},
         {HEAD "\"host\":0,\"phase\":\"staging\",\"lines\":[[-1,\"a\",0]]}", "[epoch_ms"},
         {HEAD "\"host\":0,\"phase\":\"ended\",\"started\":5}", "\"exit\""},
+        {HEAD "\"host\":0,\"phase\":\"ended\",\"exit\":{\"code\":0,\"signal\":0}}",
+         "must say its \"error\""},
         {HEAD "\"host\":0,\"phase\":\"ended\",\"started\":5,\"exit\":{\"code\":256,"
               "\"signal\":0}}",
          "\"exit\""},
         {HEAD "\"host\":0,\"phase\":\"ended\",\"started\":5,\"exit\":{\"code\":1,"
               "\"signal\":0,\"failure\":3}}",
+         "must be strings"},
+        {HEAD "\"host\":0,\"phase\":\"ended\",\"started\":5,\"exit\":{\"code\":1,"
+              "\"signal\":0,\"error\":[]}}",
          "must be strings"},
         {HEAD "\"host\":0,\"phase\":\"running\",\"started\":5,\"exit\":{\"code\":1,"
               "\"signal\":0}}",

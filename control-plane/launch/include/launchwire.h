@@ -55,6 +55,9 @@ struct launchwire_report {
     char failure[LAUNCHWIRE_FAILURE_MAX]; /* /opt/ml/output/failure, "" when none */
     char model_error[512];                /* algo-1: a FailureReason when the model's upload
                                              failed, "" when it was uploaded or not asked */
+    char error[LAUNCHWIRE_FAILURE_MAX];   /* the launcher's own FailureReason when the container
+                                             never ran or could not be followed (staging, the
+                                             engine), "" when none; started may then be 0 */
     json_t *doc;                          /* owned by a decoded report: free with
                                              launchwire_report_free; NULL when encoding */
 };
