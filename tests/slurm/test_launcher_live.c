@@ -1,8 +1,8 @@
 /*
  * test_launcher_live.c - trainyard-launch (control-plane/agent/launch/) on a real Slurm cluster
  * (tests/slurm/cluster.sh, the ctest fixture "slurm") and a real container engine (Podman's
- * Docker API, tests/engine.sh): the Slurm job is the executor's own batch script
- * (slurmscript.h), started through slurmrestd, and its launchers report to the executor's real
+ * Docker API, tests/engine.sh): the Slurm job is the executor's own submission (slurmjob.h),
+ * started through slurmrestd, and its launchers report to the executor's real
  * listener (launchsrv.h). The test holds the executor's part: it registers the attempt, serves
  * the assignment and reads the reports. Cases: one host's lines (stdout, stderr), exit status
  * and failure file; two hosts, each its own algo-N; a stop through the answers (SIGTERM inside,
@@ -28,8 +28,8 @@
 
 #include "docker.h"
 #include "launchsrv.h"
+#include "slurmjob.h"
 #include "slurmrest.h"
-#include "slurmscript.h"
 
 #define IMAGE "localhost/trainyard-launch-test:1"
 #define DEPL  "0123456789abcdef0123456789abcdef"
@@ -124,15 +124,15 @@ static json_t *on_assign(void *ud, const char *job, int attempt, int host)
                      "MaxRuntimeInSeconds", 3600);
 }
 
-/* Registers job's attempt 1 and submits its Slurm job; returns the Slurm job id. */
+/* Registers job's attempt 1 and submits its Slurm job as the executor does (slurmjob.h);
+   returns the Slurm job id. */
 static long start_job(const char *job, int hosts, const char *script, const char *token)
 {
-    struct slurmscript_job sj = {DEPL, job, hosts, launcher};
-    struct slurmrest_submit sub = {0};
-    char name[128], out[1200], url[64];
+    struct slurmmap_entry place = {"debug", 0, "", 1};
+    struct slurmjob_in in = {0};
+    struct slurmjob sj;
     struct ty_err err;
-    json_t *env;
-    char *batch;
+    char url[64];
     long id = 0;
     int warn = 0;
 
@@ -147,26 +147,23 @@ static long start_job(const char *job, int hosts, const char *script, const char
     pthread_mutex_unlock(&seen.mu);
     assert_int_equal(launchsrv_add(ls, token, job, 1, hosts, NULL), 0);
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", launchsrv_port(ls));
-    env = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "PATH", "/usr/bin:/bin",
-                    "TY_LAUNCH_URL", url, "TY_LAUNCH_TOKEN", token, "TY_LAUNCH_JOB", job,
-                    "TY_LAUNCH_ATTEMPT", "1", "TRAINYARD_DOCKER_HOST", docker_host,
-                    "TRAINYARD_LAUNCH_STAGING_DIR", staging, "TRAINYARD_LOG_LEVEL", "info");
-    batch = slurmscript_batch(&sj);
-    assert_non_null(batch);
-    slurmscript_name(DEPL, job, name, sizeof(name));
-    snprintf(out, sizeof(out), "%s/%%j.out", jobs_dir);
-    sub.name = name;
-    sub.script = batch;
-    sub.cwd = jobs_dir;
-    sub.stdout_path = out;
-    sub.nodes = hosts;
-    sub.tasks_per_node = 1;
-    sub.exclusive = 1;
-    sub.environment = env;
-    assert_int_equal(slurmrest_submit_job(sr, &sub, &id, &warn, &err), 0);
+    in.deployment = DEPL;
+    in.job = job;
+    in.attempt = 1;
+    in.hosts = hosts;
+    in.max_runtime_s = 600;
+    in.stop_grace_s = 10;
+    in.place = &place;
+    in.launcher = launcher;
+    in.launch_url = url;
+    in.token = token;
+    in.node_docker_host = docker_host;
+    in.node_staging_dir = staging;
+    in.workdir = jobs_dir;
+    assert_int_equal(slurmjob_build(&in, &sj, &err), 0);
+    assert_int_equal(slurmrest_submit_job(sr, &sj.sub, &id, &warn, &err), 0);
     assert_int_equal(warn, 0);
-    free(batch);
-    json_decref(env);
+    slurmjob_free(&sj);
     return id;
 }
 

@@ -18,3 +18,5 @@ target_compile_definitions(test_slurmfate PRIVATE
 ty_unit_test(test_launchwire SOURCES ${TY_TESTS_DIR}/unit/test_launchwire.c LIBS ty_launch)
 # test_launchsrv: the executor's end of that wire, over HTTP on loopback.
 ty_unit_test(test_launchsrv SOURCES ${TY_TESTS_DIR}/unit/test_launchsrv.c LIBS ty_launch PkgConfig::CURL)
+# test_slurmjob: one attempt's submission to Slurm.
+ty_unit_test(test_slurmjob SOURCES ${TY_TESTS_DIR}/unit/test_slurmjob.c LIBS ty_slurmexec)
