@@ -11,6 +11,8 @@
 # folder the jobs may write), and writes the same lines to DIR/cluster.env. A cluster already in
 # DIR is stopped first. The nodes get
 # GPUS_PER_NODE (default 2) fake GPUs: character devices 195:N in DIR/dev, as Slurm's GRES wants.
+# With TY_SLURM_EPILOG=<trainyard-launch>, every node's Epilog runs it (engine $TY_DOCKER_HOST,
+# staging folder DIR/jobs/launch-staging), as docs/slurm.md asks of a site.
 # Needs root (slurmd, mknod) and the user slurm (slurmrestd refuses root).
 set -euo pipefail
 
@@ -133,6 +135,14 @@ InactiveLimit=0
 MinJobAge=300
 SchedulerParameters=batch_sched_delay=0
 EOF
+    if [ -n "${TY_SLURM_EPILOG:-}" ]; then
+        # trainyard-launch as every node's Epilog: it removes what a killed launcher left
+        printf '#!/bin/sh\nexec env TRAINYARD_DOCKER_HOST=%s TRAINYARD_LAUNCH_STAGING_DIR=%s %s >>%s 2>&1\n' \
+            "${TY_DOCKER_HOST:-unix:///run/trainyard-podman.sock}" "$DIR/jobs/launch-staging" \
+            "$TY_SLURM_EPILOG" "$DIR/log/epilog.log" >"$DIR/etc/epilog.sh"
+        chmod 755 "$DIR/etc/epilog.sh"
+        echo "Epilog=$DIR/etc/epilog.sh" >>"$conf"
+    fi
     echo "AutoDetect=off" >"$gres"
     local names=()
     for i in $(seq 1 "$nodes"); do

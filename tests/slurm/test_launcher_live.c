@@ -6,7 +6,9 @@
  * listener (launchsrv.h). The test holds the executor's part: it registers the attempt, serves
  * the assignment and reads the reports. Cases: one host's lines (stdout, stderr), exit status
  * and failure file; two hosts, each its own algo-N; a stop through the answers (SIGTERM inside,
- * the host ends stopped); an attempt the executor ended (410: the launcher stops its container).
+ * the host ends stopped); an attempt the executor ended (410: the launcher stops its container);
+ * a launcher killed outright (the cluster's Epilog, trainyard-launch, removes what it left);
+ * a node set down under a 2-node job (NODE_FAIL, what it means, both launchers stop).
  * Each case checks that nothing of the job is left on the engine or on disk.
  * Usage: test_launcher_live DIR/cluster.env LAUNCHER RUNTIME_TAR DOCKER_HOST
  */
@@ -20,6 +22,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,7 @@
 
 #include "docker.h"
 #include "launchsrv.h"
+#include "slurmfate.h"
 #include "slurmjob.h"
 #include "slurmrest.h"
 
@@ -35,7 +39,7 @@
 #define DEPL  "0123456789abcdef0123456789abcdef"
 
 static char rest_url[1024], jwt_key[1024], jobs_dir[1024], launcher[1024], runtime_tar[1024],
-    docker_host[1024], staging[1024];
+    docker_host[1024], staging[1024], slurm_conf[1024];
 static struct slurmrest *sr;
 static struct launchsrv *ls;
 static struct docker *dk;
@@ -68,6 +72,8 @@ static void read_env(const char *path)
             snprintf(jwt_key, sizeof(jwt_key), "%s", line + 14);
         else if (strncmp(line, "SLURM_JOBS_DIR=", 15) == 0)
             snprintf(jobs_dir, sizeof(jobs_dir), "%s", line + 15);
+        else if (strncmp(line, "SLURM_CONF=", 11) == 0)
+            snprintf(slurm_conf, sizeof(slurm_conf), "%s", line + 11);
     }
     fclose(f);
 }
@@ -188,6 +194,22 @@ static void wait_ended(long id, int hosts, int timeout_s, struct slurmrest_job *
     fail_msg("job %ld: not every host ended after %d s; lines:\n%s", id, timeout_s, seen.lines);
 }
 
+/* How many containers of job the engine holds (-1: it did not answer). */
+static int containers_of(const char *job)
+{
+    struct ty_err err;
+    char filter[200];
+    json_t *list;
+    int n;
+
+    snprintf(filter, sizeof(filter), "trainyard.job=%s", job);
+    if (!(list = docker_list(dk, filter, &err)))
+        return -1;
+    n = (int)json_array_size(list);
+    json_decref(list);
+    return n;
+}
+
 /* Nothing of job is left: no container on the engine, no staging folder. */
 static void nothing_left(const char *job)
 {
@@ -211,6 +233,9 @@ static void nothing_left(const char *job)
         closedir(d);
 }
 
+/* Fails, showing every line seen, unless line was seen. */
+static void want_line(const char *line);
+
 static int has_line(const char *line)
 {
     int yes;
@@ -218,6 +243,14 @@ static int has_line(const char *line)
     yes = strstr(seen.lines, line) != NULL;
     pthread_mutex_unlock(&seen.mu);
     return yes;
+}
+
+static void want_line(const char *line)
+{
+    if (!has_line(line)) {
+        pthread_mutex_lock(&seen.mu);
+        fail_msg("no line '%s' among:\n%s", line, seen.lines);
+    }
 }
 
 static void test_one_host(void **state)
@@ -231,9 +264,9 @@ static void test_one_host(void **state)
                    "echo it broke > /opt/ml/output/failure; exit 3",
                    "1111111111111111111111111111111111111111111111111111111111111111");
     wait_ended(id, 1, 90, &j);
-    assert_true(has_line("0|0|hello from algo-1\n"));
-    assert_true(has_line("0|1|oops\n"));
-    assert_true(has_line("runs on Slurm node n"));
+    want_line("0|0|hello from algo-1\n");
+    want_line("0|1|oops\n");
+    want_line("runs on Slurm node n");
     assert_int_equal(seen.started[0], 1);
     assert_int_equal(seen.end[0].exit_code, 3);
     assert_int_equal(seen.end[0].stopped, 0);
@@ -254,8 +287,8 @@ static void test_two_hosts(void **state)
     id = start_job("lt-two", 2, "echo I am $SM_CURRENT_HOST of $SM_HOSTS",
                    "2222222222222222222222222222222222222222222222222222222222222222");
     wait_ended(id, 2, 90, &j);
-    assert_true(has_line("0|0|I am algo-1 of [\"algo-1\",\"algo-2\"]\n"));
-    assert_true(has_line("1|0|I am algo-2 of [\"algo-1\",\"algo-2\"]\n"));
+    want_line("0|0|I am algo-1 of [\"algo-1\",\"algo-2\"]\n");
+    want_line("1|0|I am algo-2 of [\"algo-1\",\"algo-2\"]\n");
     assert_int_equal(seen.end[0].exit_code, 0);
     assert_int_equal(seen.end[1].exit_code, 0);
     /* algo-1 would upload the model; this job has no role on the nodes */
@@ -278,10 +311,10 @@ static void test_stop(void **state)
                    "3333333333333333333333333333333333333333333333333333333333333333");
     for (i = 0; i < 900 && !has_line("0|0|waiting\n"); i++)
         nap_ms(100);
-    assert_true(has_line("0|0|waiting\n"));
+    want_line("0|0|waiting\n");
     launchsrv_set_stop(ls, "lt-stop", 10, 0);
     wait_ended(id, 1, 60, &j);
-    assert_true(has_line("0|0|got TERM\n"));
+    want_line("0|0|got TERM\n");
     assert_int_equal(seen.end[0].stopped, 1);
     assert_int_equal(seen.end[0].exit_code, 0);
     assert_string_equal(j.state, "COMPLETED");
@@ -301,7 +334,7 @@ static void test_attempt_ended(void **state)
                    "4444444444444444444444444444444444444444444444444444444444444444");
     for (i = 0; i < 900 && !has_line("0|0|waiting\n"); i++)
         nap_ms(100);
-    assert_true(has_line("0|0|waiting\n"));
+    want_line("0|0|waiting\n");
     launchsrv_end(ls, "lt-gone"); /* a new attempt, or the job ended: 410 from now on */
     for (i = 0; i < 600; i++) {
         assert_int_equal(slurmrest_job(sr, id, &j, &err), 0);
@@ -313,13 +346,151 @@ static void test_attempt_ended(void **state)
     nothing_left("lt-gone");
 }
 
+/* SIGKILLs every trainyard-launch process of job (found by its environment). Returns how many. */
+static int kill_launchers(const char *job)
+{
+    char want[128], path[300], buf[16384];
+    struct dirent *e;
+    DIR *d = opendir("/proc");
+    int n = 0;
+
+    snprintf(want, sizeof(want), "TY_LAUNCH_JOB=%s", job);
+    while (d && (e = readdir(d))) {
+        FILE *f;
+        size_t len;
+        int match = 0;
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+        if (!(f = fopen(path, "r")))
+            continue;
+        len = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        if (!strstr(buf, "trainyard-launch"))
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/environ", e->d_name);
+        if (!(f = fopen(path, "r")))
+            continue;
+        len = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        for (size_t off = 0; off < len; off += strlen(buf + off) + 1)
+            match |= strcmp(buf + off, want) == 0;
+        if (match && kill((pid_t)strtol(e->d_name, NULL, 10), SIGKILL) == 0)
+            n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* A launcher killed outright (SIGKILL: nothing of it runs after) leaves its containers and
+   folder; the cluster's Epilog, trainyard-launch again, removes them when the job ends. */
+static void test_killed(void **state)
+{
+    struct slurmrest_job j;
+    struct ty_err err;
+    long id;
+    int i;
+    (void)state;
+
+    id = start_job("lt-kill", 1, "echo waiting; while :; do sleep 0.2; done",
+                   "6666666666666666666666666666666666666666666666666666666666666666");
+    for (i = 0; i < 900 && !has_line("0|0|waiting\n"); i++)
+        nap_ms(100);
+    want_line("0|0|waiting\n");
+    assert_int_equal(containers_of("lt-kill"), 2); /* the sandbox and the training container */
+    assert_int_equal(kill_launchers("lt-kill"), 1);
+    for (i = 0; i < 300; i++) {
+        assert_int_equal(slurmrest_job(sr, id, &j, &err), 0);
+        if (strcmp(j.state, "RUNNING") != 0 && strcmp(j.state, "COMPLETING") != 0)
+            break;
+        nap_ms(100);
+    }
+    assert_string_equal(j.state, "FAILED");
+    for (i = 0; i < 300 && containers_of("lt-kill") != 0; i++)
+        nap_ms(100);
+    nothing_left("lt-kill");
+    launchsrv_end(ls, "lt-kill");
+}
+
+/* n2 set down under a running 2-node job: Slurm ends it NODE_FAIL, what that means for the
+   training job names the node when GET /nodes still shows it, the executor ends the attempt,
+   and both launchers stop their containers (the live node's on Slurm's SIGTERM, the other on
+   the executor's 410 should its step outlive the node). */
+static void test_node_down(void **state)
+{
+    struct slurmfate_ctx c = {0};
+    struct slurmrest_job j;
+    struct slurmfate f;
+    struct ty_err err;
+    char node[64] = "";
+    json_t *nodes = NULL;
+    long id;
+    int i, host = -1;
+    (void)state;
+
+    id = start_job("lt-down", 2, "echo waiting; while :; do sleep 0.2; done",
+                   "5555555555555555555555555555555555555555555555555555555555555555");
+    for (i = 0; i < 900 && !(has_line("0|0|waiting\n") && has_line("1|0|waiting\n")); i++)
+        nap_ms(100);
+    want_line("1|0|waiting\n");
+    setenv("SLURM_CONF", slurm_conf, 1);
+    assert_int_equal(system("scontrol update nodename=n2 state=down reason=trainyard-test"), 0);
+    for (i = 0; i < 600; i++) {
+        assert_int_equal(slurmrest_job(sr, id, &j, &err), 0);
+        if (strcmp(j.state, "RUNNING") != 0 && strcmp(j.state, "COMPLETING") != 0)
+            break;
+        nap_ms(100);
+    }
+    nodes = slurmrest_nodes(sr, &err);
+    assert_string_equal(j.state, "NODE_FAIL");
+    assert_int_equal(j.restart_cnt, 0);
+    c.slurm_id = id;
+    c.instance_type = "ml.m5.large";
+    c.partition = "debug";
+    c.hosts = 2;
+    c.seen_running = 1;
+    c.lost_host = -1;
+    if (slurmfate_lost_node(&j, nodes, node, sizeof(node), &host)) {
+        assert_string_equal(node, "n2");
+        assert_int_equal(host, 1);
+        c.lost_node = node;
+        c.lost_host = host;
+    }
+    json_decref(nodes);
+    slurmfate_decide(&j, &c, &f);
+    assert_int_equal(f.kind, SLURMFATE_FAIL);
+    assert_non_null(strstr(f.msg, "NODE_FAIL); the training script is not run again"));
+    if (c.lost_node)
+        assert_non_null(strstr(f.msg, "node n2 (algo-2)"));
+    launchsrv_end(ls, "lt-down"); /* the executor ends the attempt */
+    for (i = 0; i < 600 && containers_of("lt-down") != 0; i++)
+        nap_ms(100);
+    nap_ms(500); /* the launchers remove their folders after their containers */
+    nothing_left("lt-down");
+    if (system("scontrol update nodename=n2 state=resume 2>/dev/null") != 0)
+        fprintf(stderr, "test_launcher_live: n2 was back in service already\n");
+    for (i = 0; i < 100; i++) {
+        const char *st;
+        int up;
+        nodes = slurmrest_nodes(sr, &err);
+        st = json_string_value(json_object_get(json_array_get(nodes, 1), "state"));
+        up = st && strcmp(st, "idle") == 0;
+        json_decref(nodes);
+        if (up)
+            return;
+        nap_ms(100);
+    }
+    fail_msg("n2 is not idle again");
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_host),
-        cmocka_unit_test(test_two_hosts),
-        cmocka_unit_test(test_stop),
-        cmocka_unit_test(test_attempt_ended),
+        cmocka_unit_test(test_one_host), cmocka_unit_test(test_two_hosts),
+        cmocka_unit_test(test_stop),     cmocka_unit_test(test_attempt_ended),
+        cmocka_unit_test(test_killed),   cmocka_unit_test(test_node_down),
     };
     struct slurmrest_config cfg = {0};
     struct ty_err err;

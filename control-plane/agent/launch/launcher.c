@@ -8,7 +8,8 @@
  * Owns: the options, the signals (USR1: the executor's graceful stop; TERM and INT: Slurm ends
  * the step) and the order of the host's life: assignment, staging, container, following,
  * upload, the end's report, removal. Exit status 0 when the container ended 0 or was stopped on
- * the executor's word, else 1 (srun then ends the job's other launchers).
+ * the executor's word, else 1 (srun then ends the job's other launchers). Run as the cluster's
+ * Epilog (SLURM_SCRIPT_CONTEXT), it removes what a killed launcher of the job left instead.
  */
 #include "launcher_int.h"
 
@@ -136,6 +137,7 @@ int main(int argc, char **argv)
     struct launcher *l = &launcher_l;
     struct launchwire_report end = {0};
     struct sigaction sa = {0};
+    const char *ctx;
     int status;
 
     if (ty_opts_parse(&prog, opts, 3, v, argc, argv) != 0)
@@ -153,6 +155,9 @@ int main(int argc, char **argv)
                         "1024 bytes)\n");
         return 2;
     }
+    ctx = getenv("SLURM_SCRIPT_CONTEXT");
+    if (ctx && strncmp(ctx, "epilog", 6) == 0) /* the cluster's Epilog (docs/slurm.md) */
+        return launcher_epilog(l->docker_host, l->staging_root);
     if (launcher_env(l) != 0)
         return 2;
     sa.sa_handler = launcher_on_signal;

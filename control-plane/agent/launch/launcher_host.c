@@ -24,6 +24,7 @@
 #include "ty_log.h"
 #include "ty_time.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +32,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LAUNCHER_TICK_US   200000
-#define LAUNCHER_TERM_MAX  20 /* grace after Slurm's SIGTERM: its KillWait is 30 s by default */
+#define LAUNCHER_TICK_US 200000
+#define LAUNCHER_TERM_S                                                                            \
+    2                         /* grace after Slurm's SIGTERM: well within KillWait (30 s by        \
+                                 default), so the launcher removes what it made before SIGKILL */
 #define LAUNCHER_KILL_WAIT 30 /* after SIGKILL */
 #define LAUNCHER_MAX_GPUS  16 /* GPUs of one node */
 
@@ -85,6 +88,21 @@ static struct objstore *launcher_store(struct launcher *l, struct transfer *t, s
     return os;
 }
 
+/* Writes the Slurm job's id into <root>/slurm-job, by which the Epilog (launcher_epilog) finds
+   the folder of a launcher that was killed before it removed it. */
+static void launcher_mark(struct launcher *l)
+{
+    const char *sj = getenv("SLURM_JOB_ID");
+    char path[PATH_MAX + 16];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%.4000s/slurm-job", l->root);
+    if (sj && (f = fopen(path, "we"))) {
+        fprintf(f, "%s\n", sj);
+        fclose(f);
+    }
+}
+
 int launcher_stage(struct launcher *l, char *reason, size_t n)
 {
     struct transfer t;
@@ -102,6 +120,7 @@ int launcher_stage(struct launcher *l, char *reason, size_t n)
                  l->node, strerror(errno));
         return -1;
     }
+    launcher_mark(l);
     launcher_say(l,
                  "trainyard: %s runs on Slurm node %s; its /opt/ml is a folder of the node's "
                  "disk (VolumeSizeInGB is not enforced on Slurm nodes)",
@@ -143,20 +162,26 @@ int launcher_stage(struct launcher *l, char *reason, size_t n)
 static void launcher_seccomp(struct launcher *l)
 {
     struct ty_err err;
-    int podman = docker_is_podman(l->d, &err);
+    int podman = docker_is_podman(l->d, &err), rc;
 
     l->seccomp[0] = '\0';
     l->engine_docker = podman == 0;
     if (podman != 1)
         return;
-    snprintf(l->seccomp, sizeof(l->seccomp), "%s/seccomp-no-userns.json", l->staging_root);
-    if (seccomp_write_profile(SECCOMP_PODMAN_DEFAULT, l->seccomp, &err) != 0) {
+    /* in the host's own folder: launchers of other jobs (or hosts, on a test cluster's shared
+       machine) write theirs at the same time */
+    snprintf(l->seccomp, sizeof(l->seccomp), "%.4000s/seccomp-no-userns.json", l->root);
+    rc = seccomp_write_profile(SECCOMP_PODMAN_DEFAULT, l->seccomp, &err);
+    if (rc == -TY_ENOTFOUND)
         launcher_say(l,
                      "trainyard: node %s has no %s: the container keeps Podman's default "
                      "seccomp profile",
                      l->node, SECCOMP_PODMAN_DEFAULT);
+    else if (rc != 0)
+        launcher_say(l, "trainyard: the container keeps Podman's default seccomp profile: %s",
+                     err.msg);
+    if (rc != 0)
         l->seccomp[0] = '\0';
-    }
 }
 
 /* The GPUs Slurm gave this node's step (SLURM_JOB_GPUS, "0,1"): their CDI names and ids. */
@@ -189,8 +214,9 @@ static int launcher_sandbox(struct launcher *l, char *reason, size_t n)
     struct relay_opts ro = {0};
     struct ty_err err;
     json_t *labels =
-        json_pack("{s:s, s:s, s:s, s:s}", "trainyard.deployment", l->deployment, "trainyard.job",
-                  l->job, "trainyard.host", l->name, SANDBOX_LABEL, "1");
+        json_pack("{s:s, s:s, s:s, s:s, s:s}", "trainyard.deployment", l->deployment,
+                  "trainyard.job", l->job, "trainyard.host", l->name, SANDBOX_LABEL, "1",
+                  LAUNCHER_SLURM_LABEL, getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "");
     int pid = 0, rc;
 
     o.image = l->runtime_image;
@@ -273,7 +299,7 @@ int launcher_run(struct launcher *l, char *reason, size_t n)
     labels =
         json_pack("{s:s, s:s, s:s, s:s, s:s}", "trainyard.deployment", l->deployment,
                   "trainyard.job", l->job, "trainyard.host", l->name, "trainyard.node", l->node,
-                  "trainyard.slurm.job", getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "");
+                  LAUNCHER_SLURM_LABEL, getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "");
     in.sp = &l->sp;
     in.lim = &lim;
     in.eo = &eo;
@@ -374,9 +400,8 @@ void launcher_follow(struct launcher *l, struct launchwire_report *end)
                          l->sig_term ? "Slurm ends the job"
                          : gone      ? "the executor ended this attempt"
                                      : "no answer from the executor");
-            kill_at = launcher_signal(l, "SIGTERM",
-                                      l->stop_grace < LAUNCHER_TERM_MAX ? l->stop_grace
-                                                                        : LAUNCHER_TERM_MAX);
+            kill_at = launcher_signal(
+                l, "SIGTERM", l->stop_grace < LAUNCHER_TERM_S ? l->stop_grace : LAUNCHER_TERM_S);
         }
         if (kill_at > 0 && !killed_at && ty_mono_s() > kill_at)
             killed_at = launcher_signal(l, "SIGKILL", 0);
@@ -471,4 +496,79 @@ void launcher_cleanup(struct launcher *l)
         stage_remove(l->root);
     docker_close(l->d);
     l->d = NULL;
+}
+
+/* The folders under root whose slurm-job file names job id (launcher_mark): removed. */
+static int launcher_epilog_dirs(const char *root, const char *id)
+{
+    char path[PATH_MAX + 300], have[32];
+    struct dirent *e;
+    DIR *d = opendir(root);
+    int n = 0;
+
+    while (d && (e = readdir(d))) {
+        FILE *f;
+        if (e->d_name[0] == '.' || strlen(root) > PATH_MAX - 1)
+            continue;
+        snprintf(path, sizeof(path), "%.4000s/%s/slurm-job", root, e->d_name);
+        if (!(f = fopen(path, "re")))
+            continue;
+        have[0] = '\0';
+        if (!fgets(have, sizeof(have), f))
+            have[0] = '\0';
+        fclose(f);
+        have[strcspn(have, "\n")] = '\0';
+        if (strcmp(have, id) != 0)
+            continue;
+        snprintf(path, sizeof(path), "%.4000s/%s", root, e->d_name);
+        if (stage_remove(path) == 0)
+            n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+int launcher_epilog(const char *docker_host, const char *staging_root)
+{
+    const char *id = getenv("SLURM_JOB_ID");
+    char filter[96];
+    struct ty_err err;
+    struct docker *d;
+    json_t *list, *c;
+    size_t i;
+    int removed = 0, dirs;
+
+    if (!id || !id[0] || strlen(id) > 20 || strspn(id, "0123456789") != strlen(id))
+        return 0;
+    dirs = launcher_epilog_dirs(staging_root, id);
+    snprintf(filter, sizeof(filter), "%s=%s", LAUNCHER_SLURM_LABEL, id);
+    if (!(d = docker_open(docker_host, &err)) || !(list = docker_list(d, filter, &err))) {
+        ty_log(TY_LOG_WARN, "launch.epilog.engine", "slurm_job=%s engine='%s' error='%s'", id,
+               docker_host, err.msg);
+        docker_close(d);
+        return 0;
+    }
+    for (int pass = 0; pass < 2; pass++) { /* the training containers first: they live in
+                                                the sandboxes' namespaces */
+        json_array_foreach(list, i, c)
+        {
+            const char *cid = json_string_value(json_object_get(c, "Id"));
+            int sandbox = json_object_get(json_object_get(c, "Labels"), SANDBOX_LABEL) != NULL;
+            if (!cid || sandbox != pass)
+                continue;
+            if ((sandbox ? sandbox_remove(d, cid, &err) : docker_remove(d, cid, 1, &err)) == 0)
+                removed++;
+            else
+                ty_log(TY_LOG_WARN, "launch.epilog.remove",
+                       "slurm_job=%s container=%.12s "
+                       "error='%s'",
+                       id, cid, err.msg);
+        }
+    }
+    ty_log(TY_LOG_INFO, "launch.epilog", "slurm_job=%s containers_removed=%d folders_removed=%d",
+           id, removed, dirs);
+    json_decref(list);
+    docker_close(d);
+    return 0;
 }

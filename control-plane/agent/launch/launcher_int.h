@@ -23,10 +23,11 @@
 #include <signal.h>
 #include <stdint.h>
 
-#define LAUNCHER_ORPHAN_S   60     /* no answer from the executor this long: stop, upload nothing */
-#define LAUNCHER_BEAT_S     2.0    /* a report at least this often */
-#define LAUNCHER_MAX_LINE   262144 /* longest line kept (CloudWatch's event) */
-#define LAUNCHER_MAX_QUEUED 100000 /* lines waiting for the executor; more are dropped, counted */
+#define LAUNCHER_ORPHAN_S    60 /* no answer from the executor this long: stop, upload nothing */
+#define LAUNCHER_SLURM_LABEL "trainyard.slurm.job" /* the Slurm job of its containers */
+#define LAUNCHER_BEAT_S      2.0                   /* a report at least this often */
+#define LAUNCHER_MAX_LINE    262144                /* longest line kept (CloudWatch's event) */
+#define LAUNCHER_MAX_QUEUED  100000 /* lines waiting for the executor; more are dropped, counted */
 
 struct docker;
 struct relay;
@@ -105,5 +106,9 @@ int launcher_run(struct launcher *l, char *reason, size_t n);
 void launcher_follow(struct launcher *l, struct launchwire_report *end);
 void launcher_upload(struct launcher *l, int with_model, char *reason, size_t n);
 void launcher_cleanup(struct launcher *l);
+/* As the cluster's Epilog (SLURM_SCRIPT_CONTEXT epilog_slurmd): removes the containers labelled
+   with SLURM_JOB_ID on the node's engine and the staging folders marked with it, which a
+   launcher killed before its end left. Returns 0 always: a failed Epilog drains the node. */
+int launcher_epilog(const char *docker_host, const char *staging_root);
 
 #endif
