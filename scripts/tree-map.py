@@ -38,12 +38,13 @@ WHAT = {
     "control-plane/docker": "`ty_docker`: the Docker Engine API client",
     "control-plane/slurm": "`ty_slurm`: the client of Slurm's REST API (slurmrestd)",
     "control-plane/slurmexec": "`ty_slurmexec`: the Slurm executor (so far: the instance map, "
-                               "the Slurm job's name and batch script, what its state means)",
+                               "the Slurm job's name, batch script and submission, what its state means)",
     "control-plane/launch": "`ty_launch`: what a per-node launcher and its executor say to "
-                            "each other",
+                            "each other, and the executor's listener",
     "control-plane/agent": "the agent: queue -> hardened containers through the Docker Engine "
                            "API; staging, confined file I/O, the API relay, network fences, "
-                           "artifacts, warm pools",
+                           "artifacts, warm pools; trainyard-launch, a job's host on a Slurm "
+                           "node (launch/)",
     "control-plane/ops": "`ty_ops`: training jobs, tags, Logs, CloudWatch, IAM, STS, Studio, "
                          "tuning, quotas, the operation table",
     "control-plane/console": "`ty_console`: the web console",
