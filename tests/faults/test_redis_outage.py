@@ -121,6 +121,8 @@ def rig(tmp_path_factory):
             os.kill(pid, 9)
         except OSError:
             pass
+    # the agent was killed with its Redis: its spare sandbox (and anything it ran) is left
+    H.reap_agent_containers(["fr-outage-agent"])
 
 
 def _script(name):
