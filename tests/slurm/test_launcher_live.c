@@ -8,7 +8,8 @@
  * and failure file; two hosts, each its own algo-N; a stop through the answers (SIGTERM inside,
  * the host ends stopped); an attempt the executor ended (410: the launcher stops its container);
  * a launcher killed outright (the cluster's Epilog, trainyard-launch, removes what it left);
- * a node set down under a 2-node job (NODE_FAIL, what it means, both launchers stop).
+ * a node set down under a 2-node job (NODE_FAIL, what it means, both launchers stop); the
+ * executor gone for good (the launcher stops after --executor-timeout).
  * Each case checks that nothing of the job is left on the engine or on disk.
  * Usage: test_launcher_live DIR/cluster.env LAUNCHER RUNTIME_TAR DOCKER_HOST
  */
@@ -40,6 +41,7 @@
 
 static char rest_url[1024], jwt_key[1024], jobs_dir[1024], launcher[1024], runtime_tar[1024],
     docker_host[1024], staging[1024], slurm_conf[1024];
+static char executor_timeout[16]; /* the launchers' --executor-timeout, "" = theirs */
 static struct slurmrest *sr;
 static struct launchsrv *ls;
 static struct docker *dk;
@@ -167,6 +169,9 @@ static long start_job(const char *job, int hosts, const char *script, const char
     in.node_staging_dir = staging;
     in.workdir = jobs_dir;
     assert_int_equal(slurmjob_build(&in, &sj, &err), 0);
+    if (executor_timeout[0])
+        json_object_set_new(sj.env, "TRAINYARD_LAUNCH_EXECUTOR_TIMEOUT",
+                            json_string(executor_timeout));
     assert_int_equal(slurmrest_submit_job(sr, &sj.sub, &id, &warn, &err), 0);
     assert_int_equal(warn, 0);
     slurmjob_free(&sj);
@@ -485,12 +490,43 @@ static void test_node_down(void **state)
     fail_msg("n2 is not idle again");
 }
 
+/* The executor goes away for good (its listener stops): after --executor-timeout without an
+   answer the launcher stops its container, uploads nothing and removes everything. Last: it
+   stops the test's listener. */
+static void test_executor_gone(void **state)
+{
+    struct slurmrest_job j;
+    struct ty_err err;
+    long id;
+    int i;
+    (void)state;
+
+    snprintf(executor_timeout, sizeof(executor_timeout), "5");
+    id = start_job("lt-orphan", 1, "echo waiting; while :; do sleep 0.2; done",
+                   "7777777777777777777777777777777777777777777777777777777777777777");
+    for (i = 0; i < 900 && !has_line("0|0|waiting\n"); i++)
+        nap_ms(100);
+    want_line("0|0|waiting\n");
+    launchsrv_stop(ls);
+    ls = NULL;
+    for (i = 0; i < 600; i++) {
+        assert_int_equal(slurmrest_job(sr, id, &j, &err), 0);
+        if (strcmp(j.state, "RUNNING") != 0 && strcmp(j.state, "COMPLETING") != 0)
+            break;
+        nap_ms(100);
+    }
+    assert_string_equal(j.state, "FAILED"); /* stopped, not on the executor's word */
+    assert_true(i > 40);                    /* not before the 5 s had passed */
+    nothing_left("lt-orphan");
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_host), cmocka_unit_test(test_two_hosts),
-        cmocka_unit_test(test_stop),     cmocka_unit_test(test_attempt_ended),
-        cmocka_unit_test(test_killed),   cmocka_unit_test(test_node_down),
+        cmocka_unit_test(test_one_host),      cmocka_unit_test(test_two_hosts),
+        cmocka_unit_test(test_stop),          cmocka_unit_test(test_attempt_ended),
+        cmocka_unit_test(test_killed),        cmocka_unit_test(test_node_down),
+        cmocka_unit_test(test_executor_gone),
     };
     struct slurmrest_config cfg = {0};
     struct ty_err err;

@@ -125,6 +125,9 @@ int main(int argc, char **argv)
          "else unix:///var/run/docker.sock)"},
         {"staging-dir", "TRAINYARD_LAUNCH_STAGING_DIR", "/var/lib/trainyard/launch",
          "each host's /opt/ml is staged under DIR/<job>-<attempt>-algo-<n>/"},
+        {"executor-timeout", "TRAINYARD_LAUNCH_EXECUTOR_TIMEOUT", "60",
+         "seconds without an answer from the executor after which the container is stopped "
+         "and nothing is uploaded (5 to 3600)"},
         {"log-level", "TRAINYARD_LOG_LEVEL", "info", "debug, info, warn or error"},
     };
     static const struct ty_opts_prog prog = {
@@ -133,16 +136,17 @@ int main(int argc, char **argv)
         "starts it with srun and gives it its attempt in the environment (TY_LAUNCH_URL, "
         "TY_LAUNCH_TOKEN, TY_LAUNCH_JOB, TY_LAUNCH_ATTEMPT).",
         NULL};
-    const char *v[3];
+    const char *v[4];
     struct launcher *l = &launcher_l;
     struct launchwire_report end = {0};
     struct sigaction sa = {0};
     const char *ctx;
     int status;
 
-    if (ty_opts_parse(&prog, opts, 3, v, argc, argv) != 0)
+    if (ty_opts_parse(&prog, opts, 4, v, argc, argv) != 0 ||
+        ty_opts_int(&prog, "executor-timeout", v[2], 5, 3600, &l->orphan_s) != 0)
         return 2;
-    if (ty_log_set_level(v[2]) != 0) {
+    if (ty_log_set_level(v[3]) != 0) {
         fprintf(stderr, "trainyard-launch: --log-level must be debug, info, warn or error\n");
         return 2;
     }

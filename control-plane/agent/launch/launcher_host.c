@@ -393,7 +393,7 @@ void launcher_follow(struct launcher *l, struct launchwire_report *end)
             launcher_say(l, "trainyard: stopping %s (SIGTERM, %d s to end)", l->name,
                          stop && grace > 0 ? grace : l->stop_grace);
             kill_at = launcher_signal(l, "SIGTERM", stop && grace > 0 ? grace : l->stop_grace);
-        } else if (!stopping && (l->sig_term || gone || silent > LAUNCHER_ORPHAN_S)) {
+        } else if (!stopping && (l->sig_term || gone || silent > l->orphan_s)) {
             stopping = 2; /* Slurm ends the step, or the executor is gone: nothing uploaded */
             end->stopped = 1;
             launcher_say(l, "trainyard: %s is stopped: %s", l->name,

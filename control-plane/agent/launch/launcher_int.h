@@ -23,7 +23,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#define LAUNCHER_ORPHAN_S    60 /* no answer from the executor this long: stop, upload nothing */
+#define LAUNCHER_ORPHAN_S    60                    /* default --executor-timeout */
 #define LAUNCHER_SLURM_LABEL "trainyard.slurm.job" /* the Slurm job of its containers */
 #define LAUNCHER_BEAT_S      2.0                   /* a report at least this often */
 #define LAUNCHER_MAX_LINE    262144                /* longest line kept (CloudWatch's event) */
@@ -51,6 +51,7 @@ struct launcher {
     const char *deployment;
     const char *runtime_image; /* its sandbox's image */
     int hosts, stop_grace;
+    int orphan_s; /* no answer from the executor this long: stop, upload nothing */
     /* the host */
     char root[PATH_MAX]; /* <staging_root>/<job>-<attempt>-algo-<n>: the launcher's folder */
     char dir[PATH_MAX];  /* <root>/ml, bound at /opt/ml */
@@ -89,7 +90,8 @@ int launcher_assignment(struct launcher *l, struct ty_err *err);
 int launcher_creds(struct launcher *l, char *ak, size_t akn, char *sk, size_t skn, char *tok,
                    size_t tokn, struct ty_err *err);
 int launcher_wire_start(struct launcher *l);
-/* Sends what is pending and the end, waits (at most wait_s) for its ack, stops the thread. */
+/* Sends what is pending and the end, waits (at most wait_s, and not once the executor was silent
+   past orphan_s) for its ack, stops the thread. */
 void launcher_wire_stop(struct launcher *l, double wait_s);
 void launcher_line(struct launcher *l, const char *text, size_t len, int64_t ts_ms, int is_stderr);
 __attribute__((format(printf, 2, 3))) void launcher_say(struct launcher *l, const char *fmt, ...);

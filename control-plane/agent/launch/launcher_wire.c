@@ -388,14 +388,16 @@ void launcher_wire_stop(struct launcher *l, double wait_s)
         return;
     while (!done && ty_mono_s() < until) {
         pthread_mutex_lock(&l->mu);
-        done = l->gone || l->end_acked || !l->end_set;
+        /* an executor silent past the timeout is not waited for: it is gone */
+        done = l->gone || l->end_acked || !l->end_set || ty_wall_s() - l->last_ok > l->orphan_s;
         pthread_mutex_unlock(&l->mu);
         if (!done)
             usleep(100000);
     }
     pthread_mutex_lock(&l->mu);
     l->quit = 1;
-    l->gone |= !done; /* gave up: the thread stops at its next turn */
+    if (!l->end_acked)
+        l->gone = 1; /* nothing more is sent: the thread stops at its next turn */
     pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&l->mu);
     pthread_join(l->thr, NULL);
