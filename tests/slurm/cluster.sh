@@ -28,7 +28,8 @@ down() {
     # slurmstepd outlives its slurmd (a node set down keeps its steps running): every process
     # started under this cluster's configuration goes, tasks included
     conf="SLURM_CONF=$(cd "$dir" 2>/dev/null && pwd)/etc/slurm.conf"
-    for pid in $(pgrep -x slurmstepd) $(pgrep -f "$dir/jobs/"); do
+    for pid in $(pgrep -x slurmstepd) $(pgrep -x srun) $(pgrep -f trainyard-launch) \
+        $(pgrep -f "$dir/jobs/"); do
         if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "$conf"; then
             kill -KILL "$pid" 2>/dev/null || true
         fi
