@@ -36,11 +36,13 @@
 #include "slurmjob.h"
 #include "slurmrest.h"
 
+#include "cluster_env.h"
+
 #define IMAGE "localhost/trainyard-launch-test:1"
 #define DEPL  "0123456789abcdef0123456789abcdef"
 
-static char rest_url[1024], jwt_key[1024], jobs_dir[1024], launcher[1024], runtime_tar[1024],
-    docker_host[1024], staging[1024], slurm_conf[1024];
+static struct cluster_env ce;
+static char launcher[1024], runtime_tar[1024], docker_host[1024], staging[1024];
 static char executor_timeout[16]; /* the launchers' --executor-timeout, "" = theirs */
 static struct slurmrest *sr;
 static struct launchsrv *ls;
@@ -56,35 +58,6 @@ static struct {
     int started[4], ended[4]; /* per host */
     struct launchwire_report end[4];
 } seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static void read_env(const char *path)
-{
-    char line[1000];
-    FILE *f = fopen(path, "r");
-
-    if (!f) {
-        fprintf(stderr, "test_launcher_live: cannot read %s (cluster.sh up failed?)\n", path);
-        exit(1);
-    }
-    while (fgets(line, sizeof(line), f)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "SLURM_REST_URL=", 15) == 0)
-            snprintf(rest_url, sizeof(rest_url), "%s", line + 15);
-        else if (strncmp(line, "SLURM_JWT_KEY=", 14) == 0)
-            snprintf(jwt_key, sizeof(jwt_key), "%s", line + 14);
-        else if (strncmp(line, "SLURM_JOBS_DIR=", 15) == 0)
-            snprintf(jobs_dir, sizeof(jobs_dir), "%s", line + 15);
-        else if (strncmp(line, "SLURM_CONF=", 11) == 0)
-            snprintf(slurm_conf, sizeof(slurm_conf), "%s", line + 11);
-    }
-    fclose(f);
-}
-
-static void nap_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 static int on_report(void *ud, const struct launchwire_report *r)
 {
@@ -167,7 +140,7 @@ static long start_job(const char *job, int hosts, const char *script, const char
     in.token = token;
     in.node_docker_host = docker_host;
     in.node_staging_dir = staging;
-    in.workdir = jobs_dir;
+    in.workdir = ce.jobs_dir;
     assert_int_equal(slurmjob_build(&in, &sj, &err), 0);
     if (executor_timeout[0])
         json_object_set_new(sj.env, "TRAINYARD_LAUNCH_EXECUTOR_TIMEOUT",
@@ -440,7 +413,7 @@ static void test_node_down(void **state)
     for (i = 0; i < 900 && !(has_line("0|0|waiting\n") && has_line("1|0|waiting\n")); i++)
         nap_ms(100);
     want_line("1|0|waiting\n");
-    setenv("SLURM_CONF", slurm_conf, 1);
+    setenv("SLURM_CONF", ce.slurm_conf, 1);
     assert_int_equal(system("scontrol update nodename=n2 state=down reason=trainyard-test"), 0);
     for (i = 0; i < 600; i++) {
         assert_int_equal(slurmrest_job(sr, id, &j, &err), 0);
@@ -474,20 +447,7 @@ static void test_node_down(void **state)
         nap_ms(100);
     nap_ms(500); /* the launchers remove their folders after their containers */
     nothing_left("lt-down");
-    if (system("scontrol update nodename=n2 state=resume 2>/dev/null") != 0)
-        fprintf(stderr, "test_launcher_live: n2 was back in service already\n");
-    for (i = 0; i < 100; i++) {
-        const char *st;
-        int up;
-        nodes = slurmrest_nodes(sr, &err);
-        st = json_string_value(json_object_get(json_array_get(nodes, 1), "state"));
-        up = st && strcmp(st, "idle") == 0;
-        json_decref(nodes);
-        if (up)
-            return;
-        nap_ms(100);
-    }
-    fail_msg("n2 is not idle again");
+    cluster_n2_resume("test_launcher_live", sr);
 }
 
 /* The executor goes away for good (its listener stops): after --executor-timeout without an
@@ -537,13 +497,13 @@ int main(int argc, char **argv)
                         "DOCKER_HOST\n");
         return 2;
     }
-    read_env(argv[1]);
+    cluster_env_read("test_launcher_live", argv[1], &ce);
     snprintf(launcher, sizeof(launcher), "%s", argv[2]);
     snprintf(runtime_tar, sizeof(runtime_tar), "%s", argv[3]);
     snprintf(docker_host, sizeof(docker_host), "%s", argv[4]);
-    snprintf(staging, sizeof(staging), "%.900s/launch-staging", jobs_dir);
-    cfg.url = rest_url;
-    cfg.jwt_key_path = jwt_key;
+    snprintf(staging, sizeof(staging), "%.900s/launch-staging", ce.jobs_dir);
+    cfg.url = ce.rest_url;
+    cfg.jwt_key_path = ce.jwt_key;
     if (!(sr = slurmrest_open(&cfg, &err)) || !(dk = docker_open(docker_host, &err))) {
         fprintf(stderr, "test_launcher_live: %s\n", err.msg);
         return 1;

@@ -25,40 +25,13 @@
 
 #include "slurmmap.h"
 #include "slurmrest.h"
+
+#include "cluster_env.h"
 #include "slurmrest_int.h"
 #include "slurmscript.h"
 
-static char rest_url[1024], jwt_key[1024], jobs_dir[1024], slurm_conf[1024];
+static struct cluster_env ce;
 static struct slurmrest *sr;
-
-static void read_env(const char *path)
-{
-    char line[1000];
-    FILE *f = fopen(path, "r");
-
-    if (!f) {
-        fprintf(stderr, "test_slurm_live: cannot read %s (cluster.sh up failed?)\n", path);
-        exit(1);
-    }
-    while (fgets(line, sizeof(line), f)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "SLURM_REST_URL=", 15) == 0)
-            snprintf(rest_url, sizeof(rest_url), "%s", line + 15);
-        else if (strncmp(line, "SLURM_JWT_KEY=", 14) == 0)
-            snprintf(jwt_key, sizeof(jwt_key), "%s", line + 14);
-        else if (strncmp(line, "SLURM_JOBS_DIR=", 15) == 0)
-            snprintf(jobs_dir, sizeof(jobs_dir), "%s", line + 15);
-        else if (strncmp(line, "SLURM_CONF=", 11) == 0)
-            snprintf(slurm_conf, sizeof(slurm_conf), "%s", line + 11);
-    }
-    fclose(f);
-}
-
-static void nap_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* Polls job id until its state is one of states ("A,B"); fails after timeout_s. */
 static void wait_state(long id, const char *states, int timeout_s, struct slurmrest_job *j)
@@ -88,10 +61,10 @@ static long submit(const char *name, const char *script, int nodes, const char *
     long id = 0;
     int w = 0;
 
-    snprintf(out, sizeof(out), "%s/%%j.out", jobs_dir);
+    snprintf(out, sizeof(out), "%s/%%j.out", ce.jobs_dir);
     sub.name = name;
     sub.script = script;
-    sub.cwd = jobs_dir;
+    sub.cwd = ce.jobs_dir;
     sub.stdout_path = out;
     sub.nodes = nodes;
     sub.tasks_per_node = 1;
@@ -114,7 +87,7 @@ static char *job_output_now(long id)
     FILE *f;
     size_t n;
 
-    snprintf(path, sizeof(path), "%s/%ld.out", jobs_dir, id);
+    snprintf(path, sizeof(path), "%s/%ld.out", ce.jobs_dir, id);
     buf[0] = '\0';
     if (!(f = fopen(path, "r")))
         return buf;
@@ -129,7 +102,7 @@ static char *job_output(long id)
 {
     char path[1200];
 
-    snprintf(path, sizeof(path), "%s/%ld.out", jobs_dir, id);
+    snprintf(path, sizeof(path), "%s/%ld.out", ce.jobs_dir, id);
     assert_int_equal(access(path, R_OK), 0);
     return job_output_now(id);
 }
@@ -200,7 +173,7 @@ static void test_refusals(void **state)
     (void)state;
 
     sub.script = "#!/bin/sh\ntrue\n";
-    sub.cwd = jobs_dir;
+    sub.cwd = ce.jobs_dir;
     sub.nodes = 1;
     sub.partition = "no-such-partition";
     assert_int_equal(slurmrest_submit_job(sr, &sub, &id, &warn, &err), -TY_EINVAL);
@@ -305,7 +278,7 @@ static void test_tokens(void **state)
     int fd;
     (void)state;
 
-    f = fopen(jwt_key, "rb");
+    f = fopen(ce.jwt_key, "rb");
     assert_non_null(f);
     keylen = fread(key, 1, sizeof(key), f);
     fclose(f);
@@ -315,7 +288,7 @@ static void test_tokens(void **state)
     fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
-    c.url = rest_url;
+    c.url = ce.rest_url;
     c.token_path = path;
     snprintf(line, sizeof(line), "SLURM_JWT=%s", tok);
     assert_int_equal(ping_with_token_file(&c, line, &err), 0);
@@ -396,8 +369,8 @@ static void test_no_rerun_after_a_node_failure(void **state)
     int warn = 0, fd;
     (void)state;
 
-    snprintf(launcher, sizeof(launcher), "%s/launch.sh", jobs_dir);
-    snprintf(marks, sizeof(marks), "%s/launched.log", jobs_dir);
+    snprintf(launcher, sizeof(launcher), "%s/launch.sh", ce.jobs_dir);
+    snprintf(marks, sizeof(marks), "%s/launched.log", ce.jobs_dir);
     fd = open(launcher, O_WRONLY | O_CREAT | O_TRUNC, 0755);
     assert_true(fd >= 0);
     assert_true(dprintf(fd, "#!/bin/sh\necho \"$SLURM_NODEID\" >> '%s'\nsleep 30\n", marks) > 0);
@@ -407,10 +380,10 @@ static void test_no_rerun_after_a_node_failure(void **state)
     script = slurmscript_batch(&sj);
     assert_non_null(script);
     slurmscript_name(sj.deployment, sj.job, name, sizeof(name));
-    snprintf(out, sizeof(out), "%s/%%j.out", jobs_dir);
+    snprintf(out, sizeof(out), "%s/%%j.out", ce.jobs_dir);
     sub.name = name;
     sub.script = script;
-    sub.cwd = jobs_dir;
+    sub.cwd = ce.jobs_dir;
     sub.stdout_path = out;
     sub.nodes = 2;
     sub.tasks_per_node = 1;
@@ -421,7 +394,7 @@ static void test_no_rerun_after_a_node_failure(void **state)
     for (int i = 0; i < 100 && count_lines(marks) < 2; i++)
         nap_ms(100);
     assert_int_equal(count_lines(marks), 2);
-    setenv("SLURM_CONF", slurm_conf, 1);
+    setenv("SLURM_CONF", ce.slurm_conf, 1);
     assert_int_equal(system("scontrol update nodename=n2 state=down reason=trainyard-test"), 0);
     wait_state(id, "NODE_FAIL,PENDING,FAILED,CANCELLED,COMPLETED", 60, &j);
     nap_ms(2000); /* a requeue would show by now */
@@ -430,18 +403,7 @@ static void test_no_rerun_after_a_node_failure(void **state)
     assert_int_equal(j.restart_cnt, 0);
     assert_int_equal(count_lines(marks), 2); /* the launchers ran once */
     /* back in service (ReturnToService=2 may have done it already: then resume is refused) */
-    if (system("scontrol update nodename=n2 state=resume 2>/dev/null") != 0)
-        fprintf(stderr, "test_slurm_live: n2 was back in service already\n");
-    for (int i = 0; i < 100; i++) {
-        json_t *nodes = slurmrest_nodes(sr, &err);
-        const char *st = json_string_value(json_object_get(json_array_get(nodes, 1), "state"));
-        int up = st && strcmp(st, "idle") == 0;
-        json_decref(nodes);
-        if (up)
-            return;
-        nap_ms(100);
-    }
-    fail_msg("n2 is not idle again");
+    cluster_n2_resume("test_slurm_live", sr);
 }
 
 int main(int argc, char **argv)
@@ -465,9 +427,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_slurm_live DIR/cluster.env\n");
         return 2;
     }
-    read_env(argv[1]);
-    c.url = rest_url;
-    c.jwt_key_path = jwt_key;
+    cluster_env_read("test_slurm_live", argv[1], &ce);
+    c.url = ce.rest_url;
+    c.jwt_key_path = ce.jwt_key;
     if (!(sr = slurmrest_open(&c, &err))) {
         fprintf(stderr, "test_slurm_live: %s\n", err.msg);
         return 1;
