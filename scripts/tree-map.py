@@ -37,13 +37,14 @@ WHAT = {
     "control-plane/s3api": "`ty_s3api`: the S3 REST API",
     "control-plane/docker": "`ty_docker`: the Docker Engine API client",
     "control-plane/slurm": "`ty_slurm`: the client of Slurm's REST API (slurmrestd)",
-    "control-plane/slurmexec": "`ty_slurmexec`: the Slurm executor (so far: the instance map, "
+    "control-plane/slurmexec": "`ty_slurmexec`: the Slurm executor's pure parts (the instance map, "
                                "the Slurm job's name, batch script and submission, what its state means)",
     "control-plane/launch": "`ty_launch`: what a per-node launcher and its executor say to "
                             "each other, and the executor's listener",
     "control-plane/agent": "the agent: queue -> hardened containers through the Docker Engine "
                            "API; staging, confined file I/O, the API relay, network fences, "
-                           "artifacts, warm pools; trainyard-launch, a job's host on a Slurm "
+                           "artifacts, warm pools; the Slurm executor (slurmx, run/run_slurm.c) and "
+                           "trainyard-launch, a job's host on a Slurm "
                            "node (launch/)",
     "control-plane/ops": "`ty_ops`: training jobs, tags, Logs, CloudWatch, IAM, STS, Studio, "
                          "tuning, quotas, the operation table",

@@ -111,6 +111,10 @@ int agent__admit(struct agent *a, struct store *s, const struct queue_item *it, 
         json_decref(doc); /* Stopping or ended: the runner settles it at once, charged nothing */
         return 1;
     }
+    if (a->sx) { /* on Slurm, the cluster's scheduler decides where and when it runs */
+        json_decref(doc);
+        return 1;
+    }
     admit_need(doc, &need, what, sizeof(what));
     ledger_charge(&need, &a->cap, fb, charge);
     *cpu_only = need.gpus > 0 && charge->gpus == 0;

@@ -16,6 +16,7 @@
 #include "outbox.h"
 #include "queue.h"
 #include "seccomp.h"
+#include "slurmx.h"
 #include "spare.h"
 #include "stage.h"
 #include "store.h"
@@ -803,6 +804,7 @@ static void agent_free(struct agent *a)
     warmpool_stop(a->wp);
     spare_stop(a->spare);
     gpumetrics_close(a->gpu);
+    slurmx_stop(a->sx);
     for (size_t i = 0; i < sizeof(a->owned) / sizeof(a->owned[0]); i++)
         free(a->owned[i]);
     pthread_mutex_destroy(&a->mu);
@@ -1026,6 +1028,35 @@ static int agent_config_own(struct agent *a, const struct agent_config *cfg, str
     return 0;
 }
 
+/* The Slurm executor's start (a->sx running): the deployment's id, the first heartbeat, the
+   heartbeat and claim threads. No engine, volumes, spare sandbox or leftover sweep here: the
+   launchers on the nodes own those. 0 or -1 with err. */
+static int agent_slurm_start(struct agent *a, struct store *s, struct ty_err *err)
+{
+    json_t *cap;
+    int rc;
+
+    if (store_deployment_id(s, a->deployment, sizeof(a->deployment), err) != 0)
+        return -1;
+    cap = agent_capacity(a);
+    if (cap)
+        json_object_set_new(cap, "executor", json_string("slurm"));
+    rc = cap ? queue_heartbeat(s, a->id, cap, a->cfg.heartbeat_ttl_s, err) : -1;
+    json_decref(cap);
+    if (rc != 0)
+        return -1;
+    if (pthread_create(&a->hb_thr, NULL, agent_heartbeat_thread, a) != 0)
+        return ty_err_set(err, TY_EINTERNAL, NULL, "cannot start the heartbeat thread");
+    a->hb_started = 1;
+    if (pthread_create(&a->claim_thr, NULL, agent_claim_thread, a) != 0)
+        return ty_err_set(err, TY_EINTERNAL, NULL, "cannot start the claim thread");
+    a->claim_started = 1;
+    ty_log(TY_LOG_INFO, "agent.started",
+           "agent=%s executor=slurm slots=%d stop_grace_s=%d data_dir='%s' runtime_image=%s", a->id,
+           a->cfg.slots, a->cfg.stop_grace_s, a->cfg.data_dir, a->cfg.runtime_image);
+    return 0;
+}
+
 struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
 {
     struct agent *a = calloc(1, sizeof(*a));
@@ -1064,13 +1095,22 @@ struct agent *agent_start(const struct agent_config *cfg, struct ty_err *err)
     if (!a->cfg.staging_dir || stage_root_init(a->cfg.staging_dir, err) != 0 ||
         stage_key_load(a->cfg.data_dir, a->stage_key, err) != 0)
         goto fail;
-    if (agent_volumes_init(a, err) != 0)
+    if (!cfg->slurm && agent_volumes_init(a, err) != 0)
         goto fail;
 
     if (!(s = store_open(a->cfg.redis_url, err)))
         goto fail;
     if (store_ping(s, err) != 0 || queue_init(s, err) != 0)
         goto fail;
+    if (cfg->slurm) { /* the nodes' engines are the launchers' business: none here */
+        if (!(a->sx = slurmx_start(cfg->slurm, err)))
+            goto fail;
+        a->cfg.slurm = slurmx_cfg(a->sx);
+        if (agent_slurm_start(a, s, err) != 0)
+            goto fail;
+        store_close(s);
+        return a;
+    }
     if (!(d = docker_open(a->cfg.docker_host, err)))
         goto fail;
     if ((rc = docker_ping(d, err)) != 0)

@@ -77,6 +77,8 @@ void agent__use_set(struct agent *a, struct agent_run *run, const struct agent_u
 
 #include "s3client.h"
 
+struct slurmx;
+
 struct agent {
     struct agent_config cfg; /* its strings point into the owned copies below */
     char id[128];
@@ -102,6 +104,8 @@ struct agent {
     struct warmpool *wp;     /* owned: the retained instances (warmpool.h) */
     struct spare *spare;     /* owned: the spare sandbox (spare.h), NULL without */
     struct gpumetrics *gpu;  /* owned: NVML for GPU instance metrics, NULL without (gpumetrics.h) */
+    struct slurmx *sx;       /* owned: the Slurm executor (slurmx.h), NULL: jobs run on the
+                                engine */
     pthread_t claim_thr, hb_thr, sweep_thr;
     int claim_started, hb_started, sweep_started;
 };

@@ -68,6 +68,32 @@
       "secret key for --s3-endpoint (default $AWS_SECRET_ACCESS_KEY; prefer the variable)")        \
     X(s3_region, "s3-region", "TRAINYARD_S3_REGION", NULL,                                         \
       "region requests to --s3-endpoint are signed for (default --region)")                        \
+    X(executor, "executor", "TRAINYARD_EXECUTOR", "engine",                                        \
+      "where jobs run: engine (this host's container engine) or slurm (a Slurm cluster through "   \
+      "slurmrestd, one node per instance: docs/slurm.md)")                                         \
+    X(slurm_url, "slurm-url", "TRAINYARD_SLURM_URL", NULL, "slurmrestd's URL, http://host:port")   \
+    X(slurm_api, "slurm-api", "TRAINYARD_SLURM_API", "v0.0.38", "slurmrestd's OpenAPI plugin")     \
+    X(slurm_user, "slurm-user", "TRAINYARD_SLURM_USER", "root", "the Slurm user jobs run as")      \
+    X(slurm_jwt_key, "slurm-jwt-key", "TRAINYARD_SLURM_JWT_KEY", NULL,                             \
+      "the cluster's JWT key file (AuthAltParameters=jwt_key=): tokens are minted from it")        \
+    X(slurm_token_file, "slurm-token-file", "TRAINYARD_SLURM_TOKEN_FILE", NULL,                    \
+      "instead of --slurm-jwt-key: a file holding a token (scontrol token), read again each "      \
+      "minute")                                                                                    \
+    X(slurm_map, "slurm-instance-map", "TRAINYARD_SLURM_INSTANCE_MAP", NULL,                       \
+      "JSON file: instance type -> {partition, gpus, gres} (default: partition ml-p3-2xlarge "     \
+      "for ml.p3.2xlarge, the type's GPUs)")                                                       \
+    X(slurm_launcher, "slurm-launcher", "TRAINYARD_SLURM_LAUNCHER",                                \
+      "/usr/local/bin/trainyard-launch", "trainyard-launch's path on the nodes")                   \
+    X(launch_listen, "launch-listen", "TRAINYARD_LAUNCH_LISTEN", "127.0.0.1:0",                    \
+      "HOST:PORT the launchers' reports are taken on (port 0: any free one)")                      \
+    X(launch_url, "launch-url", "TRAINYARD_LAUNCH_URL", NULL,                                      \
+      "that listener as the nodes reach it (default http://<launch-listen>)")                      \
+    X(slurm_node_docker_host, "slurm-node-docker-host", "TRAINYARD_SLURM_NODE_DOCKER_HOST", NULL,  \
+      "the nodes' container engine for the launchers (default: theirs)")                           \
+    X(slurm_node_staging_dir, "slurm-node-staging-dir", "TRAINYARD_SLURM_NODE_STAGING_DIR", NULL,  \
+      "where the launchers stage /opt/ml on the nodes (default: theirs)")                          \
+    X(slurm_workdir, "slurm-workdir", "TRAINYARD_SLURM_WORKDIR", "/tmp",                           \
+      "the Slurm jobs' working folder on the nodes (their output files land there)")               \
     X(log_level, "log-level", "TRAINYARD_LOG_LEVEL", "info", "debug, info, warn or error")
 
 struct main_cfg {
@@ -157,6 +183,24 @@ int main(int argc, char **argv)
             fprintf(stderr, "trainyard-agent: %s\n", rerr.msg);
             return 1;
         }
+    }
+    struct agent_slurm sl = {.url = c.slurm_url,
+                             .api = c.slurm_api,
+                             .user = c.slurm_user,
+                             .jwt_key = c.slurm_jwt_key,
+                             .token_file = c.slurm_token_file,
+                             .instance_map = c.slurm_map,
+                             .launcher = c.slurm_launcher,
+                             .listen = c.launch_listen,
+                             .launch_url = c.launch_url,
+                             .node_docker_host = c.slurm_node_docker_host,
+                             .node_staging_dir = c.slurm_node_staging_dir,
+                             .workdir = c.slurm_workdir};
+    if (strcmp(c.executor, "slurm") == 0) {
+        ac.slurm = &sl;
+    } else if (strcmp(c.executor, "engine") != 0) {
+        fprintf(stderr, "trainyard-agent: invalid --executor '%s' (engine or slurm)\n", c.executor);
+        return 1;
     }
     struct s3c_config s3r = {0};
     if (c.s3_endpoint && *c.s3_endpoint) {

@@ -465,7 +465,17 @@ int transfer_download_prefix(struct transfer *t, const char *uri, const char *ro
     return rc;
 }
 
-/* The bucket an upload goes to must exist: SageMaker never creates one, it fails the job. */
+/* The upload's bucket does not exist: SageMaker never creates one, it fails the job. */
+static int transfer_no_bucket(const char *bucket, struct ty_err *err)
+{
+    return ty_err_set(err, TY_EINVAL, NULL,
+                      "ClientError: Artifact upload failed: The specified bucket does not exist "
+                      "(bucket '%s'). Create the bucket or choose an existing one in "
+                      "OutputDataConfig.S3OutputPath.",
+                      bucket);
+}
+
+/* The bucket an upload goes to must exist. */
 static int transfer_ensure_bucket(struct transfer *t, const char *bucket, struct ty_err *err)
 {
     struct ty_err e2;
@@ -475,11 +485,7 @@ static int transfer_ensure_bucket(struct transfer *t, const char *bucket, struct
         return 0;
     if (e2.code != TY_ENOTFOUND)
         return ty_err_set(err, TY_EIO, NULL, "InternalServerError: object store: %s", e2.msg);
-    return ty_err_set(err, TY_EINVAL, NULL,
-                      "ClientError: Artifact upload failed: The specified bucket does not exist "
-                      "(bucket '%s'). Create the bucket or choose an existing one in "
-                      "OutputDataConfig.S3OutputPath.",
-                      bucket);
+    return transfer_no_bucket(bucket, err);
 }
 
 int transfer_put_file(struct transfer *t, const char *src, const char *bucket, const char *key,
@@ -489,11 +495,16 @@ int transfer_put_file(struct transfer *t, const char *src, const char *bucket, c
 
     if ((rc = transfer_may(t, "s3:PutObject", bucket, key, err)) != 0)
         return rc;
-    if ((rc = transfer_ensure_bucket(t, bucket, err)) != 0)
+    /* with a role's credentials the bucket is not looked at first: HeadBucket needs
+       s3:ListBucket on the whole bucket, which a job's role need not have */
+    if (!t->role_creds && (rc = transfer_ensure_bucket(t, bucket, err)) != 0)
         return rc;
-    if (objstore_put_file(t->os, bucket, key, src, content_type, err) != 0)
+    if ((rc = objstore_put_file(t->os, bucket, key, src, content_type, err)) != 0) {
+        if (t->role_creds && rc == -TY_ENOTFOUND && strcmp(err->field, "NoSuchBucket") == 0)
+            return transfer_no_bucket(bucket, err);
         return ty_err_set(err, TY_EIO, NULL, "InternalServerError: cannot store s3://%s/%s: %s",
                           bucket, key, err->msg);
+    }
     return 0;
 }
 

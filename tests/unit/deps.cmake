@@ -55,7 +55,8 @@ ty_dep_probe(objstore_store_obj ty_objstore store_obj.h allowed)
 # no header cycle: the fronts and the console do not see the router.
 ty_dep_probe(console_router ty_console route.h forbidden)
 ty_dep_probe(s3api_router ty_s3api route.h forbidden)
-# the agent sees the object store, not the S3 HTTP front end nor libmicrohttpd.
+# the agent sees the object store, not the S3 HTTP front end nor libmicrohttpd (the Slurm
+# executor's one listener, the launchers', is ty_launch's, whose HTTP layer stays private).
 ty_dep_probe(agent_http ty_agent http.h forbidden)
 ty_dep_probe(agent_s3api ty_agent s3.h forbidden)
 ty_dep_probe(agent_objstore ty_agent objstore.h allowed)

@@ -18,6 +18,23 @@
 
 struct s3c_config;
 
+/* The Slurm executor's settings (docs/slurm.md): jobs run as Slurm jobs, one node per instance,
+   each node's part run by trainyard-launch. Strings borrowed until agent_start returns. */
+struct agent_slurm {
+    const char *url;          /* slurmrestd, "http://host:port" (required) */
+    const char *api;          /* its OpenAPI plugin, NULL = "v0.0.38" */
+    const char *user;         /* whom jobs run as, NULL = "root" */
+    const char *jwt_key;      /* the cluster's JWT key file, or */
+    const char *token_file;   /* a file holding a token */
+    const char *instance_map; /* instance type -> partition and GPUs (slurmmap.h), NULL = none */
+    const char *launcher;     /* trainyard-launch's path on the nodes (required) */
+    const char *listen;       /* HOST:PORT the launchers' listener binds (required) */
+    const char *launch_url;   /* that listener as the nodes reach it, NULL = http://<listen> */
+    const char *node_docker_host; /* the nodes' engine for the launchers, NULL = theirs */
+    const char *node_staging_dir; /* where the launchers stage, NULL = theirs */
+    const char *workdir;          /* the Slurm jobs' working folder on the nodes, NULL = /tmp */
+};
+
 struct agent_config {
     const char *id;            /* unique agent id; NULL = "<hostname>-<pid>-<n>" */
     const char *redis_url;     /* as store_open() */
@@ -60,6 +77,8 @@ struct agent_config {
                                 default it runs it on the CPU, and says so) */
     int stop_grace_s;        /* SIGTERM -> SIGKILL grace, default 120 */
     int heartbeat_ttl_s;     /* default 10 */
+    const struct agent_slurm *slurm; /* jobs run on a Slurm cluster instead of the engine
+                                        (--executor slurm); NULL = the local engine */
 };
 
 /* The ledger's options, shared by trainyard-agent and the server's embedded agents:

@@ -504,7 +504,7 @@ static enum run_end run_job(struct run_ctx *r)
         return gone ? RUN_END_ACK : RUN_END_PENDING;
     status = run__status_of(doc);
     stopping = strcmp(status, "Stopping") == 0;
-    if (r->run->reclaimed && strcmp(status, "InProgress") != 0 && !stopping) {
+    if (r->run->reclaimed && strcmp(status, "InProgress") != 0 && !stopping && !r->a->sx) {
         /* Ended while its agent was away: what that agent left on the engine goes. */
         if ((r->io.d = docker_open(r->a->cfg.docker_host, &err)) != NULL)
             run__remove_leftovers(r);
@@ -556,6 +556,8 @@ static enum run_end run_job(struct run_ctx *r)
     r->nh = r->sp.instance_count > 1 ? r->sp.instance_count : 1;
     for (int i = 1; i < r->nh; i++)
         run__host_init(r, i);
+    if (r->a->sx)
+        return run__slurm(r);
     if (r->run->reclaimed) /* a fresh claim was charged when it was taken; GPUs: below */
         agent__charge_set(r->a, r->run, r->sp.instance_type, r->nh, 0);
 

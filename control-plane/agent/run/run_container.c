@@ -418,9 +418,10 @@ done:
     return rc;
 }
 
-/* Starts the log reader for host h's running container; its first skip lines are in the
-   stream already (0 for a new container). 0 or -1. */
-int run__start_logs(struct run_ctx *r, struct run_host *h, long skip)
+/* Makes host h's log state (its stream's batch and MetricDefinitions) without a reader; the
+   first skip lines of its container are in the stream already. 0 or -1 (h->logs may then be
+   set, freed by the runner as usual). */
+int run__logs_new(struct run_ctx *r, struct run_host *h, long skip)
 {
     struct run_logs *l = calloc(1, sizeof(*l));
 
@@ -449,6 +450,18 @@ int run__start_logs(struct run_ctx *r, struct run_host *h, long skip)
     h->logs = l;
     if (!l->redis_url || !l->docker_host || !l->batch || !l->mpend || !l->metrics)
         return -1;
+    return 0;
+}
+
+/* Starts the log reader for host h's running container; its first skip lines are in the
+   stream already (0 for a new container). 0 or -1. */
+int run__start_logs(struct run_ctx *r, struct run_host *h, long skip)
+{
+    struct run_logs *l;
+
+    if (run__logs_new(r, h, skip) != 0)
+        return -1;
+    l = h->logs;
     atomic_fetch_add(&l->refs, 1);
     if (pthread_create(&h->log_thr, NULL, run__logs_thread, l) != 0) {
         atomic_fetch_sub(&l->refs, 1);

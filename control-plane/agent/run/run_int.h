@@ -178,6 +178,10 @@ size_t run__metrics_of(struct run_logs *l, int def, size_t *from, struct store_m
                        size_t max);
 void run__logs_flush(struct run_logs *l, struct store *s);
 void *run__logs_thread(void *arg);
+/* Appends one line (text, borrowed) at ts_ms (0 = now) to l's batch, matched against its
+   MetricDefinitions, as a reader would; the runner flushes. 0, or -1 when l holds too many
+   events Redis has not taken (the caller keeps the line and offers it again). */
+int run__logs_add(struct run_logs *l, const char *text, int64_t ts_ms);
 
 /* run_status.c */
 void run__store_reopen(struct run_ctx *r);
@@ -232,12 +236,18 @@ int run__sandbox(struct run_ctx *r, struct run_host *h);
 void run__relay_late(struct run_ctx *r, struct run_host *h);
 void run__relay_cleanup(struct run_ctx *r, int remove);
 int run__create(struct run_ctx *r, struct run_host *h, char *reason, size_t n);
+int run__logs_new(struct run_ctx *r, struct run_host *h, long skip);
 int run__start_logs(struct run_ctx *r, struct run_host *h, long skip);
 int run__kill(struct run_ctx *r);
 int run__host_failed(const struct run_host *h);
 enum run_outcome run__supervise(struct run_ctx *r);
 void run__drain_logs(struct run_ctx *r);
 void run__failure_reason(struct run_ctx *r, char *reason, size_t n);
+
+/* run_slurm.c */
+/* Runs the job of r (read, InstanceCount set) on the Slurm cluster (--executor slurm): from its
+   submission to its final status. */
+enum run_end run__slurm(struct run_ctx *r);
 
 /* run_reattach.c */
 void run__host_init(struct run_ctx *r, int i);

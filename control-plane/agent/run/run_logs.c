@@ -188,6 +188,42 @@ void run__logs_flush(struct run_logs *l, struct store *s)
     pthread_mutex_unlock(&l->mu);
 }
 
+int run__logs_add(struct run_logs *l, const char *text, int64_t ts_ms)
+{
+    size_t len = strlen(text);
+    char *line;
+    json_t *ev;
+
+    if (len > RUN_LINE_MAX)
+        len = RUN_LINE_MAX;
+    pthread_mutex_lock(&l->mu);
+    if (json_array_size(l->batch) >= RUN_BATCH_HARD_MAX / 2) {
+        pthread_mutex_unlock(&l->mu);
+        return -1; /* Redis is not taking them: the sender keeps them */
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (!(line = malloc(len + 1)))
+        return -1;
+    memcpy(line, text, len);
+    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n'))
+        len--;
+    line[len] = '\0';
+    stage_utf8_fix(line, len);
+    if (ts_ms <= 0)
+        ts_ms = (int64_t)ty_wall_ms();
+    pthread_mutex_lock(&l->mu);
+    if (ts_ms < l->last_ts)
+        ts_ms = l->last_ts;
+    l->last_ts = ts_ms;
+    metricdefs_feed(l->metrics, line, len, ts_ms);
+    ev = json_pack("{s:I, s:s%}", "timestamp", (json_int_t)ts_ms, "message", line, len);
+    if (ev && json_array_append_new(l->batch, ev) == 0)
+        l->batch_bytes += len + 26;
+    pthread_mutex_unlock(&l->mu);
+    free(line);
+    return ev ? 0 : -1;
+}
+
 struct run_reader {
     struct run_logs *l;
     struct store *s; /* the reader's own connection, may be NULL */

@@ -1,0 +1,253 @@
+/*
+ * slurmx.c - the Slurm executor's agent-wide part (slurmx.h): its settings, the instance map
+ * and its check against the cluster at start, the launchers' listener and the table that
+ * routes their requests to the runners of their jobs.
+ */
+#include "slurmx.h"
+
+#include "launchsrv.h"
+#include "ty_log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLURMX_OWN 12
+
+struct slurmx_ent {
+    char job[64];
+    struct slurmx_attempt at;
+};
+
+struct slurmx {
+    struct agent_slurm cfg; /* strings point into own[] */
+    char *own[SLURMX_OWN];
+    struct slurmmap *map;
+    struct launchsrv *ls;
+    pthread_mutex_t mu; /* guards ent[] and is held while a runner's callback runs */
+    struct slurmx_ent *ent;
+    size_t n, cap;
+};
+
+/* Copies s into x's owned strings (slot i). NULL stays NULL; "" becomes NULL. */
+static const char *slurmx_own(struct slurmx *x, int i, const char *s)
+{
+    if (!s || !s[0])
+        return NULL;
+    x->own[i] = strdup(s);
+    return x->own[i] ? x->own[i] : "";
+}
+
+static struct slurmx_ent *slurmx_find(struct slurmx *x, const char *job)
+{
+    for (size_t i = 0; i < x->n; i++)
+        if (strcmp(x->ent[i].job, job) == 0)
+            return &x->ent[i];
+    return NULL;
+}
+
+static int slurmx_on_report(void *ud, const struct launchwire_report *r)
+{
+    struct slurmx *x = ud;
+    struct slurmx_ent *e;
+    int rc = -1;
+
+    pthread_mutex_lock(&x->mu);
+    if ((e = slurmx_find(x, r->job)) != NULL)
+        rc = e->at.report(e->at.ud, r);
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
+static json_t *slurmx_on_assign(void *ud, const char *job, int attempt, int host)
+{
+    struct slurmx *x = ud;
+    struct slurmx_ent *e;
+    json_t *j = NULL;
+
+    (void)attempt; /* the listener checked it against the attempt's token */
+    pthread_mutex_lock(&x->mu);
+    if ((e = slurmx_find(x, job)) != NULL)
+        j = e->at.assign(e->at.ud, host);
+    pthread_mutex_unlock(&x->mu);
+    return j;
+}
+
+struct slurmrest *slurmx_client(const struct slurmx *x, struct ty_err *err)
+{
+    struct slurmrest_config c = {.url = x->cfg.url,
+                                 .api = x->cfg.api,
+                                 .user = x->cfg.user,
+                                 .jwt_key_path = x->cfg.jwt_key,
+                                 .token_path = x->cfg.token_file};
+    return slurmrest_open(&c, err);
+}
+
+/* Checks the map against the cluster: what is wrong is logged (a type nobody runs may name a
+   partition still to come; its jobs then fail with Slurm's own words). -1 when the cluster
+   does not answer. */
+static int slurmx_check(struct slurmx *x, struct ty_err *err)
+{
+    struct slurmrest *c = slurmx_client(x, err);
+    json_t *parts = NULL, *nodes = NULL;
+    char report[2048];
+    int rc = -1, problems;
+
+    if (!c)
+        return -1;
+    if (slurmrest_ping(c, err) != 0 || !(parts = slurmrest_partitions(c, err)) ||
+        !(nodes = slurmrest_nodes(c, err)))
+        goto out;
+    problems = slurmmap_check(x->map, parts, nodes, report, sizeof(report));
+    if (problems > 0)
+        ty_log(TY_LOG_WARN, "agent.slurm.map", "problems=%d report='%s'", problems, report);
+    ty_log(TY_LOG_INFO, "agent.slurm.cluster", "url='%s' partitions=%zu nodes=%zu", x->cfg.url,
+           json_array_size(parts), json_array_size(nodes));
+    rc = 0;
+out:
+    json_decref(parts);
+    json_decref(nodes);
+    slurmrest_close(c);
+    return rc;
+}
+
+/* Fills cfg.launch_url when the admin gave none: http://<listen> with the port bound. */
+static int slurmx_launch_url(struct slurmx *x, struct ty_err *err)
+{
+    char url[300], host[256];
+    const char *colon = strrchr(x->cfg.listen, ':');
+    size_t hl = colon ? (size_t)(colon - x->cfg.listen) : 0;
+
+    if (x->cfg.launch_url)
+        return 0;
+    if (hl == 0 || hl >= sizeof(host))
+        return ty_err_set(err, TY_EINVAL, "launch-listen", "--launch-listen '%s' is not HOST:PORT",
+                          x->cfg.listen);
+    memcpy(host, x->cfg.listen, hl);
+    host[hl] = '\0';
+    if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "[::]") == 0)
+        return ty_err_set(err, TY_EINVAL, "launch-url",
+                          "--launch-url is required when --launch-listen binds every address: "
+                          "the nodes need an address they can reach");
+    snprintf(url, sizeof(url), "http://%s:%d", host, launchsrv_port(x->ls));
+    x->cfg.launch_url = slurmx_own(x, SLURMX_OWN - 1, url);
+    return 0;
+}
+
+struct slurmx *slurmx_start(const struct agent_slurm *cfg, struct ty_err *err)
+{
+    struct slurmx *x = calloc(1, sizeof(*x));
+
+    if (!x) {
+        ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&x->mu, NULL);
+    x->cfg.url = slurmx_own(x, 0, cfg->url);
+    x->cfg.api = slurmx_own(x, 1, cfg->api);
+    x->cfg.user = slurmx_own(x, 2, cfg->user);
+    x->cfg.jwt_key = slurmx_own(x, 3, cfg->jwt_key);
+    x->cfg.token_file = slurmx_own(x, 4, cfg->token_file);
+    x->cfg.instance_map = slurmx_own(x, 5, cfg->instance_map);
+    x->cfg.launcher = slurmx_own(x, 6, cfg->launcher);
+    x->cfg.listen = slurmx_own(x, 7, cfg->listen);
+    x->cfg.launch_url = slurmx_own(x, 8, cfg->launch_url);
+    x->cfg.node_docker_host = slurmx_own(x, 9, cfg->node_docker_host);
+    x->cfg.node_staging_dir = slurmx_own(x, 10, cfg->node_staging_dir);
+    x->cfg.workdir = cfg->workdir && cfg->workdir[0] ? strdup(cfg->workdir) : NULL;
+    if (!x->cfg.url || !x->cfg.launcher || !x->cfg.listen) {
+        ty_err_set(err, TY_EINVAL, "slurm",
+                   "the Slurm executor needs --slurm-url, --slurm-launcher and --launch-listen");
+        goto fail;
+    }
+    if (!(x->map = slurmmap_load(x->cfg.instance_map, err)) || slurmx_check(x, err) != 0)
+        goto fail;
+    if (!(x->ls = launchsrv_start(x->cfg.listen, slurmx_on_report, slurmx_on_assign, x, err)) ||
+        slurmx_launch_url(x, err) != 0)
+        goto fail;
+    ty_log(TY_LOG_INFO, "agent.slurm.started", "url='%s' launcher='%s' listen='%s' launch_url='%s'",
+           x->cfg.url, x->cfg.launcher, x->cfg.listen, x->cfg.launch_url);
+    return x;
+fail:
+    slurmx_stop(x);
+    return NULL;
+}
+
+void slurmx_stop(struct slurmx *x)
+{
+    if (!x)
+        return;
+    launchsrv_stop(x->ls);
+    slurmmap_free(x->map);
+    for (int i = 0; i < SLURMX_OWN; i++)
+        free(x->own[i]);
+    free((char *)x->cfg.workdir);
+    free(x->ent);
+    pthread_mutex_destroy(&x->mu);
+    free(x);
+}
+
+const struct agent_slurm *slurmx_cfg(const struct slurmx *x)
+{
+    return &x->cfg;
+}
+
+int slurmx_place(const struct slurmx *x, const char *type, struct slurmmap_entry *out,
+                 struct ty_err *err)
+{
+    return slurmmap_lookup(x->map, type, out, err);
+}
+
+int slurmx_attach(struct slurmx *x, const char *job, int attempt, int hosts, const char *token,
+                  const struct slurmx_attempt *at, struct ty_err *err)
+{
+    struct slurmx_ent *e;
+    int rc;
+
+    pthread_mutex_lock(&x->mu);
+    if (!(e = slurmx_find(x, job))) {
+        if (x->n == x->cap) {
+            size_t cap = x->cap ? x->cap * 2 : 16;
+            struct slurmx_ent *ne = realloc(x->ent, cap * sizeof(*ne));
+            if (!ne) {
+                pthread_mutex_unlock(&x->mu);
+                return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
+            }
+            x->ent = ne;
+            x->cap = cap;
+        }
+        e = &x->ent[x->n++];
+        snprintf(e->job, sizeof(e->job), "%s", job);
+    }
+    e->at = *at;
+    rc = launchsrv_add(x->ls, token, job, attempt, hosts, NULL);
+    if (rc != 0) {
+        *e = x->ent[--x->n];
+        pthread_mutex_unlock(&x->mu);
+        return ty_err_set(err, -rc, NULL, "cannot register the attempt's launchers");
+    }
+    pthread_mutex_unlock(&x->mu);
+    return 0;
+}
+
+void slurmx_detach(struct slurmx *x, const char *job)
+{
+    struct slurmx_ent *e;
+
+    launchsrv_end(x->ls, job);
+    pthread_mutex_lock(&x->mu);
+    if ((e = slurmx_find(x, job)) != NULL)
+        *e = x->ent[--x->n];
+    pthread_mutex_unlock(&x->mu);
+}
+
+void slurmx_stop_job(struct slurmx *x, const char *job, int grace_s, int upload)
+{
+    launchsrv_set_stop(x->ls, job, grace_s, upload);
+}
+
+double slurmx_last_seen(struct slurmx *x, const char *job, int host)
+{
+    return launchsrv_last_seen(x->ls, job, host, NULL);
+}

@@ -1,0 +1,63 @@
+/*
+ * slurmx.h - the Slurm executor's agent-wide part (docs/slurm.md, "The executor"): what one
+ * trainyard-agent started with --executor slurm holds for all its jobs: the settings, the
+ * instance map checked against the cluster at start, the launchers' listener (launchsrv.h),
+ * and the table of live attempts that routes each launcher's report and assignment request to
+ * the runner of its job (run/run_slurm.c).
+ *
+ * Owns: copies of the settings, the map, the listener, the table. Each runner opens its own
+ * Slurm client (slurmx_client: a client is not shared between threads).
+ * Thread-safety: every call may come from any thread. A callback runs under the table's lock:
+ * once slurmx_detach returns, no callback of that attempt runs or will run.
+ */
+#ifndef TY_CP_AGENT_SLURMX_H
+#define TY_CP_AGENT_SLURMX_H
+
+#include "agent.h"
+#include "launchwire.h"
+#include "slurmmap.h"
+#include "slurmrest.h"
+#include "ty_err.h"
+
+#include <jansson.h>
+
+struct slurmx;
+
+/* Starts the executor's part: checks the map against the cluster's partitions and nodes (a
+   problem is logged, not fatal: a type nobody uses may name a partition to come), starts the
+   listener. new: slurmx_stop. NULL with err (the cluster unreachable, the token refused, the
+   map unreadable, the listener's address in use). */
+struct slurmx *slurmx_start(const struct agent_slurm *cfg, struct ty_err *err);
+void slurmx_stop(struct slurmx *x);
+
+/* The settings as started (strings owned by x; launch_url filled in). */
+const struct agent_slurm *slurmx_cfg(const struct slurmx *x);
+
+/* new: a client of the cluster for one thread (slurmrest_close). NULL with err. */
+struct slurmrest *slurmx_client(const struct slurmx *x, struct ty_err *err);
+
+/* Where instance type runs (slurmmap_lookup). 0 or -TY_EINVAL with err. */
+int slurmx_place(const struct slurmx *x, const char *type, struct slurmmap_entry *out,
+                 struct ty_err *err);
+
+/* A runner's side of one attempt: report applies a launcher's report (0, or -1: send again);
+   assign returns the assignment of host (new, NULL: ask again). ud is the runner's. */
+struct slurmx_attempt {
+    int (*report)(void *ud, const struct launchwire_report *r);
+    json_t *(*assign)(void *ud, int host);
+    void *ud;
+};
+
+/* Accepts job's attempt of hosts hosts under token (launchwire_token_ok), routed to at
+   (copied). 0, or a negative code with err. */
+int slurmx_attach(struct slurmx *x, const char *job, int attempt, int hosts, const char *token,
+                  const struct slurmx_attempt *at, struct ty_err *err);
+/* The attempt ended: its launchers are answered 410 from now on, and no callback of it runs
+   after this returns. */
+void slurmx_detach(struct slurmx *x, const char *job);
+/* Every answer to job's launchers from now on tells them to stop (launchsrv_set_stop). */
+void slurmx_stop_job(struct slurmx *x, const char *job, int grace_s, int upload);
+/* When host of job was last heard from (launchsrv_last_seen). */
+double slurmx_last_seen(struct slurmx *x, const char *job, int host);
+
+#endif
