@@ -100,6 +100,8 @@ static int slurmx_check(struct slurmx *x, struct ty_err *err)
         !(nodes = slurmrest_nodes(c, err)))
         goto out;
     problems = slurmmap_check(x->map, parts, nodes, report, sizeof(report));
+    for (char *nl = strchr(report, '\n'); nl; nl = strchr(nl, '\n')) /* one log line */
+        *nl = nl[1] ? ';' : '\0';
     if (problems > 0)
         ty_log(TY_LOG_WARN, "agent.slurm.map", "problems=%d report='%s'", problems, report);
     ty_log(TY_LOG_INFO, "agent.slurm.cluster", "url='%s' partitions=%zu nodes=%zu", x->cfg.url,
@@ -200,7 +202,7 @@ int slurmx_place(const struct slurmx *x, const char *type, struct slurmmap_entry
 }
 
 int slurmx_attach(struct slurmx *x, const char *job, int attempt, int hosts, const char *token,
-                  const struct slurmx_attempt *at, struct ty_err *err)
+                  const struct slurmx_attempt *at, const long long *acked, struct ty_err *err)
 {
     struct slurmx_ent *e;
     int rc;
@@ -221,7 +223,7 @@ int slurmx_attach(struct slurmx *x, const char *job, int attempt, int hosts, con
         snprintf(e->job, sizeof(e->job), "%s", job);
     }
     e->at = *at;
-    rc = launchsrv_add(x->ls, token, job, attempt, hosts, NULL);
+    rc = launchsrv_add(x->ls, token, job, attempt, hosts, acked);
     if (rc != 0) {
         *e = x->ent[--x->n];
         pthread_mutex_unlock(&x->mu);
@@ -231,11 +233,12 @@ int slurmx_attach(struct slurmx *x, const char *job, int attempt, int hosts, con
     return 0;
 }
 
-void slurmx_detach(struct slurmx *x, const char *job)
+void slurmx_detach(struct slurmx *x, const char *job, int ended)
 {
     struct slurmx_ent *e;
 
-    launchsrv_end(x->ls, job);
+    if (ended)
+        launchsrv_end(x->ls, job);
     pthread_mutex_lock(&x->mu);
     if ((e = slurmx_find(x, job)) != NULL)
         *e = x->ent[--x->n];
@@ -247,7 +250,9 @@ void slurmx_stop_job(struct slurmx *x, const char *job, int grace_s, int upload)
     launchsrv_set_stop(x->ls, job, grace_s, upload);
 }
 
-double slurmx_last_seen(struct slurmx *x, const char *job, int host)
+double slurmx_last_seen(struct slurmx *x, const char *job, int host, long long *seq)
 {
-    return launchsrv_last_seen(x->ls, job, host, NULL);
+    if (seq)
+        *seq = 0;
+    return launchsrv_last_seen(x->ls, job, host, seq);
 }

@@ -49,15 +49,18 @@ struct slurmx_attempt {
 };
 
 /* Accepts job's attempt of hosts hosts under token (launchwire_token_ok), routed to at
-   (copied). 0, or a negative code with err. */
+   (copied); acked: each host's last report already applied (hosts of them, NULL: none), for an
+   agent that restarted. 0, or a negative code with err. */
 int slurmx_attach(struct slurmx *x, const char *job, int attempt, int hosts, const char *token,
-                  const struct slurmx_attempt *at, struct ty_err *err);
-/* The attempt ended: its launchers are answered 410 from now on, and no callback of it runs
-   after this returns. */
-void slurmx_detach(struct slurmx *x, const char *job);
+                  const struct slurmx_attempt *at, const long long *acked, struct ty_err *err);
+/* No callback of job's attempt runs after this returns. ended: the attempt is over, its
+   launchers are answered 410 from now on (they stop); else (the agent stops) they are answered
+   503 until the listener goes, and keep their containers for the next agent. */
+void slurmx_detach(struct slurmx *x, const char *job, int ended);
 /* Every answer to job's launchers from now on tells them to stop (launchsrv_set_stop). */
 void slurmx_stop_job(struct slurmx *x, const char *job, int grace_s, int upload);
-/* When host of job was last heard from (launchsrv_last_seen). */
-double slurmx_last_seen(struct slurmx *x, const char *job, int host);
+/* When host of job was last heard from, and OUT: *seq (may be NULL) its last report applied
+   (launchsrv_last_seen). */
+double slurmx_last_seen(struct slurmx *x, const char *job, int host, long long *seq);
 
 #endif

@@ -72,19 +72,26 @@ def slurm(tmp_path_factory):
     imap = os.path.join(d, "map.json")
     with open(imap, "w") as f:
         json.dump({"ml.c5.xlarge": {"partition": "nosuch"}, "*": {"partition": "debug"}}, f)
-    agent = start([H.AGENT_BIN, "--executor", "slurm", "--redis", redis_url,
+    argv = [H.AGENT_BIN, "--executor", "slurm", "--redis", redis_url,
                    "--docker-host", H.DOCKER_HOST, "--data-dir", os.path.join(d, "agent"),
                    "--id", "it-slurm-agent", "--slots", "8", "--stop-grace", "5",
                    "--heartbeat-ttl", "5", "--endpoint-url", s.url,
                    "--slurm-url", cl["SLURM_REST_URL"], "--slurm-jwt-key", cl["SLURM_JWT_KEY"],
                    "--slurm-instance-map", imap, "--slurm-launcher", LAUNCHER,
-                   "--launch-listen", "127.0.0.1:0", "--slurm-node-docker-host", H.DOCKER_HOST,
-                   "--slurm-node-staging-dir",
+                   "--launch-listen", f"127.0.0.1:{H.free_port()}",
+                   "--slurm-node-docker-host", H.DOCKER_HOST, "--slurm-node-staging-dir",
                    os.path.join(cl["SLURM_JOBS_DIR"], "launch-staging"),
-                   "--slurm-workdir", cl["SLURM_JOBS_DIR"]],
-                  log_path=os.path.join(d, "agent.log"))
-    agent.wait_line("event=agent.started", 60)
-    yield s, agent
+                   "--slurm-workdir", cl["SLURM_JOBS_DIR"]]
+    agents = []
+
+    def start_agent():
+        a = start(argv, log_path=os.path.join(d, f"agent-{len(agents) + 1}.log"))
+        a.wait_line("event=agent.started", 60)
+        agents.append(a)
+        return a
+
+    start_agent()
+    yield s, agents, start_agent
     for p in reversed(started):
         p.kill()
 
@@ -103,7 +110,7 @@ def _messages(s, job):
 
 
 def test_one_host_completes_with_its_model(slurm):
-    s, agent = slurm
+    s, agents, _ = slurm
     sm = s.client()
     name = H.unique("sx-one")
     sm.create_training_job(**H.job_request(
@@ -112,7 +119,7 @@ def test_one_host_completes_with_its_model(slurm):
         AlgorithmSpecification={"MetricDefinitions": [{"Name": "loss",
                                                        "Regex": "loss=([0-9.]+)"}]}))
     d = H.wait_job(sm, name, timeout=180)
-    assert d["TrainingJobStatus"] == "Completed", (d.get("FailureReason"), agent.tail())
+    assert d["TrainingJobStatus"] == "Completed", (d.get("FailureReason"), agents[-1].tail())
     secondary = [t["Status"] for t in d["SecondaryStatusTransitions"]]
     assert secondary[:1] == ["Starting"] and secondary[-3:] == ["Training", "Uploading",
                                                                   "Completed"], secondary
@@ -133,7 +140,7 @@ def test_one_host_completes_with_its_model(slurm):
 
 
 def test_failure_file_is_the_reason(slurm):
-    s, _ = slurm
+    s, _, _ = slurm
     sm = s.client()
     name = H.unique("sx-fail")
     sm.create_training_job(**H.job_request(
@@ -146,7 +153,7 @@ def test_failure_file_is_the_reason(slurm):
 
 
 def test_two_hosts_one_stream_each(slurm):
-    s, _ = slurm
+    s, _, _ = slurm
     sm = s.client()
     name = H.unique("sx-two")
     sm.create_training_job(**H.job_request(
@@ -163,7 +170,7 @@ def test_two_hosts_one_stream_each(slurm):
 
 
 def test_stop(slurm):
-    s, _ = slurm
+    s, _, _ = slurm
     sm = s.client()
     name = H.unique("sx-stop")
     sm.create_training_job(**H.job_request(
@@ -180,7 +187,7 @@ def test_stop(slurm):
 
 
 def test_max_runtime(slurm):
-    s, _ = slurm
+    s, _, _ = slurm
     sm = s.client()
     name = H.unique("sx-maxrt")
     sm.create_training_job(**H.job_request(name, "echo waiting; while :; do sleep 0.2; done",
@@ -193,7 +200,7 @@ def test_max_runtime(slurm):
 
 
 def test_unknown_partition_is_a_client_error(slurm):
-    s, _ = slurm
+    s, _, _ = slurm
     sm = s.client()
     name = H.unique("sx-nopart")
     sm.create_training_job(**H.job_request(name, "echo never", instance_type="ml.c5.xlarge"))
@@ -201,3 +208,30 @@ def test_unknown_partition_is_a_client_error(slurm):
     assert d["TrainingJobStatus"] == "Failed", d
     assert d["FailureReason"].startswith("ClientError:"), d["FailureReason"]
     assert "nosuch" in d["FailureReason"], d["FailureReason"]
+
+
+def test_agent_restarted_mid_job_follows_it(slurm):
+    """The agent SIGKILLed while its job trains: a new agent of the same id follows the same
+    Slurm job (its record, the launch token, the launchers' reports from where they were made
+    durable) and the script runs once; the launchers' lines meanwhile are kept and sent again."""
+    s, agents, start_agent = slurm
+    sm = s.client()
+    name = H.unique("sx-restart")
+    sm.create_training_job(**H.job_request(
+        name, "echo started; sleep 12; echo done; echo w > /opt/ml/model/w.txt"))
+    H.wait_job(sm, name, statuses=("InProgress",), secondary=("Training",), timeout=180)
+    H.wait_for(lambda: "started" in next(iter(_messages(s, name).values()), []), 60,
+               "the job's first line")
+    agents[-1].kill()
+    start_agent()
+    d = H.wait_job(sm, name, timeout=180)
+    assert d["TrainingJobStatus"] == "Completed", (d.get("FailureReason"), agents[-1].tail())
+    msgs = _messages(s, name)
+    assert len(msgs) == 1, msgs
+    lines = next(iter(msgs.values()))
+    assert lines.count("started") == 1 and lines.count("done") == 1, lines
+    assert sum(l.startswith("trainyard: Submitted to Slurm as job ") for l in lines) == 1, lines
+    assert any(l.startswith("trainyard: the agent restarted and follows Slurm job ")
+               for l in lines), lines
+    assert d["ModelArtifacts"]["S3ModelArtifacts"].endswith(f"/{name}/output/model.tar.gz"), d
+    _nothing_left(name)

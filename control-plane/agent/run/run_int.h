@@ -14,6 +14,7 @@
 
 #include "agent_int.h"
 #include "docker.h"
+#include "launchwire.h"
 #include "session.h"
 #include "spec.h"
 #include "stage.h"
@@ -178,9 +179,11 @@ size_t run__metrics_of(struct run_logs *l, int def, size_t *from, struct store_m
                        size_t max);
 void run__logs_flush(struct run_logs *l, struct store *s);
 void *run__logs_thread(void *arg);
+/* 1 when l's batch has room for n more events (Redis takes them), 0 when the sender should
+   keep them and offer them again. */
+int run__logs_room(struct run_logs *l, size_t n);
 /* Appends one line (text, borrowed) at ts_ms (0 = now) to l's batch, matched against its
-   MetricDefinitions, as a reader would; the runner flushes. 0, or -1 when l holds too many
-   events Redis has not taken (the caller keeps the line and offers it again). */
+   MetricDefinitions, as a reader would; the runner flushes. 0, or -1 out of memory. */
 int run__logs_add(struct run_logs *l, const char *text, int64_t ts_ms);
 
 /* run_status.c */
@@ -243,6 +246,39 @@ int run__host_failed(const struct run_host *h);
 enum run_outcome run__supervise(struct run_ctx *r);
 void run__drain_logs(struct run_ctx *r);
 void run__failure_reason(struct run_ctx *r, char *reason, size_t n);
+
+/* run_slurm_rec.c: the record of a job's Slurm attempt, for an agent restarted mid-job. */
+struct run_slurm_rec_host {
+    char stream[128]; /* its log stream */
+    long long acked;  /* its launcher's last report applied and flushed */
+    int64_t last_ts;  /* the stream's last event time */
+    int phase;        /* -1 before any report, else enum launchwire_phase */
+    double started;   /* its container's start, 0 before */
+    int ended;        /* its end was reported: the members below hold it */
+    char node[64];    /* the Slurm node it runs on */
+    int exit_code, exit_signal, stopped;
+    char failure[LAUNCHWIRE_FAILURE_MAX];
+    char model_error[512];
+    char error[LAUNCHWIRE_FAILURE_MAX];
+};
+struct run_slurm_rec {
+    long slurm_id;
+    int attempt;
+    char token[LAUNCHWIRE_TOKEN_HEX + 1]; /* the attempt's launch token */
+    char creds[SESSION_TOKEN_LEN];        /* the role's container token the launchers hold */
+    char partition[128];
+    double t_start; /* TrainingStartTime, 0 before */
+    int said;       /* 1 Downloading said, 2 Training said */
+    int stop;       /* 0, 1 StopTrainingJob, 2 MaxRuntimeInSeconds: told to the launchers */
+    int nh;
+    struct run_slurm_rec_host h[STAGE_MAX_HOSTS];
+};
+/* Replaces the job's record with rec (<data_dir>/slurm/<job>.json, 0600). 0 or -1 (errno). */
+int run__slurm_rec_write(const struct run_ctx *r, const struct run_slurm_rec *rec);
+/* Reads the job's record. 0, or -1 when there is none or it is not one. */
+int run__slurm_rec_read(const struct run_ctx *r, struct run_slurm_rec *rec);
+/* Removes the job's record (its attempt ended). */
+void run__slurm_rec_drop(const struct run_ctx *r);
 
 /* run_slurm.c */
 /* Runs the job of r (read, InstanceCount set) on the Slurm cluster (--executor slurm): from its

@@ -188,6 +188,16 @@ void run__logs_flush(struct run_logs *l, struct store *s)
     pthread_mutex_unlock(&l->mu);
 }
 
+int run__logs_room(struct run_logs *l, size_t n)
+{
+    int room;
+
+    pthread_mutex_lock(&l->mu);
+    room = json_array_size(l->batch) + n <= RUN_BATCH_HARD_MAX / 2;
+    pthread_mutex_unlock(&l->mu);
+    return room;
+}
+
 int run__logs_add(struct run_logs *l, const char *text, int64_t ts_ms)
 {
     size_t len = strlen(text);
@@ -196,12 +206,6 @@ int run__logs_add(struct run_logs *l, const char *text, int64_t ts_ms)
 
     if (len > RUN_LINE_MAX)
         len = RUN_LINE_MAX;
-    pthread_mutex_lock(&l->mu);
-    if (json_array_size(l->batch) >= RUN_BATCH_HARD_MAX / 2) {
-        pthread_mutex_unlock(&l->mu);
-        return -1; /* Redis is not taking them: the sender keeps them */
-    }
-    pthread_mutex_unlock(&l->mu);
     if (!(line = malloc(len + 1)))
         return -1;
     memcpy(line, text, len);

@@ -54,10 +54,16 @@ struct run_slurm {
     pthread_cond_t cv; /* signalled by every report applied */
     json_t *asg;       /* the assignment without "host" */
     struct run_slurm_host h[STAGE_MAX_HOSTS];
+    int dirty; /* a host's phase, start or end changed since the record was written */
+    /* the runner's alone: */
     long id; /* the Slurm job */
+    int attempt;
+    char token[LAUNCHWIRE_TOKEN_HEX + 1];
     char partition[128];
-    int stop;       /* 0, 1 StopTrainingJob, 2 MaxRuntimeInSeconds: the launchers told */
-    double stop_by; /* the Slurm job is cancelled outright past this */
+    int said;                         /* 1 Downloading said, 2 Training said */
+    int stop;                         /* 0, 1 StopTrainingJob, 2 MaxRuntimeInSeconds: told */
+    double stop_by;                   /* the Slurm job is cancelled outright past this */
+    long long acked[STAGE_MAX_HOSTS]; /* each launcher's reports applied and flushed */
 };
 
 /* ---- the listener's side (called under slurmx's lock) ---- */
@@ -75,21 +81,23 @@ static int run_slurm_report(void *ud, const struct launchwire_report *rep)
         return -1;
     sh = &rs->h[rep->host];
     h = &r->h[rep->host];
+    if (!h->logs || !run__logs_room(h->logs, json_array_size(rep->lines)))
+        return -1; /* Redis is not taking the lines: the launcher keeps them and sends again */
     json_array_foreach(rep->lines, i, l)
     {
         const char *text = json_string_value(json_array_get(l, 1));
-        /* a line taken before a refusal is taken again: the report is resent whole */
-        if (text && h->logs &&
-            run__logs_add(h->logs, text, json_integer_value(json_array_get(l, 0))) != 0)
-            return -1;
+        if (text)
+            run__logs_add(h->logs, text, json_integer_value(json_array_get(l, 0)));
     }
     pthread_mutex_lock(&rs->mu);
     snprintf(sh->node, sizeof(sh->node), "%s", rep->node);
+    rs->dirty |= (int)rep->phase > sh->phase || (rep->started > 0 && sh->started == 0);
     if ((int)rep->phase > sh->phase)
         sh->phase = (int)rep->phase;
     if (rep->started > 0)
         sh->started = rep->started;
     if (rep->phase == LAUNCHWIRE_ENDED && !sh->ended) {
+        rs->dirty = 1;
         sh->ended = 1;
         sh->end = *rep;
         sh->end.doc = NULL;
@@ -111,6 +119,102 @@ static json_t *run_slurm_assign(void *ud, int host)
 }
 
 /* ---- the runner's side ---- */
+
+/* Writes the attempt's record (run_slurm_rec.c) from rs and r: what a restarted agent needs to
+   follow the same Slurm job. Best effort: without it, a restarted agent cancels the job. */
+static void run_slurm_save(struct run_ctx *r, struct run_slurm *rs)
+{
+    struct run_slurm_rec *rec = calloc(1, sizeof(*rec));
+
+    if (!rec)
+        return;
+    rec->slurm_id = rs->id;
+    rec->attempt = rs->attempt;
+    run__fmt(rec->token, sizeof(rec->token), "%s", rs->token);
+    run__fmt(rec->creds, sizeof(rec->creds), "%s", r->creds.token);
+    run__fmt(rec->partition, sizeof(rec->partition), "%s", rs->partition);
+    rec->t_start = r->t_start;
+    rec->said = rs->said;
+    rec->stop = rs->stop;
+    rec->nh = r->nh;
+    for (int i = 0; i < r->nh; i++) {
+        struct run_slurm_rec_host *rh = &rec->h[i];
+        const struct run_slurm_host *sh = &rs->h[i];
+        run__fmt(rh->stream, sizeof(rh->stream), "%s", r->h[i].stream);
+        rh->acked = rs->acked[i];
+        if (r->h[i].logs) {
+            pthread_mutex_lock(&r->h[i].logs->mu);
+            rh->last_ts = r->h[i].logs->last_ts;
+            pthread_mutex_unlock(&r->h[i].logs->mu);
+        }
+        pthread_mutex_lock(&rs->mu);
+        rh->phase = sh->phase;
+        rh->started = sh->started;
+        rh->ended = sh->ended;
+        run__fmt(rh->node, sizeof(rh->node), "%s", sh->node);
+        rh->exit_code = sh->end.exit_code;
+        rh->exit_signal = sh->end.exit_signal;
+        rh->stopped = sh->end.stopped;
+        run__fmt(rh->failure, sizeof(rh->failure), "%s", sh->end.failure);
+        run__fmt(rh->model_error, sizeof(rh->model_error), "%s", sh->end.model_error);
+        run__fmt(rh->error, sizeof(rh->error), "%s", sh->end.error);
+        pthread_mutex_unlock(&rs->mu);
+    }
+    if (run__slurm_rec_write(r, rec) != 0)
+        ty_log(TY_LOG_WARN, "agent.slurm.record_failed", "job=%s error='%s'", r->job,
+               strerror(errno));
+    free(rec);
+}
+
+/* Takes rs's state back from a record (an agent restarted mid-job). */
+static void run_slurm_restore(struct run_ctx *r, struct run_slurm *rs,
+                              const struct run_slurm_rec *rec)
+{
+    rs->id = rec->slurm_id;
+    rs->attempt = rec->attempt;
+    run__fmt(rs->token, sizeof(rs->token), "%s", rec->token);
+    run__fmt(rs->partition, sizeof(rs->partition), "%s", rec->partition);
+    run__fmt(r->creds.token, sizeof(r->creds.token), "%s", rec->creds);
+    r->creds.granted = rec->creds[0] != '\0';
+    r->t_start = rec->t_start;
+    rs->said = rec->said;
+    for (int i = 0; i < r->nh; i++) {
+        const struct run_slurm_rec_host *rh = &rec->h[i];
+        struct run_slurm_host *sh = &rs->h[i];
+        run__fmt(r->h[i].stream, sizeof(r->h[i].stream), "%s", rh->stream);
+        r->h[i].last_log_ts = rh->last_ts;
+        rs->acked[i] = rh->acked;
+        sh->phase = rh->phase;
+        sh->started = rh->started;
+        sh->ended = rh->ended;
+        run__fmt(sh->node, sizeof(sh->node), "%s", rh->node);
+        sh->end.host = i;
+        sh->end.exit_code = rh->exit_code;
+        sh->end.exit_signal = rh->exit_signal;
+        sh->end.stopped = rh->stopped;
+        run__fmt(sh->end.failure, sizeof(sh->end.failure), "%s", rh->failure);
+        run__fmt(sh->end.model_error, sizeof(sh->end.model_error), "%s", rh->model_error);
+        run__fmt(sh->end.error, sizeof(sh->end.error), "%s", rh->error);
+    }
+}
+
+/* After a flush: the reports applied before it (seq, per host) are in Redis or the outbox;
+   the record says so when anything moved. */
+static void run_slurm_checkpoint(struct run_ctx *r, struct run_slurm *rs, const long long *seq)
+{
+    int changed;
+
+    pthread_mutex_lock(&rs->mu);
+    changed = rs->dirty;
+    rs->dirty = 0;
+    pthread_mutex_unlock(&rs->mu);
+    for (int i = 0; i < r->nh; i++) {
+        changed |= seq[i] != rs->acked[i];
+        rs->acked[i] = seq[i];
+    }
+    if (changed)
+        run_slurm_save(r, rs);
+}
 
 /* The assignment every launcher of the attempt gets (its host added per request). new. */
 static json_t *run_slurm_asg(struct run_ctx *r, json_t *doc, int attempt)
@@ -311,7 +415,7 @@ static int run_slurm_lost(struct run_ctx *r, struct run_slurm *rs, struct slurmr
     int found = 0;
 
     for (int i = 0; i < r->nh && !found; i++) {
-        double seen = slurmx_last_seen(r->a->sx, r->job, i);
+        double seen = slurmx_last_seen(r->a->sx, r->job, i, NULL);
         if (seen > 0 && now - seen > SLURM_SILENT_S && !rs->h[i].ended) {
             *host = i;
             pthread_mutex_lock(&rs->mu);
@@ -331,9 +435,10 @@ static int run_slurm_lost(struct run_ctx *r, struct run_slurm *rs, struct slurmr
 
 /* Secondary statuses from the launchers' phases: Downloading at the first staging, Training
    (with TrainingStartTime) once every host's container runs. */
-static enum run_tr run_slurm_phases(struct run_ctx *r, const struct run_slurm_seen *s, int *said)
+static int run_slurm_phases(struct run_ctx *r, const struct run_slurm_seen *s, int *said)
 {
     enum run_tr tr = RUN_TR_DONE;
+    int was = *said;
 
     if (*said < 1 && s->staging > 0) {
         tr = run__transition(r, "InProgress", NULL, "Downloading", MSG_DOWNLOADING, NULL);
@@ -341,11 +446,11 @@ static enum run_tr run_slurm_phases(struct run_ctx *r, const struct run_slurm_se
     }
     if (tr == RUN_TR_DONE && *said < 2 && s->running == r->nh) {
         r->t_start = s->started;
-        tr = run__transition(r, "InProgress", NULL, "Training", MSG_TRAINING,
-                             json_pack("{s:f}", "TrainingStartTime", r->t_start));
+        run__transition(r, "InProgress", NULL, "Training", MSG_TRAINING,
+                        json_pack("{s:f}", "TrainingStartTime", r->t_start));
         *said = 2;
     }
-    return tr;
+    return *said != was;
 }
 
 /* Tells the launchers to stop (kind 1 StopTrainingJob, 2 MaxRuntimeInSeconds), uploading the
@@ -358,6 +463,7 @@ static void run_slurm_stop(struct run_ctx *r, struct run_slurm *rs, int kind)
     rs->stop_by = ty_wall_s() + r->a->cfg.stop_grace_s + SLURM_STOP_SLACK_S;
     slurmx_stop_job(r->a->sx, r->job, r->a->cfg.stop_grace_s, 1);
     ty_log(TY_LOG_INFO, "agent.slurm.stop", "job=%s slurm_job=%ld kind=%d", r->job, rs->id, kind);
+    run_slurm_save(r, rs);
 }
 
 /* Reads the job document: a Stop asked, or MaxRuntimeInSeconds reached, tells the launchers.
@@ -397,9 +503,9 @@ static enum run_end run_slurm_follow(struct run_ctx *r, struct run_slurm *rs, st
                                .lost_host = -1};
     char waitmsg[640] = "", lost[SLURMREST_NODE_MAX] = "";
     double next_poll = 0, slurm_ended = 0;
-    int said = 0;
 
     for (;;) {
+        long long seq[STAGE_MAX_HOSTS];
         struct run_slurm_seen s;
         struct slurmrest_job j;
         struct slurmfate fate;
@@ -409,9 +515,13 @@ static enum run_end run_slurm_follow(struct run_ctx *r, struct run_slurm *rs, st
 
         if (agent__sleep(r->a, SLURM_TICK_MS))
             return RUN_END_PENDING;
+        for (int i = 0; i < r->nh; i++) /* before the flush: what it makes durable */
+            slurmx_last_seen(r->a->sx, r->job, i, &seq[i]);
         run__logs_flush_all(r, 0);
+        run_slurm_checkpoint(r, rs, seq);
         run_slurm_snapshot(r, rs, &s);
-        run_slurm_phases(r, &s, &said); /* a conflict (Stopping) is read from the document */
+        if (run_slurm_phases(r, &s, &rs->said)) /* a conflict (Stopping): from the document */
+            run_slurm_save(r, rs);
         if (s.ended == r->nh)
             return run_slurm_ended(r, rs);
         if (ty_wall_s() < next_poll)
@@ -530,14 +640,32 @@ static int run_slurm_streams(struct run_ctx *r)
     return 0;
 }
 
+/* Follows the attempt to its end, then unregisters it: ended (RUN_END_ACK), its launchers are
+   answered 410, anything of it left in Slurm is cancelled and its record goes; left pending
+   (the agent stops), the record and the role's token stay for the next agent. */
+static enum run_end run_slurm_run(struct run_ctx *r, struct run_slurm *rs, struct slurmrest *c)
+{
+    enum run_end end = run_slurm_follow(r, rs, c);
+    struct ty_err err;
+
+    slurmx_detach(r->a->sx, r->job, end == RUN_END_ACK); /* no report is applied after this */
+    run__logs_flush_all(r, 1);
+    if (end == RUN_END_ACK) {
+        slurmrest_cancel(c, rs->id, NULL, &err);
+        run__slurm_rec_drop(r);
+    } else {
+        r->creds.granted = 0; /* the launchers go on with it: not revoked */
+    }
+    return end;
+}
+
 /* Grants the role, registers the attempt, submits it and follows it. */
 static enum run_end run_slurm_attempt(struct run_ctx *r, struct run_slurm *rs, struct slurmrest *c,
-                                      json_t *doc, int attempt)
+                                      json_t *doc)
 {
-    char reason[RUN_REASON_MAX + 1] = "", token[LAUNCHWIRE_TOKEN_HEX + 1], msg[300];
+    char reason[RUN_REASON_MAX + 1] = "", msg[300];
     struct slurmx_attempt at = {run_slurm_report, run_slurm_assign, rs};
     struct ty_err err;
-    enum run_end end;
     double deadline = run__retry_deadline(r);
     int rc, tries = 0;
 
@@ -546,33 +674,82 @@ static enum run_end run_slurm_attempt(struct run_ctx *r, struct run_slurm *rs, s
         ty_log(TY_LOG_INFO, "agent.job.creds_retry", "job=%s attempt=%d", r->job, tries);
     if (rc != 0)
         return run__finish_failed(r, reason);
-    if (run_slurm_streams(r) != 0 || ty_rand_hex(token, LAUNCHWIRE_TOKEN_HEX) != 0 ||
-        !(rs->asg = run_slurm_asg(r, doc, attempt)))
+    if (run_slurm_streams(r) != 0 || ty_rand_hex(rs->token, LAUNCHWIRE_TOKEN_HEX) != 0 ||
+        !(rs->asg = run_slurm_asg(r, doc, rs->attempt)))
         return run__finish_failed(r, "InternalServerError: out of memory");
     if (r->warm.keep_alive > 0)
         run__log_line(r, "trainyard: warm pools are not kept on Slurm: the nodes go back to the "
                          "cluster when the job ends");
-    if (slurmx_attach(r->a->sx, r->job, attempt, r->nh, token, &at, &err) != 0) {
+    if (slurmx_attach(r->a->sx, r->job, rs->attempt, r->nh, rs->token, &at, NULL, &err) != 0) {
         run__fmt(reason, sizeof(reason), "InternalServerError: %s", err.msg);
         return run__finish_failed(r, reason);
     }
-    if (run_slurm_submit(r, rs, c, token, attempt, reason, sizeof(reason)) != 0) {
-        slurmx_detach(r->a->sx, r->job);
+    if (run_slurm_submit(r, rs, c, rs->token, rs->attempt, reason, sizeof(reason)) != 0) {
+        slurmx_detach(r->a->sx, r->job, 1);
         run__log_line(r, reason);
         run__logs_flush_all(r, 1);
         return run__finish_failed(r, reason);
     }
+    run_slurm_save(r, rs); /* from here a restarted agent follows this Slurm job */
     run__fmt(msg, sizeof(msg), "trainyard: " MSG_SUBMITTED, rs->id, rs->partition);
     run__log_line(r, msg);
     run__fmt(msg, sizeof(msg), MSG_SUBMITTED, rs->id, rs->partition);
-    end = run__transition(r, "InProgress", NULL, "Starting", msg, NULL) == RUN_TR_ABANDON
-              ? RUN_END_PENDING
-              : run_slurm_follow(r, rs, c);
-    slurmx_detach(r->a->sx, r->job); /* no report is applied after this */
-    run__logs_flush_all(r, 1);
-    if (end == RUN_END_ACK) /* ended: nothing of it may go on in Slurm */
-        slurmrest_cancel(c, rs->id, NULL, &err);
-    return end;
+    if (run__transition(r, "InProgress", NULL, "Starting", msg, NULL) == RUN_TR_ABANDON) {
+        slurmx_detach(r->a->sx, r->job, 0);
+        r->creds.granted = 0;
+        return RUN_END_PENDING;
+    }
+    return run_slurm_run(r, rs, c);
+}
+
+/* A reclaimed job with a record (its agent restarted, or died, mid-job) whose Slurm job Slurm
+   still knows by its id and name: followed again under the same launch token, each launcher's
+   reports taken from where the record says they were made durable. 1 when it did (*end). */
+static int run_slurm_resume(struct run_ctx *r, struct run_slurm *rs, struct slurmrest *c,
+                            json_t *doc, enum run_end *end)
+{
+    struct run_slurm_rec *rec = calloc(1, sizeof(*rec));
+    struct slurmx_attempt at = {run_slurm_report, run_slurm_assign, rs};
+    long long acked[STAGE_MAX_HOSTS];
+    struct slurmrest_job j;
+    struct ty_err err;
+    char name[128], msg[300];
+    int ok, stop;
+
+    if (!rec)
+        return 0;
+    slurmscript_name(r->a->deployment, r->job, name, sizeof(name));
+    ok = run__slurm_rec_read(r, rec) == 0 && rec->nh == r->nh &&
+         slurmrest_job(c, rec->slurm_id, &j, &err) == 0 && strcmp(j.name, name) == 0;
+    if (ok) {
+        run_slurm_restore(r, rs, rec);
+        for (int i = 0; i < r->nh; i++)
+            acked[i] = rec->h[i].acked;
+    }
+    stop = rec->stop;
+    free(rec);
+    if (!ok)
+        return 0;
+    for (int i = 0; i < r->nh; i++)
+        if (run__logs_new(r, &r->h[i], 0) != 0) {
+            *end = run__finish_failed(r, "InternalServerError: out of memory");
+            return 1;
+        }
+    if (!(rs->asg = run_slurm_asg(r, doc, rs->attempt)) ||
+        slurmx_attach(r->a->sx, r->job, rs->attempt, r->nh, rs->token, &at, acked, &err) != 0) {
+        *end = run__finish_failed(r, "InternalServerError: cannot follow the job's Slurm job "
+                                     "again after its agent restarted");
+        return 1;
+    }
+    if (stop)
+        run_slurm_stop(r, rs, stop);
+    run__fmt(msg, sizeof(msg), "trainyard: the agent restarted and follows Slurm job %ld again",
+             rs->id);
+    run__log_line(r, msg);
+    ty_log(TY_LOG_INFO, "agent.slurm.resumed", "job=%s slurm_job=%ld state=%s", r->job, rs->id,
+           j.state);
+    *end = run_slurm_run(r, rs, c);
+    return 1;
 }
 
 enum run_end run__slurm(struct run_ctx *r)
@@ -603,8 +780,10 @@ enum run_end run__slurm(struct run_ctx *r)
     if (!(c = slurmx_client(r->a->sx, &err))) {
         run__fmt(reason, sizeof(reason), "InternalServerError: Slurm: %s", err.msg);
         end = run__finish_failed(r, reason);
-    } else if (!r->run->reclaimed || !run_slurm_reclaimed(r, c, secondary, &end)) {
-        end = run_slurm_attempt(r, rs, c, doc, r->run->reclaimed ? 2 : 1);
+    } else if (!r->run->reclaimed || (!run_slurm_resume(r, rs, c, doc, &end) &&
+                                      !run_slurm_reclaimed(r, c, secondary, &end))) {
+        rs->attempt = r->run->reclaimed ? 2 : 1;
+        end = run_slurm_attempt(r, rs, c, doc);
     }
     json_decref(doc);
 out:
