@@ -47,9 +47,12 @@ int sandbox_make(struct docker *d, const struct sandbox_opts *o, char *id, size_
     if (o->network) {
         c.network = o->network;
         c.aliases = o->aliases;
+    } else if (o->network_mode) {
+        c.network_mode = o->network_mode;
     } else {
         c.network_none = 1;
     }
+    c.extra_hosts = o->extra_hosts;
     if ((rc = docker_create(d, &c, id, n, err)) != 0) {
         id[0] = '\0';
         return rc;

@@ -23,13 +23,17 @@ struct docker;
 #define SANDBOX_SPARE_LABEL "trainyard.spare"
 
 struct sandbox_opts {
-    const char *image;          /* required: the runtime image (its /bin/sleep) */
-    const char *name;           /* required: the container's name */
-    const char *hostname;       /* may be NULL */
-    const char *network;        /* the job network, or NULL: NetworkMode none */
-    const char *const *aliases; /* NULL-terminated names on network, may be NULL */
-    json_t *labels;             /* borrowed, may be NULL */
-    const char *seccomp;        /* the containers' profile (seccomp.h), NULL = engine's */
+    const char *image;              /* required: the runtime image (its /bin/sleep) */
+    const char *name;               /* required: the container's name */
+    const char *hostname;           /* may be NULL */
+    const char *network;            /* the job network, or NULL: NetworkMode none */
+    const char *const *aliases;     /* NULL-terminated names on network, may be NULL */
+    const char *network_mode;       /* without network: a NetworkMode as it is ("host", Podman's
+                                       "ns:<path>": a Slurm node's own network), NULL = none */
+    const char *const *extra_hosts; /* NULL-terminated "name:address" for /etc/hosts, may be
+                                       NULL (a job that joins it shares it) */
+    json_t *labels;                 /* borrowed, may be NULL */
+    const char *seccomp;            /* the containers' profile (seccomp.h), NULL = engine's */
 };
 
 /*

@@ -963,6 +963,14 @@ static json_t *create_body(const struct docker_create *c, struct ty_err *err)
         rc |= json_object_set_new(ep, "Aliases", al);
         rc |= json_object_set_new(o, "NetworkingConfig",
                                   json_pack("{s:{s:o}}", "EndpointsConfig", c->network, ep));
+    } else if (c->network_mode) {
+        rc |= json_object_set_new(hc, "NetworkMode", json_string(c->network_mode));
+    }
+    if (c->extra_hosts && c->extra_hosts[0]) {
+        json_t *eh = json_array();
+        for (size_t i = 0; eh && c->extra_hosts[i]; i++)
+            rc |= json_array_append_new(eh, json_string(c->extra_hosts[i]));
+        rc |= eh ? json_object_set_new(hc, "ExtraHosts", eh) : -1;
     }
     rc |= create_confine(hc, c);
     if (c->devices && c->devices[0] && c->device_ids) {

@@ -98,7 +98,8 @@ static json_t *lp_limits(const struct docker_create *c)
     return r;
 }
 
-/* Network: another container's namespace, none, or a network with DNS aliases. */
+/* Network: another container's namespace, none, a network with DNS aliases, or a mode as it is
+   (host, a namespace's path); and /etc/hosts lines. */
 static int lp_network(json_t *o, const struct docker_create *c)
 {
     int rc = 0;
@@ -114,6 +115,15 @@ static int lp_network(json_t *o, const struct docker_create *c)
         rc |= al ? json_object_set_new(o, "Networks",
                                        json_pack("{s:{s:o}}", c->network, "aliases", al))
                  : -1;
+    } else if (c->network_mode && strncmp(c->network_mode, "ns:", 3) == 0) {
+        rc |= json_object_set_new(
+            o, "netns", json_pack("{s:s, s:s}", "nsmode", "path", "value", c->network_mode + 3));
+    } else if (c->network_mode) {
+        rc |= json_object_set_new(o, "netns", json_pack("{s:s}", "nsmode", c->network_mode));
+    }
+    if (c->extra_hosts && c->extra_hosts[0]) {
+        json_t *eh = lp_strv(c->extra_hosts);
+        rc |= eh ? json_object_set_new(o, "hostadd", eh) : -1;
     }
     return rc ? -1 : 0;
 }

@@ -242,3 +242,28 @@ int slurmfate_lost_node(const struct slurmrest_job *j, json_t *nodes, char *node
     }
     return 0;
 }
+
+int slurmfate_node_addrs(const struct slurmrest_job *j, json_t *nodes,
+                         char (*addrs)[SLURMFATE_ADDR_MAX], int max)
+{
+    char names[SLURMFATE_MAX_NODES][SLURMREST_NODE_MAX];
+    int k = slurmrest_hostlist(j->nodes, names, SLURMFATE_MAX_NODES);
+
+    if (k <= 0 || k > max)
+        return -1;
+    for (int h = 0; h < k; h++) {
+        const char *addr = NULL;
+        size_t i;
+        json_t *nd;
+        json_array_foreach(nodes, i, nd)
+        {
+            const char *name = json_string_value(json_object_get(nd, "name"));
+            if (name && strcmp(name, names[h]) == 0)
+                addr = json_string_value(json_object_get(nd, "address"));
+        }
+        if (!addr || !addr[0] || strlen(addr) >= SLURMFATE_ADDR_MAX)
+            return -1;
+        snprintf(addrs[h], SLURMFATE_ADDR_MAX, "%s", addr);
+    }
+    return k;
+}

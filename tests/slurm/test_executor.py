@@ -67,7 +67,13 @@ def slurm(tmp_path_factory):
 
     _runtime_image()
     redis_url = H.private_redis(start, os.path.join(d, "redis"))
-    s = H.Server(os.path.join(d, "server"), agents=0, extra=["--redis", redis_url]).start()
+    # the nodes reach the server and the agent at SLURM_HOST_ADDR (10.213.0.254 on the netns
+    # cluster, where each node has an address of its own)
+    host = cl.get("SLURM_HOST_ADDR", "127.0.0.1")
+    port = H.free_port()
+    bind = "127.0.0.1" if host == "127.0.0.1" else "0.0.0.0"
+    s = H.Server(os.path.join(d, "server"), agents=0, port=port,
+                 extra=["--redis", redis_url, "--listen", f"{bind}:{port}"]).start()
     started.append(s.proc)
     imap = os.path.join(d, "map.json")
     with open(imap, "w") as f:
@@ -75,10 +81,10 @@ def slurm(tmp_path_factory):
     argv = [H.AGENT_BIN, "--executor", "slurm", "--redis", redis_url,
                    "--docker-host", H.DOCKER_HOST, "--data-dir", os.path.join(d, "agent"),
                    "--id", "it-slurm-agent", "--slots", "8", "--stop-grace", "5",
-                   "--heartbeat-ttl", "5", "--endpoint-url", s.url,
+                   "--heartbeat-ttl", "5", "--endpoint-url", f"http://{host}:{port}",
                    "--slurm-url", cl["SLURM_REST_URL"], "--slurm-jwt-key", cl["SLURM_JWT_KEY"],
                    "--slurm-instance-map", imap, "--slurm-launcher", LAUNCHER,
-                   "--launch-listen", f"127.0.0.1:{H.free_port()}",
+                   "--launch-listen", f"{host}:{H.free_port()}",
                    "--slurm-node-docker-host", H.DOCKER_HOST, "--slurm-node-staging-dir",
                    os.path.join(cl["SLURM_JOBS_DIR"], "launch-staging"),
                    "--slurm-workdir", cl["SLURM_JOBS_DIR"]]
@@ -152,20 +158,27 @@ def test_failure_file_is_the_reason(slurm):
     _nothing_left(name)
 
 
-def test_two_hosts_one_stream_each(slurm):
+def test_two_hosts_reach_each_other_by_name(slurm):
+    """A 2-host job, one node each: algo-2 connects to algo-1 by name over TCP (each host in its
+    node's network, /etc/hosts naming the nodes' addresses), and each host has its stream."""
     s, _, _ = slurm
     sm = s.client()
     name = H.unique("sx-two")
+    script = ("echo I am $SM_CURRENT_HOST;if [ $SM_CURRENT_HOST = algo-1 ];then timeout 60 "
+              "nc -l -p 5000 >/tmp/g;echo got: $(cat /tmp/g);else for i in $(seq 100);do "
+              "echo hi from algo-2|timeout 5 nc algo-1 5000&&break;sleep .2;done;fi")
     sm.create_training_job(**H.job_request(
-        name, "echo I am $SM_CURRENT_HOST",
+        name, script,
         ResourceConfig={"InstanceType": "ml.m5.large", "InstanceCount": 2, "VolumeSizeInGB": 1}))
     d = H.wait_job(sm, name, timeout=180)
-    assert d["TrainingJobStatus"] == "Completed", d.get("FailureReason")
+    assert d["TrainingJobStatus"] == "Completed", (d.get("FailureReason"), _messages(s, name))
     msgs = _messages(s, name)
     assert sorted(k.split("/")[1].rsplit("-", 1)[0] for k in msgs) == ["algo-1", "algo-2"], msgs
     for stream, lines in msgs.items():
         host = stream.split("/")[1].rsplit("-", 1)[0]
-        assert f"I am {host}" in lines, (stream, lines)
+        assert f"I am {host}" in lines, (stream, msgs)
+        if host == "algo-1":
+            assert "got: hi from algo-2" in lines, msgs
     _nothing_left(name)
 
 

@@ -374,6 +374,51 @@ static void test_create_body_gpus(void **state)
     assert_int_equal(err.code, TY_EINVAL);
 }
 
+/* A Slurm node's own network (the launcher of a job of several hosts): NetworkMode as given, no
+   endpoint, and /etc/hosts lines; in the libpod form a namespace path or a mode. */
+static void test_create_body_node_network(void **state)
+{
+    const char *hosts[] = {"algo-1:10.0.0.11", "algo-2:10.0.0.12", NULL};
+    struct docker_create c = {
+        .image = "trainyard/x:1", .network_mode = "ns:/proc/42/ns/net", .extra_hosts = hosts};
+    struct ty_err err;
+    json_t *b, *hc, *want = json_pack("[s,s]", "algo-1:10.0.0.11", "algo-2:10.0.0.12");
+    (void)state;
+
+    ty_err_clear(&err);
+    b = docker__create_body(&c, &err);
+    assert_non_null(b);
+    hc = json_object_get(b, "HostConfig");
+    assert_string_equal(json_string_value(json_object_get(hc, "NetworkMode")),
+                        "ns:/proc/42/ns/net");
+    assert_true(json_equal(json_object_get(hc, "ExtraHosts"), want));
+    assert_null(json_object_get(b, "NetworkingConfig"));
+    json_decref(b);
+
+    b = docker__libpod_body(&c, &err);
+    assert_non_null(b);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(b, "netns"), "nsmode")),
+                        "path");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(b, "netns"), "value")),
+                        "/proc/42/ns/net");
+    assert_true(json_equal(json_object_get(b, "hostadd"), want));
+    json_decref(b);
+
+    c.network_mode = "host";
+    b = docker__libpod_body(&c, &err);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(b, "netns"), "nsmode")),
+                        "host");
+    json_decref(b);
+    /* a network or a joined container comes first */
+    c.network_none = 1;
+    b = docker__create_body(&c, &err);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(b, "HostConfig"), "NetworkMode")),
+        "none");
+    json_decref(b);
+    json_decref(want);
+}
+
 static void test_create_body_confined(void **state)
 {
     const char *cmd[] = {"true", NULL};
@@ -1540,6 +1585,7 @@ int main(void)
         cmocka_unit_test(test_open_bad_host),
         cmocka_unit_test(test_create_body_confined),
         cmocka_unit_test(test_create_body_gpus),
+        cmocka_unit_test(test_create_body_node_network),
         cmocka_unit_test(test_mock_engine),
     };
     const struct CMUnitTest engine[] = {

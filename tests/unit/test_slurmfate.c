@@ -196,6 +196,28 @@ static void test_node_fail(void **state)
     json_decref(nodes);
 }
 
+/* The addresses of a running job's nodes, in its node list's order; none before it has nodes,
+   nor for a node GET /nodes does not show. */
+static void test_node_addrs(void **state)
+{
+    char addrs[4][SLURMFATE_ADDR_MAX];
+    struct slurmrest_job j;
+    json_t *nodes = recorded("nodes");
+    (void)state;
+
+    recorded_job("job_running_2_nodes", &j);
+    assert_int_equal(slurmfate_node_addrs(&j, json_object_get(nodes, "nodes"), addrs, 4), 2);
+    assert_string_equal(addrs[0], "127.0.0.1");
+    assert_string_equal(addrs[1], "127.0.0.1");
+    assert_int_equal(slurmfate_node_addrs(&j, json_object_get(nodes, "nodes"), addrs, 1), -1);
+    json_object_set_new(json_array_get(json_object_get(nodes, "nodes"), 1), "address",
+                        json_string(""));
+    assert_int_equal(slurmfate_node_addrs(&j, json_object_get(nodes, "nodes"), addrs, 4), -1);
+    recorded_job("job_pending_resources", &j);
+    assert_int_equal(slurmfate_node_addrs(&j, json_object_get(nodes, "nodes"), addrs, 4), -1);
+    json_decref(nodes);
+}
+
 static void test_requeued(void **state)
 {
     struct slurmrest_job j;
@@ -274,8 +296,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hostlist),     cmocka_unit_test(test_pending),
         cmocka_unit_test(test_never_starts), cmocka_unit_test(test_running),
-        cmocka_unit_test(test_node_fail),    cmocka_unit_test(test_requeued),
-        cmocka_unit_test(test_ended),        cmocka_unit_test(test_purged),
+        cmocka_unit_test(test_node_fail),    cmocka_unit_test(test_node_addrs),
+        cmocka_unit_test(test_requeued),     cmocka_unit_test(test_ended),
+        cmocka_unit_test(test_purged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -206,10 +206,42 @@ static int launcher_gpus(const char **cdi, const char **ids, char (*names)[48], 
     return n;
 }
 
+/* A job of several hosts runs in its node's own network, where the hosts reach each other at
+   the nodes' addresses: the launcher's own namespace, as Podman's "ns:" path to it (the node's
+   even when the engine's service runs in another: the netns test cluster), or "host" (Docker;
+   and Podman when that namespace is the machine's own, which runc refuses by path: the caller
+   tries it after the path). Fills mode and hosts[] ("algo-N:addr", NULL-terminated, from the
+   assignment's addrs; storage in lines). 1 when it applies, 0 for a single host or
+   EnableNetworkIsolation (no network but the relay). */
+static int launcher_node_net(struct launcher *l, char *mode, size_t n, const char **hosts,
+                             char (*lines)[80], int max)
+{
+    int k = 0;
+
+    if (l->hosts < 2 || l->sp.network_isolation)
+        return 0;
+    if (l->engine_docker)
+        snprintf(mode, n, "host");
+    else
+        snprintf(mode, n, "ns:/proc/%ld/ns/net", (long)getpid());
+    for (int i = 0; i < l->hosts && k < max; i++) {
+        const char *a = json_string_value(json_array_get(l->addrs, (size_t)i));
+        if (!a || !a[0] || strlen(a) >= 64 || strpbrk(a, " \t\n"))
+            continue;
+        snprintf(lines[k], sizeof(lines[k]), "algo-%d:%s", i + 1, a);
+        hosts[k] = lines[k];
+        k++;
+    }
+    hosts[k] = NULL;
+    return 1;
+}
+
 /* The sandbox that owns the host's network namespace, with the relay bound in it when the
    job has trainyard's API inside. 0 or -1 with reason. */
 static int launcher_sandbox(struct launcher *l, char *reason, size_t n)
 {
+    char mode[64], lines[LAUNCHER_MAX_HOSTS][80];
+    const char *hosts[LAUNCHER_MAX_HOSTS + 1];
     struct sandbox_opts o = {0};
     struct relay_opts ro = {0};
     struct ty_err err;
@@ -224,7 +256,15 @@ static int launcher_sandbox(struct launcher *l, char *reason, size_t n)
     o.hostname = l->name;
     o.labels = labels;
     o.seccomp = l->seccomp[0] ? l->seccomp : NULL;
+    if (launcher_node_net(l, mode, sizeof(mode), hosts, lines, LAUNCHER_MAX_HOSTS)) {
+        o.network_mode = mode;
+        o.extra_hosts = hosts;
+    }
     rc = labels ? sandbox_make(l->d, &o, l->sbid, sizeof(l->sbid), &pid, &err) : -TY_ENOMEM;
+    if (rc != 0 && labels && o.network_mode && strncmp(o.network_mode, "ns:", 3) == 0) {
+        o.network_mode = "host"; /* the machine's own namespace: runc takes it only so */
+        rc = sandbox_make(l->d, &o, l->sbid, sizeof(l->sbid), &pid, &err);
+    }
     json_decref(labels);
     if (rc != 0) {
         snprintf(reason, n, "InternalServerError: cannot make the sandbox on node %s: %s", l->node,

@@ -15,6 +15,7 @@
 
 #include "launchwire.h"
 #include "spec.h"
+#include "stage.h"
 #include "ty_err.h"
 
 #include <jansson.h>
@@ -27,6 +28,7 @@
 #define LAUNCHER_SLURM_LABEL "trainyard.slurm.job" /* the Slurm job of its containers */
 #define LAUNCHER_BEAT_S      2.0                   /* a report at least this often */
 #define LAUNCHER_MAX_LINE    262144                /* longest line kept (CloudWatch's event) */
+#define LAUNCHER_MAX_HOSTS   STAGE_MAX_HOSTS       /* hosts of a job named in /etc/hosts */
 #define LAUNCHER_MAX_QUEUED  100000 /* lines waiting for the executor; more are dropped, counted */
 
 struct docker;
@@ -51,7 +53,9 @@ struct launcher {
     const char *deployment;
     const char *runtime_image; /* its sandbox's image */
     int hosts, stop_grace;
-    int orphan_s; /* no answer from the executor this long: stop, upload nothing */
+    json_t *addrs; /* borrowed from asg: each host's node address (the assignment's "addrs"),
+                      NULL when absent */
+    int orphan_s;  /* no answer from the executor this long: stop, upload nothing */
     /* the host */
     char root[PATH_MAX]; /* <staging_root>/<job>-<attempt>-algo-<n>: the launcher's folder */
     char dir[PATH_MAX];  /* <root>/ml, bound at /opt/ml */

@@ -128,6 +128,9 @@ int launcher_assignment(struct launcher *l, struct ty_err *err)
     l->runtime_image = launcher_asg_str(l, "runtime_image");
     l->hosts = (int)json_integer_value(json_object_get(l->asg, "hosts"));
     l->stop_grace = (int)json_integer_value(json_object_get(l->asg, "stop_grace"));
+    l->addrs = json_object_get(l->asg, "addrs");
+    if (l->addrs && (!json_is_array(l->addrs) || json_array_size(l->addrs) != (size_t)l->hosts))
+        return ty_err_set(err, TY_EINVAL, NULL, "the executor's assignment has a bad addrs");
     if (l->hosts < 1 || l->host >= l->hosts || !l->deployment[0] || !l->runtime_image[0])
         return ty_err_set(err, TY_EINVAL, NULL, "the executor's assignment is incomplete");
     if (l->stop_grace <= 0)

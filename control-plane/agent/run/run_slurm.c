@@ -54,7 +54,9 @@ struct run_slurm {
     pthread_cond_t cv; /* signalled by every report applied */
     json_t *asg;       /* the assignment without "host" */
     struct run_slurm_host h[STAGE_MAX_HOSTS];
-    int dirty; /* a host's phase, start or end changed since the record was written */
+    int dirty;      /* a host's phase, start or end changed since the record was written */
+    json_t *addrs;  /* each host's node address, once Slurm placed the job (several hosts) */
+    int want_addrs; /* a launcher of a job of several hosts asked before they were known */
     /* the runner's alone: */
     long id; /* the Slurm job */
     int attempt;
@@ -111,10 +113,17 @@ static int run_slurm_report(void *ud, const struct launchwire_report *rep)
 static json_t *run_slurm_assign(void *ud, int host)
 {
     struct run_slurm *rs = ud;
-    json_t *j = json_deep_copy(rs->asg);
+    json_t *j = NULL;
 
-    if (j)
+    pthread_mutex_lock(&rs->mu);
+    if (rs->r->nh > 1 && !rs->addrs) {
+        rs->want_addrs = 1; /* the launcher asks again in a second */
+    } else if ((j = json_deep_copy(rs->asg)) != NULL) {
         json_object_set_new(j, "host", json_integer(host));
+        if (rs->addrs)
+            json_object_set_new(j, "addrs", json_deep_copy(rs->addrs));
+    }
+    pthread_mutex_unlock(&rs->mu);
     return j;
 }
 
@@ -493,6 +502,31 @@ static int run_slurm_doc(struct run_ctx *r, struct run_slurm *rs, enum run_end *
     return 0;
 }
 
+/* A job of several hosts, placed: its nodes' addresses for the launchers' assignments (each
+   host's /etc/hosts names the others). Tried at each poll until known. */
+static void run_slurm_addrs(struct run_ctx *r, struct run_slurm *rs, struct slurmrest *c,
+                            const struct slurmrest_job *j)
+{
+    char addrs[STAGE_MAX_HOSTS][SLURMFATE_ADDR_MAX];
+    struct ty_err err;
+    json_t *nodes, *arr;
+    int k;
+
+    if (r->nh < 2 || rs->addrs || !j->nodes[0] || !(nodes = slurmrest_nodes(c, &err)))
+        return;
+    k = slurmfate_node_addrs(j, nodes, addrs, STAGE_MAX_HOSTS);
+    json_decref(nodes);
+    if (k != r->nh || !(arr = json_array()))
+        return;
+    for (int i = 0; i < k; i++)
+        json_array_append_new(arr, json_string(addrs[i]));
+    pthread_mutex_lock(&rs->mu);
+    rs->addrs = arr;
+    pthread_mutex_unlock(&rs->mu);
+    ty_log(TY_LOG_INFO, "agent.slurm.placed", "job=%s slurm_job=%ld nodes='%s'", r->job, rs->id,
+           j->nodes);
+}
+
 /* Follows the submitted attempt until its end. */
 static enum run_end run_slurm_follow(struct run_ctx *r, struct run_slurm *rs, struct slurmrest *c)
 {
@@ -524,6 +558,11 @@ static enum run_end run_slurm_follow(struct run_ctx *r, struct run_slurm *rs, st
             run_slurm_save(r, rs);
         if (s.ended == r->nh)
             return run_slurm_ended(r, rs);
+        pthread_mutex_lock(&rs->mu);
+        if (rs->want_addrs && !rs->addrs)
+            next_poll = 0; /* a launcher waits for its assignment */
+        rs->want_addrs = 0;
+        pthread_mutex_unlock(&rs->mu);
         if (ty_wall_s() < next_poll)
             continue;
         next_poll = ty_wall_s() + SLURM_POLL_S;
@@ -541,6 +580,8 @@ static enum run_end run_slurm_follow(struct run_ctx *r, struct run_slurm *rs, st
                    r->job, rs->id, err.msg);
             continue; /* slurmrestd away: the launchers go on, and so does the job */
         }
+        if (rc == 0)
+            run_slurm_addrs(r, rs, c, &j);
         fc.seen_running |= s.heard > 0 || (rc == 0 && j.start_time > 0 && j.nodes[0]);
         fc.stop_sent = rs->stop != 0;
         fc.launchers_done = s.ended == r->nh;
@@ -789,6 +830,7 @@ enum run_end run__slurm(struct run_ctx *r)
 out:
     slurmrest_close(c);
     json_decref(rs->asg);
+    json_decref(rs->addrs);
     pthread_cond_destroy(&rs->cv);
     pthread_mutex_destroy(&rs->mu);
     free(rs);

@@ -42,32 +42,36 @@ int docker_image_import(struct docker *d, const char *tar_path, const char *repo
                         const char *const *changes, struct ty_err *err);
 
 struct docker_create {
-    const char *image;             /* required */
-    const char *name;              /* container name, may be NULL */
-    const char *hostname;          /* may be NULL */
-    const char *const *entrypoint; /* NULL-terminated, NULL = image default */
-    const char *const *cmd;        /* NULL-terminated, NULL = image default */
-    const char *const *env;        /* NULL-terminated "KEY=VALUE", may be NULL */
-    const char *const *binds;      /* NULL-terminated "/host:/container[:ro]", may be NULL */
-    json_t *labels;                /* borrowed object of string values, may be NULL */
-    int64_t memory_bytes;          /* 0 = no limit */
-    int64_t nano_cpus;             /* 0 = no limit */
-    int network_none;              /* NetworkMode "none" */
-    const char *network;           /* NetworkMode name when not none, may be NULL */
-    const char *net_container;     /* NetworkMode "container:<id>": joins that container's
-                                      network namespace (network_none, network and aliases are
-                                      then ignored), may be NULL */
-    const char *const *aliases;    /* NULL-terminated DNS names on network, may be NULL */
-    int gpus;                      /* DeviceRequests count for nvidia GPUs, 0 = none, -1 = all
-                                      (every container gets the first ones: use devices) */
-    const char *const *devices;    /* NULL-terminated CDI names of the GPUs to attach, exactly
-                                      ("nvidia.com/gpu=0"), with device_ids; may be NULL */
-    const char *const *device_ids; /* the same GPUs as Docker DeviceIDs ("0", a UUID) */
-    int libpod;                    /* with devices: create through Podman's libpod API, the one
-                                      that attaches CDI devices (its Docker-compatible API
-                                      ignores DeviceRequests); else DeviceRequests with
-                                      DeviceIDs (Docker and the NVIDIA runtime) */
-    const char *working_dir;       /* may be NULL */
+    const char *image;              /* required */
+    const char *name;               /* container name, may be NULL */
+    const char *hostname;           /* may be NULL */
+    const char *const *entrypoint;  /* NULL-terminated, NULL = image default */
+    const char *const *cmd;         /* NULL-terminated, NULL = image default */
+    const char *const *env;         /* NULL-terminated "KEY=VALUE", may be NULL */
+    const char *const *binds;       /* NULL-terminated "/host:/container[:ro]", may be NULL */
+    json_t *labels;                 /* borrowed object of string values, may be NULL */
+    int64_t memory_bytes;           /* 0 = no limit */
+    int64_t nano_cpus;              /* 0 = no limit */
+    int network_none;               /* NetworkMode "none" */
+    const char *network;            /* NetworkMode name when not none, may be NULL */
+    const char *net_container;      /* NetworkMode "container:<id>": joins that container's
+                                       network namespace (network_none, network and aliases are
+                                       then ignored), may be NULL */
+    const char *const *aliases;     /* NULL-terminated DNS names on network, may be NULL */
+    const char *network_mode;       /* a NetworkMode as it is ("host", Podman's "ns:<path>"),
+                                       with no endpoint; used when none of the above is set */
+    const char *const *extra_hosts; /* NULL-terminated "name:address" lines for /etc/hosts
+                                       (ExtraHosts), may be NULL */
+    int gpus;                       /* DeviceRequests count for nvidia GPUs, 0 = none, -1 = all
+                                       (every container gets the first ones: use devices) */
+    const char *const *devices;     /* NULL-terminated CDI names of the GPUs to attach, exactly
+                                       ("nvidia.com/gpu=0"), with device_ids; may be NULL */
+    const char *const *device_ids;  /* the same GPUs as Docker DeviceIDs ("0", a UUID) */
+    int libpod;                     /* with devices: create through Podman's libpod API, the one
+                                       that attaches CDI devices (its Docker-compatible API
+                                       ignores DeviceRequests); else DeviceRequests with
+                                       DeviceIDs (Docker and the NVIDIA runtime) */
+    const char *working_dir;        /* may be NULL */
     /* Confinement (docs/job-sandbox.md). Zero values leave the engine's defaults. Privileged is
        always false, and no host namespace is ever asked for. */
     int cap_drop_all;           /* CapDrop ["ALL"] */

@@ -64,4 +64,15 @@ void slurmfate_decide(const struct slurmrest_job *j, const struct slurmfate_ctx 
 int slurmfate_lost_node(const struct slurmrest_job *j, json_t *nodes, char *node, size_t n,
                         int *host);
 
+#define SLURMFATE_ADDR_MAX 64 /* a node address's room, with its NUL */
+
+/*
+ * The addresses of j's nodes in its node list's order (host i = algo-(i + 1)), from nodes (GET
+ * /nodes' array: each node's "address"), for the hosts to reach each other by name. OUT:
+ * addrs[0..count). Returns the count, or -1 when j has no nodes yet, more than max, or a node
+ * that nodes does not show with an address.
+ */
+int slurmfate_node_addrs(const struct slurmrest_job *j, json_t *nodes,
+                         char (*addrs)[SLURMFATE_ADDR_MAX], int max);
+
 #endif
