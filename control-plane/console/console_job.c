@@ -319,6 +319,28 @@ static void job_artifacts(struct ty_buf *b, json_t *job, const char *name)
     ty_buf_puts(b, "</ul>\n");
 }
 
+/* "Runs on": the executor that ran the job, from the document's private _executor (the agent
+   writes it once the job is placed; DescribeTrainingJob, which the caller was allowed, does not
+   show it): a Slurm job with its id, partition and nodes, or an agent's container engine. */
+static void job_where(const struct console_ctx *c, struct ty_buf *b, const char *name)
+{
+    struct ty_err err;
+    json_t *doc = store_job_get(c->s, name, &err), *e = json_object_get(doc, "_executor");
+    char line[600];
+
+    if (json_is_object(e) && strcmp(job_s(e, "kind"), "slurm") == 0) {
+        snprintf(line, sizeof(line), "Slurm job %lld, partition %s%s%s (agent %s)",
+                 (long long)json_integer_value(json_object_get(e, "slurm_job")),
+                 job_s(e, "partition"), *job_s(e, "nodes") ? ", nodes " : "", job_s(e, "nodes"),
+                 job_s(e, "agent"));
+        job_row(b, "Runs on", line);
+    } else if (json_is_object(e)) {
+        snprintf(line, sizeof(line), "the container engine of agent %s", job_s(e, "agent"));
+        job_row(b, "Runs on", line);
+    }
+    json_decref(doc);
+}
+
 static void job_page(const struct console_ctx *c, const char *base, const char *name,
                      const struct console_banner *bn, struct http_response *resp)
 {
@@ -373,6 +395,7 @@ static void job_page(const struct console_ctx *c, const char *base, const char *
     ty_buf_puts(&b, "</dd>");
     job_row(&b, "Role", job_s(job, "RoleArn"));
     job_row(&b, "Image", job_s(json_object_get(job, "AlgorithmSpecification"), "TrainingImage"));
+    job_where(c, &b, name);
     ty_buf_puts(&b, "</dl>\n");
 
     job_timeline(&b, job, st);

@@ -12,10 +12,12 @@ left on the engine.
 Environment: TY_SLURM_CLUSTER_ENV (cluster.sh's cluster.env), TY_LAUNCHER, and the integration
 suite's TY_SERVER_BIN, TY_AGENT_BIN, TY_RUNTIME_TAR, TY_DOCKER_HOST.
 """
+import http.cookiejar
 import json
 import os
 import sys
 import urllib.parse
+import urllib.request
 
 import pytest
 
@@ -102,6 +104,27 @@ def slurm(tmp_path_factory):
         p.kill()
 
 
+def _console_page(s, path):
+    """The console page at path, as a user with every SageMaker right signed in sees it."""
+    user = "sx-console"
+    iam = s.client("iam")
+    try:
+        iam.create_user(UserName=user)
+        iam.create_login_profile(UserName=user, Password="Sx-console-Passw0rd")
+        iam.put_user_policy(UserName=user, PolicyName="all", PolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [
+                {"Effect": "Allow", "Action": ["sagemaker:*", "logs:*", "s3:*"],
+                 "Resource": "*"}]}))
+    except iam.exceptions.EntityAlreadyExistsException:
+        pass
+    jar = http.cookiejar.CookieJar()
+    op = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    body = urllib.parse.urlencode({"account": "000000000000", "username": user,
+                                   "password": "Sx-console-Passw0rd"}).encode()
+    op.open(urllib.request.Request(s.url + "/console/login", data=body), timeout=30).read()
+    return op.open(s.url + path, timeout=30).read().decode()
+
+
 def _nothing_left(job):
     H.wait_for(lambda: not H.job_containers(job), 60, f"no container of {job} left")
 
@@ -142,6 +165,11 @@ def test_one_host_completes_with_its_model(slurm):
     assert "hello from algo-1" in lines and "oops" in lines, lines
     assert any(l.startswith("trainyard: Submitted to Slurm as job ") for l in lines), lines
     assert [m["Value"] for m in d.get("FinalMetricDataList", [])] == [0.25], d
+    # the console's job page says where it ran: the Slurm job, its partition and node
+    slurm_id = next(l for l in lines if l.startswith("trainyard: Submitted to Slurm as job "))
+    slurm_id = slurm_id.split("job ")[1].split(",")[0]
+    page = _console_page(s, f"/console/jobs/{name}")
+    assert f"<dt>Runs on</dt><dd>Slurm job {slurm_id}, partition debug, nodes n" in page, page
     _nothing_left(name)
 
 

@@ -484,6 +484,17 @@ static void run_log_fit(struct run_ctx *r)
     }
 }
 
+/* new: what the Downloading transition sets besides its status: where the job runs, private
+   (_executor: the console's job page shows it), and a warm pool's InUse. */
+static json_t *run_where(struct run_ctx *r)
+{
+    json_t *set = json_pack("{s:{s:s, s:s}}", "_executor", "kind", "engine", "agent", r->a->id);
+
+    if (set && r->warm.reused)
+        json_object_set_new(set, "WarmPoolStatus", json_pack("{s:s}", "Status", "InUse"));
+    return set;
+}
+
 /* Everything from the claimed entry to a terminal job. */
 static enum run_end run_job(struct run_ctx *r)
 {
@@ -588,9 +599,7 @@ static enum run_end run_job(struct run_ctx *r)
         run_warm_take(r);
     }
 
-    tr = run__transition(
-        r, "InProgress", NULL, "Downloading", MSG_DOWNLOAD,
-        r->warm.reused ? json_pack("{s:{s:s}}", "WarmPoolStatus", "Status", "InUse") : NULL);
+    tr = run__transition(r, "InProgress", NULL, "Downloading", MSG_DOWNLOAD, run_where(r));
     if (tr != RUN_TR_DONE)
         return run__settle(r, tr);
     /* The log streams are named now, so that download progress lands in the stream the

@@ -527,6 +527,18 @@ static void run_slurm_addrs(struct run_ctx *r, struct run_slurm *rs, struct slur
            j->nodes);
 }
 
+/* new: the job document's private record of where it runs (the console's job page shows it):
+   {"_executor": {"kind": "slurm", "agent", "slurm_job", "partition"[, "nodes"]}}. */
+static json_t *run_slurm_where(struct run_ctx *r, struct run_slurm *rs, const char *nodes)
+{
+    json_t *e = json_pack("{s:s, s:s, s:I, s:s}", "kind", "slurm", "agent", r->a->id, "slurm_job",
+                          (json_int_t)rs->id, "partition", rs->partition);
+
+    if (e && nodes && nodes[0])
+        json_object_set_new(e, "nodes", json_string(nodes));
+    return e ? json_pack("{s:o}", "_executor", e) : NULL;
+}
+
 /* Follows the submitted attempt until its end. */
 static enum run_end run_slurm_follow(struct run_ctx *r, struct run_slurm *rs, struct slurmrest *c)
 {
@@ -537,6 +549,7 @@ static enum run_end run_slurm_follow(struct run_ctx *r, struct run_slurm *rs, st
                                .lost_host = -1};
     char waitmsg[640] = "", lost[SLURMREST_NODE_MAX] = "";
     double next_poll = 0, slurm_ended = 0;
+    int placed = 0;
 
     for (;;) {
         long long seq[STAGE_MAX_HOSTS];
@@ -582,6 +595,11 @@ static enum run_end run_slurm_follow(struct run_ctx *r, struct run_slurm *rs, st
         }
         if (rc == 0)
             run_slurm_addrs(r, rs, c, &j);
+        if (rc == 0 && j.nodes[0] && !placed) { /* where it runs, for the console */
+            placed = 1;
+            run__transition(r, "InProgress,Stopping", NULL, NULL, NULL,
+                            run_slurm_where(r, rs, j.nodes));
+        }
         fc.seen_running |= s.heard > 0 || (rc == 0 && j.start_time > 0 && j.nodes[0]);
         fc.stop_sent = rs->stop != 0;
         fc.launchers_done = s.ended == r->nh;
@@ -735,7 +753,8 @@ static enum run_end run_slurm_attempt(struct run_ctx *r, struct run_slurm *rs, s
     run__fmt(msg, sizeof(msg), "trainyard: " MSG_SUBMITTED, rs->id, rs->partition);
     run__log_line(r, msg);
     run__fmt(msg, sizeof(msg), MSG_SUBMITTED, rs->id, rs->partition);
-    if (run__transition(r, "InProgress", NULL, "Starting", msg, NULL) == RUN_TR_ABANDON) {
+    if (run__transition(r, "InProgress", NULL, "Starting", msg, run_slurm_where(r, rs, NULL)) ==
+        RUN_TR_ABANDON) {
         slurmx_detach(r->a->sx, r->job, 0);
         r->creds.granted = 0;
         return RUN_END_PENDING;
