@@ -7,6 +7,7 @@
 
 #include "launchsrv.h"
 #include "ty_log.h"
+#include "ty_time.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -15,9 +16,16 @@
 
 #define SLURMX_OWN 12
 
+#define SLURMX_POLL_MS 1000 /* GET /jobs?update_time: every followed job's changes at once */
+
 struct slurmx_ent {
     char job[64];
     struct slurmx_attempt at;
+    long slurm_id; /* 0 until slurmx_follow */
+    int have;      /* last holds the Slurm job as last seen */
+    struct slurmrest_job last;
+    double asked; /* when the request that brought last was sent: an answer to an older request
+                     (the poller's, a runner's) does not replace it */
 };
 
 struct slurmx {
@@ -28,6 +36,11 @@ struct slurmx {
     pthread_mutex_t mu; /* guards ent[] and is held while a runner's callback runs */
     struct slurmx_ent *ent;
     size_t n, cap;
+    pthread_t poll_thr; /* the one poller of GET /jobs for every followed job */
+    int poll_started;
+    int stopping; /* under pmu */
+    pthread_mutex_t pmu;
+    pthread_cond_t pcv; /* signalled on stop */
 };
 
 /* Copies s into x's owned strings (slot i). NULL stays NULL; "" becomes NULL. */
@@ -137,6 +150,77 @@ static int slurmx_launch_url(struct slurmx *x, struct ty_err *err)
     return 0;
 }
 
+/* Takes the jobs of one GET /jobs answer (asked at that time) into the followed entries they
+   belong to. */
+static void slurmx_take(struct slurmx *x, json_t *jobs, double asked)
+{
+    struct slurmrest_job j;
+    struct ty_err err;
+    size_t i;
+    json_t *jj;
+
+    json_array_foreach(jobs, i, jj)
+    {
+        if (slurmrest_job_parse(jj, &j, &err) != 0)
+            continue;
+        pthread_mutex_lock(&x->mu);
+        for (size_t k = 0; k < x->n; k++)
+            if (x->ent[k].slurm_id == j.id && asked >= x->ent[k].asked) {
+                x->ent[k].last = j;
+                x->ent[k].have = 1;
+                x->ent[k].asked = asked;
+            }
+        pthread_mutex_unlock(&x->mu);
+    }
+}
+
+/* The poller: one GET /jobs?update_time a second brings every followed job's changes (304 when
+   none), instead of one GET /job per job. Runners read what it saw (slurmx_job). */
+static void *slurmx_poll_thread(void *arg)
+{
+    struct slurmx *x = arg;
+    struct slurmrest *c = NULL;
+    struct ty_err err;
+    int64_t since = 0;
+    double warned = 0, asked;
+
+    for (;;) {
+        struct timespec ts;
+        json_t *jobs = NULL;
+        int followed;
+
+        pthread_mutex_lock(&x->pmu);
+        ty_deadline_ms(&ts, SLURMX_POLL_MS);
+        while (!x->stopping && pthread_cond_timedwait(&x->pcv, &x->pmu, &ts) == 0)
+            ;
+        if (x->stopping) {
+            pthread_mutex_unlock(&x->pmu);
+            break;
+        }
+        pthread_mutex_unlock(&x->pmu);
+        pthread_mutex_lock(&x->mu);
+        followed = x->n > 0;
+        pthread_mutex_unlock(&x->mu);
+        if (!followed)
+            continue;
+        if (!c && !(c = slurmx_client(x, &err)))
+            continue;
+        asked = ty_wall_s();
+        if (slurmrest_jobs_since(c, &since, &jobs, &err) != 0) {
+            if (ty_wall_s() - warned > 60) {
+                ty_log(TY_LOG_WARN, "agent.slurm.poll_failed", "error='%s'", err.msg);
+                warned = ty_wall_s();
+            }
+            continue; /* the runners read their jobs one by one meanwhile */
+        }
+        if (jobs)
+            slurmx_take(x, jobs, asked);
+        json_decref(jobs);
+    }
+    slurmrest_close(c);
+    return NULL;
+}
+
 struct slurmx *slurmx_start(const struct agent_slurm *cfg, struct ty_err *err)
 {
     struct slurmx *x = calloc(1, sizeof(*x));
@@ -146,6 +230,8 @@ struct slurmx *slurmx_start(const struct agent_slurm *cfg, struct ty_err *err)
         return NULL;
     }
     pthread_mutex_init(&x->mu, NULL);
+    pthread_mutex_init(&x->pmu, NULL);
+    pthread_cond_init(&x->pcv, NULL);
     x->cfg.url = slurmx_own(x, 0, cfg->url);
     x->cfg.api = slurmx_own(x, 1, cfg->api);
     x->cfg.user = slurmx_own(x, 2, cfg->user);
@@ -168,6 +254,11 @@ struct slurmx *slurmx_start(const struct agent_slurm *cfg, struct ty_err *err)
     if (!(x->ls = launchsrv_start(x->cfg.listen, slurmx_on_report, slurmx_on_assign, x, err)) ||
         slurmx_launch_url(x, err) != 0)
         goto fail;
+    if (pthread_create(&x->poll_thr, NULL, slurmx_poll_thread, x) != 0) {
+        ty_err_set(err, TY_EINTERNAL, NULL, "cannot start the Slurm poller");
+        goto fail;
+    }
+    x->poll_started = 1;
     ty_log(TY_LOG_INFO, "agent.slurm.started", "url='%s' launcher='%s' listen='%s' launch_url='%s'",
            x->cfg.url, x->cfg.launcher, x->cfg.listen, x->cfg.launch_url);
     return x;
@@ -180,6 +271,13 @@ void slurmx_stop(struct slurmx *x)
 {
     if (!x)
         return;
+    if (x->poll_started) {
+        pthread_mutex_lock(&x->pmu);
+        x->stopping = 1;
+        pthread_cond_broadcast(&x->pcv);
+        pthread_mutex_unlock(&x->pmu);
+        pthread_join(x->poll_thr, NULL);
+    }
     launchsrv_stop(x->ls);
     slurmmap_free(x->map);
     for (int i = 0; i < SLURMX_OWN; i++)
@@ -187,6 +285,8 @@ void slurmx_stop(struct slurmx *x)
     free((char *)x->cfg.workdir);
     free(x->ent);
     pthread_mutex_destroy(&x->mu);
+    pthread_mutex_destroy(&x->pmu);
+    pthread_cond_destroy(&x->pcv);
     free(x);
 }
 
@@ -223,6 +323,9 @@ int slurmx_attach(struct slurmx *x, const char *job, int attempt, int hosts, con
         snprintf(e->job, sizeof(e->job), "%s", job);
     }
     e->at = *at;
+    e->slurm_id = 0;
+    e->have = 0;
+    e->asked = 0;
     rc = launchsrv_add(x->ls, token, job, attempt, hosts, acked);
     if (rc != 0) {
         *e = x->ent[--x->n];
@@ -255,4 +358,44 @@ double slurmx_last_seen(struct slurmx *x, const char *job, int host, long long *
     if (seq)
         *seq = 0;
     return launchsrv_last_seen(x->ls, job, host, seq);
+}
+
+void slurmx_follow(struct slurmx *x, const char *job, long slurm_id)
+{
+    struct slurmx_ent *e;
+
+    pthread_mutex_lock(&x->mu);
+    if ((e = slurmx_find(x, job)) != NULL && e->slurm_id != slurm_id) {
+        e->slurm_id = slurm_id;
+        e->have = 0;
+        e->asked = 0;
+    }
+    pthread_mutex_unlock(&x->mu);
+}
+
+int slurmx_job(struct slurmx *x, const char *job, struct slurmrest_job *out)
+{
+    struct slurmx_ent *e;
+    int rc = -1;
+
+    pthread_mutex_lock(&x->mu);
+    if ((e = slurmx_find(x, job)) != NULL && e->have) {
+        *out = e->last;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
+void slurmx_job_seen(struct slurmx *x, const char *job, const struct slurmrest_job *j, double asked)
+{
+    struct slurmx_ent *e;
+
+    pthread_mutex_lock(&x->mu);
+    if ((e = slurmx_find(x, job)) != NULL && e->slurm_id == j->id && asked >= e->asked) {
+        e->last = *j;
+        e->have = 1;
+        e->asked = asked;
+    }
+    pthread_mutex_unlock(&x->mu);
 }

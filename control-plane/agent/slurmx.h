@@ -5,8 +5,10 @@
  * and the table of live attempts that routes each launcher's report and assignment request to
  * the runner of its job (run/run_slurm.c).
  *
- * Owns: copies of the settings, the map, the listener, the table. Each runner opens its own
- * Slurm client (slurmx_client: a client is not shared between threads).
+ * Owns: copies of the settings, the map, the listener, the table, and the poller: one thread
+ * that reads every followed Slurm job's changes with one GET /jobs?update_time a second. Each
+ * runner opens its own Slurm client too (slurmx_client: a client is not shared between
+ * threads), for its submission, cancels, and a direct read now and then.
  * Thread-safety: every call may come from any thread. A callback runs under the table's lock:
  * once slurmx_detach returns, no callback of that attempt runs or will run.
  */
@@ -59,6 +61,16 @@ int slurmx_attach(struct slurmx *x, const char *job, int attempt, int hosts, con
 void slurmx_detach(struct slurmx *x, const char *job, int ended);
 /* Every answer to job's launchers from now on tells them to stop (launchsrv_set_stop). */
 void slurmx_stop_job(struct slurmx *x, const char *job, int grace_s, int upload);
+/* job's attempt is Slurm job slurm_id: the poller (one GET /jobs?update_time a second for
+   every followed job) keeps what Slurm shows of it. */
+void slurmx_follow(struct slurmx *x, const char *job, long slurm_id);
+/* OUT: *out, job's Slurm job as the poller (or slurmx_job_seen) last saw it. 0, or -1 when
+   nothing was seen yet: the runner asks Slurm itself. */
+int slurmx_job(struct slurmx *x, const char *job, struct slurmrest_job *out);
+/* What the runner read of job's Slurm job itself (GET /job sent at asked, epoch seconds), kept
+   as the poller's unless the poller's answer is to a later request. */
+void slurmx_job_seen(struct slurmx *x, const char *job, const struct slurmrest_job *j,
+                     double asked);
 /* When host of job was last heard from, and OUT: *seq (may be NULL) its last report applied
    (launchsrv_last_seen). */
 double slurmx_last_seen(struct slurmx *x, const char *job, int host, long long *seq);

@@ -30,6 +30,9 @@
 #define SLURM_SILENT_S     30.0 /* a launcher unheard this long (it reports every 2 s) is lost */
 #define SLURM_LATE_ENDS_S  15.0 /* after Slurm ended the job, the launchers' last reports */
 #define SLURM_STOP_SLACK_S 60   /* past the stop grace, the Slurm job is cancelled outright */
+#define SLURM_DIRECT_S                                                                             \
+    30 /* a runner reads its Slurm job itself this often (the poller's                             \
+          update_time may miss a change while slurmctld's clock lags) */
 
 #define MSG_SUBMITTED   "Submitted to Slurm as job %ld, in partition '%s'"
 #define MSG_DOWNLOADING "Downloading input data"
@@ -539,6 +542,20 @@ static json_t *run_slurm_where(struct run_ctx *r, struct run_slurm *rs, const ch
     return e ? json_pack("{s:o}", "_executor", e) : NULL;
 }
 
+/* Records where the job runs from the nodes its launchers reported (SLURMD_NODENAME), in host
+   order: a short job may end before Slurm's view of it was read while it ran. */
+static void run_slurm_placed(struct run_ctx *r, struct run_slurm *rs)
+{
+    char nodes[256] = "";
+
+    pthread_mutex_lock(&rs->mu);
+    for (int i = 0; i < r->nh; i++)
+        run__fmt(nodes + strlen(nodes), sizeof(nodes) - strlen(nodes), "%s%s", i ? "," : "",
+                 rs->h[i].node);
+    pthread_mutex_unlock(&rs->mu);
+    run__transition(r, "InProgress,Stopping", NULL, NULL, NULL, run_slurm_where(r, rs, nodes));
+}
+
 /* Follows the submitted attempt until its end. */
 static enum run_end run_slurm_follow(struct run_ctx *r, struct run_slurm *rs, struct slurmrest *c)
 {
@@ -548,7 +565,7 @@ static enum run_end run_slurm_follow(struct run_ctx *r, struct run_slurm *rs, st
                                .hosts = r->nh,
                                .lost_host = -1};
     char waitmsg[640] = "", lost[SLURMREST_NODE_MAX] = "";
-    double next_poll = 0, slurm_ended = 0;
+    double next_poll = 0, slurm_ended = 0, next_direct = 0;
     int placed = 0;
 
     for (;;) {
@@ -567,8 +584,13 @@ static enum run_end run_slurm_follow(struct run_ctx *r, struct run_slurm *rs, st
         run__logs_flush_all(r, 0);
         run_slurm_checkpoint(r, rs, seq);
         run_slurm_snapshot(r, rs, &s);
-        if (run_slurm_phases(r, &s, &rs->said)) /* a conflict (Stopping): from the document */
+        if (run_slurm_phases(r, &s, &rs->said)) { /* a conflict (Stopping): from the document */
             run_slurm_save(r, rs);
+            if (rs->said == 2 && !placed) { /* every launcher said on which node it runs */
+                placed = 1;
+                run_slurm_placed(r, rs);
+            }
+        }
         if (s.ended == r->nh)
             return run_slurm_ended(r, rs);
         pthread_mutex_lock(&rs->mu);
@@ -587,7 +609,15 @@ static enum run_end run_slurm_follow(struct run_ctx *r, struct run_slurm *rs, st
                              "job was cancelled");
             return run__finish_stopped(r, rs->stop == 2, NULL);
         }
-        rc = slurmrest_job(c, rs->id, &j, &err);
+        if (slurmx_job(r->a->sx, r->job, &j) == 0 && ty_wall_s() < next_direct) {
+            rc = 0; /* as the agent's poller last saw it */
+        } else {    /* now and then, and until the poller saw it: from Slurm itself */
+            double asked = ty_wall_s();
+            rc = slurmrest_job(c, rs->id, &j, &err);
+            next_direct = asked + SLURM_DIRECT_S;
+            if (rc == 0)
+                slurmx_job_seen(r->a->sx, r->job, &j, asked);
+        }
         if (rc != 0 && rc != -TY_ENOTFOUND) {
             ty_log(TY_LOG_WARN, "agent.slurm.poll_failed", "job=%s slurm_job=%ld error='%s'",
                    r->job, rs->id, err.msg);
@@ -600,10 +630,10 @@ static enum run_end run_slurm_follow(struct run_ctx *r, struct run_slurm *rs, st
             run__transition(r, "InProgress,Stopping", NULL, NULL, NULL,
                             run_slurm_where(r, rs, j.nodes));
         }
-        fc.seen_running |= s.heard > 0 || (rc == 0 && j.start_time > 0 && j.nodes[0]);
+        fc.seen_running |= rc == 0 && j.start_time > 0 && j.nodes[0];
         fc.stop_sent = rs->stop != 0;
         fc.launchers_done = s.ended == r->nh;
-        if (rc == 0 && !lost[0] && fc.seen_running &&
+        if (rc == 0 && !lost[0] && (fc.seen_running || s.heard > 0) &&
             run_slurm_lost(r, rs, c, &j, lost, sizeof(lost), &fc.lost_host))
             fc.lost_node = lost;
         slurmfate_decide(rc == 0 ? &j : NULL, &fc, &fate);
@@ -749,6 +779,7 @@ static enum run_end run_slurm_attempt(struct run_ctx *r, struct run_slurm *rs, s
         run__logs_flush_all(r, 1);
         return run__finish_failed(r, reason);
     }
+    slurmx_follow(r->a->sx, r->job, rs->id);
     run_slurm_save(r, rs); /* from here a restarted agent follows this Slurm job */
     run__fmt(msg, sizeof(msg), "trainyard: " MSG_SUBMITTED, rs->id, rs->partition);
     run__log_line(r, msg);
@@ -801,6 +832,7 @@ static int run_slurm_resume(struct run_ctx *r, struct run_slurm *rs, struct slur
                                      "again after its agent restarted");
         return 1;
     }
+    slurmx_follow(r->a->sx, r->job, rs->id);
     if (stop)
         run_slurm_stop(r, rs, stop);
     run__fmt(msg, sizeof(msg), "trainyard: the agent restarted and follows Slurm job %ld again",

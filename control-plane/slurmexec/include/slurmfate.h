@@ -21,7 +21,9 @@ struct slurmfate_ctx {
     const char *instance_type; /* ResourceConfig.InstanceType */
     const char *partition;     /* where it was submitted (slurmmap.h) */
     int hosts;                 /* InstanceCount: the nodes asked */
-    int seen_running;          /* Slurm showed it allocated before, or a launcher reported */
+    int seen_running;          /* Slurm showed it allocated before (Slurm's own answers only: a
+                                  launcher's report may be fresher than the answer at hand, and
+                                  PENDING after it would read as a requeue) */
     int stop_sent;             /* the executor asked the launchers to stop (StopTrainingJob or
                                   MaxRuntimeInSeconds), or cancelled the job itself */
     int launchers_done;        /* every host's launcher reported its end */
