@@ -14,7 +14,6 @@ same containers started by hand. Run by bench/slurm.sh, which brings the cluster
    agent while it follows them all, and the time of one DescribeTrainingJob meanwhile.
 """
 import os
-import re
 import subprocess
 import sys
 import time
@@ -38,20 +37,22 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def pid_of(pattern, conf):
-    """The pid of the process whose command line matches pattern and whose environment or
-    arguments name this cluster's configuration."""
+def pid_of(comm, conf):
+    """The pid of the process named comm whose environment or arguments name this cluster's
+    configuration (not runuser, which starts slurmrestd)."""
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
+            with open(f"/proc/{d}/comm") as f:
+                name = f.read().strip()
             with open(f"/proc/{d}/cmdline", "rb") as f:
                 cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
             with open(f"/proc/{d}/environ", "rb") as f:
                 env = f.read().decode(errors="replace")
         except OSError:
             continue
-        if re.search(pattern, cmd) and (conf in cmd or conf in env):
+        if name == comm and (conf in cmd or conf in env):
             return int(d)
     raise SystemExit(f"no process {pattern} of {conf}")
 
@@ -109,15 +110,20 @@ def by_hand_start(cl, workdir, i):
 
 def following(s, cl, agent_pid, jobs):
     sm = s.client()
+    # the default quota (50 instances in progress per principal) would refuse the rest
+    s.client("iam").tag_user(UserName="admin", Tags=[
+        {"Key": "trainyard:max-training-instances", "Value": str(jobs + 10)}])
     names = [H.unique("bench-follow") for _ in range(jobs)]
-    for n in names:
-        sm.create_training_job(**H.job_request(n, "sleep 600", max_runtime=3600))
+    for i, n in enumerate(names):  # two types: the account's quota is 100 instances of each
+        sm.create_training_job(**H.job_request(
+            n, "sleep 600", max_runtime=3600,
+            instance_type="ml.m5.large" if i % 2 else "ml.m5.xlarge"))
     H.wait_for(lambda: all(sm.describe_training_job(TrainingJobName=n)["SecondaryStatusTransitions"]
                            [-1]["StatusMessage"] != "Launching requested ML instances"
                            for n in names[-5:]), 300, "the agent to submit every job")
     time.sleep(5)
-    rest = pid_of(r"slurmrestd", cl["SLURM_CONF"])
-    ctld = pid_of(r"slurmctld", cl["SLURM_CONF"])
+    rest = pid_of("slurmrestd", cl["SLURM_CONF"])
+    ctld = pid_of("slurmctld", cl["SLURM_CONF"])
     c0 = {p: cpu_s(p) for p in (rest, ctld, agent_pid)}
     t0 = time.monotonic()
     desc = []
@@ -129,9 +135,17 @@ def following(s, cl, agent_pid, jobs):
     dt = time.monotonic() - t0
     c1 = {p: cpu_s(p) for p in (rest, ctld, agent_pid)}
     for n in names:
-        sm.stop_training_job(TrainingJobName=n)
+        try:
+            sm.stop_training_job(TrainingJobName=n)
+        except sm.exceptions.ClientError:
+            pass  # ended already: counted below
+    ends = {}
     for n in names:
-        H.wait_job(sm, n, timeout=300)
+        d = H.wait_job(sm, n, timeout=300)
+        if d["TrainingJobStatus"] == "Failed":
+            ends[d["FailureReason"]] = ends.get(d["FailureReason"], 0) + 1
+    for why, k in ends.items():
+        print(f"  {k} of the {jobs} jobs failed: {why}")
     return ((c1[rest] - c0[rest]) / dt, (c1[ctld] - c0[ctld]) / dt,
             (c1[agent_pid] - c0[agent_pid]) / dt, median(desc))
 

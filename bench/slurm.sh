@@ -15,6 +15,7 @@ command -v sbatch >/dev/null || die "sbatch missing (apt-get install slurm-wlm)"
 [ -x "$BUILD/bin/trainyard-launch" ] || die "$BUILD/bin/trainyard-launch missing: build first"
 
 WORK=$(mktemp -d /tmp/ty-bench-slurm-XXXXXX)
+chmod 755 "$WORK" # slurmrestd runs as the user slurm
 CLUSTER=$WORK/cluster
 bench_slurm_cleanup() {
     "$REPO/tests/slurm/cluster.sh" down "$CLUSTER" >/dev/null 2>&1 || true

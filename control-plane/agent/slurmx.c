@@ -87,13 +87,14 @@ static json_t *slurmx_on_assign(void *ud, const char *job, int attempt, int host
     return j;
 }
 
-struct slurmrest *slurmx_client(const struct slurmx *x, struct ty_err *err)
+struct slurmrest *slurmx_client(const struct slurmx *x, int one_shot, struct ty_err *err)
 {
     struct slurmrest_config c = {.url = x->cfg.url,
                                  .api = x->cfg.api,
                                  .user = x->cfg.user,
                                  .jwt_key_path = x->cfg.jwt_key,
-                                 .token_path = x->cfg.token_file};
+                                 .token_path = x->cfg.token_file,
+                                 .one_shot = one_shot};
     return slurmrest_open(&c, err);
 }
 
@@ -102,7 +103,7 @@ struct slurmrest *slurmx_client(const struct slurmx *x, struct ty_err *err)
    does not answer. */
 static int slurmx_check(struct slurmx *x, struct ty_err *err)
 {
-    struct slurmrest *c = slurmx_client(x, err);
+    struct slurmrest *c = slurmx_client(x, 1, err);
     json_t *parts = NULL, *nodes = NULL;
     char report[2048];
     int rc = -1, problems;
@@ -203,7 +204,7 @@ static void *slurmx_poll_thread(void *arg)
         pthread_mutex_unlock(&x->mu);
         if (!followed)
             continue;
-        if (!c && !(c = slurmx_client(x, &err)))
+        if (!c && !(c = slurmx_client(x, 0, &err)))
             continue;
         asked = ty_wall_s();
         if (slurmrest_jobs_since(c, &since, &jobs, &err) != 0) {

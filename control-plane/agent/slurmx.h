@@ -35,8 +35,10 @@ void slurmx_stop(struct slurmx *x);
 /* The settings as started (strings owned by x; launch_url filled in). */
 const struct agent_slurm *slurmx_cfg(const struct slurmx *x);
 
-/* new: a client of the cluster for one thread (slurmrest_close). NULL with err. */
-struct slurmrest *slurmx_client(const struct slurmx *x, struct ty_err *err);
+/* new: a client of the cluster for one thread (slurmrest_close), one_shot: a connection per
+   request (a runner's: slurmrestd serves few connections at a time, and hundreds of runners
+   must not each hold one), else keep-alive (the poller's). NULL with err. */
+struct slurmrest *slurmx_client(const struct slurmx *x, int one_shot, struct ty_err *err);
 
 /* Where instance type runs (slurmmap_lookup). 0 or -TY_EINVAL with err. */
 int slurmx_place(const struct slurmx *x, const char *type, struct slurmmap_entry *out,

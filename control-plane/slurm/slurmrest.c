@@ -33,6 +33,7 @@ struct slurmrest {
     int life_s;
     char token[SLURMREST_JWT_MAX];
     int64_t token_at; /* when token was minted or read, 0 = never */
+    int one_shot;     /* no keep-alive (slurmrest_config.one_shot) */
 };
 
 /* Reads at most n bytes of path. OUT: *len. 0 or -errno. */
@@ -75,6 +76,7 @@ struct slurmrest *slurmrest_open(const struct slurmrest_config *cfg, struct ty_e
     snprintf(s->api, sizeof(s->api), "%s", cfg->api && cfg->api[0] ? cfg->api : "v0.0.38");
     snprintf(s->user, sizeof(s->user), "%s", cfg->user && cfg->user[0] ? cfg->user : "root");
     s->life_s = cfg->token_life_s > 0 ? cfg->token_life_s : 600;
+    s->one_shot = cfg->one_shot;
     if (cfg->jwt_key_path && cfg->jwt_key_path[0]) {
         rc = read_small(cfg->jwt_key_path, s->key, sizeof(s->key), &s->keylen);
         if (rc != 0 || s->keylen == 0) {
@@ -178,6 +180,7 @@ static int sr_call(struct slurmrest *s, const char *method, const char *path, co
     curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, sr_sink);
     curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, &answer);
     curl_easy_setopt(s->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(s->curl, CURLOPT_FORBID_REUSE, s->one_shot ? 1L : 0L);
     if (body) {
         curl_easy_setopt(s->curl, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(s->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));

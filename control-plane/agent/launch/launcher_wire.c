@@ -98,14 +98,16 @@ int launcher_assignment(struct launcher *l, struct ty_err *err)
         return ty_err_set(err, TY_ENOMEM, NULL, "out of memory");
     snprintf(url, sizeof(url), "%s/launch/v1/job?host=%d", l->url, l->host);
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", l->token);
-    for (int i = 0; i < 10; i++) { /* the executor may be restarting: about 40 s */
+    /* 503 at first while the executor learns where Slurm placed the job (its nodes'
+       addresses); longer when it is restarting: 0.2 s, doubling to 5 s, about 45 s in all */
+    for (int i = 0, ms = 200; i < 14; i++, ms = ms * 2 < 5000 ? ms * 2 : 5000) {
         if (launcher_http(c, url, auth, NULL, &status, &b) == 0 && status == 200)
             break;
         free(b.p);
         b.p = NULL;
         if (status == 401 || status == 403 || status == 410 || status == 400)
             break;
-        sleep((unsigned)(i < 4 ? 1 + i : 5));
+        usleep((useconds_t)ms * 1000);
     }
     curl_easy_cleanup(c);
     if (status != 200) {

@@ -25,11 +25,12 @@
 #include <errno.h>
 #include <string.h>
 
-#define SLURM_TICK_MS      500
+#define SLURM_TICK_MS      250
 #define SLURM_POLL_S       2.0  /* the Slurm job and the job document */
 #define SLURM_SILENT_S     30.0 /* a launcher unheard this long (it reports every 2 s) is lost */
 #define SLURM_LATE_ENDS_S  15.0 /* after Slurm ended the job, the launchers' last reports */
 #define SLURM_STOP_SLACK_S 60   /* past the stop grace, the Slurm job is cancelled outright */
+#define SLURM_SUBMIT_TRIES 5    /* a submission slurmrestd did not answer: 0.5 s to 8 s apart */
 #define SLURM_DIRECT_S                                                                             \
     30 /* a runner reads its Slurm job itself this often (the poller's                             \
           update_time may miss a change while slurmctld's clock lags) */
@@ -120,7 +121,7 @@ static json_t *run_slurm_assign(void *ud, int host)
 
     pthread_mutex_lock(&rs->mu);
     if (rs->r->nh > 1 && !rs->addrs) {
-        rs->want_addrs = 1; /* the launcher asks again in a second */
+        rs->want_addrs = 1; /* the launcher asks again shortly */
     } else if ((j = json_deep_copy(rs->asg)) != NULL) {
         json_object_set_new(j, "host", json_integer(host));
         if (rs->addrs)
@@ -241,6 +242,30 @@ static json_t *run_slurm_asg(struct run_ctx *r, json_t *doc, int attempt)
                      r->a->cfg.stop_grace_s);
 }
 
+/* The id of the Slurm job named name that waits or runs, 0 when none (or Slurm does not
+   answer). */
+static long run_slurm_find(struct slurmrest *c, const char *name)
+{
+    struct slurmrest_job j;
+    struct ty_err err;
+    int64_t since = 0;
+    json_t *jobs = NULL, *jj;
+    long found = 0;
+    size_t i;
+
+    if (slurmrest_jobs_since(c, &since, &jobs, &err) != 0)
+        return 0;
+    json_array_foreach(jobs, i, jj)
+    {
+        if (slurmrest_job_parse(jj, &j, &err) == 0 && strcmp(j.name, name) == 0 &&
+            (strcmp(j.state, "PENDING") == 0 || strcmp(j.state, "RUNNING") == 0 ||
+             strcmp(j.state, "CONFIGURING") == 0 || strcmp(j.state, "SUSPENDED") == 0))
+            found = j.id;
+    }
+    json_decref(jobs);
+    return found;
+}
+
 /* Submits the attempt. 0 with rs->id, or -1 with reason (a FailureReason). */
 static int run_slurm_submit(struct run_ctx *r, struct run_slurm *rs, struct slurmrest *c,
                             const char *token, int attempt, char *reason, size_t n)
@@ -274,7 +299,22 @@ static int run_slurm_submit(struct run_ctx *r, struct run_slurm *rs, struct slur
         run__fmt(reason, n, "InternalServerError: cannot build the Slurm job: %s", err.msg);
         return -1;
     }
-    rc = slurmrest_submit_job(c, &sj.sub, &rs->id, &warn, &err);
+    /* a submission that timed out may have been taken: it is looked for by name before it is
+       sent again, so that one attempt is never two Slurm jobs */
+    for (int tries = 0, ms = 500;; tries++, ms *= 2) {
+        rc = slurmrest_submit_job(c, &sj.sub, &rs->id, &warn, &err);
+        if (rc == 0 || rc == -TY_EINVAL || tries >= SLURM_SUBMIT_TRIES ||
+            atomic_load(&r->a->stopping))
+            break;
+        ty_log(TY_LOG_WARN, "agent.slurm.submit_retry", "job=%s try=%d error='%s'", r->job,
+               tries + 1, err.msg);
+        if (agent__sleep(r->a, ms))
+            break;
+        if ((rs->id = run_slurm_find(c, sj.name)) > 0) {
+            rc = 0;
+            break;
+        }
+    }
     slurmjob_free(&sj);
     if (rc == -TY_EINVAL) {
         run__fmt(reason, n, "ClientError: Slurm refused the job on partition '%s' (%s x %d): %s",
@@ -594,8 +634,8 @@ static enum run_end run_slurm_follow(struct run_ctx *r, struct run_slurm *rs, st
         if (s.ended == r->nh)
             return run_slurm_ended(r, rs);
         pthread_mutex_lock(&rs->mu);
-        if (rs->want_addrs && !rs->addrs)
-            next_poll = 0; /* a launcher waits for its assignment */
+        if (rs->want_addrs && !rs->addrs) /* a launcher waits for its assignment: ask Slurm */
+            next_poll = next_direct = 0;
         rs->want_addrs = 0;
         pthread_mutex_unlock(&rs->mu);
         if (ty_wall_s() < next_poll)
@@ -869,7 +909,7 @@ enum run_end run__slurm(struct run_ctx *r)
              json_string_value(json_object_get(doc, "SecondaryStatus"))
                  ? json_string_value(json_object_get(doc, "SecondaryStatus"))
                  : "");
-    if (!(c = slurmx_client(r->a->sx, &err))) {
+    if (!(c = slurmx_client(r->a->sx, 1, &err))) {
         run__fmt(reason, sizeof(reason), "InternalServerError: Slurm: %s", err.msg);
         end = run__finish_failed(r, reason);
     } else if (!r->run->reclaimed || (!run_slurm_resume(r, rs, c, doc, &end) &&

@@ -3,7 +3,8 @@
  * for the Slurm executor: ping, nodes, partitions, submit, one job, the jobs changed since a
  * time, cancel with a signal.
  *
- * Owns: one keep-alive HTTP connection (libcurl) and the JWT it sends: minted from the cluster's
+ * Owns: one keep-alive HTTP connection (libcurl; or one per request: one_shot) and the JWT it
+ * sends: minted from the cluster's
  * HS256 key (the file slurmctld's AuthAltParameters=jwt_key names), renewed at half its life, or
  * read again from a token file at each renewal. The answers' quirks, measured on 22.05.8
  * (docs/slurm.md), are handled here: a job unknown to slurmctld (purged, or never) answers HTTP
@@ -29,6 +30,9 @@ struct slurmrest_config {
     const char *jwt_key_path; /* the cluster's JWT key: tokens are minted from it, or */
     const char *token_path;   /* a file holding a token (read again at each renewal) */
     int token_life_s;         /* a minted token's life, 0 = 600 s */
+    int one_shot;             /* 1: a connection per request, closed after it (slurmrestd
+                                 serves a few connections at a time: a client that asks now
+                                 and then must not hold one); 0: keep-alive */
 };
 
 /* Opens a client (nothing is sent yet). new: slurmrest_close. NULL with err (TY_EINVAL: a
